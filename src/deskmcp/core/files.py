@@ -1,0 +1,87 @@
+"""Reading and writing files without ever leaving a half-written one behind."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from deskmcp.core.errors import IOFailure, NotFound, PermissionDenied
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write `data` to `path` atomically: temp file in the same folder, fsync, `os.replace`.
+
+    Readers see the old content or the new, never a mix; an interruption leaves the old file.
+    """
+    folder = path.parent
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            tmp.chmod(mode)
+        elif path.exists():
+            tmp.chmod(path.stat().st_mode & 0o7777)
+        else:
+            tmp.chmod(0o644)
+        replace_file(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(folder)
+
+
+def replace_file(src: Path, dst: Path) -> None:
+    """`os.replace`, as a seam the atomicity tests can interrupt."""
+    src.replace(dst)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Makes the rename durable on POSIX; directories cannot be opened on Windows.
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def read_bytes_limited(path: Path, limit: int, *, label: str | None = None) -> bytes:
+    """Read a whole file, refusing one larger than `limit` bytes before reading it."""
+    name = label or path.name
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise IOFailure(
+                f"{name} is {size:,} bytes, over the {limit:,}-byte limit.",
+                {"path": name, "size": size, "limit": limit},
+            )
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError as exc:
+        raise NotFound(f"{name} does not exist.", {"path": name}) from exc
+    except PermissionError as exc:
+        raise PermissionDenied(f"{name} cannot be read: permission denied.", {"path": name}) from exc
+    except IsADirectoryError as exc:
+        raise NotFound(f"{name} is a folder, not a file.", {"path": name}) from exc
+    except OSError as exc:
+        raise IOFailure(f"{name} could not be read: {exc.strerror}.", {"path": name}) from exc
+    if len(data) > limit:
+        raise IOFailure(f"{name} grew past the {limit:,}-byte limit while being read.", {"path": name})
+    return data

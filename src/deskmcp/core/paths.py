@@ -1,0 +1,70 @@
+"""Safe resolution of user-supplied paths under a root.
+
+`safe_join` is the only way a tool turns a path it was given into a file system path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from deskmcp.core.errors import BadRequest, PermissionDenied
+
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def _denied(user_path: str, why: str) -> PermissionDenied:
+    return PermissionDenied(
+        f"Path {user_path!r} is not allowed: {why}. Use a path relative to the root, without '..'.",
+        {"path": user_path},
+    )
+
+
+def split_relative(user_path: str) -> tuple[str, ...]:
+    """Validate a relative path's form and return its parts (no file system access)."""
+    if not isinstance(user_path, str):  # defensive: tools may pass through JSON values
+        raise BadRequest("A path must be a string.")
+    if "\x00" in user_path:
+        raise _denied(user_path.replace("\x00", "\\0"), "it contains a NUL byte")
+    text = user_path.replace("\\", "/")
+    if text.startswith("//"):
+        raise _denied(user_path, "UNC paths are outside the root")
+    if _WINDOWS_DRIVE.match(text):
+        raise _denied(user_path, "drive paths are outside the root")
+    if text.startswith("/") or PureWindowsPath(user_path).is_absolute():
+        raise _denied(user_path, "absolute paths are outside the root")
+    parts = tuple(p for p in PurePosixPath(text).parts if p not in ("", "."))
+    if ".." in parts:
+        raise _denied(user_path, "'..' leaves the root")
+    return parts
+
+
+def is_within(root: Path, candidate: Path) -> bool:
+    try:
+        candidate.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def safe_join(root: Path, user_path: str, *, allow_root: bool = False) -> Path:
+    """Resolve `user_path` under `root`, following symlinks, and refuse anything outside it.
+
+    Rejects NUL bytes, absolute, drive and UNC paths, `..`, and any path (existing or not)
+    whose resolved location, through symlinks, is not inside the resolved root.
+    """
+    parts = split_relative(user_path)
+    if not parts and not allow_root:
+        raise BadRequest("A path is required.", {"path": user_path})
+    real_root = root.resolve()
+    joined = real_root.joinpath(*parts)
+    # resolve() follows every symlink that exists along the way, even for a missing leaf.
+    resolved = joined.resolve()
+    if not is_within(real_root, resolved):
+        raise _denied(user_path, "it resolves outside the root")
+    return resolved
+
+
+def relative_posix(root: Path, path: Path) -> str:
+    """The root-relative POSIX form of `path` (which must be inside `root`)."""
+    return path.resolve().relative_to(root.resolve()).as_posix()

@@ -1,0 +1,105 @@
+"""`DeskServer`: the SDK's `MCPServer` with deskmcp's error contract and composition hooks.
+
+Every server package builds its tools on a `DeskServer`. The one thing it adds to the SDK
+is that every failed tool call comes back as the taxonomy's JSON body: a `DeskError` as is,
+an argument that fails the input schema as `bad_request`, an unknown tool as `not_found`,
+and a crash as `internal_error` (traceback to the log, never to the client).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, ToolAnnotations
+from pydantic import ValidationError
+
+from deskmcp import __version__
+from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound
+
+log = logging.getLogger("deskmcp")
+
+ServiceContext = Callable[[], AbstractAsyncContextManager[object]]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+"""Annotations of a tool that only reads local data."""
+
+
+def writes(*, destructive: bool, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
+    """Annotations of a tool that changes something."""
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
+def validation_error(exc: ValidationError) -> BadRequest:
+    problems = [
+        {"field": ".".join(str(p) for p in err["loc"]) or "(arguments)", "problem": err["msg"]} for err in exc.errors()
+    ]
+    summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
+    return BadRequest(f"Invalid arguments: {summary}", {"problems": problems})
+
+
+def as_desk_error(exc: ToolError, tool: str) -> DeskError:
+    """Map whatever the SDK raised around a tool call onto the taxonomy."""
+    cause = exc.__cause__
+    if isinstance(exc, DeskError):
+        return exc
+    if isinstance(cause, DeskError):
+        return cause
+    if isinstance(exc, UnexpectedToolError):
+        log.error("tool %s crashed", tool, exc_info=cause or exc)
+        return InternalError(f"Tool {tool} failed unexpectedly; the server log has the details.", {"tool": tool})
+    if isinstance(cause, ValidationError):
+        return validation_error(cause)
+    if cause is None and str(exc).startswith("Unknown tool"):
+        return NotFound(f"Unknown tool {tool!r}. List the tools to see valid names.", {"tool": tool})
+    # A ToolError or ResourceError raised by a dependency: its text is safe to pass on.
+    return BadRequest(str(cause or exc).removeprefix(f"Error executing tool {tool}: "), {"tool": tool})
+
+
+class DeskServer(MCPServer[Any]):
+    """An `MCPServer` whose tool errors follow the taxonomy and whose services can be composed."""
+
+    def __init__(self, name: str, *, instructions: str | None = None, **kwargs: Any) -> None:
+        self._service_contexts: list[ServiceContext] = []
+        super().__init__(
+            name,
+            instructions=instructions,
+            version=__version__,
+            lifespan=self._lifespan,
+            **kwargs,
+        )
+
+    def add_service_context(self, factory: ServiceContext) -> None:
+        """Run `factory()` as an async context for as long as the server runs."""
+        self._service_contexts.append(factory)
+
+    @asynccontextmanager
+    async def _lifespan(self, _server: MCPServer[Any]) -> AsyncIterator[object]:
+        async with AsyncExitStack() as stack:
+            for factory in self._service_contexts:
+                await stack.enter_async_context(factory())
+            yield {}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except DeskError:
+            raise
+        except ToolError as exc:
+            raise as_desk_error(exc, name) from exc
+        return result
+
+
+def error_result(exc: DeskError) -> CallToolResult:
+    from mcp.types import TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=exc.to_json())], is_error=True)

@@ -1,0 +1,1 @@
+"""The meetings server: Granola's local cache, read-only, indexed for search."""

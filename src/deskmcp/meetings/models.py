@@ -1,0 +1,143 @@
+"""The meetings server's data contracts (seed 000's schemas, extended)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Platform = Literal["zoom", "meet", "teams", "other"]
+Section = Literal["header", "attendees", "notes", "links", "transcript"]
+
+
+class Participant(BaseModel):
+    name: str | None = None
+    email: str | None = None
+    role: Literal["creator", "attendee"] = "attendee"
+
+
+class FolderRef(BaseModel):
+    id: str
+    name: str
+
+
+class TranscriptSegment(BaseModel):
+    start: str | None = Field(None, description="ISO 8601 UTC time the segment started")
+    end: str | None = None
+    offset_seconds: float | None = Field(None, description="Seconds since the first segment started")
+    source: str | None = Field(None, description="'microphone' (the user) or 'system' (other people)")
+    speaker: str | None = Field(None, description="'me' for the microphone, 'them' for system audio")
+    text: str
+
+
+class Meeting(BaseModel):
+    """One meeting, normalised from whatever cache format it came from."""
+
+    id: str
+    title: str
+    start_ts: str | None = Field(None, description="ISO 8601 UTC start (calendar event, else creation)")
+    end_ts: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    duration_minutes: float | None = None
+    platform: Platform | None = None
+    participants: list[Participant] = []
+    folders: list[FolderRef] = []
+    links: list[str] = Field(default=[], description="Conference and calendar URLs")
+    notes: str = Field("", description="The notes as Markdown (user notes, else AI panels)")
+    has_transcript: bool = False
+    transcript_segments: int = 0
+
+
+class MeetingSummary(BaseModel):
+    id: str
+    title: str
+    start_ts: str | None = None
+    platform: Platform | None = None
+    participants: list[str] = Field(default=[], description="Names (or emails when no name is known)")
+    folders: list[str] = Field(default=[], description="Folder names")
+    has_transcript: bool = False
+
+
+class ListMeetingsOutput(BaseModel):
+    items: list[MeetingSummary]
+    total: int = Field(description="How many meetings match the filters in all")
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
+
+
+class SearchHit(MeetingSummary):
+    score: float = Field(description="bm25 relevance, higher is better")
+    snippet: str | None = Field(None, description="Matching text with matches in **bold**")
+
+
+class SearchMeetingsOutput(BaseModel):
+    items: list[SearchHit]
+    next_cursor: str | None = None
+
+
+class ExportMarkdownOutput(BaseModel):
+    id: str
+    title: str
+    markdown: str
+    truncated: bool = False
+
+
+class StatsBucket(BaseModel):
+    key: str
+    count: int
+    minutes: float = Field(0.0, description="Total known meeting duration in the bucket")
+
+
+class StatsOutput(BaseModel):
+    group_by: Literal["day", "week", "participant", "platform", "folder"]
+    timezone: str
+    total: int
+    buckets: list[StatsBucket]
+
+
+class TranscriptOutput(BaseModel):
+    id: str
+    title: str
+    segments: list[TranscriptSegment]
+    total_segments: int = Field(description="Segments in the whole transcript")
+    truncated: bool = Field(False, description="True when max_chars cut the answer short")
+
+
+class Folder(BaseModel):
+    id: str
+    name: str
+    description: str | None = None
+    meeting_count: int
+
+
+class FolderList(BaseModel):
+    folders: list[Folder]
+
+
+class ParticipantCount(BaseModel):
+    name: str | None
+    email: str | None
+    meeting_count: int
+    last_meeting: str | None = None
+
+
+class ParticipantList(BaseModel):
+    participants: list[ParticipantCount]
+
+
+class CacheStatus(BaseModel):
+    path: str | None = Field(description="The cache file in use, or null when none was found")
+    exists: bool
+    format: str | None = Field(None, description="cache-v3 (string) / cache-v4 / cache-v6 (object)")
+    size_bytes: int | None = None
+    modified: str | None = None
+    encrypted_newer: str | None = Field(
+        None, description="An encrypted cache newer than the plain one, if any (its data cannot be read)"
+    )
+    meetings: int = 0
+    folders: int = 0
+    transcripts: int = 0
+    index_path: str
+    indexed_at: str | None = None
+    last_sync_seconds: float | None = None
+    searched_locations: list[str] = []

@@ -1,0 +1,550 @@
+"""The meetings service: Granola's cache mirrored into the core search index.
+
+The cache file is parsed only when it changes (path, size or mtime differ from what the
+index was built from); every answer then comes from SQLite, so a server started on an
+unchanged cache never parses it at all. Changes are applied incrementally: a meeting whose
+content hash is unchanged is not rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from deskmcp.core.dates import iso, parse_timestamp, parse_user_time, resolve_zone, zone_label
+from deskmcp.core.errors import BadRequest, NotFound, ParseError
+from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.meetings import granola_cache
+from deskmcp.meetings.models import (
+    CacheStatus,
+    ExportMarkdownOutput,
+    Folder,
+    FolderList,
+    ListMeetingsOutput,
+    Meeting,
+    MeetingSummary,
+    ParticipantCount,
+    ParticipantList,
+    SearchHit,
+    SearchMeetingsOutput,
+    Section,
+    StatsBucket,
+    StatsOutput,
+    TranscriptOutput,
+    TranscriptSegment,
+)
+from deskmcp.meetings.settings import MeetingsSettings
+
+log = logging.getLogger(__name__)
+
+SCHEMA = IndexSchema(
+    name="meetings",
+    version=1,
+    text_fields=("title", "participants", "folders", "notes", "transcript"),
+    weights=(10.0, 5.0, 3.0, 2.0, 1.0),
+    columns=(("start_ts", "TEXT"), ("platform", "TEXT"), ("minutes", "REAL"), ("transcript_json", "BLOB")),
+    side_tables=(
+        "CREATE TABLE people (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
+        " name TEXT, name_lc TEXT, email TEXT)",
+        "CREATE INDEX people_doc ON people(doc_id)",
+        "CREATE TABLE folder_members (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
+        " folder_id TEXT NOT NULL, folder_name TEXT NOT NULL, folder_lc TEXT NOT NULL)",
+        "CREATE INDEX folder_members_doc ON folder_members(doc_id)",
+        "CREATE INDEX docs_start ON docs(start_ts)",
+    ),
+)
+
+DEFAULT_SECTIONS: tuple[Section, ...] = ("header", "attendees", "notes", "links")
+
+
+class Filters:
+    """The filters shared by list, search and stats, resolved to SQL over `docs d`."""
+
+    def __init__(
+        self,
+        *,
+        zone: tzinfo,
+        from_ts: str | None = None,
+        to_ts: str | None = None,
+        days: int | None = None,
+        participants: list[str] | None = None,
+        platform: str | None = None,
+        folder: str | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        self.start = parse_user_time(from_ts, "from_ts", zone)
+        self.end = parse_user_time(to_ts, "to_ts", zone, end_of_day=True)
+        if days is not None:
+            if days < 1:
+                raise BadRequest("days must be 1 or more.", {"days": days})
+            today = (now or datetime.now(UTC)).astimezone(zone).date()
+            first = today - timedelta(days=days - 1)
+            since = datetime(first.year, first.month, first.day, tzinfo=zone).astimezone(UTC)
+            self.start = max(self.start, since) if self.start else since
+        if self.start and self.end and self.start >= self.end:
+            raise BadRequest("from_ts must be before to_ts.", {"from_ts": from_ts, "to_ts": to_ts})
+        self.participants = [p.strip().lower() for p in participants or [] if p and p.strip()]
+        self.platform = platform.strip().lower() if platform else None
+        self.folder = folder.strip() if folder else None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.start:
+            clauses.append("d.start_ts >= ?")
+            params.append(iso(self.start))
+        if self.end:
+            clauses.append("d.start_ts < ?")
+            params.append(iso(self.end))
+        if self.participants:
+            ors = " OR ".join("(instr(p.name_lc, ?) > 0 OR instr(p.email, ?) > 0)" for _ in self.participants)
+            clauses.append(f"EXISTS (SELECT 1 FROM people p WHERE p.doc_id = d.id AND ({ors}))")
+            for who in self.participants:
+                params.extend([who, who])
+        if self.platform:
+            clauses.append("d.platform = ?")
+            params.append(self.platform)
+        if self.folder:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM folder_members f WHERE f.doc_id = d.id AND (f.folder_id = ? OR f.folder_lc = ?))"
+            )
+            params.extend([self.folder, self.folder.lower()])
+        return " AND ".join(clauses), params
+
+    def key(self) -> tuple[Any, ...]:
+        return (iso(self.start), iso(self.end), self.participants, self.platform, self.folder)
+
+
+def _summary(meeting: Meeting) -> MeetingSummary:
+    return MeetingSummary(
+        id=meeting.id,
+        title=meeting.title,
+        start_ts=meeting.start_ts,
+        platform=meeting.platform,
+        participants=[p.name or p.email or "" for p in meeting.participants],
+        folders=[f.name for f in meeting.folders],
+        has_transcript=meeting.has_transcript,
+    )
+
+
+def _record(meeting: Meeting, segments: list[dict[str, Any]]) -> IndexRecord:
+    data = orjson.dumps(meeting.model_dump(mode="json"))
+    transcript = orjson.dumps(segments) if segments else None
+    digest = hashlib.blake2b(data, digest_size=16)
+    if transcript:
+        digest.update(transcript)
+    people = [(p.name, p.name.lower() if p.name else None, p.email) for p in meeting.participants]
+    return IndexRecord(
+        key=meeting.id,
+        fingerprint=digest.hexdigest(),
+        texts={
+            "title": meeting.title,
+            "participants": " ".join(f"{p.name or ''} {p.email or ''}" for p in meeting.participants),
+            "folders": " ".join(f.name for f in meeting.folders),
+            "notes": meeting.notes,
+            "transcript": "\n".join(s["text"] for s in segments),
+        },
+        columns={
+            "start_ts": meeting.start_ts,
+            "platform": meeting.platform,
+            "minutes": meeting.duration_minutes,
+            "transcript_json": transcript,
+        },
+        data=data,
+        side={
+            "people": people,
+            "folder_members": [(f.id, f.name, f.name.lower()) for f in meeting.folders],
+        },
+    )
+
+
+class MeetingService:
+    """Read-only access to Granola meetings, indexed. Thread-safe."""
+
+    def __init__(self, settings: MeetingsSettings) -> None:
+        self.settings = settings
+        self.index_path = settings.index_folder / "meetings.sqlite3"
+        self.index = SearchIndex(self.index_path, SCHEMA)
+        self._sync_lock = threading.Lock()
+        self._source = self.index.get_meta("source")
+        self._last_sync: float | None = None
+        self.zone = resolve_zone(settings.timezone)
+
+    def close(self) -> None:
+        self.index.close()
+
+    # -- keeping the index true ------------------------------------------------------------
+
+    @staticmethod
+    def locate(settings: MeetingsSettings) -> granola_cache.CacheLocation:
+        return granola_cache.locate(settings.cache_path, settings.fallback_folders)
+
+    def location(self) -> granola_cache.CacheLocation:
+        return self.locate(self.settings)
+
+    def refresh(self) -> None:
+        """Bring the index up to date with the cache file, if the file changed."""
+        path = granola_cache.require_location(self.location())
+        fingerprint = _fingerprint(path)
+        if fingerprint == self._source:
+            return
+        with self._sync_lock:
+            if fingerprint == self._source:
+                return
+            self._reindex(path)
+
+    def _reindex(self, path: Path) -> None:
+        started = time.perf_counter()
+        max_bytes = self.settings.max_cache_mb * 1024 * 1024
+        # A file replaced while we read it is read again, so we never index a mix.
+        for attempt in range(3):
+            before = _fingerprint(path)
+            try:
+                parsed = granola_cache.parse(path, max_bytes)
+            except ParseError:
+                if _fingerprint(path) != before and attempt < 2:
+                    continue
+                raise
+            after = _fingerprint(path)
+            if after == before:
+                break
+        else:  # pragma: no cover - the loop breaks or raises
+            raise ParseError(f"{path.name} kept changing while being read; try again.")
+        records = [_record(m, parsed.transcripts.get(m.id, [])) for m in parsed.meetings]
+        folders = [
+            {"id": f.id, "name": f.name, "description": f.description, "meetings": f.meeting_ids}
+            for f in parsed.folders
+        ]
+        stats = self.index.sync(
+            records,
+            meta={
+                "source": before,
+                "format": parsed.format,
+                "indexed_at": iso(datetime.now(UTC)) or "",
+                "folders": orjson.dumps(folders).decode(),
+                "transcripts": str(len(parsed.transcripts)),
+            },
+        )
+        self._source = before
+        self._last_sync = time.perf_counter() - started
+        log.info(
+            "indexed %s: %d added, %d updated, %d removed, %d unchanged in %.2fs",
+            path.name,
+            stats.added,
+            stats.updated,
+            stats.deleted,
+            stats.unchanged,
+            self._last_sync,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _meeting(self, meeting_id: str) -> tuple[Meeting, bytes | None]:
+        self.refresh()
+        if not meeting_id or not meeting_id.strip():
+            raise BadRequest("id is required. Call granola.meetings.list for valid ids.")
+        hit = self.index.get(meeting_id.strip())
+        if hit is None or hit.data is None:
+            raise NotFound(
+                f"No meeting {meeting_id!r}. Call granola.meetings.list or granola.meetings.search for valid ids.",
+                {"id": meeting_id},
+            )
+        return Meeting.model_validate_json(hit.data), hit.columns.get("transcript_json")
+
+    def filters(self, **kwargs: Any) -> Filters:
+        return Filters(zone=self.zone, **kwargs)
+
+    def list_meetings(self, filters: Filters, *, q: str | None, limit: int, cursor: str | None) -> ListMeetingsOutput:
+        _check_limit(limit)
+        self.refresh()
+        where, params = filters.sql()
+        key = query_key("list", q, filters.key())
+        offset = decode_cursor(cursor, key)
+        if q and q.strip():
+            hits = self.index.search(
+                q, where=where, params=params, order_by="d.start_ts DESC", limit=limit + 1, offset=offset
+            )
+            total = self.index.count(where=where, params=params, query=q)
+        else:
+            hits = self.index.select(
+                where=where, params=params, order_by="d.start_ts DESC, d.key", limit=limit + 1, offset=offset
+            )
+            total = self.index.count(where=where, params=params)
+        items = [_summary(Meeting.model_validate_json(h.data or b"{}")) for h in hits[:limit]]
+        return ListMeetingsOutput(items=items, total=total, next_cursor=page(offset, limit, len(hits), key))
+
+    def search(self, q: str, filters: Filters, *, limit: int, cursor: str | None) -> SearchMeetingsOutput:
+        _check_limit(limit)
+        if not q or not q.strip():
+            raise BadRequest("q is required: the words to search for. Use granola.meetings.list to browse.")
+        self.refresh()
+        where, params = filters.sql()
+        key = query_key("search", q, filters.key())
+        offset = decode_cursor(cursor, key)
+        hits = self.index.search(q, where=where, params=params, limit=limit + 1, offset=offset)
+        items = []
+        for h in hits[:limit]:
+            summary = _summary(Meeting.model_validate_json(h.data or b"{}"))
+            items.append(SearchHit(**summary.model_dump(), score=round(h.score or 0.0, 4), snippet=h.snippet))
+        return SearchMeetingsOutput(items=items, next_cursor=page(offset, limit, len(hits), key))
+
+    def get(self, meeting_id: str, *, include_notes: bool = True) -> Meeting:
+        meeting, _ = self._meeting(meeting_id)
+        if not include_notes:
+            meeting.notes = ""
+        return meeting
+
+    def transcript(
+        self,
+        meeting_id: str,
+        *,
+        start_seconds: float | None = None,
+        end_seconds: float | None = None,
+        source: str | None = None,
+        max_chars: int | None = None,
+    ) -> TranscriptOutput:
+        if start_seconds is not None and end_seconds is not None and end_seconds <= start_seconds:
+            raise BadRequest("end_seconds must be after start_seconds.")
+        meeting, raw = self._meeting(meeting_id)
+        segments: list[dict[str, Any]] = orjson.loads(raw) if raw else []
+        budget = min(max_chars or self.settings.max_chars, self.settings.max_chars)
+        chosen: list[TranscriptSegment] = []
+        used = 0
+        truncated = False
+        for seg in segments:
+            offset = seg.get("offset_seconds")
+            if start_seconds is not None and (offset is None or offset < start_seconds):
+                continue
+            if end_seconds is not None and (offset is None or offset >= end_seconds):
+                continue
+            if source and seg.get("source") != source and seg.get("speaker") != source:
+                continue
+            used += len(seg["text"])
+            if used > budget:
+                truncated = True
+                break
+            chosen.append(TranscriptSegment.model_validate(seg))
+        return TranscriptOutput(
+            id=meeting.id,
+            title=meeting.title,
+            segments=chosen,
+            total_segments=len(segments),
+            truncated=truncated,
+        )
+
+    def export_markdown(
+        self, meeting_id: str, sections: list[Section] | None, *, max_chars: int | None = None
+    ) -> ExportMarkdownOutput:
+        meeting, raw = self._meeting(meeting_id)
+        wanted = list(dict.fromkeys(sections or DEFAULT_SECTIONS))
+        segments = orjson.loads(raw) if raw and "transcript" in wanted else []
+        text = render_markdown(meeting, wanted, segments, self.zone)
+        budget = min(max_chars or self.settings.max_chars, self.settings.max_chars)
+        truncated = len(text) > budget
+        if truncated:
+            text = text[:budget].rstrip() + "\n\n…(truncated; ask for fewer sections or a larger max_chars)\n"
+        return ExportMarkdownOutput(id=meeting.id, title=meeting.title, markdown=text, truncated=truncated)
+
+    def stats(self, filters: Filters, group_by: str, *, limit: int = 50) -> StatsOutput:
+        if group_by not in _GROUPS:
+            raise BadRequest(
+                f"group_by must be one of {', '.join(_GROUPS)} (got {group_by!r}).", {"group_by": group_by}
+            )
+        self.refresh()
+        where, params = filters.sql()
+        clause = f"WHERE {where}" if where else ""
+        counts: Counter[str] = Counter()
+        minutes: defaultdict[str, float] = defaultdict(float)
+        with self.index.reader() as conn:
+            total = int(conn.execute(f"SELECT count(*) FROM docs d {clause}", params).fetchone()[0])
+            if group_by in ("day", "week"):
+                rows = conn.execute(f"SELECT d.start_ts, d.minutes FROM docs d {clause}", params)
+                for start_ts, mins in rows:
+                    bucket = _time_bucket(start_ts, group_by, self.zone)
+                    counts[bucket] += 1
+                    minutes[bucket] += mins or 0.0
+            else:
+                rows = conn.execute(_GROUPS[group_by].format(clause=clause), params)
+                for key, count, mins in rows:
+                    counts[key] = count
+                    minutes[key] = mins or 0.0
+        if group_by in ("day", "week"):
+            ordered = sorted(counts)
+        else:
+            ordered = sorted(counts, key=lambda k: (-counts[k], k))[:limit]
+        return StatsOutput(
+            group_by=group_by,  # type: ignore[arg-type]
+            timezone=zone_label(self.zone),
+            total=total,
+            buckets=[StatsBucket(key=k, count=counts[k], minutes=round(minutes[k], 1)) for k in ordered],
+        )
+
+    def folders(self) -> FolderList:
+        self.refresh()
+        raw = orjson.loads(self.index.get_meta("folders") or "[]")
+        present = set(self.index.fingerprints())
+        return FolderList(
+            folders=[
+                Folder(
+                    id=f["id"],
+                    name=f["name"],
+                    description=f.get("description"),
+                    meeting_count=sum(1 for m in f["meetings"] if m in present),
+                )
+                for f in raw
+            ]
+        )
+
+    def folder_meetings(self, folder: str, limit: int = 500) -> tuple[Folder, list[MeetingSummary]]:
+        listing = self.folders()
+        match = next((f for f in listing.folders if folder in (f.id, f.name)), None)
+        if match is None:
+            raise NotFound(f"No folder {folder!r}. Call granola.folders.list for valid folders.", {"folder": folder})
+        page_ = self.list_meetings(self.filters(folder=match.id), q=None, limit=limit, cursor=None)
+        return match, page_.items
+
+    def participants(self, q: str | None, limit: int) -> ParticipantList:
+        _check_limit(limit)
+        self.refresh()
+        needle = q.strip().lower() if q else ""
+        where = "instr(coalesce(p.name_lc, '') || ' ' || coalesce(p.email, ''), ?) > 0" if needle else "1=1"
+        sql = (
+            "SELECT max(p.name), p.email, count(DISTINCT p.doc_id), max(d.start_ts)"
+            " FROM people p JOIN docs d ON d.id = p.doc_id"
+            f" WHERE {where} GROUP BY coalesce(p.email, p.name_lc) ORDER BY count(DISTINCT p.doc_id) DESC,"
+            " max(d.start_ts) DESC LIMIT ?"
+        )
+        with self.index.reader() as conn:
+            rows = conn.execute(sql, ((needle, limit) if needle else (limit,))).fetchall()
+        return ParticipantList(
+            participants=[
+                ParticipantCount(name=name, email=email, meeting_count=count, last_meeting=last)
+                for name, email, count, last in rows
+            ]
+        )
+
+    def status(self) -> CacheStatus:
+        location = self.location()
+        index_path = str(self.index_path)
+        if location.path is None:
+            return CacheStatus(
+                path=None,
+                exists=False,
+                index_path=index_path,
+                searched_locations=[str(p) for p in location.searched],
+            )
+        st = location.path.stat()
+        status = CacheStatus(
+            path=str(location.path),
+            exists=True,
+            size_bytes=st.st_size,
+            modified=iso(parse_timestamp(st.st_mtime)),
+            encrypted_newer=str(location.encrypted_newer) if location.encrypted_newer else None,
+            index_path=index_path,
+            searched_locations=[str(p) for p in location.searched],
+        )
+        if location.encrypted_newer is None:
+            self.refresh()
+            status.format = self.index.get_meta("format")
+            status.meetings = self.index.count()
+            status.folders = len(orjson.loads(self.index.get_meta("folders") or "[]"))
+            status.transcripts = int(self.index.get_meta("transcripts") or 0)
+            status.indexed_at = self.index.get_meta("indexed_at")
+            status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
+        return status
+
+
+def _fingerprint(path: Path) -> str:
+    st = path.stat()
+    return f"{path}|{st.st_size}|{st.st_mtime_ns}"
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= 500:
+        raise BadRequest(f"limit must be between 1 and 500 (got {limit}).", {"limit": limit})
+
+
+_GROUPS = {
+    "day": "",
+    "week": "",
+    "participant": (
+        "SELECT coalesce(max(p.name), p.email, '(unknown)'), count(DISTINCT d.id), total(d.minutes)"
+        " FROM docs d JOIN people p ON p.doc_id = d.id {clause} GROUP BY coalesce(p.email, p.name_lc)"
+    ),
+    "platform": "SELECT coalesce(d.platform, 'unknown'), count(*), total(d.minutes) FROM docs d {clause}"
+    " GROUP BY coalesce(d.platform, 'unknown')",
+    "folder": (
+        "SELECT max(f.folder_name), count(DISTINCT d.id), total(d.minutes)"
+        " FROM docs d JOIN folder_members f ON f.doc_id = d.id {clause} GROUP BY f.folder_id"
+    ),
+}
+
+
+def _time_bucket(start_ts: str | None, group_by: str, zone: tzinfo) -> str:
+    start = parse_timestamp(start_ts)
+    if start is None:
+        return "unknown"
+    local = start.astimezone(zone).date()
+    if group_by == "day":
+        return local.isoformat()
+    year, week, _ = local.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def render_markdown(meeting: Meeting, sections: list[Section], segments: list[dict[str, Any]], zone: tzinfo) -> str:
+    out: list[str] = []
+    if "header" in sections:
+        out.append(f"# {meeting.title}")
+        facts = []
+        start = parse_timestamp(meeting.start_ts)
+        if start:
+            local = start.astimezone(zone)
+            facts.append(f"**Date**: {local:%Y-%m-%d %H:%M} ({zone_label(zone)})")
+        if meeting.duration_minutes:
+            facts.append(f"**Duration**: {meeting.duration_minutes:g} min")
+        if meeting.platform:
+            facts.append(f"**Platform**: {meeting.platform.capitalize()}")
+        if meeting.folders:
+            facts.append(f"**Folders**: {', '.join(f.name for f in meeting.folders)}")
+        if facts:
+            out.append("  \n".join(facts))
+    if "attendees" in sections and meeting.participants:
+        lines = ["## Attendees", ""]
+        for p in meeting.participants:
+            label = p.name or p.email or "unknown"
+            if p.name and p.email:
+                label = f"{p.name} <{p.email}>"
+            lines.append(f"- {label}{' (organiser)' if p.role == 'creator' else ''}")
+        out.append("\n".join(lines))
+    if "notes" in sections:
+        out.append("## Notes\n\n" + (meeting.notes or "_No notes._"))
+    if "links" in sections and meeting.links:
+        out.append("## Links\n\n" + "\n".join(f"- <{link}>" for link in meeting.links))
+    if "transcript" in sections:
+        lines = ["## Transcript", ""]
+        for seg in segments:
+            who = {"me": "Me", "them": "Them"}.get(seg.get("speaker") or "", seg.get("speaker") or "?")
+            stamp = _clock(seg.get("offset_seconds"))
+            lines.append(f"**{who}** [{stamp}]: {seg['text']}")
+        if not segments:
+            lines.append("_No transcript._")
+        out.append("\n".join(lines))
+    return "\n\n".join(out).strip() + "\n"
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
