@@ -1,0 +1,222 @@
+"""`deskmcp demo`: generate a demo workspace, then tour each server through a real MCP client.
+
+Every server is started the way an MCP client starts it (`deskmcp serve NAME` over stdio)
+and driven with the SDK's client, so what the tour shows is what a client gets.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from deskmcp.core.config import default_workspace
+from deskmcp.servers import SERVERS
+
+DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents"}
+MAX_ROWS = 5
+
+
+@dataclass
+class DemoServer:
+    name: str
+    module: ModuleType
+
+    @property
+    def folder(self) -> str:
+        return DATA_FOLDERS.get(self.name, self.name)
+
+    def environment(self, workspace: Path) -> dict[str, str]:
+        env = getattr(self.module, "environment", None)
+        return env(workspace) if env else {}
+
+
+def demo_servers() -> list[DemoServer]:
+    found = []
+    for name in SERVERS:
+        try:
+            module = importlib.import_module(f"deskmcp.demo.{name}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(module, "generate") and hasattr(module, "STEPS"):
+            found.append(DemoServer(name, module))
+    return found
+
+
+def demo_workspace() -> Path:
+    return default_workspace() / "demo"
+
+
+def generate(workspace: Path, servers: list[DemoServer], console: Console, *, meetings: int, fresh: bool) -> None:
+    rng = random.Random(2026)
+    for server in servers:
+        root = workspace / server.folder
+        if root.exists() and any(root.iterdir()) and not fresh:
+            console.print(f"  [dim]{server.name}: using existing data in {root}[/dim]")
+            continue
+        started = time.perf_counter()
+        with console.status(f"Generating {server.name} data in {root}…"):
+            root.mkdir(parents=True, exist_ok=True)
+            if server.name == "meetings":
+                server.module.generate(root, rng, count=meetings)
+            else:
+                server.module.generate(root, rng)
+        console.print(f"  [green]✓[/green] {server.name}: generated in {time.perf_counter() - started:.1f}s → {root}")
+
+
+def resolve(value: Any, last: Any) -> Any:
+    """Replace "$last.a.0.b" with that path in the previous step's result."""
+    if isinstance(value, str) and value.startswith("$last."):
+        current = last
+        for part in value.removeprefix("$last.").split("."):
+            current = current[int(part)] if isinstance(current, list) else current[part]
+        return current
+    if isinstance(value, dict):
+        return {k: resolve(v, last) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, last) for v in value]
+    return value
+
+
+def render(result: dict[str, Any]) -> Table | str:
+    """A compact view of a structured result: its main list as a table, else trimmed JSON."""
+    rows_key = next((k for k, v in result.items() if isinstance(v, list) and v and isinstance(v[0], dict)), None)
+    if rows_key is None:
+        text = json.dumps(result, indent=2, ensure_ascii=False)
+        lines = text.splitlines()
+        return "\n".join(lines[:18] + (["  …"] if len(lines) > 18 else []))
+    rows = result[rows_key]
+    preferred = [
+        "title",
+        "name",
+        "path",
+        "key",
+        "start_ts",
+        "start",
+        "speaker",
+        "text",
+        "count",
+        "minutes",
+        "meeting_count",
+        "score",
+        "snippet",
+        "tags",
+        "participants",
+    ]
+    columns = [c for c in preferred if c in rows[0]][:5] or list(rows[0])[:5]
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for column in columns:
+        table.add_column(column, overflow="fold", max_width=60)
+    for row in rows[:MAX_ROWS]:
+        table.add_row(*[_cell(row.get(c)) for c in columns])
+    others = {k: v for k, v in result.items() if k != rows_key and not isinstance(v, list | dict)}
+    extra = f"{len(rows)} {rows_key}" + (f" (showing {MAX_ROWS})" if len(rows) > MAX_ROWS else "")
+    if others:
+        extra += " · " + ", ".join(f"{k}={v}" for k, v in others.items() if v is not None)
+    table.caption = extra
+    return table
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value[:4]) + (" …" if len(value) > 4 else "")
+    text = "" if value is None else str(value)
+    text = text.replace("\n", " ")
+    return text if len(text) <= 120 else text[:117] + "…"
+
+
+async def tour_server(server: DemoServer, workspace: Path, console: Console) -> int:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = dict(os.environ)
+    env.update({"DESKMCP_WORKSPACE": str(workspace), **server.environment(workspace)})
+    params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", server.name], env=env)
+    console.rule(f"[bold]deskmcp serve {server.name}[/bold]")
+    failures = 0
+    with console.status(f"Starting `deskmcp serve {server.name}` over stdio…"):
+        started = time.perf_counter()
+        client_cm = Client(params)
+        client = await client_cm.__aenter__()
+        tools = (await client.list_tools()).tools
+    console.print(
+        f"Connected in {time.perf_counter() - started:.1f}s · {len(tools)} tools: " + ", ".join(t.name for t in tools)
+    )
+    try:
+        last: Any = None
+        for caption, tool, arguments in server.module.STEPS:
+            args = resolve(arguments, last)
+            console.print(f"\n[bold cyan]›[/bold cyan] {caption}")
+            console.print(f"  [dim]{tool} {json.dumps(args, ensure_ascii=False)}[/dim]")
+            started = time.perf_counter()
+            with console.status(f"Calling {tool}…"):
+                result = await client.call_tool(tool, args)
+            elapsed = (time.perf_counter() - started) * 1000
+            if result.is_error:
+                failures += 1
+                text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+                console.print(Panel(text, title=f"{tool} failed", border_style="red"))
+                continue
+            last = result.structured_content or {}
+            console.print(Panel(render(last), title=f"{tool} · {elapsed:.0f} ms", border_style="green", expand=False))
+    finally:
+        await client_cm.__aexit__(None, None, None)
+    return failures
+
+
+def client_config(workspace: Path, servers: list[DemoServer]) -> str:
+    project = Path(__file__).resolve().parents[3]
+    if (project / "pyproject.toml").is_file():
+        base = ["uv", "run", "--directory", str(project), "deskmcp"]
+    else:
+        base = ["uvx", "deskmcp"]
+    config = {
+        "mcpServers": {f"deskmcp-{s.name}": {"command": base[0], "args": [*base[1:], "serve", s.name]} for s in servers}
+    }
+    return json.dumps(config, indent=2)
+
+
+def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False) -> None:
+    console = Console(stderr=False)
+    workspace = (workspace or demo_workspace()).expanduser().resolve()
+    servers = demo_servers()
+    console.print(
+        Panel.fit(
+            "deskmcp gives an AI assistant safe, fast access to your own material through MCP.\n"
+            f"This tour generates a demo workspace in [bold]{workspace}[/bold]\n"
+            "and drives each server through a real MCP client, as Claude or Cursor would.",
+            title="deskmcp demo",
+        )
+    )
+    generate(workspace, servers, console, meetings=meetings, fresh=fresh)
+    failures = 0
+    for server in servers:
+        failures += anyio.run(tour_server, server, workspace, console)
+    console.rule("[bold]Use deskmcp for real[/bold]")
+    console.print(
+        "Add this to your MCP client's configuration (Claude Desktop: claude_desktop_config.json; "
+        "Cursor: .cursor/mcp.json). Without DESKMCP_WORKSPACE the servers use your own data folder and "
+        "Granola's own cache:"
+    )
+    console.print(client_config(workspace, servers), markup=False, highlight=False)
+    console.print(
+        f'\nTo keep exploring the demo data, add "env": {{"DESKMCP_WORKSPACE": "{workspace}", '
+        f'"GRANOLA_CACHE_PATH": "{workspace / "granola"}"}} to an entry.',
+        markup=False,
+        highlight=False,
+    )
+    if failures:
+        console.print(f"[red]{failures} demo step(s) failed.[/red]")
+        raise SystemExit(1)

@@ -1,0 +1,66 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from deskmcp.core.errors import BadRequest, PermissionDenied
+from deskmcp.core.paths import relative_posix, safe_join
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "root"
+    (r / "notes").mkdir(parents=True)
+    (r / "notes" / "a.md").write_text("a", encoding="utf-8")
+    return r
+
+
+def test_safe_join_resolves_a_relative_path_inside_the_root(root: Path):
+    assert safe_join(root, "notes/a.md") == (root / "notes" / "a.md").resolve()
+    assert safe_join(root, "notes/./new.md") == (root / "notes" / "new.md").resolve()
+    assert safe_join(root, "notes\\a.md") == (root / "notes" / "a.md").resolve()
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "../outside.md",
+        "notes/../../outside.md",
+        "/etc/passwd",
+        "C:\\Windows\\win.ini",
+        "c:/x",
+        "\\\\server\\share\\x",
+        "//server/share/x",
+        "notes/a.md\x00.txt",
+    ],
+)
+def test_safe_join_rejects_traversal_absolute_drive_unc_and_nul_paths(root: Path, hostile: str):
+    with pytest.raises(PermissionDenied) as info:
+        safe_join(root, hostile)
+    assert info.value.code == "permission_denied"
+
+
+def test_safe_join_rejects_symlink_escape(root: Path, tmp_path: Path):
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (outside / "key.txt").write_text("secret", encoding="utf-8")
+    os.symlink(outside, root / "link")
+    with pytest.raises(PermissionDenied):
+        safe_join(root, "link/key.txt")
+    with pytest.raises(PermissionDenied):
+        safe_join(root, "link/new-file.md")
+
+
+def test_safe_join_allows_symlinks_that_stay_inside_the_root(root: Path):
+    os.symlink(root / "notes", root / "alias")
+    assert safe_join(root, "alias/a.md") == (root / "notes" / "a.md").resolve()
+
+
+def test_safe_join_requires_a_path_unless_the_root_itself_is_allowed(root: Path):
+    with pytest.raises(BadRequest):
+        safe_join(root, "")
+    assert safe_join(root, "", allow_root=True) == root.resolve()
+
+
+def test_relative_posix_is_root_relative(root: Path):
+    assert relative_posix(root, root / "notes" / "a.md") == "notes/a.md"
