@@ -22,11 +22,11 @@ class FolderRef(BaseModel):
 
 
 class TranscriptSegment(BaseModel):
-    start: str | None = Field(None, description="ISO 8601 UTC time the segment started")
+    start: str | None = Field(default=None, description="ISO 8601 UTC time the segment started")
     end: str | None = None
-    offset_seconds: float | None = Field(None, description="Seconds since the first segment started")
-    source: str | None = Field(None, description="'microphone' (the user) or 'system' (other people)")
-    speaker: str | None = Field(None, description="'me' for the microphone, 'them' for system audio")
+    offset_seconds: float | None = Field(default=None, description="Seconds since the first segment started")
+    source: str | None = Field(default=None, description="'microphone' (the user) or 'system' (other people)")
+    speaker: str | None = Field(default=None, description="'me' for the microphone, 'them' for system audio")
     text: str
 
 
@@ -35,7 +35,7 @@ class Meeting(BaseModel):
 
     id: str
     title: str
-    start_ts: str | None = Field(None, description="ISO 8601 UTC start (calendar event, else creation)")
+    start_ts: str | None = Field(default=None, description="ISO 8601 UTC start (calendar event, else creation)")
     end_ts: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
@@ -44,7 +44,7 @@ class Meeting(BaseModel):
     participants: list[Participant] = []
     folders: list[FolderRef] = []
     links: list[str] = Field(default=[], description="Conference and calendar URLs")
-    notes: str = Field("", description="The notes as Markdown (user notes, else AI panels)")
+    notes: str = Field(default="", description="The notes as Markdown (user notes, else AI panels)")
     has_transcript: bool = False
     transcript_segments: int = 0
 
@@ -62,12 +62,12 @@ class MeetingSummary(BaseModel):
 class ListMeetingsOutput(BaseModel):
     items: list[MeetingSummary]
     total: int = Field(description="How many meetings match the filters in all")
-    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
+    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
 
 
 class SearchHit(MeetingSummary):
     score: float = Field(description="bm25 relevance, higher is better")
-    snippet: str | None = Field(None, description="Matching text with matches in **bold**")
+    snippet: str | None = Field(default=None, description="Matching text with matches in **bold**")
 
 
 class SearchMeetingsOutput(BaseModel):
@@ -85,7 +85,7 @@ class ExportMarkdownOutput(BaseModel):
 class StatsBucket(BaseModel):
     key: str
     count: int
-    minutes: float = Field(0.0, description="Total known meeting duration in the bucket")
+    minutes: float = Field(default=0.0, description="Total known meeting duration in the bucket")
 
 
 class StatsOutput(BaseModel):
@@ -100,7 +100,7 @@ class TranscriptOutput(BaseModel):
     title: str
     segments: list[TranscriptSegment]
     total_segments: int = Field(description="Segments in the whole transcript")
-    truncated: bool = Field(False, description="True when max_chars cut the answer short")
+    truncated: bool = Field(default=False, description="True when max_chars cut the answer short")
 
 
 class Folder(BaseModel):
@@ -128,7 +128,7 @@ class ParticipantList(BaseModel):
 class CacheStatus(BaseModel):
     path: str | None = Field(description="The cache file in use, or null when none was found")
     exists: bool
-    format: str | None = Field(None, description="cache-v3 (string) / cache-v4 / cache-v6 (object)")
+    format: str | None = Field(default=None, description="cache-v3 (string) / cache-v4 / cache-v6 (object)")
     size_bytes: int | None = None
     modified: str | None = None
     encrypted_newer: str | None = Field(
