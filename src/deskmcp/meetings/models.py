@@ -132,7 +132,7 @@ class CacheStatus(BaseModel):
     size_bytes: int | None = None
     modified: str | None = None
     encrypted_newer: str | None = Field(
-        None, description="An encrypted cache newer than the plain one, if any (its data cannot be read)"
+        default=None, description="An encrypted cache newer than the plain one, if any (its data cannot be read)"
     )
     meetings: int = 0
     folders: int = 0
