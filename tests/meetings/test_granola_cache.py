@@ -161,3 +161,26 @@ def test_the_cache_file_is_never_modified(tmp_path: Path):
     parse(path, MB)
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
     assert state()  # the fixture itself is untouched data
+
+
+@pytest.mark.parametrize("version", [3, 6])
+def test_lazy_reading_keeps_records_as_raw_json_and_yields_the_same_meetings(tmp_path: Path, version: int):
+    import msgspec
+
+    path = write(tmp_path, version=version)
+    lazy_state, fmt = granola_cache.load_state(path, MB, lazy=True)
+    assert isinstance(lazy_state["documents"][ALPHA], msgspec.Raw)
+    assert fmt == f"cache-v{version} ({'string' if version == 3 else 'object'})"
+    eager = parse_state(granola_cache.load_state(path, MB)[0])
+    lazy = parse_state(lazy_state)
+    assert [m.model_dump() for m in lazy.meetings] == [m.model_dump() for m in eager.meetings]
+    assert lazy.transcripts == eager.transcripts
+
+
+def test_lazy_reading_falls_back_to_the_tolerant_reader_for_odd_shapes(tmp_path: Path):
+    data = state()
+    data["documentPanels"] = ["not", "an", "object"]
+    path = write(tmp_path, data)
+    lazy_state, _ = granola_cache.load_state(path, MB, lazy=True)
+    assert isinstance(lazy_state["documentPanels"], list)
+    assert {m.id for m in parse_state(lazy_state).meetings} == {ALPHA, BETA, GAMMA}

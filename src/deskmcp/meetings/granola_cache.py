@@ -11,6 +11,7 @@ locked or moved.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -19,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp
@@ -130,14 +132,59 @@ class ParsedCache:
     warnings: list[str] = field(default_factory=list)
 
 
-def load_state(path: Path, max_bytes: int) -> tuple[dict[str, Any], str]:
-    """Read the file and return Granola's `state` object and the format's name."""
+class _LazyState(msgspec.Struct):
+    """The parts of a cache state we read, with each record left as raw JSON bytes."""
+
+    documents: dict[str, msgspec.Raw] = {}
+    meetingsMetadata: dict[str, msgspec.Raw] = {}
+    documentPanels: dict[str, msgspec.Raw] = {}
+    transcripts: dict[str, msgspec.Raw] = {}
+    documentLists: dict[str, Any] = {}
+    documentListsMetadata: dict[str, Any] = {}
+
+
+class _LazyCache(msgspec.Struct):
+    state: _LazyState | None = None
+
+
+class _LazyFile(msgspec.Struct):
+    cache: _LazyCache | str
+
+
+def _lazy_state(data: bytes) -> tuple[dict[str, Any], str] | None:
+    """The state with records as `msgspec.Raw`: validated but not built into Python objects,
+    so unchanged meetings cost a hash instead of a parse. None when the file has a shape
+    this fast path does not expect (the tolerant path then reads it)."""
+    try:
+        outer = msgspec.json.decode(data, type=_LazyFile)
+        fmt = "object"
+        cache = outer.cache
+        if isinstance(cache, str):
+            fmt = "string"
+            cache = msgspec.json.decode(cache, type=_LazyCache)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    state = cache.state
+    if state is None:
+        return None
+    return {f: getattr(state, f) for f in state.__struct_fields__}, fmt
+
+
+def load_state(path: Path, max_bytes: int, *, lazy: bool = False) -> tuple[dict[str, Any], str]:
+    """Read the file and return Granola's `state` object and the format's name.
+
+    With `lazy`, records may be `msgspec.Raw` (see `RawMeeting`).
+    """
     data = read_bytes_limited(path, max_bytes, label=path.name)
     if not data.strip():
         raise ParseError(
             f"{path.name} is empty. Granola may be writing it; try again, or check the Granola app.",
             {"path": str(path)},
         )
+    version = _version_of(path)
+    if lazy and (fast := _lazy_state(data)) is not None:
+        state, fmt = fast
+        return state, f"cache-v{version} ({fmt})" if version else fmt
     try:
         outer = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -160,7 +207,6 @@ def load_state(path: Path, max_bytes: int) -> tuple[dict[str, Any], str]:
     state = cache.get("state", cache)
     if not isinstance(state, dict):
         raise ParseError(f"The cache state in {path.name} is not an object.", {"path": str(path)})
-    version = _version_of(path)
     name = f"cache-v{version} ({fmt})" if version else fmt
     return state, name
 
@@ -189,12 +235,63 @@ def _norm_id(value: str) -> str:
     return value.replace("-", "").lower()
 
 
-def parse_state(state: dict[str, Any], fmt: str = "object") -> ParsedCache:
+PARSER_VERSION = "1"
+"""Part of every meeting's fingerprint: bump it when normalisation changes."""
+
+
+@dataclass
+class RawMeeting:
+    """One document's raw pieces from the cache, before normalisation.
+
+    Pieces are JSON values, or `msgspec.Raw` bytes when the cache was read lazily.
+    """
+
+    id: str
+    doc: Any
+    meta: Any
+    panels: Any
+    transcript: Any
+    folders: list[FolderRef]
+
+    def fingerprint(self) -> str:
+        """A hash of everything the meeting is built from: unchanged input, unchanged meeting."""
+        digest = hashlib.blake2b(PARSER_VERSION.encode(), digest_size=16)
+        for part in (self.doc, self.meta, self.panels, self.transcript):
+            digest.update(b"\x1e")
+            digest.update(part if isinstance(part, msgspec.Raw) else orjson.dumps(part))
+        digest.update(orjson.dumps([(f.id, f.name) for f in self.folders]))
+        return digest.hexdigest()
+
+    def normalize(self) -> tuple[Meeting, list[Segment]] | None:
+        """The meeting and its transcript; None for a deleted, non-meeting or malformed document."""
+        doc = _dict(_decoded(self.doc))
+        if not doc or doc.get("deleted_at") or doc.get("deleted") is True:
+            return None
+        if doc.get("type") not in (None, "meeting"):
+            return None
+        segments = _segments(_decoded(self.transcript))
+        meeting = _meeting(
+            self.id, doc, _dict(_decoded(self.meta)), _dict(_decoded(self.panels)), segments, self.folders
+        )
+        return meeting, segments
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, msgspec.Raw):
+        try:
+            return msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            return None
+    return value
+
+
+def raw_meetings(state: dict[str, Any]) -> tuple[list[RawMeeting], list[FolderInfo]]:
+    """Every document of a cache state with its metadata, panels, transcript and folders."""
     documents = _dict(state.get("documents"))
     metadata = _dict(state.get("meetingsMetadata"))
     panels = _dict(state.get("documentPanels"))
-    transcripts_raw = _dict(state.get("transcripts"))
-    transcripts_by_norm = {_norm_id(str(k)): v for k, v in transcripts_raw.items()}
+    transcripts = _dict(state.get("transcripts"))
+    transcripts_by_norm = {_norm_id(str(k)): v for k, v in transcripts.items()}
     metadata_by_norm = {_norm_id(str(k)): v for k, v in metadata.items()}
 
     folders = _folders(state)
@@ -203,29 +300,39 @@ def parse_state(state: dict[str, Any], fmt: str = "object") -> ParsedCache:
         for mid in info.meeting_ids:
             folders_of.setdefault(_norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
 
+    raws: list[RawMeeting] = []
+    for key, doc in documents.items():
+        if not isinstance(key, str) or not key.strip():
+            continue
+        norm = _norm_id(key)
+        raws.append(
+            RawMeeting(
+                id=key,
+                doc=doc,
+                meta=metadata.get(key) or metadata_by_norm.get(norm),
+                panels=panels.get(key),
+                transcript=transcripts.get(key) or transcripts_by_norm.get(norm),
+                folders=folders_of.get(norm, []),
+            )
+        )
+    return raws, folders
+
+
+def parse_state(state: dict[str, Any], fmt: str = "object") -> ParsedCache:
+    """Every meeting of a cache state, normalised, newest first."""
+    raws, folders = raw_meetings(state)
     meetings: list[Meeting] = []
     transcripts: dict[str, list[Segment]] = {}
     skipped = 0
-    for key, raw in documents.items():
-        doc = _dict(raw)
-        if not doc:
+    for raw in raws:
+        built = raw.normalize()
+        if built is None:
             skipped += 1
             continue
-        doc_id = _str(doc.get("id")) or _str(key)
-        if doc_id is None:
-            skipped += 1
-            continue
-        if doc.get("deleted_at") or doc.get("deleted") is True:
-            continue
-        kind = doc.get("type")
-        if kind not in (None, "meeting"):
-            continue
-        norm = _norm_id(doc_id)
-        meta = _dict(metadata.get(doc_id) or metadata_by_norm.get(norm))
-        segments = _segments(transcripts_raw.get(doc_id) or transcripts_by_norm.get(norm))
+        meeting, segments = built
+        meetings.append(meeting)
         if segments:
-            transcripts[doc_id] = segments
-        meetings.append(_meeting(doc_id, doc, meta, _dict(panels.get(doc_id)), segments, folders_of.get(norm, [])))
+            transcripts[meeting.id] = segments
     meetings.sort(key=lambda m: m.start_ts or "", reverse=True)
     return ParsedCache(meetings=meetings, transcripts=transcripts, folders=folders, format=fmt, skipped=skipped)
 
@@ -383,6 +490,18 @@ def _event_time(event: dict[str, Any], key: str) -> datetime | None:
     return parse_timestamp(value)
 
 
+def _segment_time(value: object) -> tuple[str | None, datetime | None]:
+    """A segment timestamp as ISO text and datetime. Transcripts hold tens of thousands of
+    segments, so ISO text that is already UTC is kept as is."""
+    if isinstance(value, str) and value.endswith("Z") and len(value) >= 20 and value[10] == "T":
+        try:
+            return value, datetime.fromisoformat(value)
+        except ValueError:
+            pass
+    parsed = parse_timestamp(value)
+    return iso(parsed), parsed
+
+
 def _segments(raw: object) -> list[Segment]:
     """Final transcript segments as plain dicts (the fields of `TranscriptSegment`).
 
@@ -393,27 +512,31 @@ def _segments(raw: object) -> list[Segment]:
     segments: list[Segment] = []
     first: datetime | None = None
     for item in _list(raw):
-        entry = _dict(item)
-        text = _str(entry.get("text"))
-        if not text or entry.get("is_final") is False:
+        if not isinstance(item, dict):
             continue
-        start = parse_timestamp(entry.get("start_timestamp") or entry.get("start"))
-        end = parse_timestamp(entry.get("end_timestamp") or entry.get("end"))
-        if start and first is None:
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip() or item.get("is_final") is False:
+            continue
+        start_text, start = _segment_time(item.get("start_timestamp") or item.get("start"))
+        end_text, _ = _segment_time(item.get("end_timestamp") or item.get("end"))
+        if start is not None and first is None:
             first = start
-        source = _str(entry.get("source"))
-        speaker = _str(entry.get("speaker")) or {"microphone": "me", "system": "them"}.get(source or "")
+        source = item.get("source") if isinstance(item.get("source"), str) else None
+        speaker = _str(item.get("speaker")) or _SPEAKERS.get(source or "")
         segments.append(
             {
-                "start": iso(start),
-                "end": iso(end),
+                "start": start_text,
+                "end": end_text,
                 "offset_seconds": round((start - first).total_seconds(), 3) if start and first else None,
                 "source": source,
                 "speaker": speaker,
-                "text": text,
+                "text": text.strip(),
             }
         )
     return segments
+
+
+_SPEAKERS = {"microphone": "me", "system": "them"}
 
 
 def _meeting(
