@@ -22,16 +22,28 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import peak_rss_mb, session, stdio_params, summary, timed_call  # noqa: E402
+from common import peak_rss_mb, session, stdio_params, summary, timed_call
+from deskmcp.demo.meetings import build_state, write_cache
+from deskmcp.meetings.service import MeetingService
+from deskmcp.meetings.settings import MeetingsSettings
 
-from deskmcp.demo.meetings import build_state, write_cache  # noqa: E402
-from deskmcp.meetings.service import MeetingService  # noqa: E402
-from deskmcp.meetings.settings import MeetingsSettings  # noqa: E402
-
+HELLO = Path(__file__).resolve().parent / "hello_server.py"
 QUERIES = [
-    "budget", "database failover", "pricing page", "customers keep asking", "security questionnaire",
-    "alice", "roadmap priorities", "\"follow up with legal\"", "dark mode accessibility", "hiring plan",
-    "runbook", "cloud costs", "onboarding", "API limits", "renewal",
+    "budget",
+    "database failover",
+    "pricing page",
+    "customers keep asking",
+    "security questionnaire",
+    "alice",
+    "roadmap priorities",
+    '"follow up with legal"',
+    "dark mode accessibility",
+    "hiring plan",
+    "runbook",
+    "cloud costs",
+    "onboarding",
+    "API limits",
+    "renewal",
 ]
 FILTERS = [
     {"days": 7},
@@ -75,12 +87,25 @@ async def bench_size(count: int, rounds: int, work: Path, hello_ms: float) -> No
 
     async with session(stdio_params(server_args, env, pidfile)) as client:
         await timed_call(client, "granola.meetings.search", {"q": "warmup"})
-        search_ms = [await timed_call(client, "granola.meetings.search", {"q": q}) for _ in range(rounds) for q in QUERIES]
-        print(f"warm search ({len(QUERIES)} queries x {rounds}): {summary(search_ms)}")
-        list_ms = [await timed_call(client, "granola.meetings.list", f) for _ in range(rounds) for f in FILTERS]
-        print(f"list with filters:               {summary(list_ms)}")
-        get_ms = [await timed_call(client, "granola.meetings.get", {"id": next(iter(state["documents"]))})
-                  for _ in range(rounds)]
+        for validate, label in ((False, "protocol round trip"), (True, "SDK Client.call_tool incl. schema check")):
+            search_ms = [
+                await timed_call(client, "granola.meetings.search", {"q": q}, validate=validate)
+                for _ in range(rounds)
+                for q in QUERIES
+            ]
+            print(f"warm search, {label}: {summary(search_ms)}")
+            list_ms = [
+                await timed_call(client, "granola.meetings.list", f, validate=validate)
+                for _ in range(rounds)
+                for f in FILTERS
+            ]
+            print(f"list with filters, {label}: {summary(list_ms)}")
+        hello_ms = [await timed_call(client, "granola.cache.status", {}, validate=False) for _ in range(rounds)]
+        print(f"cache.status (cheap call), protocol round trip: {summary(hello_ms)}")
+        get_ms = [
+            await timed_call(client, "granola.meetings.get", {"id": next(iter(state["documents"]))})
+            for _ in range(rounds)
+        ]
         print(f"get one meeting:                 {summary(get_ms)}")
 
         # Change one meeting's notes on disk; the next call re-indexes incrementally.
@@ -91,7 +116,7 @@ async def bench_size(count: int, rounds: int, work: Path, hello_ms: float) -> No
         after = await client.call_tool("granola.meetings.search", {"q": "zanzibarian quokka"})
         assert after.structured_content and after.structured_content["items"][0]["id"] == doc_id
         print(f"one meeting changed -> searchable: {reindex_ms:6.0f} ms (re-parse + incremental index)")
-    rss = peak_rss_mb(pidfile)
+        rss = peak_rss_mb(pidfile)
     print(f"server peak RSS:                 {rss:8.1f} MB" if rss else "server peak RSS: n/a")
 
 
@@ -102,8 +127,7 @@ async def main() -> None:
     opts = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="deskmcp-bench-"))
     try:
-        hello = Path(__file__).resolve().parent / "hello_server.py"
-        hello_runs = [await cold_start([str(hello)], {}, "hello", {}, work / "hello.pid") for _ in range(3)]
+        hello_runs = [await cold_start([str(HELLO)], {}, "hello", {}, work / "hello.pid") for _ in range(3)]
         hello_ms = sorted(hello_runs)[1]
         print(f"bare MCPServer hello-world cold start (median of 3): {hello_ms:.0f} ms")
         for size in (int(s) for s in opts.sizes.split(",")):
