@@ -324,3 +324,38 @@ async def test_legacy_handshake_clients_get_the_same_answers(settings: MeetingsS
         body = await error(client, "granola.meetings.get", id="nope")
     assert page["total"] == 3
     assert body["error"] == "not_found"
+
+
+async def test_a_cache_replaced_again_and_again_while_calls_run_never_gives_a_wrong_answer(
+    settings: MeetingsSettings, tmp_path: Path
+):
+    import threading
+
+    from deskmcp.core.files import atomic_write_bytes
+
+    folder = tmp_path / "granola"
+    version_a = (folder / "cache-v6.json").read_bytes()
+    smaller = state()
+    del smaller["documents"][GAMMA]
+    version_b = json.dumps({"cache": {"state": smaller, "version": 6}}).encode()
+    stop = threading.Event()
+
+    def replace_forever() -> None:
+        n = 0
+        while not stop.is_set():
+            atomic_write_bytes(folder / "cache-v6.json", version_a if n % 2 else version_b)
+            n += 1
+
+    writer = threading.Thread(target=replace_forever)
+    writer.start()
+    totals: list[int] = []
+    try:
+        async with Client(create_server(settings)) as client:
+            with anyio.fail_after(60):
+                for _ in range(60):
+                    totals.append((await call(client, "granola.meetings.list"))["total"])
+    finally:
+        stop.set()
+        writer.join(timeout=10)
+    assert set(totals) <= {2, 3}
+    assert len(totals) == 60

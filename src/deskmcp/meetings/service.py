@@ -504,8 +504,10 @@ def gc_paused() -> Iterator[None]:
 
 
 def _fingerprint(path: Path) -> str:
+    """What identifies one version of the cache file. The inode and ctime catch a file
+    replaced within the same mtime tick at the same size."""
     st = path.stat()
-    return f"{path}|{st.st_size}|{st.st_mtime_ns}"
+    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
 def _check_limit(limit: int) -> None:
