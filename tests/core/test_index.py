@@ -154,3 +154,18 @@ def test_concurrent_readers_and_a_writer_see_consistent_results(index: SearchInd
         t.join(timeout=30)
     assert errors == []
     assert index.count() == 201
+
+
+def test_any_prefix_filter_matches_any_value_by_word_prefix(index: SearchIndex):
+    from deskmcp.core.index import fts_any_prefix
+
+    index.sync([rec("a", "Alice Okafor", "alice@example.com"), rec("b", "Bob Stone", ""), rec("c", "Carol", "")])
+    query = fts_any_prefix("title", ["ali", "BOB st"])
+    with index.reader() as conn:
+        keys = {
+            r[0]
+            for r in conn.execute("SELECT d.key FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?", (query,))
+        }
+    assert keys == {"a", "b"}
+    with pytest.raises(BadRequest):
+        fts_any_prefix("title", ["--", "  "])

@@ -68,9 +68,7 @@ async def test_every_qmsum_meeting_is_indexed_with_its_whole_transcript(corpus):
     settings, originals = corpus
     async with Client(create_server(settings)) as client:
         status = (await client.call_tool("granola.cache.status", {})).structured_content
-        transcript = (
-            await client.call_tool("granola.meetings.transcript", {"id": "qmsum-ES2002a"})
-        ).structured_content
+        transcript = (await client.call_tool("granola.meetings.transcript", {"id": "qmsum-ES2002a"})).structured_content
     assert status is not None and status["meetings"] == len(originals) == 40
     assert transcript is not None
     expected = [t for t in originals["qmsum-ES2002a"]["meeting_transcripts"] if t["content"].strip()]

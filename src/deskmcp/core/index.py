@@ -102,6 +102,21 @@ def fts_query(text: str) -> str:
     return " ".join(phrases)
 
 
+def fts_any_prefix(column: str, values: Sequence[str]) -> str:
+    """An FTS5 query matching records whose `column` contains any of `values`, each as a
+    phrase whose last word may be a prefix ("ali" finds "Alice"). Values are quoted."""
+    if not column.isidentifier():
+        raise ValueError(f"bad column name {column!r}")
+    phrases = []
+    for value in values:
+        words = " ".join(w for w in re.split(r"\W+", value) if w)
+        if words:
+            phrases.append('"' + words.replace('"', '""') + '"*')
+    if not phrases:
+        raise BadRequest("Nothing to match: the values have no letters or digits.", {"values": list(values)})
+    return f"{column} : ({' OR '.join(phrases)})"
+
+
 class SearchIndex:
     """A persistent FTS5 index. Safe to use from several threads."""
 

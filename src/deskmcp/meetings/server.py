@@ -43,7 +43,10 @@ Days = Annotated[
     Field(ge=1, le=3660, description="Only the last N days, today included, in the user's time zone"),
 ]
 People = Annotated[
-    list[str] | None, Field(description="Match any of these names or emails (case-insensitive, partial)")
+    list[str] | None,
+    Field(
+        description="Match any of these names or emails: case-insensitive words, the last one a prefix ('ali' finds Alice)"
+    ),
 ]
 PlatformArg = Annotated[Literal["zoom", "meet", "teams", "other"] | None, Field(description="Conference platform")]
 FolderArg = Annotated[str | None, Field(description="Folder id or name (see granola.folders.list)")]

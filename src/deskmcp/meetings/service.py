@@ -23,7 +23,7 @@ import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp, parse_user_time, resolve_zone, zone_label
 from deskmcp.core.errors import BadRequest, NotFound, ParseError
-from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex, fts_any_prefix
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.meetings import granola_cache
 from deskmcp.meetings.models import (
@@ -116,10 +116,10 @@ class Filters:
             clauses.append("d.start_ts < ?")
             params.append(iso(self.end))
         if self.participants:
-            ors = " OR ".join("(instr(p.name_lc, ?) > 0 OR instr(p.email, ?) > 0)" for _ in self.participants)
-            clauses.append(f"d.id IN (SELECT p.doc_id FROM people p WHERE {ors})")
-            for who in self.participants:
-                params.extend([who, who])
+            # Through the FTS index's participants column: a word-prefix match on names and
+            # emails ("ali" finds Alice, alice@x.com), without scanning every attendee row.
+            clauses.append("d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
+            params.append(fts_any_prefix("participants", self.participants))
         if self.platform:
             clauses.append("d.platform = ?")
             params.append(self.platform)
