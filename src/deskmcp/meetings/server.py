@@ -45,7 +45,7 @@ Days = Annotated[
 People = Annotated[
     list[str] | None,
     Field(
-        description="Match any of these names or emails: case-insensitive words, the last one a prefix ('ali' finds Alice)"
+        description="Match any of these names or emails: case-insensitive words, the last a prefix ('ali' finds Alice)"
     ),
 ]
 PlatformArg = Annotated[Literal["zoom", "meet", "teams", "other"] | None, Field(description="Conference platform")]
