@@ -19,9 +19,7 @@ def pdf_bytes(pages: list[list[str]], title: str | None = None) -> bytes:
     n = len(pages)
     objects: dict[int, bytes] = {
         1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        2: (
-            "<< /Type /Pages /Kids [" + " ".join(f"{4 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>"
-        ).encode(),
+        2: ("<< /Type /Pages /Kids [" + " ".join(f"{4 + 2 * i} 0 R" for i in range(n)) + f"] /Count {n} >>").encode(),
         3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
     }
     for i, lines in enumerate(pages):
@@ -65,6 +63,11 @@ def write_docx(path: Path, *, title: str | None, heading: str, paragraphs: list[
             for c, value in enumerate(row):
                 grid.cell(r, c).text = value
     document.save(str(path))
+
+
+def tree(folder: Path, *, skip: str | None = None) -> list[str]:
+    """Every path under `folder`, relative and sorted (leaving out any under a part named `skip`)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if skip is None or skip not in p.parts)
 
 
 async def ok(client: Client, tool: str, **args: Any) -> dict[str, Any]:

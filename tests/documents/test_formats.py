@@ -14,7 +14,8 @@ pytestmark = pytest.mark.anyio
 
 async def test_markdown_title_and_tags_come_from_frontmatter(settings: DocumentsSettings, docs_root: Path) -> None:
     (docs_root / "plan.md").write_text(
-        "---\ntitle: Launch plan\ntags: [Launch, q3]\nreviewed: 2024-05-01\n---\n# Ignored heading\n\nShip the rocket.\n",
+        "---\ntitle: Launch plan\ntags: [Launch, q3]\nreviewed: 2024-05-01\n---\n"
+        "# Ignored heading\n\nShip the rocket.\n",
         encoding="utf-8",
     )
     async with Client(create_server(settings)) as c:

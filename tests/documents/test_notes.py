@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from document_samples import fails, ok
+from document_samples import fails, ok, tree
 from mcp import Client
 
 from deskmcp.core import files
@@ -79,7 +79,7 @@ async def test_interrupted_note_write_leaves_no_note_and_no_temp_file(
     assert "try again" in error["message"]
     assert listing["total"] == 0
     assert retry["path"] == "lost.md"
-    assert sorted(p.name for p in docs_root.iterdir()) == ["lost.md"]
+    assert tree(docs_root) == ["lost.md"]
 
 
 async def test_create_note_rejects_an_empty_title(settings: DocumentsSettings) -> None:

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from document_samples import fails, ok
+from document_samples import fails, ok, tree
 from mcp import Client
 
 from deskmcp.documents.server import create_server
@@ -49,15 +49,17 @@ async def test_document_tools_reject_paths_outside_the_root_security(
 async def test_create_note_rejects_folders_outside_the_root_security(
     settings: DocumentsSettings, tmp_path: Path, case: str
 ) -> None:
-    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    before = tree(tmp_path, skip="ws")
     async with Client(create_server(settings)) as c:
         error = await fails(c, "create_note", title="Escape", content="x", folder=HOSTILE[case])
-    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "ws" not in p.parts)
+    after = tree(tmp_path, skip="ws")
     assert error["error"] == "permission_denied"
-    assert after == [p for p in before if "ws" not in p.parts]
+    assert after == before
 
 
-async def test_index_document_rejects_symlink_escape(settings: DocumentsSettings, docs_root: Path, outside: Path) -> None:
+async def test_index_document_rejects_symlink_escape(
+    settings: DocumentsSettings, docs_root: Path, outside: Path
+) -> None:
     (docs_root / "link.md").symlink_to(outside / "secret.md")
     (docs_root / "linkdir").symlink_to(outside, target_is_directory=True)
     async with Client(create_server(settings)) as c:
@@ -74,7 +76,7 @@ async def test_create_note_rejects_symlink_escape(settings: DocumentsSettings, d
     async with Client(create_server(settings)) as c:
         error = await fails(c, "create_note", title="Planted", content="x", folder="out")
     assert error["error"] == "permission_denied"
-    assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+    assert tree(outside) == ["secret.md"]
 
 
 async def test_index_folder_skips_symlink_escape_and_reports_it(
