@@ -8,11 +8,6 @@ from deskmcp.documents.settings import DocumentsSettings
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def docs_root(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
     root.mkdir()

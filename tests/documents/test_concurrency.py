@@ -5,12 +5,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from document_samples import ok
 from mcp import Client
 
 from deskmcp.documents.server import create_server
 from deskmcp.documents.service import DocumentService
 from deskmcp.documents.settings import DocumentsSettings
+from tests.documents.samples import ok
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,9 @@ def test_demo_folder_has_every_format_and_about_forty_files(tmp_path: Path) -> N
 
 
 @pytest.mark.anyio
-async def test_demo_steps_all_succeed_on_the_generated_folder(tmp_path: Path) -> None:
-    generate(tmp_path / "docs", random.Random(7))
+@pytest.mark.parametrize("seed", [7, 2026])
+async def test_demo_steps_all_succeed_on_the_generated_folder(tmp_path: Path, seed: int) -> None:
+    generate(tmp_path / "docs", random.Random(seed))
     settings = DocumentsSettings(workspace=tmp_path / "ws", documents_path=tmp_path / "docs")
     results = {}
     async with Client(create_server(settings)) as c:
@@ -34,7 +35,7 @@ async def test_demo_steps_all_succeed_on_the_generated_folder(tmp_path: Path) ->
     indexed = next(v for (tool, _), v in results.items() if tool == "index_folder")
     assert indexed is not None
     assert indexed["failed"] == []
-    assert indexed["added"] >= 38
+    assert indexed["added"] >= 35
     searches = [v for (tool, _), v in results.items() if tool == "search_documents"]
     assert all(v and v["items"] for v in searches)
     finance = searches[1]

@@ -3,11 +3,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from document_samples import fails, ok, pdf_bytes, write_docx
 from mcp import Client
 
 from deskmcp.documents.server import create_server
 from deskmcp.documents.settings import DocumentsSettings
+from tests.documents.samples import fails, ok, pdf_bytes, write_docx
 
 pytestmark = pytest.mark.anyio
 

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from document_samples import fails, ok, tree
 from mcp import Client
 
 from deskmcp.core import files
 from deskmcp.documents.server import create_server
 from deskmcp.documents.settings import DocumentsSettings
+from tests.documents.samples import fails, ok, tree
 
 pytestmark = pytest.mark.anyio
 

@@ -4,11 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
-from document_samples import fails, ok, tree
 from mcp import Client
 
 from deskmcp.documents.server import create_server
 from deskmcp.documents.settings import DocumentsSettings
+from tests.documents.samples import fails, ok, tree
 
 pytestmark = pytest.mark.anyio
 

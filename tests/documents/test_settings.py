@@ -4,12 +4,12 @@ import os
 from pathlib import Path
 
 import pytest
-from document_samples import ok
 from mcp import Client
 
 from deskmcp.documents import server as documents_server
 from deskmcp.documents.settings import DocumentsSettings
 from deskmcp.servers import SERVERS
+from tests.documents.samples import ok
 
 
 def test_environment_names_the_documents_folder_and_extra_roots(

@@ -184,6 +184,11 @@ def generate(root: Path, rng: random.Random) -> None:
     _docx(root / "plans" / "hiring-plan-2025.docx")
 
 
+def environment(workspace: Path) -> dict[str, str]:
+    """What the tour sets for `deskmcp serve documents` (the default folder, said explicitly)."""
+    return {"DOCUMENTS_PATH": str(workspace / "documents")}
+
+
 STEPS: list[tuple[str, str, dict[str, Any]]] = [
     (
         "Index the whole documents folder (Markdown, text, HTML, PDF and DOCX) so it can be searched",
