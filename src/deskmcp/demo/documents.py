@@ -100,7 +100,7 @@ def _html_page(title: str, summary: str, rng: random.Random) -> str:
     )
 
 
-def _pdf(path: Path, title: str, pages: list[list[str]]) -> None:
+def write_pdf(path: Path, title: str, pages: list[list[str]]) -> None:
     from pypdf import PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
@@ -172,7 +172,7 @@ def generate(root: Path, rng: random.Random) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     (root / "reports").mkdir(parents=True, exist_ok=True)
-    _pdf(
+    write_pdf(
         root / "reports" / "quarterly-report-q3.pdf",
         "Quarterly report Q3 2025",
         [

@@ -7,12 +7,16 @@ and the page is fetched again, so deleted files never come back as results.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.core.index import Hit, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.paths import safe_join
 from deskmcp.documents import extract as formats
 from deskmcp.documents.errors import DocumentSearchError
 from deskmcp.documents.models import (
@@ -72,21 +76,39 @@ class Catalog:
             params.append(kind)
         return " AND ".join(clauses), params
 
-    def _stale(self, keys: Sequence[str]) -> list[str]:
-        """Keys whose file is gone (a root folder that is itself missing prunes nothing)."""
-        stale: list[str] = []
+    def _disk_state(self, keys: Sequence[str]) -> dict[str, os.stat_result | None]:
+        """Each key's file status now: its stat, or None when it is gone or no longer inside its root.
+
+        Keys whose root folder is itself missing (an unmounted drive) are left out, so they are
+        never pruned. Each folder is resolved once; a file that is a symlink is checked in full.
+        """
+        folders: dict[tuple[str, str], Path | None] = {}
+        roots_present: dict[str, bool] = {}
+        states: dict[str, os.stat_result | None] = {}
         for key in keys:
-            root, _rel = self.roots.split(key)
-            if not root.path.is_dir():
+            root, rel = self.roots.split(key)
+            if root.name not in roots_present:
+                roots_present[root.name] = root.path.is_dir()
+            if not roots_present[root.name]:
                 continue
-            try:
-                located = self.roots.locate(key)
-            except DeskError:
-                stale.append(key)
-                continue
-            if not located.path.is_file():
-                stale.append(key)
-        return stale
+            head, _, leaf = rel.rpartition("/")
+            if (root.name, head) not in folders:
+                try:
+                    folders[root.name, head] = safe_join(root.path, head, allow_root=True)
+                except DeskError:
+                    folders[root.name, head] = None
+            folder = folders[root.name, head]
+            states[key] = None if folder is None or not leaf else self._file_state(folder / leaf, key)
+        return states
+
+    def _file_state(self, path: Path, key: str) -> os.stat_result | None:
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                st = self.roots.locate(key).path.stat()
+        except (DeskError, OSError):
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
 
     def search(
         self,
@@ -110,6 +132,7 @@ class Catalog:
         offset = decode_cursor(cursor, key)
         pruned = 0
         hits: list[Hit] = []
+        states: dict[str, os.stat_result | None] = {}
         for _ in range(MAX_PRUNE_ROUNDS):
             if text:
                 hits = self.index.search(text, where=where, params=params, limit=limit + 1, offset=offset)
@@ -117,7 +140,8 @@ class Catalog:
                 hits = self.index.select(
                     where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
                 )
-            stale = self._stale([h.key for h in hits[:limit]])
+            states = self._disk_state([h.key for h in hits[:limit]])
+            stale = [k for k, st in states.items() if st is None]
             if not stale:
                 break
             pruned += self.index.apply(deletes=stale).deleted
@@ -125,21 +149,15 @@ class Catalog:
         items: list[SearchHit] = []
         for h in hits[:limit]:
             summary = summary_of(h.data)
-            current = h.columns.get("mtime")
-            changed = self._changed(h.key, current)
+            st = states.get(h.key)
+            indexed_mtime = h.columns.get("mtime")
+            changed = st is not None and indexed_mtime is not None and st.st_mtime != indexed_mtime
             score = round(h.score, 4) if h.score is not None else None
             items.append(
                 SearchHit(**summary.model_dump(), score=score, snippet=h.snippet, changed_since_indexed=changed)
             )
         total = self.index.count(where=where, params=params, query=text or None)
         return SearchOutput(items=items, total=total, next_cursor=page(offset, limit, len(hits), key), pruned=pruned)
-
-    def _changed(self, key: str, indexed_mtime: float | None) -> bool:
-        try:
-            st = self.roots.locate(key).path.stat()
-        except (DeskError, OSError):
-            return False
-        return indexed_mtime is not None and st.st_mtime != indexed_mtime
 
     def list_documents(
         self,
