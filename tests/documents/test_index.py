@@ -189,3 +189,13 @@ async def test_extra_roots_are_addressed_by_name_and_listed(tmp_path: Path, docs
     assert meta["root"] == "archive"
     assert escape["error"] == "permission_denied"
     assert unknown_root["error"] == "bad_request"
+
+
+async def test_index_folder_on_a_file_points_to_index_document(settings: DocumentsSettings, docs_root: Path) -> None:
+    (docs_root / "a.md").write_text("# A\n", encoding="utf-8")
+    async with Client(create_server(settings)) as c:
+        on_file = await fails(c, "index_folder", path="a.md")
+        missing = await fails(c, "index_folder", path="nope")
+    assert on_file["error"] == "bad_request"
+    assert "index_document" in on_file["message"]
+    assert missing["error"] == "not_found"

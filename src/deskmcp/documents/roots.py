@@ -98,13 +98,3 @@ class Roots:
             )
         path = safe_join(root.path, rel, allow_root=allow_root)
         return Located(root, path, relative_posix(root.path, path) if path != root.path else "")
-
-    def owner(self, path: Path) -> Located | None:
-        """The root holding an already resolved path (files found while walking a folder)."""
-        for root in sorted(self.all(), key=lambda r: len(r.path.parts), reverse=True):
-            try:
-                rel = path.relative_to(root.path).as_posix()
-            except ValueError:
-                continue
-            return Located(root, path, rel)
-        return None

@@ -18,7 +18,7 @@ from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
-from deskmcp.core.paths import is_within
+from deskmcp.core.paths import is_within, relative_posix
 from deskmcp.documents import extract as formats
 from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
 from deskmcp.documents.frontmatter import frontmatter_tags
@@ -173,6 +173,8 @@ class DocumentService:
         """Index every supported file in a folder; one bad file is reported, the rest indexed."""
         extra = clean_tags(tags)
         folder = self.roots.locate(path, allow_root=True)
+        if folder.path.is_file():
+            raise BadRequest(f"{folder.address} is a file. Use index_document for one file.", {"path": path})
         if not folder.path.is_dir():
             raise DocumentNotFoundError(
                 f"No folder {folder.address or path!r}. Give a folder path relative to a root, or '' for the root.",
@@ -208,11 +210,11 @@ class DocumentService:
         out: IndexFolderOutput,
     ) -> None:
         resolved = file.resolve()
-        located = self.roots.owner(resolved) if is_within(folder.root.path, resolved) else None
-        shown = file.relative_to(folder.path).as_posix()
-        if located is None or located.root != folder.root:
+        if not is_within(folder.root.path, resolved):
+            shown = folder.root.prefix(file.relative_to(folder.root.path).as_posix())
             out.failed.append(IndexFailure(path=shown, error="permission_denied", message="links outside the root"))
             return
+        located = Located(folder.root, resolved, resolved.relative_to(folder.root.path).as_posix())
         try:
             st = located.path.stat()
             previous = known.get(located.address)
@@ -272,8 +274,7 @@ class DocumentService:
         if target.path.exists() and not target.path.is_dir():
             raise BadRequest(f"{target.address} is a file, not a folder.", {"folder": folder})
         written = write_note(target.path, clean_title, content, clean)
-        located = self.roots.owner(written.path.resolve())
-        address = located.address if located else written.path.name
+        address = target.root.prefix(relative_posix(target.root.path, written.path))
         self.index_document(address, clean)
         return NoteCreated(
             path=address, title=written.title, tags=clean, created=written.created, renamed=written.renamed
