@@ -220,3 +220,30 @@ async def test_missing_file_is_not_found_with_a_way_forward(settings: DocumentsS
         error = await fails(c, "extract_metadata", path="nowhere/ghost.md")
     assert error["error"] == "not_found"
     assert "list_documents" in error["message"]
+
+
+async def test_encrypted_pdf_is_a_parse_error_that_says_so(settings: DocumentsSettings, docs_root: Path) -> None:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.encrypt(user_password="secret", owner_password="owner", algorithm="RC4-128")
+    with (docs_root / "locked.pdf").open("wb") as handle:
+        writer.write(handle)
+    async with Client(create_server(settings)) as c:
+        error = await fails(c, "index_document", path="locked.pdf")
+    assert error["error"] == "parse_error"
+    assert "encrypted" in error["message"]
+
+
+async def test_docx_that_would_inflate_too_far_is_refused(tmp_path: Path, docs_root: Path) -> None:
+    import zipfile
+
+    settings = DocumentsSettings(workspace=tmp_path / "ws", documents_path=docs_root, max_file_mb=0.05)
+    with zipfile.ZipFile(docs_root / "bomb.docx", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"\0" * 3_000_000)
+    assert (docs_root / "bomb.docx").stat().st_size < 50_000
+    async with Client(create_server(settings)) as c:
+        error = await fails(c, "index_document", path="bomb.docx")
+    assert error["error"] == "io_error"
+    assert error["details"]["expanded"] == 3_000_000

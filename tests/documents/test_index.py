@@ -199,3 +199,22 @@ async def test_index_folder_on_a_file_points_to_index_document(settings: Documen
     assert on_file["error"] == "bad_request"
     assert "index_document" in on_file["message"]
     assert missing["error"] == "not_found"
+
+
+async def test_index_folder_drops_entries_of_deleted_files_under_that_folder(
+    settings: DocumentsSettings, docs_root: Path
+) -> None:
+    for rel in ("keep.md", "sub/gone.md", "sub/deeper/gone.md", "other/stays.md"):
+        (docs_root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs_root / rel).write_text("# x\n", encoding="utf-8")
+    async with Client(create_server(settings)) as c:
+        await ok(c, "index_folder")
+        (docs_root / "sub" / "gone.md").unlink()
+        (docs_root / "sub" / "deeper" / "gone.md").unlink()
+        (docs_root / "other" / "stays.md").unlink()
+        shallow = await ok(c, "index_folder", path="sub", recursive=False)
+        deep = await ok(c, "index_folder", path="sub")
+        listing = await ok(c, "list_documents")
+    assert shallow["removed"] == 1
+    assert deep["removed"] == 1
+    assert sorted(d["path"] for d in listing["items"]) == ["keep.md", "other/stays.md"]

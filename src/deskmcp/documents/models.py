@@ -39,6 +39,7 @@ class IndexFolderOutput(BaseModel):
     updated: int
     unchanged: int
     skipped: int = Field(description="Files with an unsupported extension")
+    removed: int = Field(default=0, description="Index entries dropped because their file no longer exists")
     failed: list[IndexFailure] = Field(default=[], description="Files that could not be indexed, with why")
     truncated: bool = Field(default=False, description="True when the folder had more files than max_files")
 

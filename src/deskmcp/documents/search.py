@@ -76,7 +76,7 @@ class Catalog:
             params.append(kind)
         return " AND ".join(clauses), params
 
-    def _disk_state(self, keys: Sequence[str]) -> dict[str, os.stat_result | None]:
+    def disk_state(self, keys: Sequence[str]) -> dict[str, os.stat_result | None]:
         """Each key's file status now: its stat, or None when it is gone or no longer inside its root.
 
         Keys whose root folder is itself missing (an unmounted drive) are left out, so they are
@@ -140,7 +140,7 @@ class Catalog:
                 hits = self.index.select(
                     where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
                 )
-            states = self._disk_state([h.key for h in hits[:limit]])
+            states = self.disk_state([h.key for h in hits[:limit]])
             stale = [k for k, st in states.items() if st is None]
             if not stale:
                 break

@@ -98,8 +98,9 @@ def register(server: DeskServer, service: DocumentService) -> None:
         recursive: Annotated[bool, Field(description="Include subfolders")] = True,
         max_files: Annotated[int, Field(ge=1, le=100_000, description="Stop after this many files")] = 5000,
     ) -> IndexFolderOutput:
-        """Index every supported file in a folder (hidden files skipped). Unchanged files are not
-        re-read. Counts what was added, updated or unchanged, and lists files that failed, with why."""
+        """Index every supported file in a folder (hidden files skipped) and drop entries whose file
+        was deleted. Unchanged files are not re-read. Counts what was added, updated, unchanged or
+        removed, and lists files that failed, with why."""
         return service.index_folder(path, tags, recursive=recursive, max_files=max_files)
 
     @server.tool("create_note", annotations=writes(destructive=False, idempotent=False))

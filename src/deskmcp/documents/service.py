@@ -198,7 +198,23 @@ class DocumentService:
                 batch.clear()
         if batch:
             self.index.apply(batch)
+        out.removed = self._prune_folder(folder, recursive)
         return out
+
+    def _prune_folder(self, folder: Located, recursive: bool) -> int:
+        """Drop index entries under `folder` whose file no longer exists."""
+        prefix = folder.root.prefix(f"{folder.rel}/" if folder.rel else "")
+        with self.index.reader() as conn:
+            keys = [
+                key
+                for (key,) in conn.execute(
+                    "SELECT key FROM docs WHERE root = ? AND substr(key, 1, ?) = ?",
+                    (folder.root.name, len(prefix), prefix),
+                )
+                if recursive or "/" not in key[len(prefix) :]
+            ]
+        gone = [key for key, st in self.catalog.disk_state(keys).items() if st is None]
+        return self.index.apply(deletes=gone).deleted if gone else 0
 
     def _index_one(
         self,
