@@ -48,7 +48,7 @@ def check_limit(limit: int) -> None:
 
 
 class Catalog:
-    """Read side of the documents index. Thread-safe (the index is)."""
+    """Finding documents in the index, dropping entries whose file is gone. Thread-safe."""
 
     def __init__(self, index: SearchIndex, roots: Roots) -> None:
         self.index = index
