@@ -43,6 +43,9 @@ SERVERS: dict[str, ServerSpec] = {
             "Granola meetings: list, search, transcripts, export (read-only)",
             "deskmcp.meetings.server",
         ),
+        ServerSpec(
+            "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
+        ),
     )
 }
 

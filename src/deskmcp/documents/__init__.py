@@ -1,0 +1,1 @@
+"""The documents server: index, search and annotate a folder of documents."""

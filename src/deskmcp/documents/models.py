@@ -1,0 +1,132 @@
+"""The documents server's data contracts (seed 002's results, made explicit)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Kind = Literal["markdown", "text", "html", "pdf", "docx"]
+
+
+class DocumentSummary(BaseModel):
+    path: str = Field(description="How to name this document in other calls ('root:path' for extra roots)")
+    title: str
+    kind: Kind
+    tags: list[str] = []
+    size: int = Field(description="Bytes on disk when indexed")
+    modified_at: str | None = Field(default=None, description="ISO 8601 UTC modification time when indexed")
+    indexed_at: str | None = None
+    word_count: int = 0
+    pages: int | None = None
+
+
+class IndexDocumentOutput(DocumentSummary):
+    status: Literal["added", "updated", "unchanged"] = Field(
+        description="added: new to the index; updated: re-indexed in place; unchanged: same file and tags"
+    )
+
+
+class IndexFailure(BaseModel):
+    path: str
+    error: str = Field(description="The error code, e.g. parse_error")
+    message: str
+
+
+class IndexFolderOutput(BaseModel):
+    folder: str
+    added: int
+    updated: int
+    unchanged: int
+    skipped: int = Field(description="Files with an unsupported extension")
+    removed: int = Field(default=0, description="Index entries dropped because their file no longer exists")
+    failed: list[IndexFailure] = Field(default=[], description="Files that could not be indexed, with why")
+    truncated: bool = Field(default=False, description="True when the folder had more files than max_files")
+
+
+class NoteCreated(BaseModel):
+    path: str = Field(description="The new note's path, usable with get_document and index tools")
+    title: str
+    tags: list[str]
+    created: str = Field(description="ISO 8601 UTC creation time, as written in the frontmatter")
+    renamed: bool = Field(description="True when a note with the same name existed and a suffix was added")
+
+
+class SearchHit(DocumentSummary):
+    score: float | None = Field(default=None, description="bm25 relevance, higher is better (null without a query)")
+    snippet: str | None = Field(default=None, description="Matching text with matches in **bold**")
+    changed_since_indexed: bool = Field(
+        default=False, description="The file changed on disk after it was indexed; call index_document to refresh it"
+    )
+
+
+class SearchOutput(BaseModel):
+    items: list[SearchHit]
+    total: int = Field(description="How many documents match in all")
+    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
+    pruned: int = Field(default=0, description="Index entries dropped during this call because their file is gone")
+
+
+class ListDocumentsOutput(BaseModel):
+    items: list[DocumentSummary]
+    total: int
+    next_cursor: str | None = None
+
+
+class TagCount(BaseModel):
+    tag: str
+    count: int
+
+
+class TagList(BaseModel):
+    tags: list[TagCount]
+
+
+class RootInfo(BaseModel):
+    name: str = Field(description="Prefix for paths in this root ('name:path'); the main root needs none")
+    path: str = Field(description="The folder on disk")
+    main: bool
+    exists: bool
+    documents: int = Field(description="Documents indexed from this root")
+
+
+class RootList(BaseModel):
+    roots: list[RootInfo]
+
+
+class DocumentMetadata(BaseModel):
+    path: str
+    root: str
+    name: str
+    kind: Kind
+    mime_type: str
+    size: int
+    modified_at: str | None = None
+    created_at: str | None = Field(default=None, description="Birth time where the file system records it")
+    accessed_at: str | None = None
+    title: str
+    word_count: int
+    char_count: int
+    pages: int | None = Field(default=None, description="Page count (PDF; DOCX as last saved); null for other formats")
+    frontmatter: dict[str, Any] = Field(default={}, description="Markdown YAML frontmatter")
+    properties: dict[str, str] = Field(default={}, description="Author, subject, keywords... as the file records")
+    indexed: bool
+    tags: list[str] = []
+    indexed_at: str | None = None
+
+
+class DocumentText(BaseModel):
+    path: str
+    title: str
+    kind: Kind
+    text: str
+    offset: int = Field(description="Character offset of `text` in the whole document text")
+    total_chars: int
+    truncated: bool = Field(description="True when more text follows; call again with offset=next_offset")
+    next_offset: int | None = None
+
+
+class RemovedDocument(BaseModel):
+    path: str
+    removed: bool = True
+    file_deleted: bool = Field(default=False, description="Always false: the file on disk is never touched")

@@ -1,0 +1,100 @@
+"""The folders the server may read, and how a caller names a file in them.
+
+A document is addressed by a path relative to the main documents folder (`reports/q3.pdf`),
+or, for a file in an extra root, by that root's name, a colon and the path inside it
+(`archive:2019/plan.docx`). Root names come from the folders' own names, lower-cased, and
+are at least two characters long so they never read as a Windows drive letter. Every path
+goes through `safe_join` against the root it names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deskmcp.core.errors import BadRequest
+from deskmcp.core.paths import relative_posix, safe_join
+from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
+
+MAIN = "documents"
+_NAME_CHARS = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class Root:
+    name: str
+    path: Path
+    main: bool
+
+    def prefix(self, rel: str) -> str:
+        return rel if self.main else f"{self.name}:{rel}"
+
+
+@dataclass(frozen=True)
+class Located:
+    root: Root
+    path: Path
+    rel: str
+
+    @property
+    def address(self) -> str:
+        """The canonical way to name this file in tool calls (and its key in the index)."""
+        return self.root.prefix(self.rel)
+
+
+def root_name(folder: Path, taken: set[str]) -> str:
+    base = _NAME_CHARS.sub("-", folder.name.lower()).strip("-") or "root"
+    if len(base) < 2:
+        base = f"{base}-root"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    return name
+
+
+class Roots:
+    """The main documents folder (created if missing) and the extra roots, by name."""
+
+    def __init__(self, main: Path, extra: Sequence[Path] = ()) -> None:
+        try:
+            main.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DocumentIndexError(
+                f"The documents folder {main} cannot be created: {exc.strerror}. "
+                "Set DOCUMENTS_PATH to a writable folder.",
+                {"path": str(main)},
+            ) from exc
+        self.main = Root(MAIN, main.resolve(), True)
+        taken = {MAIN}
+        self.extra: dict[str, Root] = {}
+        for folder in extra:
+            name = root_name(folder, taken)
+            taken.add(name)
+            self.extra[name] = Root(name, folder.expanduser().resolve(), False)
+
+    def all(self) -> list[Root]:
+        return [self.main, *self.extra.values()]
+
+    def split(self, address: str) -> tuple[Root, str]:
+        """The root an address names and the path inside it (not yet checked)."""
+        if not isinstance(address, str):
+            raise BadRequest("A document path must be a string.")
+        head, sep, rest = address.partition(":")
+        if sep and head in self.extra:
+            return self.extra[head], rest
+        if sep and head == MAIN:
+            return self.main, rest
+        return self.main, address
+
+    def locate(self, address: str, *, allow_root: bool = False) -> Located:
+        """Resolve an address to a path inside its root; PermissionDenied for anything outside."""
+        root, rel = self.split(address.strip() if isinstance(address, str) else address)
+        if not root.path.is_dir():
+            raise DocumentNotFoundError(
+                f"The root folder {root.name!r} ({root.path}) does not exist. Create it or fix the configuration.",
+                {"root": root.name},
+            )
+        path = safe_join(root.path, rel, allow_root=allow_root)
+        return Located(root, path, relative_posix(root.path, path) if path != root.path else "")

@@ -1,0 +1,205 @@
+"""Finding indexed documents: ranked search, listings, tags and roots.
+
+Every result is checked against the disk: a hit whose file has gone is pruned from the index
+and the page is fetched again, so deleted files never come back as results.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from deskmcp.core.errors import BadRequest, DeskError
+from deskmcp.core.index import Hit, SearchIndex
+from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.paths import safe_join
+from deskmcp.documents import extract as formats
+from deskmcp.documents.errors import DocumentSearchError
+from deskmcp.documents.models import (
+    DocumentSummary,
+    ListDocumentsOutput,
+    RootInfo,
+    RootList,
+    SearchHit,
+    SearchOutput,
+    TagCount,
+    TagList,
+)
+from deskmcp.documents.notes import clean_tags
+from deskmcp.documents.roots import Roots
+
+log = logging.getLogger(__name__)
+
+_GLOB = frozenset("*?[")
+MAX_PRUNE_ROUNDS = 5
+
+
+def summary_of(data: bytes | None) -> DocumentSummary:
+    return DocumentSummary.model_validate_json(data or b"{}")
+
+
+def check_limit(limit: int) -> None:
+    if not 1 <= limit <= 200:
+        raise BadRequest("limit must be between 1 and 200.", {"limit": limit})
+
+
+class Catalog:
+    """Finding documents in the index, dropping entries whose file is gone. Thread-safe."""
+
+    def __init__(self, index: SearchIndex, roots: Roots) -> None:
+        self.index = index
+        self.roots = roots
+
+    def _filters(self, tags: list[str] | None, filename: str | None, kind: str | None) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for tag in clean_tags(tags):
+            clauses.append("EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND t.tag = ?)")
+            params.append(tag)
+        name = (filename or "").strip().lower()
+        if name:
+            if _GLOB & set(name):
+                clauses.append("d.name_lc GLOB ?")
+            else:
+                clauses.append("instr(d.name_lc, ?) > 0")
+            params.append(name)
+        if kind:
+            if kind not in formats.MIME_TYPES:
+                raise DocumentSearchError(
+                    f"kind must be one of {', '.join(formats.MIME_TYPES)} (got {kind!r}).", {"kind": kind}
+                )
+            clauses.append("d.kind = ?")
+            params.append(kind)
+        return " AND ".join(clauses), params
+
+    def disk_state(self, keys: Sequence[str]) -> dict[str, os.stat_result | None]:
+        """Each key's file status now: its stat, or None when it is gone or no longer inside its root.
+
+        Keys whose root folder is itself missing (an unmounted drive) are left out, so they are
+        never pruned. Each folder is resolved once; a file that is a symlink is checked in full.
+        """
+        folders: dict[tuple[str, str], Path | None] = {}
+        roots_present: dict[str, bool] = {}
+        states: dict[str, os.stat_result | None] = {}
+        for key in keys:
+            root, rel = self.roots.split(key)
+            if root.name not in roots_present:
+                roots_present[root.name] = root.path.is_dir()
+            if not roots_present[root.name]:
+                continue
+            head, _, leaf = rel.rpartition("/")
+            if (root.name, head) not in folders:
+                try:
+                    folders[root.name, head] = safe_join(root.path, head, allow_root=True)
+                except DeskError:
+                    folders[root.name, head] = None
+            folder = folders[root.name, head]
+            states[key] = None if folder is None or not leaf else self._file_state(folder / leaf, key)
+        return states
+
+    def _file_state(self, path: Path, key: str) -> os.stat_result | None:
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                st = self.roots.locate(key).path.stat()
+        except (DeskError, OSError):
+            return None
+        return st if stat.S_ISREG(st.st_mode) else None
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        tags: list[str] | None = None,
+        filename: str | None = None,
+        kind: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchOutput:
+        """bm25-ranked hits for `query` (newest first without one), narrowed by every filter given."""
+        check_limit(limit)
+        text = (query or "").strip()
+        if not text and not tags and not (filename or "").strip() and not kind:
+            raise DocumentSearchError(
+                "Give a query, tags, a filename or a kind to search by. Use list_documents to browse everything."
+            )
+        where, params = self._filters(tags, filename, kind)
+        key = query_key("search", text, sorted(clean_tags(tags)), (filename or "").strip().lower(), kind)
+        offset = decode_cursor(cursor, key)
+        pruned = 0
+        hits: list[Hit] = []
+        states: dict[str, os.stat_result | None] = {}
+        for _ in range(MAX_PRUNE_ROUNDS):
+            if text:
+                hits = self.index.search(text, where=where, params=params, limit=limit + 1, offset=offset)
+            else:
+                hits = self.index.select(
+                    where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
+                )
+            states = self.disk_state([h.key for h in hits[:limit]])
+            stale = [k for k, st in states.items() if st is None]
+            if not stale:
+                break
+            pruned += self.index.apply(deletes=stale).deleted
+            log.info("pruned %d documents whose files are gone", len(stale))
+        items: list[SearchHit] = []
+        for h in hits[:limit]:
+            summary = summary_of(h.data)
+            st = states.get(h.key)
+            indexed_mtime = h.columns.get("mtime")
+            changed = st is not None and indexed_mtime is not None and st.st_mtime != indexed_mtime
+            score = round(h.score, 4) if h.score is not None else None
+            items.append(
+                SearchHit(**summary.model_dump(), score=score, snippet=h.snippet, changed_since_indexed=changed)
+            )
+        total = self.index.count(where=where, params=params, query=text or None)
+        return SearchOutput(items=items, total=total, next_cursor=page(offset, limit, len(hits), key), pruned=pruned)
+
+    def list_documents(
+        self,
+        *,
+        tags: list[str] | None = None,
+        kind: str | None = None,
+        root: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ListDocumentsOutput:
+        """Indexed documents, most recently modified first."""
+        check_limit(limit)
+        where, params = self._filters(tags, None, kind)
+        if root:
+            if root not in {r.name for r in self.roots.all()}:
+                raise BadRequest(f"No root {root!r}. Call list_roots for root names.", {"root": root})
+            where = " AND ".join(w for w in (where, "d.root = ?") if w)
+            params.append(root)
+        key = query_key("list", sorted(clean_tags(tags)), kind, root)
+        offset = decode_cursor(cursor, key)
+        hits = self.index.select(
+            where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
+        )
+        return ListDocumentsOutput(
+            items=[summary_of(h.data) for h in hits[:limit]],
+            total=self.index.count(where=where, params=params),
+            next_cursor=page(offset, limit, len(hits), key),
+        )
+
+    def list_tags(self) -> TagList:
+        with self.index.reader() as conn:
+            rows = conn.execute("SELECT tag, count(*) AS n FROM tags GROUP BY tag ORDER BY n DESC, tag").fetchall()
+        return TagList(tags=[TagCount(tag=tag, count=n) for tag, n in rows])
+
+    def list_roots(self) -> RootList:
+        with self.index.reader() as conn:
+            counts = dict(conn.execute("SELECT root, count(*) FROM docs GROUP BY root").fetchall())
+        return RootList(
+            roots=[
+                RootInfo(
+                    name=r.name, path=str(r.path), main=r.main, exists=r.path.is_dir(), documents=counts.get(r.name, 0)
+                )
+                for r in self.roots.all()
+            ]
+        )

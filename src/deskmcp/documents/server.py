@@ -1,0 +1,181 @@
+"""The documents MCP server: tools over `DocumentService`."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from pydantic import Field
+
+from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.documents.models import (
+    DocumentMetadata,
+    DocumentText,
+    IndexDocumentOutput,
+    IndexFolderOutput,
+    Kind,
+    ListDocumentsOutput,
+    NoteCreated,
+    RemovedDocument,
+    RootList,
+    SearchOutput,
+    TagList,
+)
+from deskmcp.documents.service import DocumentService
+from deskmcp.documents.settings import DocumentsSettings
+
+INSTRUCTIONS = """Search and organise the user's documents (Markdown, text, HTML, PDF, DOCX) in their
+documents folder. Paths are relative to that folder (`reports/q3.pdf`); files in an extra root are
+`rootname:path` (see list_roots). Files must be indexed before search_documents finds them: use
+index_document for one file or index_folder for a folder. search_documents ranks by relevance and
+filters by tags and file name; get_document returns a document's text; create_note writes a new
+Markdown note. Errors are JSON objects with an `error` code and a `message` saying how to recover."""
+
+DocPath = Annotated[
+    str,
+    Field(
+        description="File path relative to the documents folder, or 'root:path' for an extra root "
+        "(paths come from list_documents, search_documents or list_roots)"
+    ),
+]
+Tags = Annotated[list[str] | None, Field(description="Tags, e.g. ['finance', 'q3']; '#' and case are ignored")]
+KindArg = Annotated[Kind | None, Field(description="Only this format: markdown, text, html, pdf or docx")]
+Limit = Annotated[int, Field(ge=1, le=200, description="Page size, 1 to 200")]
+Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
+
+Settings = DocumentsSettings
+
+
+def create_service(settings: DocumentsSettings) -> DocumentService:
+    return DocumentService(settings)
+
+
+def unavailable(settings: DocumentsSettings) -> str | None:
+    """None when the documents folder exists or can be created, else why not."""
+    root = settings.root
+    if root.is_dir():
+        return None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"the documents folder {root} cannot be created ({exc.strerror}); set DOCUMENTS_PATH"
+    return None
+
+
+def create_server(settings: DocumentsSettings, service: DocumentService | None = None) -> DeskServer:
+    server = DeskServer("deskmcp-documents", instructions=INSTRUCTIONS)
+    register(server, service or create_service(settings))
+    return server
+
+
+def register(server: DeskServer, service: DocumentService) -> None:
+    """Add the documents tools to `server`."""
+
+    @asynccontextmanager
+    async def closing():  # the index is closed when the server stops
+        try:
+            yield service
+        finally:
+            service.close()
+
+    server.add_service_context(closing)
+
+    @server.tool("index_document", annotations=writes(destructive=False, idempotent=True))
+    def index_document(path: DocPath, tags: Tags = None) -> IndexDocumentOutput:
+        """Extract a file's text and add it to the search index, or re-index it in place if it changed.
+
+        `tags` replaces the document's tags (tags in Markdown frontmatter are always kept);
+        omit it to keep the current ones. Returns the indexed document and whether it was
+        added, updated or unchanged. A file that cannot be parsed is a parse_error and the
+        index keeps whatever it held before.
+        """
+        return service.index_document(path, tags)
+
+    @server.tool("index_folder", annotations=writes(destructive=False, idempotent=True))
+    def index_folder(
+        path: Annotated[str, Field(description="Folder relative to the documents folder ('' for all of it)")] = "",
+        tags: Annotated[list[str] | None, Field(description="Tags added to every file indexed")] = None,
+        recursive: Annotated[bool, Field(description="Include subfolders")] = True,
+        max_files: Annotated[int, Field(ge=1, le=100_000, description="Stop after this many files")] = 5000,
+    ) -> IndexFolderOutput:
+        """Index every supported file in a folder (hidden files skipped) and drop entries whose file
+        was deleted. Unchanged files are not re-read. Counts what was added, updated, unchanged or
+        removed, and lists files that failed, with why."""
+        return service.index_folder(path, tags, recursive=recursive, max_files=max_files)
+
+    @server.tool("create_note", annotations=writes(destructive=False, idempotent=False))
+    def create_note(
+        title: Annotated[str, Field(min_length=1, max_length=200, description="The note's title")],
+        content: Annotated[str, Field(description="Markdown body of the note")],
+        tags: Tags = None,
+        folder: Annotated[str, Field(description="Folder for the note, relative to the documents folder")] = "",
+    ) -> NoteCreated:
+        """Write a new Markdown note with YAML frontmatter (title, tags, created) and index it.
+
+        The file name is slugged from the title; an existing file is never overwritten: a
+        second note with the same title gets a numbered name (renamed=true).
+        """
+        return service.create_note(title, content, tags, folder)
+
+    @server.tool("search_documents", annotations=READ_ONLY)
+    def search_documents(
+        query: Annotated[
+            str | None, Field(description='Words or "quoted phrases"; all must match. Omit to filter only.')
+        ] = None,
+        tags: Annotated[list[str] | None, Field(description="Only documents carrying every one of these tags")] = None,
+        filename: Annotated[
+            str | None, Field(description="Part of the file name, or a glob such as '*.pdf' (case-insensitive)")
+        ] = None,
+        kind: KindArg = None,
+        limit: Limit = 20,
+        cursor: Cursor = None,
+    ) -> SearchOutput:
+        """Full-text search over indexed documents' titles, tags, paths and text, best match first
+        (newest first when there is no query). Each hit has a bm25 score and a snippet with the
+        matching words in **bold**. Only indexed files are searched (see index_document)."""
+        return service.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
+
+    @server.tool("extract_metadata", annotations=READ_ONLY)
+    def extract_metadata(path: DocPath) -> DocumentMetadata:
+        """A file's metadata: size, times, format and MIME type, title, word count, pages (PDF,
+        DOCX), Markdown frontmatter, author/subject properties, and its tags if indexed. The
+        file need not be indexed."""
+        return service.extract_metadata(path)
+
+    @server.tool("get_document", annotations=READ_ONLY)
+    def get_document(
+        path: DocPath,
+        offset: Annotated[int, Field(ge=0, description="Start at this character (next_offset of a previous call)")] = 0,
+        max_chars: Annotated[int | None, Field(ge=100, description="Cap on characters returned")] = None,
+    ) -> DocumentText:
+        """A document's extracted text (Markdown without frontmatter, HTML without tags, PDF and
+        DOCX text). Long documents come in parts: call again with offset=next_offset."""
+        return service.get_document(path, offset=offset, max_chars=max_chars)
+
+    @server.tool("list_documents", annotations=READ_ONLY)
+    def list_documents(
+        tags: Annotated[list[str] | None, Field(description="Only documents carrying every one of these tags")] = None,
+        kind: KindArg = None,
+        root: Annotated[str | None, Field(description="Only this root (a name from list_roots)")] = None,
+        limit: Limit = 50,
+        cursor: Cursor = None,
+    ) -> ListDocumentsOutput:
+        """Indexed documents, most recently modified first, with their titles, tags and sizes."""
+        return service.catalog.list_documents(tags=tags, kind=kind, root=root, limit=limit, cursor=cursor)
+
+    @server.tool("list_tags", annotations=READ_ONLY)
+    def list_tags() -> TagList:
+        """Every tag in use with how many indexed documents carry it, most used first."""
+        return service.catalog.list_tags()
+
+    @server.tool("list_roots", annotations=READ_ONLY)
+    def list_roots() -> RootList:
+        """The folders this server reads: the main documents folder and any extra roots, with the
+        name used as a path prefix ('name:path') and how many documents are indexed from each."""
+        return service.catalog.list_roots()
+
+    @server.tool("remove_document", annotations=writes(destructive=True, idempotent=True))
+    def remove_document(path: DocPath) -> RemovedDocument:
+        """Remove a document from the search index. The file on disk is not touched; index it
+        again to bring it back."""
+        return service.remove_document(path)

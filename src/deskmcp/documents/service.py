@@ -1,0 +1,345 @@
+"""The documents service: files under the roots, extracted and mirrored into the core search index.
+
+The index is keyed by a document's address (`reports/q3.pdf`, `archive:2019/plan.docx`). A
+file is read and extracted before the index is touched, and each change is one transaction,
+so a file that cannot be parsed leaves the index exactly as it was. Results are checked
+against the disk: a hit whose file has gone is pruned from the index on the spot.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from deskmcp.core.dates import iso
+from deskmcp.core.errors import BadRequest, DeskError
+from deskmcp.core.files import read_bytes_limited
+from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.paths import is_within, relative_posix
+from deskmcp.documents import extract as formats
+from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
+from deskmcp.documents.frontmatter import frontmatter_tags
+from deskmcp.documents.models import (
+    DocumentMetadata,
+    DocumentSummary,
+    DocumentText,
+    IndexDocumentOutput,
+    IndexFailure,
+    IndexFolderOutput,
+    NoteCreated,
+    RemovedDocument,
+)
+from deskmcp.documents.notes import check_title, clean_tags, write_note
+from deskmcp.documents.roots import Located, Roots
+from deskmcp.documents.search import Catalog, summary_of
+from deskmcp.documents.settings import DocumentsSettings
+
+log = logging.getLogger(__name__)
+
+SCHEMA = IndexSchema(
+    name="documents",
+    version=1,
+    text_fields=("title", "tags", "path", "body"),
+    weights=(10.0, 6.0, 3.0, 1.0),
+    columns=(("root", "TEXT"), ("name_lc", "TEXT"), ("kind", "TEXT"), ("mtime", "REAL")),
+    side_tables=(
+        "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE, tag TEXT NOT NULL)",
+        "CREATE INDEX tags_tag ON tags(tag, doc_id)",
+        "CREATE INDEX tags_doc ON tags(doc_id)",
+        "CREATE INDEX docs_mtime ON docs(mtime)",
+        "CREATE INDEX docs_kind ON docs(kind)",
+    ),
+)
+BATCH = 200
+MAX_NOTE_CHARS = 1_000_000
+
+
+def _time(ts: float | None) -> str | None:
+    return None if ts is None else iso(datetime.fromtimestamp(ts, UTC))
+
+
+def _fingerprint(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}"
+
+
+@dataclass
+class _Read:
+    located: Located
+    extracted: formats.Extracted
+    stat: os.stat_result
+
+
+class DocumentService:
+    """Index, search and describe the documents under the configured roots. Thread-safe."""
+
+    def __init__(self, settings: DocumentsSettings) -> None:
+        self.settings = settings
+        self.roots = Roots(settings.root, settings.extra_roots)
+        self.index_path = settings.index_folder / "documents.sqlite3"
+        self.index = SearchIndex(self.index_path, SCHEMA)
+        self.catalog = Catalog(self.index, self.roots)
+
+    def close(self) -> None:
+        self.index.close()
+
+    # -- reading files ---------------------------------------------------------------------
+
+    def _stat(self, located: Located) -> os.stat_result:
+        try:
+            st = located.path.stat()
+        except FileNotFoundError as exc:
+            raise DocumentNotFoundError(
+                f"No file {located.address!r}. Call list_documents or search_documents for indexed paths.",
+                {"path": located.address},
+            ) from exc
+        except OSError as exc:
+            raise DocumentIndexError(
+                f"{located.address} cannot be read: {exc.strerror}.", {"path": located.address}
+            ) from exc
+        if located.path.is_dir():
+            raise BadRequest(
+                f"{located.address or 'The root'} is a folder. Use index_folder for folders.",
+                {"path": located.address},
+            )
+        return st
+
+    def _read(self, address: str) -> _Read:
+        located = self.roots.locate(address)
+        return self._read_located(located)
+
+    def _read_located(self, located: Located) -> _Read:
+        formats.kind_of(located.path)  # an unsupported type is refused before reading
+        st = self._stat(located)
+        limit = self.settings.max_file_bytes
+        if st.st_size > limit:
+            raise DocumentIndexError(
+                f"{located.address} is {st.st_size:,} bytes, over the {limit:,}-byte limit "
+                "(DOCUMENTS_MAX_FILE_MB). It was not read.",
+                {"path": located.address, "size": st.st_size, "limit": limit},
+            )
+        data = read_bytes_limited(located.path, limit, label=located.address)
+        return _Read(located, formats.extract(located.path, data, limit=limit), st)
+
+    # -- index records ---------------------------------------------------------------------
+
+    def _record(self, read: _Read, tags: list[str]) -> tuple[IndexRecord, DocumentSummary]:
+        ex, st, loc = read.extracted, read.stat, read.located
+        summary = DocumentSummary(
+            path=loc.address,
+            title=ex.title,
+            kind=ex.kind,
+            tags=tags,
+            size=st.st_size,
+            modified_at=_time(st.st_mtime),
+            indexed_at=iso(datetime.now(UTC).replace(microsecond=0)),
+            word_count=ex.word_count,
+            pages=ex.pages,
+        )
+        body = ex.text[: self.settings.max_index_chars]
+        record = IndexRecord(
+            key=loc.address,
+            fingerprint=_fingerprint(st),
+            texts={"title": ex.title, "tags": " ".join(tags), "path": loc.address.replace("/", " "), "body": body},
+            columns={"root": loc.root.name, "name_lc": loc.path.name.lower(), "kind": ex.kind, "mtime": st.st_mtime},
+            data=summary.model_dump_json().encode(),
+            side={"tags": [(t,) for t in tags]},
+        )
+        return record, summary
+
+    def _indexed(self, key: str) -> tuple[str, DocumentSummary] | None:
+        with self.index.reader() as conn:
+            row = conn.execute("SELECT fingerprint, data FROM docs WHERE key=?", (key,)).fetchone()
+        return None if row is None else (row[0], summary_of(row[1]))
+
+    def index_document(self, path: str, tags: list[str] | None = None) -> IndexDocumentOutput:
+        wanted = clean_tags(tags) if tags is not None else None
+        read = self._read(path)
+        key = read.located.address
+        previous = self._indexed(key)
+        base = wanted if wanted is not None else (previous[1].tags if previous else [])
+        final = clean_tags([*base, *frontmatter_tags(read.extracted.frontmatter)])
+        if previous and previous[0] == _fingerprint(read.stat) and previous[1].tags == final:
+            return IndexDocumentOutput(**previous[1].model_dump(), status="unchanged")
+        record, summary = self._record(read, final)
+        self.index.apply([record])
+        return IndexDocumentOutput(**summary.model_dump(), status="updated" if previous else "added")
+
+    def index_folder(
+        self, path: str = "", tags: list[str] | None = None, *, recursive: bool = True, max_files: int = 5000
+    ) -> IndexFolderOutput:
+        """Index every supported file in a folder; one bad file is reported, the rest indexed."""
+        extra = clean_tags(tags)
+        folder = self.roots.locate(path, allow_root=True)
+        if folder.path.is_file():
+            raise BadRequest(f"{folder.address} is a file. Use index_document for one file.", {"path": path})
+        if not folder.path.is_dir():
+            raise DocumentNotFoundError(
+                f"No folder {folder.address or path!r}. Give a folder path relative to a root, or '' for the root.",
+                {"path": path},
+            )
+        out = IndexFolderOutput(folder=folder.address, added=0, updated=0, unchanged=0, skipped=0)
+        known = self._known_tags()
+        batch: list[IndexRecord] = []
+        seen = 0
+        for file in self._walk(folder.path, recursive):
+            if not formats.is_supported(file):
+                out.skipped += 1
+                continue
+            if seen >= max_files:
+                out.truncated = True
+                break
+            seen += 1
+            self._index_one(file, folder, extra, known, batch, out)
+            if len(batch) >= BATCH:
+                self.index.apply(batch)
+                batch.clear()
+        if batch:
+            self.index.apply(batch)
+        out.removed = self._prune_folder(folder, recursive)
+        return out
+
+    def _prune_folder(self, folder: Located, recursive: bool) -> int:
+        """Drop index entries under `folder` whose file no longer exists."""
+        prefix = folder.root.prefix(f"{folder.rel}/" if folder.rel else "")
+        with self.index.reader() as conn:
+            keys = [
+                key
+                for (key,) in conn.execute(
+                    "SELECT key FROM docs WHERE root = ? AND substr(key, 1, ?) = ?",
+                    (folder.root.name, len(prefix), prefix),
+                )
+                if recursive or "/" not in key[len(prefix) :]
+            ]
+        gone = [key for key, st in self.catalog.disk_state(keys).items() if st is None]
+        return self.index.apply(deletes=gone).deleted if gone else 0
+
+    def _index_one(
+        self,
+        file: Path,
+        folder: Located,
+        extra: list[str],
+        known: dict[str, tuple[str, list[str]]],
+        batch: list[IndexRecord],
+        out: IndexFolderOutput,
+    ) -> None:
+        resolved = file.resolve()
+        if not is_within(folder.root.path, resolved):
+            shown = folder.root.prefix(file.relative_to(folder.root.path).as_posix())
+            out.failed.append(IndexFailure(path=shown, error="permission_denied", message="links outside the root"))
+            return
+        located = Located(folder.root, resolved, resolved.relative_to(folder.root.path).as_posix())
+        try:
+            st = located.path.stat()
+            previous = known.get(located.address)
+            if previous and previous[0] == _fingerprint(st) and set(extra) <= set(previous[1]):
+                out.unchanged += 1
+                return
+            read = self._read_located(located)
+        except DeskError as exc:
+            out.failed.append(IndexFailure(path=located.address, error=exc.code, message=exc.message))
+            return
+        except OSError as exc:
+            out.failed.append(IndexFailure(path=located.address, error="io_error", message=str(exc.strerror)))
+            return
+        old = previous[1] if previous else []
+        final = clean_tags([*old, *extra, *frontmatter_tags(read.extracted.frontmatter)])
+        batch.append(self._record(read, final)[0])
+        if previous:
+            out.updated += 1
+        else:
+            out.added += 1
+
+    @staticmethod
+    def _walk(folder: Path, recursive: bool) -> list[Path]:
+        files: list[Path] = []
+        for current, dirs, names in os.walk(folder, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+            files.extend(Path(current, n) for n in sorted(names) if not n.startswith("."))
+        return files
+
+    def _known_tags(self) -> dict[str, tuple[str, list[str]]]:
+        with self.index.reader() as conn:
+            rows = conn.execute(
+                "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
+                " LEFT JOIN tags t ON t.doc_id = d.id GROUP BY d.id"
+            ).fetchall()
+        return {key: (fp, tags.split("\x1f") if tags else []) for key, fp, tags in rows}
+
+    def remove_document(self, path: str) -> RemovedDocument:
+        root, rel = self.roots.split(path.strip())
+        located = self.roots.locate(path) if root.path.is_dir() else None
+        key = located.address if located else root.prefix(rel)
+        stats = self.index.apply(deletes=[key])
+        if not stats.deleted:
+            raise DocumentNotFoundError(
+                f"{key!r} is not in the index. Call list_documents for indexed paths.", {"path": key}
+            )
+        return RemovedDocument(path=key)
+
+    # -- notes -----------------------------------------------------------------------------
+
+    def create_note(self, title: str, content: str, tags: list[str] | None = None, folder: str = "") -> NoteCreated:
+        clean_title = check_title(title)
+        if len(content) > MAX_NOTE_CHARS:
+            raise BadRequest(f"The note is longer than {MAX_NOTE_CHARS:,} characters; split it.")
+        clean = clean_tags(tags)
+        target = self.roots.locate(folder, allow_root=True)
+        if target.path.exists() and not target.path.is_dir():
+            raise BadRequest(f"{target.address} is a file, not a folder.", {"folder": folder})
+        written = write_note(target.path, clean_title, content, clean)
+        address = target.root.prefix(relative_posix(target.root.path, written.path))
+        self.index_document(address, clean)
+        return NoteCreated(
+            path=address, title=written.title, tags=clean, created=written.created, renamed=written.renamed
+        )
+
+    # -- one document ----------------------------------------------------------------------
+
+    def extract_metadata(self, path: str) -> DocumentMetadata:
+        read = self._read(path)
+        ex, st, loc = read.extracted, read.stat, read.located
+        indexed = self._indexed(loc.address)
+        birth = getattr(st, "st_birthtime", None)
+        return DocumentMetadata(
+            path=loc.address,
+            root=loc.root.name,
+            name=loc.path.name,
+            kind=ex.kind,
+            mime_type=formats.MIME_TYPES[ex.kind],
+            size=st.st_size,
+            modified_at=_time(st.st_mtime),
+            created_at=_time(birth),
+            accessed_at=_time(st.st_atime),
+            title=ex.title,
+            word_count=ex.word_count,
+            char_count=len(ex.text),
+            pages=ex.pages,
+            frontmatter=ex.frontmatter,
+            properties=ex.properties,
+            indexed=indexed is not None,
+            tags=indexed[1].tags if indexed else [],
+            indexed_at=indexed[1].indexed_at if indexed else None,
+        )
+
+    def get_document(self, path: str, *, offset: int = 0, max_chars: int | None = None) -> DocumentText:
+        if offset < 0:
+            raise BadRequest("offset must be 0 or more.", {"offset": offset})
+        read = self._read(path)
+        budget = min(max_chars or self.settings.max_chars, self.settings.max_chars)
+        text = read.extracted.text
+        chunk = text[offset : offset + budget]
+        end = offset + len(chunk)
+        more = end < len(text)
+        return DocumentText(
+            path=read.located.address,
+            title=read.extracted.title,
+            kind=read.extracted.kind,
+            text=chunk,
+            offset=offset,
+            total_chars=len(text),
+            truncated=more,
+            next_offset=end if more else None,
+        )
