@@ -107,10 +107,11 @@ def test_serve_all_logs_one_line_for_a_skipped_server(tmp_path: Path) -> None:
     assert "meetings" in skipping[0]
 
 
-def test_serve_all_over_stdio_lists_and_calls_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["all", "meetings"])
+def test_serve_over_stdio_lists_and_calls_tools(tmp_path: Path, name: str) -> None:
     write_cache(tmp_path / "granola")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "deskmcp.cli", "serve", "all"], env=environment(tmp_path)
+        command=sys.executable, args=["-m", "deskmcp.cli", "serve", name], env=environment(tmp_path)
     )
 
     async def session() -> tuple[set[str], str]:
