@@ -252,3 +252,21 @@ def test_token_is_required_on_tool_api_and_mcp_when_bound_off_loopback(serve: An
     assert open_health["auth"] == "bearer"
     assert "skipped_reasons" not in open_health
     assert full_health["skipped_reasons"] == {}
+
+
+def test_tool_api_hides_a_crash_behind_a_generic_internal_error(serve: Any, workspace: Path) -> None:
+    composition = compose()
+
+    @composition.server.tool("test.crash")
+    def crash() -> str:
+        raise RuntimeError(f"secret detail at {workspace}")
+
+    with serve(create_app(composition)) as base:
+        response = post_tool(base, "test.crash")
+
+    assert response.status_code == 500
+    payload = response.json()
+    assert payload["error"] == "internal_error"
+    assert "secret detail" not in response.text
+    assert str(workspace) not in response.text
+    assert "Traceback" not in response.text
