@@ -38,6 +38,7 @@ from mcp import Client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 HELLO = {"bare": "hello", "deskmcp": "bench.hello"}
+ROWS = (("bare", "mcp"), ("deskmcp", "mcp"), ("deskmcp", "rest"))
 
 
 def serve(kind: str, port: int, workspace: Path) -> None:
@@ -198,9 +199,26 @@ def measure(
     return Result(target, path, clients, calls, errors, elapsed, latencies, cpu)
 
 
+def merge(results: list[Result]) -> list[Result]:
+    """One row per (target, path, clients), summing the rounds."""
+    merged: dict[tuple[str, str, int], Result] = {}
+    for r in results:
+        key = (r.target, r.path, r.concurrency)
+        if key not in merged:
+            merged[key] = Result(r.target, r.path, r.concurrency, 0, 0, 0.0, [], 0.0)
+        m = merged[key]
+        m.calls += r.calls
+        m.errors += r.errors
+        m.seconds += r.seconds
+        m.latencies += r.latencies
+        m.server_cpu = None if m.server_cpu is None or r.server_cpu is None else m.server_cpu + r.server_cpu
+    return sorted(merged.values(), key=lambda r: (r.concurrency, r.target, r.path))
+
+
 def report(results: list[Result], levels: list[int]) -> None:
     print(
-        f"{'target':<8} {'path':<5} {'tool':<21} {'clients':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}"
+        f"{'target':<8} {'path':<5} {'tool':<12} {'clients':>7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'cpu ms/call':>11} {'errors':>6}"
     )
     for r in results:
         tool = HELLO[r.target]
@@ -228,6 +246,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=30.0, help="duration of each measurement")
     parser.add_argument("--concurrency", default="1,8,32", help="comma-separated client counts")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every measurement, alternating order")
     parser.add_argument("--mcp-mode", default="auto", help="Client mode: auto (2026-07-28) or legacy")
     parser.add_argument("--serve", choices=["bare", "deskmcp"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -246,16 +265,22 @@ def main() -> None:
         procs = {kind: start(kind, workspace) for kind in ("bare", "deskmcp")}
         results: list[Result] = []
         try:
-            for clients in levels:
-                for target, path in (("bare", "mcp"), ("deskmcp", "mcp"), ("deskmcp", "rest")):
-                    proc, base = procs[target]
-                    results.append(measure(target, path, proc, base, clients, args.seconds, args.mcp_mode))
+            for round_ in range(args.rounds):
+                for index, clients in enumerate(levels):
+                    # Alternate which server goes first, so drift in the machine's load favours neither.
+                    rows = ROWS if (round_ + index) % 2 == 0 else ROWS[::-1]
+                    for target, path in rows:
+                        proc, base = procs[target]
+                        results.append(measure(target, path, proc, base, clients, args.seconds, args.mcp_mode))
         finally:
             for proc, _ in procs.values():
                 proc.terminate()
                 proc.wait(timeout=30)
-    print(f"deskmcp gateway vs bare MCPServer, {args.seconds:g}s per row, MCP client mode {args.mcp_mode}")
-    report(results, levels)
+    print(
+        f"deskmcp gateway vs bare MCPServer, {args.seconds:g}s x {args.rounds} round(s) per row, "
+        f"MCP client mode {args.mcp_mode}"
+    )
+    report(merge(results), levels)
     print(json.dumps({"rows": [[r.target, r.path, r.concurrency, round(r.rps, 1)] for r in results]}))
 
 

@@ -128,6 +128,18 @@ class BearerGate:
         await error_response(denied)(scope, receive, send)
 
 
+class ToolApiBodyLimit:
+    """413 for tool API bodies over the limit; `/mcp` gets the same limit from the SDK's session manager."""
+
+    def __init__(self, app: ASGIApp, max_body_size: int) -> None:
+        self.app = app
+        self.limited = RequestBodyLimitMiddleware(app, max_body_size)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = self.app if scope.get("path") == MCP_PATH else self.limited
+        await target(scope, receive, send)
+
+
 def tool_result_body(result: object) -> tuple[int, Any]:
     """The HTTP status and JSON body for what `DeskServer.call_tool` returned."""
     if not isinstance(result, CallToolResult):
@@ -247,14 +259,10 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         Route("/api/tools/{name}", api.call, methods=["POST"]),
         *mcp_app.routes,
     ]
-    return Starlette(
-        routes=routes,
-        middleware=[
-            Middleware(BearerGate, token=options.token),
-            Middleware(RequestBodyLimitMiddleware, max_body_size=options.max_body_bytes),
-        ],
-        lifespan=lambda _app: server.session_manager.run(),
-    )
+    middleware = [Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes)]
+    if options.token is not None:
+        middleware.insert(0, Middleware(BearerGate, token=options.token))
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
 
 
 def serve(composition: Composition, options: HttpOptions, *, log_level: str = "warning") -> None:
