@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import orjson
 import typer
+from mcp.types import CallToolResult, TextContent
 
 from deskmcp import __version__
-from deskmcp.servers import SERVERS, get_spec
+from deskmcp.core.errors import BadRequest
+from deskmcp.servers import SERVERS, ServerSpec, get_spec
 
 app = typer.Typer(
     name="deskmcp",
@@ -57,31 +61,164 @@ def main(
     """deskmcp: MCP servers over one local-first core."""
 
 
+OnlyOpt = Annotated[str | None, typer.Option("--only", help="Comma-separated servers to include (serve all).")]
+ExcludeOpt = Annotated[str | None, typer.Option("--exclude", help="Comma-separated servers to leave out (serve all).")]
+
+
+def _selected(name: str, only: str | None, exclude: str | None) -> list[ServerSpec]:
+    from deskmcp.gateway import parse_names, select
+
+    try:
+        if name == "all":
+            return select(parse_names(only), parse_names(exclude))
+        if only or exclude:
+            raise BadRequest("--only and --exclude go with `deskmcp serve all`.")
+        return [get_spec(name)]
+    except BadRequest as exc:
+        typer.echo(exc.message, err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def serve(
-    name: Annotated[str, typer.Argument(help=f"Which server: {', '.join(SERVERS)}.")],
+    name: Annotated[str, typer.Argument(help=f"Which server: all, {', '.join(SERVERS)}.")],
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
-    host: Annotated[str, typer.Option(help="HTTP address to bind.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="HTTP address to bind; anything but loopback requires a token.")] = (
+        "127.0.0.1"
+    ),
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    only: OnlyOpt = None,
+    exclude: ExcludeOpt = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Extra Host/Origin name clients may use (DNS-rebinding check)."),
+    ] = None,
+    max_body_mb: Annotated[float, typer.Option(help="Largest HTTP request body, in MiB (413 above).")] = 4.0,
     workspace: WorkspaceOpt = None,
     log_level: LogLevelOpt = "WARNING",
 ) -> None:
-    """Run one server over stdio (for an MCP client) or streamable HTTP (--http)."""
+    """Run one server, or all of them (`all`), over stdio (for an MCP client) or streamable HTTP (--http).
+
+    Over HTTP the MCP endpoint is /mcp and the tool API is GET /tools and POST /api/tools/NAME.
+    Binding anything but 127.0.0.1 requires a bearer token: DESKMCP_TOKEN, or one generated and
+    printed once to stderr.
+    """
+    from deskmcp.gateway import compose
+
     setup_logging(log_level)
-    if name not in SERVERS:
-        typer.echo(f"No server {name!r}. Choose one of: {', '.join(SERVERS)}.", err=True)
-        raise typer.Exit(2)
-    spec = get_spec(name)
-    module = spec.load()
-    settings = spec.settings(workspace=workspace)
-    reason = module.unavailable(settings)
-    if reason:
-        logging.getLogger("deskmcp").warning("%s: %s", name, reason)
-    server = module.create_server(settings)
-    if http:
-        server.run("streamable-http", host=host, port=port)
+    specs = _selected(name, only, exclude)
+    # A server named on its own always starts: its tools then say what is missing.
+    composition = compose(specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name))
+    if not http:
+        composition.server.run("stdio")
+        return
+
+    from deskmcp.httpapi import HttpOptions, resolve_token
+    from deskmcp.httpapi import serve as serve_http
+
+    token, generated = resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
+    if generated:
+        typer.echo(f"deskmcp: bound to {host}; send 'Authorization: Bearer {token}' (or set DESKMCP_TOKEN).", err=True)
+    options = HttpOptions(
+        host=host,
+        port=port,
+        token=token,
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        allowed_hosts=tuple(allow_host or ()),
+    )
+    serve_http(composition, options, log_level=log_level)
+
+
+def _server_name(name: str) -> str:
+    return "deskmcp" if name == "all" else f"deskmcp-{name}"
+
+
+@app.command()
+def tools(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine output: the MCP tool definitions.")] = False,
+    only: OnlyOpt = None,
+    exclude: ExcludeOpt = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """List every tool of every server: name and one-line description (--json for schemas too)."""
+    import anyio
+
+    from deskmcp.gateway import compose
+
+    setup_logging("ERROR")
+    composition = compose(_selected("all", only, exclude), workspace=workspace, keep_unavailable=True)
+    listed = anyio.run(composition.server.list_tools)
+    if as_json:
+        payload = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
+        typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+        return
+    width = max((len(t.name) for t in listed), default=0)
+    for t in listed:
+        typer.echo(f"{t.name:<{width}}  {one_line(t.description)}")
+
+
+def one_line(description: str | None) -> str:
+    """The first paragraph of a docstring, on one line."""
+    paragraph = (description or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, Any]:
+    """`["q=budget", "limit=5", "tags=[\"a\"]"]` -> `{"q": "budget", "limit": 5, "tags": ["a"]}`.
+
+    A value is JSON when it parses as JSON, else the string as typed.
+    """
+    arguments: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BadRequest(f"Argument {pair!r} is not key=value.", {"argument": pair})
+        try:
+            arguments[key] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            arguments[key] = value
+    return arguments
+
+
+@app.command()
+def call(
+    tool: Annotated[str, typer.Argument(help="Tool name, as `deskmcp tools` lists it.")],
+    assignments: Annotated[
+        list[str] | None, typer.Argument(help="Arguments as key=value; values are JSON when they parse.")
+    ] = None,
+    workspace: WorkspaceOpt = None,
+    log_level: LogLevelOpt = "ERROR",
+) -> None:
+    """Call one tool in-process and print its structured result as JSON.
+
+    On a tool error the error JSON goes to stderr and the exit code is 1.
+    """
+    import anyio
+    from mcp import Client
+
+    from deskmcp.gateway import compose
+
+    setup_logging(log_level)
+    try:
+        arguments = parse_assignments(assignments or [])
+    except BadRequest as exc:
+        typer.echo(exc.to_json(), err=True)
+        raise typer.Exit(2) from None
+    composition = compose(workspace=workspace, keep_unavailable=True)
+
+    async def run() -> CallToolResult:
+        async with Client(composition.server) as client:
+            return await client.call_tool(tool, arguments)
+
+    result = anyio.run(run)
+    text = "".join(c.text for c in result.content if isinstance(c, TextContent))
+    if result.is_error:
+        typer.echo(text, err=True)
+        raise typer.Exit(1)
+    if result.structured_content is not None:
+        typer.echo(orjson.dumps(result.structured_content, option=orjson.OPT_INDENT_2).decode())
     else:
-        server.run("stdio")
+        typer.echo(text)
 
 
 @app.command()

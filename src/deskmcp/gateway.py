@@ -1,0 +1,158 @@
+"""All of deskmcp in one process: every server in `SERVERS` registered on one `DeskServer`.
+
+`compose()` is the one place servers are put together; `deskmcp serve all`, `deskmcp tools`,
+`deskmcp call` and the HTTP app (`deskmcp.httpapi`) all use it, so every path sees the same
+tool registry and the same error mapping. A server whose backend is not configured is
+skipped with one log line; two servers claiming one tool or prompt name is a start-up error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from mcp.server.mcpserver.prompts import Prompt
+from mcp.types import Icon, ToolAnnotations
+
+from deskmcp.core.errors import BadRequest
+from deskmcp.core.server import DeskServer
+from deskmcp.servers import SERVERS, ServerSpec
+
+log = logging.getLogger("deskmcp.gateway")
+
+INSTRUCTIONS = """deskmcp: the user's meetings, notes, documents, mail, spreadsheets and diagrams, one
+server per family of tools (the tool name's first part says which). Errors are JSON objects with an
+`error` code and a `message` saying how to recover."""
+
+
+class NameClash(RuntimeError):
+    """Two servers registered the same tool or prompt name: a programming error, found at start-up."""
+
+
+class ComposedServer(DeskServer):
+    """A `DeskServer` that remembers which server registered each tool and prompt, and refuses clashes.
+
+    The SDK keeps the first of two tools with one name and only logs a warning; in a composition
+    that would silently hide a tool, so here it is an error naming both owners.
+    """
+
+    def __init__(self, name: str, *, instructions: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name, instructions=instructions, **kwargs)
+        self.registering = ""
+        self.tool_owners: dict[str, str] = {}
+        self.prompt_owners: dict[str, str] = {}
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        tool_name = name or fn.__name__
+        _claim(self.tool_owners, "tool", tool_name, self.registering)
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        _claim(self.prompt_owners, "prompt", prompt.name, self.registering)
+        super().add_prompt(prompt)
+
+
+def _claim(owners: dict[str, str], kind: str, name: str, owner: str) -> None:
+    if name in owners:
+        raise NameClash(
+            f"{kind} name {name!r} is registered by both {owners[name]!r} and {owner!r}; "
+            f"tool and prompt names must be unique across servers."
+        )
+    owners[name] = owner
+
+
+@dataclass
+class Composition:
+    """The composed server plus what went into it."""
+
+    server: ComposedServer
+    included: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def parse_names(value: str | None) -> list[str]:
+    """`"a, b"` -> `["a", "b"]`; checks every name is a known server."""
+    if not value:
+        return []
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [n for n in names if n not in SERVERS]
+    if unknown:
+        raise BadRequest(
+            f"Unknown server(s) {', '.join(unknown)}. Servers: {', '.join(SERVERS)}.",
+            {"unknown": unknown, "servers": list(SERVERS)},
+        )
+    return names
+
+
+def select(only: Iterable[str] = (), exclude: Iterable[str] = ()) -> list[ServerSpec]:
+    """The servers to compose, in registry order."""
+    wanted = set(only)
+    dropped = set(exclude)
+    for name in wanted | dropped:
+        if name not in SERVERS:
+            raise BadRequest(f"Unknown server {name!r}. Servers: {', '.join(SERVERS)}.", {"server": name})
+    return [spec for name, spec in SERVERS.items() if (not wanted or name in wanted) and name not in dropped]
+
+
+def compose(
+    specs: Iterable[ServerSpec] | None = None,
+    *,
+    workspace: Path | None = None,
+    keep_unavailable: bool = False,
+    name: str = "deskmcp",
+) -> Composition:
+    """Register every selected server on one `ComposedServer`.
+
+    A server whose `unavailable(settings)` gives a reason is skipped with one warning, unless
+    `keep_unavailable` (for listing tools, or a server named explicitly: its tools then explain
+    what is missing when called).
+    """
+    chosen = list(SERVERS.values()) if specs is None else list(specs)
+    plan: list[tuple[ServerSpec, ModuleType, Any]] = []
+    skipped: dict[str, str] = {}
+    for spec in chosen:
+        module = spec.load()
+        settings = spec.settings(workspace=workspace)
+        reason = module.unavailable(settings)
+        if reason and not keep_unavailable:
+            log.warning("skipping server %s: %s", spec.name, reason)
+            skipped[spec.name] = reason
+            continue
+        if reason:
+            log.warning("server %s is not configured: %s", spec.name, reason)
+        plan.append((spec, module, settings))
+
+    parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
+    server = ComposedServer(name, instructions="\n\n".join(parts))
+    composition = Composition(server, skipped=skipped)
+    for spec, module, settings in plan:
+        server.registering = spec.name
+        module.register(server, module.create_service(settings))
+        composition.included.append(spec.name)
+    server.registering = ""
+    if not composition.included:
+        log.warning("no server is available; only the health check will answer")
+    return composition

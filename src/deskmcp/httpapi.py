@@ -1,0 +1,274 @@
+"""The HTTP face of a composed server: streamable MCP at `/mcp`, and a tool API for programs
+that don't speak MCP (`GET /`, `GET /tools`, `POST /api/tools/{name}`, `GET /openapi.json`).
+
+Both faces call the same `DeskServer.call_tool`, so a tool behaves and fails the same way
+whichever door it was called through. Security, in order of the request's path:
+
+1. bearer token (`Authorization: Bearer ...`) on everything but the health check, required
+   whenever the server is bound to anything but loopback;
+2. body size limit (413) before any handler reads the body;
+3. Host/Origin checks against DNS rebinding (the SDK's `TransportSecuritySettings`), on the
+   tool API here and on `/mcp` by the SDK's session manager.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    RequestBodyLimitMiddleware,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from deskmcp import __version__
+from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, InternalError, from_payload
+from deskmcp.gateway import Composition
+from deskmcp.openapi import openapi_document
+
+log = logging.getLogger("deskmcp.http")
+
+MCP_PATH = "/mcp"
+OPEN_PATHS = frozenset({"/"})
+"""Paths answered without a token: the health check, which then hides skip reasons."""
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE
+    allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_token(host: str, configured: str | None) -> tuple[str | None, bool]:
+    """The token to require, and whether it was generated here (so the caller prints it once)."""
+    if configured:
+        return configured, False
+    if is_loopback(host):
+        return None, False
+    return secrets.token_urlsafe(32), True
+
+
+def _host_forms(host: str) -> list[str]:
+    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return [bracketed, f"{bracketed}:*"]
+
+
+def security_settings(options: HttpOptions) -> TransportSecuritySettings:
+    """Allowed Host and Origin values: loopback names, the bound address, and any extra names."""
+    names = ["127.0.0.1", "localhost", "::1"]
+    if options.host not in ("0.0.0.0", "::") and not is_loopback(options.host):
+        names.append(options.host)
+    names += list(options.allowed_hosts)
+    hosts: list[str] = []
+    for name in dict.fromkeys(names):
+        hosts += _host_forms(name)
+    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json", headers=headers)
+
+
+def error_response(exc: DeskError) -> Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="deskmcp"'} if isinstance(exc, AuthRequired) else None
+    return json_response(exc.to_dict(), exc.http_status, headers)
+
+
+def bearer_ok(headers: Headers, token: str | None) -> bool:
+    if token is None:
+        return True
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+class BearerGate:
+    """Refuse every request without the right bearer token, except on `OPEN_PATHS`."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or bearer_ok(Headers(scope=scope), self.token):
+            await self.app(scope, receive, send)
+            return
+        denied = AuthRequired(
+            "Missing or wrong bearer token. Send 'Authorization: Bearer <token>' with the token the server "
+            "printed at start-up or the value of DESKMCP_TOKEN.",
+        )
+        await error_response(denied)(scope, receive, send)
+
+
+class ToolApiBodyLimit:
+    """413 for tool API bodies over the limit; `/mcp` gets the same limit from the SDK's session manager."""
+
+    def __init__(self, app: ASGIApp, max_body_size: int) -> None:
+        self.app = app
+        self.limited = RequestBodyLimitMiddleware(app, max_body_size)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = self.app if scope.get("path") == MCP_PATH else self.limited
+        await target(scope, receive, send)
+
+
+def tool_result_body(result: object) -> tuple[int, Any]:
+    """The HTTP status and JSON body for what `DeskServer.call_tool` returned."""
+    if not isinstance(result, CallToolResult):
+        # An InputRequiredResult: the tool wants to ask the user something, which needs MCP.
+        exc = BadRequest("This tool needs interactive input; call it through the MCP endpoint /mcp.")
+        return exc.http_status, exc.to_dict()
+    if result.is_error:
+        text = "".join(c.text for c in result.content if isinstance(c, TextContent))
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            payload = {"error": "internal_error", "message": text}
+        exc = from_payload(payload if isinstance(payload, dict) else {"message": text})
+        return exc.http_status, exc.to_dict()
+    if result.structured_content is not None:
+        return 200, result.structured_content
+    return 200, {"content": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]}
+
+
+class ToolApi:
+    """The REST handlers, bound to one composition."""
+
+    def __init__(self, composition: Composition, options: HttpOptions) -> None:
+        self.composition = composition
+        self.server = composition.server
+        self.options = options
+        self.security = TransportSecurityMiddleware(security_settings(options))
+        self._tools: list[dict[str, Any]] | None = None
+        self._openapi: dict[str, Any] | None = None
+
+    async def tools(self) -> list[dict[str, Any]]:
+        if self._tools is None:  # the registry is fixed once composed
+            listed = await self.server.list_tools()
+            self._tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
+        return self._tools
+
+    async def health(self, request: Request) -> Response:
+        if (rejected := await self.security.validate_request(request)) is not None:
+            return rejected
+        body: dict[str, Any] = {
+            "status": "ok",
+            "name": "deskmcp",
+            "version": __version__,
+            "servers": self.composition.included,
+            "skipped": sorted(self.composition.skipped),
+            "tools": len(await self.tools()),
+            "mcp": MCP_PATH,
+            "auth": "bearer" if self.options.token else "none",
+        }
+        # Skip reasons name local paths: only for callers who hold the token (or when none is needed).
+        if bearer_ok(request.headers, self.options.token):
+            body["skipped_reasons"] = self.composition.skipped
+        return json_response(body)
+
+    async def list_tools(self, request: Request) -> Response:
+        if (rejected := await self.security.validate_request(request)) is not None:
+            return rejected
+        return json_response(await self.tools())
+
+    async def openapi(self, request: Request) -> Response:
+        if (rejected := await self.security.validate_request(request)) is not None:
+            return rejected
+        if self._openapi is None:
+            self._openapi = openapi_document(await self.tools(), bearer=self.options.token is not None)
+        return json_response(self._openapi)
+
+    async def call(self, request: Request) -> Response:
+        # is_post: a JSON content type is required, which a cross-site form or "simple" request cannot send.
+        if (rejected := await self.security.validate_request(request, is_post=True)) is not None:
+            return rejected
+        name = request.path_params["name"]
+        raw = await request.body()
+        try:
+            arguments = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            return error_response(BadRequest(f"The body is not valid JSON ({exc}). Send a JSON object of arguments."))
+        if not isinstance(arguments, dict):
+            return error_response(
+                BadRequest('The body must be a JSON object of arguments, e.g. {} or {"q": "budget"}.')
+            )
+        try:
+            result = await self.server.call_tool(name, arguments)
+        except DeskError as exc:
+            return error_response(exc)
+        except MCPError as exc:
+            return error_response(InternalError(f"Tool {name} failed: {exc.error.message}", {"tool": name}))
+        except Exception:  # the outermost handler: log the traceback, never send it
+            log.exception("tool %s crashed behind the tool API", name)
+            return error_response(
+                InternalError(f"Tool {name} failed unexpectedly; the server log has the details.", {"tool": name})
+            )
+        status, body = tool_result_body(result)
+        return json_response(body, status)
+
+
+def create_app(composition: Composition, options: HttpOptions | None = None) -> Starlette:
+    """The ASGI app: MCP at `/mcp` and the tool API, sharing one lifespan (the session manager's,
+    which also opens and closes every server's services)."""
+    options = options or HttpOptions()
+    if options.token is None and not is_loopback(options.host):
+        raise BadRequest(
+            f"Refusing to serve {options.host} without a bearer token; set DESKMCP_TOKEN or bind 127.0.0.1.",
+            {"host": options.host},
+        )
+    server = composition.server
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        max_request_body_size=options.max_body_bytes,
+        transport_security=security_settings(options),
+        host=options.host,
+    )
+    api = ToolApi(composition, options)
+    routes: list[BaseRoute] = [
+        Route("/", api.health, methods=["GET"]),
+        Route("/tools", api.list_tools, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+        Route("/api/tools/{name}", api.call, methods=["POST"]),
+        *mcp_app.routes,
+    ]
+    middleware = [Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes)]
+    if options.token is not None:
+        middleware.insert(0, Middleware(BearerGate, token=options.token))
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
+
+
+def serve(composition: Composition, options: HttpOptions, *, log_level: str = "warning") -> None:
+    """Run the app under uvicorn until interrupted."""
+    import uvicorn
+
+    app = create_app(composition, options)
+    config = uvicorn.Config(app, host=options.host, port=options.port, log_level=log_level.lower())
+    uvicorn.Server(config).run()

@@ -1,0 +1,128 @@
+"""`deskmcp serve all` as a real process: over streamable HTTP on loopback, and over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.e2e
+
+
+def write_cache(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    state = {"documents": {"m-1": {"id": "m-1", "title": "Quarterly planning", "created_at": "2026-11-02T09:00:00Z"}}}
+    (folder / "cache-v4.json").write_text(json.dumps({"cache": {"state": state}}), encoding="utf-8")
+
+
+def environment(workspace: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "DESKMCP_TOKEN"}
+    env.update(DESKMCP_WORKSPACE=str(workspace), GRANOLA_CACHE_PATH=str(workspace / "granola"), **extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def server_process(args: list[str], env: dict[str, str], ready: str, seconds: float = 60) -> Iterator[list[str]]:
+    """Start `deskmcp ARGS`; yields once a stderr line contains `ready`, with the stderr lines so far."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deskmcp.cli", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + seconds
+        while not any(ready in line for line in seen):
+            seen.append(lines.get(timeout=max(0.01, deadline - time.monotonic())))
+        yield seen
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def test_serve_all_http_process_answers_tool_api_and_mcp(tmp_path: Path) -> None:
+    write_cache(tmp_path / "granola")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = ["serve", "all", "--http", "--port", str(port), "--log-level", "INFO"]
+
+    async def mcp_titles() -> list[str]:
+        async with Client(base + "/mcp") as client:
+            result = await client.call_tool("granola.meetings.list", {})
+            assert result.structured_content is not None
+            return [m["title"] for m in result.structured_content["items"]]
+
+    with server_process(args, environment(tmp_path), "Application startup complete"):
+        health = httpx2.get(base + "/", timeout=30).json()
+        rest = httpx2.post(base + "/api/tools/granola.meetings.list", json={}, timeout=30).json()
+        titles = anyio.run(mcp_titles)
+
+    assert health["servers"] == ["meetings"]
+    assert [m["title"] for m in rest["items"]] == ["Quarterly planning"]
+    assert titles == ["Quarterly planning"]
+
+
+def test_serve_all_logs_one_line_for_a_skipped_server(tmp_path: Path) -> None:
+    (tmp_path / "granola").mkdir()
+    port = free_port()
+    args = ["serve", "all", "--http", "--port", str(port), "--log-level", "INFO"]
+
+    with server_process(args, environment(tmp_path), "Application startup complete") as seen:
+        health = httpx2.get(f"http://127.0.0.1:{port}/", timeout=30).json()
+
+    assert health["skipped"] == ["meetings"]
+    skipping = [line for line in seen if "skipping server" in line]
+    assert len(skipping) == 1
+    assert "meetings" in skipping[0]
+
+
+@pytest.mark.parametrize("name", ["all", "meetings"])
+def test_serve_over_stdio_lists_and_calls_tools(tmp_path: Path, name: str) -> None:
+    write_cache(tmp_path / "granola")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "deskmcp.cli", "serve", name], env=environment(tmp_path)
+    )
+
+    async def session() -> tuple[set[str], str]:
+        with anyio.fail_after(60):
+            async with Client(params) as client:
+                tools = await client.list_tools()
+                got = await client.call_tool("granola.meetings.get", {"id": "m-1"})
+                assert got.structured_content is not None
+                return {t.name for t in tools.tools}, got.structured_content["title"]
+
+    names, title = anyio.run(session)
+
+    assert "granola.meetings.search" in names
+    assert title == "Quarterly planning"

@@ -1,0 +1,94 @@
+"""`deskmcp tools`, `deskmcp call` and `deskmcp serve` selection, through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deskmcp.cli import app, one_line, parse_assignments
+from deskmcp.core.errors import BadRequest
+
+runner = CliRunner()
+
+
+def test_tools_prints_every_tool_with_a_one_line_description(workspace: Path) -> None:
+    result = runner.invoke(app, ["tools"])
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 9
+    search = next(line for line in lines if line.startswith("granola.meetings.search "))
+    assert "Full-text search" in search
+
+
+def test_tools_json_gives_the_schemas_and_annotations(workspace: Path) -> None:
+    result = runner.invoke(app, ["tools", "--json"])
+
+    assert result.exit_code == 0, result.output
+    tools = json.loads(result.stdout)
+    by_name = {t["name"]: t for t in tools}
+    assert by_name["granola.meetings.get"]["inputSchema"]["required"] == ["id"]
+    assert by_name["granola.meetings.get"]["annotations"]["readOnlyHint"] is True
+    assert "outputSchema" in by_name["granola.meetings.get"]
+
+
+def test_tools_lists_an_unconfigured_server_too(empty_workspace: Path) -> None:
+    result = runner.invoke(app, ["tools"])
+
+    assert result.exit_code == 0, result.output
+    assert "granola.cache.status" in result.stdout
+
+
+def test_call_prints_the_structured_result_as_json(workspace: Path) -> None:
+    result = runner.invoke(app, ["call", "granola.meetings.search", "q=hiring", "limit=5"])
+
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert [hit["id"] for hit in payload["items"]] == ["m-hiring"]
+
+
+def test_call_reports_a_tool_error_as_json_on_stderr_with_exit_code_1(workspace: Path) -> None:
+    result = runner.invoke(app, ["call", "granola.meetings.get", "id=m-nope"])
+
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    error = json.loads(result.stderr)
+    assert error["error"] == "not_found"
+    assert "granola.meetings.list" in error["message"]
+
+
+def test_call_rejects_an_argument_without_equals_sign(workspace: Path) -> None:
+    result = runner.invoke(app, ["call", "granola.meetings.get", "m-budget"])
+
+    assert result.exit_code == 2
+    assert json.loads(result.stderr)["error"] == "bad_request"
+
+
+def test_parse_assignments_reads_json_values_and_keeps_other_text_as_strings() -> None:
+    parsed = parse_assignments(["q=budget review", "limit=5", "flag=true", 'people=["ada"]', "id=007x", "empty="])
+
+    assert parsed == {"q": "budget review", "limit": 5, "flag": True, "people": ["ada"], "id": "007x", "empty": ""}
+    with pytest.raises(BadRequest):
+        parse_assignments(["=5"])
+
+
+def test_one_line_joins_the_first_paragraph() -> None:
+    assert one_line("First line\n   goes on.\n\n   Second paragraph.") == "First line goes on."
+    assert one_line(None) == ""
+
+
+def test_serve_all_rejects_an_unknown_server_in_only(workspace: Path) -> None:
+    result = runner.invoke(app, ["serve", "all", "--only", "calendar"])
+
+    assert result.exit_code == 2
+    assert "calendar" in result.stderr
+
+
+def test_serve_a_single_server_rejects_only_and_exclude(workspace: Path) -> None:
+    result = runner.invoke(app, ["serve", "meetings", "--exclude", "meetings"])
+
+    assert result.exit_code == 2
+    assert "serve all" in result.stderr

@@ -1,0 +1,88 @@
+"""Composition of every server on one DeskServer, driven through the SDK's in-memory client."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from deskmcp.core.errors import BadRequest
+from deskmcp.gateway import NameClash, compose, parse_names, select
+from deskmcp.servers import SERVERS, ServerSpec
+
+
+def test_compose_registers_every_available_server_on_one_registry(workspace: Path) -> None:
+    composition = compose()
+
+    assert composition.included == ["meetings"]
+    assert composition.skipped == {}
+    owners = composition.server.tool_owners
+    assert owners["granola.meetings.search"] == "meetings"
+    assert owners["granola.cache.status"] == "meetings"
+
+
+def test_compose_skips_an_unconfigured_server_with_exactly_one_log_line(
+    empty_workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="deskmcp"):
+        composition = compose()
+
+    assert composition.included == []
+    assert "Granola cache" in composition.skipped["meetings"]
+    about_meetings = [r for r in caplog.records if "meetings" in r.getMessage()]
+    assert len(about_meetings) == 1
+    assert about_meetings[0].getMessage().startswith("skipping server meetings: ")
+    assert composition.server.tool_owners == {}
+
+
+def test_compose_keeps_an_unconfigured_server_when_asked_so_its_tools_explain(empty_workspace: Path) -> None:
+    composition = compose(keep_unavailable=True)
+
+    assert composition.included == ["meetings"]
+    assert "granola.cache.status" in composition.server.tool_owners
+
+
+def test_compose_refuses_two_servers_claiming_one_tool_name(workspace: Path) -> None:
+    twice = [ServerSpec("first", "", "deskmcp.meetings.server"), ServerSpec("second", "", "deskmcp.meetings.server")]
+
+    with pytest.raises(NameClash, match=r"'granola\.meetings\.list' is registered by both 'first' and 'second'"):
+        compose(twice)
+
+
+def test_select_honours_only_and_exclude_in_registry_order() -> None:
+    assert [s.name for s in select()] == list(SERVERS)
+    assert [s.name for s in select(only=["meetings"])] == ["meetings"]
+    assert select(exclude=["meetings"]) == [s for s in SERVERS.values() if s.name != "meetings"]
+
+
+def test_select_and_parse_names_reject_an_unknown_server_with_the_valid_names() -> None:
+    with pytest.raises(BadRequest, match="meetings"):
+        select(only=["calendar"])
+    with pytest.raises(BadRequest) as caught:
+        parse_names("meetings, calendar")
+    assert caught.value.details["unknown"] == ["calendar"]
+    assert parse_names(" meetings ,") == ["meetings"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_composed_server_lists_and_calls_tools_in_both_protocol_modes(workspace: Path, mode: str) -> None:
+    server = compose().server
+
+    async with Client(server, mode=mode) as client:
+        listed = await client.list_tools()
+        found = await client.call_tool("granola.meetings.search", {"q": "roadmap"})
+        missing = await client.call_tool("granola.meetings.get", {"id": "m-nope"})
+        unknown = await client.call_tool("no.such.tool", {})
+
+    assert {t.name for t in listed.tools} == set(server.tool_owners)
+    assert not found.is_error
+    assert found.structured_content is not None
+    assert [hit["id"] for hit in found.structured_content["items"]] == ["m-roadmap"]
+    assert missing.is_error
+    assert json.loads(missing.content[0].text)["error"] == "not_found"  # type: ignore[union-attr]
+    assert unknown.is_error
+    assert json.loads(unknown.content[0].text)["error"] == "not_found"  # type: ignore[union-attr]
