@@ -19,6 +19,8 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
+from deskmcp.servers import SERVERS
+
 pytestmark = pytest.mark.e2e
 
 
@@ -88,7 +90,7 @@ def test_serve_all_http_process_answers_tool_api_and_mcp(tmp_path: Path) -> None
         rest = httpx2.post(base + "/api/tools/granola.meetings.list", json={}, timeout=30).json()
         titles = anyio.run(mcp_titles)
 
-    assert health["servers"] == ["meetings"]
+    assert health["servers"] == list(SERVERS)
     assert [m["title"] for m in rest["items"]] == ["Quarterly planning"]
     assert titles == ["Quarterly planning"]
 

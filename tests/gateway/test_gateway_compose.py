@@ -17,7 +17,7 @@ from deskmcp.servers import SERVERS, ServerSpec
 def test_compose_registers_every_available_server_on_one_registry(workspace: Path) -> None:
     composition = compose()
 
-    assert composition.included == ["meetings"]
+    assert composition.included == list(SERVERS)
     assert composition.skipped == {}
     owners = composition.server.tool_owners
     assert owners["granola.meetings.search"] == "meetings"
@@ -30,18 +30,19 @@ def test_compose_skips_an_unconfigured_server_with_exactly_one_log_line(
     with caplog.at_level(logging.WARNING, logger="deskmcp"):
         composition = compose()
 
-    assert composition.included == []
+    assert "meetings" not in composition.included
+    assert list(composition.skipped) == ["meetings"]
     assert "Granola cache" in composition.skipped["meetings"]
     about_meetings = [r for r in caplog.records if "meetings" in r.getMessage()]
     assert len(about_meetings) == 1
     assert about_meetings[0].getMessage().startswith("skipping server meetings: ")
-    assert composition.server.tool_owners == {}
+    assert "meetings" not in set(composition.server.tool_owners.values())
 
 
 def test_compose_keeps_an_unconfigured_server_when_asked_so_its_tools_explain(empty_workspace: Path) -> None:
     composition = compose(keep_unavailable=True)
 
-    assert composition.included == ["meetings"]
+    assert composition.included == list(SERVERS)
     assert "granola.cache.status" in composition.server.tool_owners
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -13,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from deskmcp.core.errors import BadRequest
 from deskmcp.gateway import compose
 from deskmcp.httpapi import HttpOptions, create_app, resolve_token
+from deskmcp.servers import SERVERS
 
 JSON = {"content-type": "application/json"}
 
@@ -22,13 +24,15 @@ def post_tool(base: str, name: str, body: Any = None, **kwargs: Any) -> httpx2.R
 
 
 def test_health_names_the_servers_and_version(serve: Any, workspace: Path) -> None:
-    with serve(create_app(compose())) as base:
+    composition = compose()
+    tools = len(anyio.run(composition.server.list_tools))
+    with serve(create_app(composition)) as base:
         health = httpx2.get(base + "/", timeout=30).json()
 
     assert health["status"] == "ok"
-    assert health["servers"] == ["meetings"]
+    assert health["servers"] == list(SERVERS)
     assert health["version"]
-    assert health["tools"] == 9
+    assert health["tools"] == tools
     assert health["skipped"] == []
 
 
@@ -36,7 +40,7 @@ def test_health_reports_a_skipped_server_and_why(serve: Any, empty_workspace: Pa
     with serve(create_app(compose())) as base:
         health = httpx2.get(base + "/", timeout=30).json()
 
-    assert health["servers"] == []
+    assert health["servers"] == [name for name in SERVERS if name != "meetings"]
     assert health["skipped"] == ["meetings"]
     assert "GRANOLA_CACHE_PATH" in health["skipped_reasons"]["meetings"]
 
@@ -157,11 +161,13 @@ def test_streamable_http_endpoint_serves_both_protocol_families(serve: Any, work
             status = await client.call_tool("granola.cache.status", {})
             return client.session.protocol_version or "", len(tools.tools), status.structured_content
 
-    with serve(create_app(compose())) as base:
+    composition = compose()
+    expected = len(anyio.run(composition.server.list_tools))
+    with serve(create_app(composition)) as base:
         version, count, status = anyio.run(session, base + "/mcp")
 
     assert version == ("2025-11-25" if mode == "legacy" else mode)
-    assert count == 9
+    assert count == expected
     assert status["meetings"] == 3
 
 
@@ -248,7 +254,7 @@ def test_token_is_required_on_tool_api_and_mcp_when_bound_off_loopback(serve: An
     assert mcp_no_token.status_code == 401
     assert with_token.status_code == 200
     assert call.status_code == 200
-    assert mcp_tools == 9
+    assert mcp_tools == len(anyio.run(compose().server.list_tools))
     assert open_health["auth"] == "bearer"
     assert "skipped_reasons" not in open_health
     assert full_health["skipped_reasons"] == {}
