@@ -43,6 +43,9 @@ SERVERS: dict[str, ServerSpec] = {
             "Granola meetings: list, search, transcripts, export (read-only)",
             "deskmcp.meetings.server",
         ),
+        ServerSpec(
+            "vault", "Markdown notes vault (Obsidian): read, write, search, tags, links", "deskmcp.vault.server"
+        ),
     )
 }
 
