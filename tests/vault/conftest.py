@@ -76,3 +76,23 @@ async def client(connect: Connect) -> AsyncIterator[Client]:
     """A client over an empty vault, for tests that create their data through the tools."""
     async with connect() as c:
         yield c
+
+
+def names(folder: Path) -> list[str]:
+    """The entries of a folder, sorted (temp files included)."""
+    return sorted(p.name for p in folder.iterdir())
+
+
+def disk_fingerprints(root: Path) -> dict[str, str]:
+    """`mtime_ns:size` of every visible note under `root`, as the index records them."""
+    out: dict[str, str] = {}
+    for path in root.rglob("*.md"):
+        rel = path.relative_to(root).as_posix()
+        if not any(part.startswith(".") for part in rel.split("/")):
+            st = path.stat()
+            out[rel] = f"{st.st_mtime_ns}:{st.st_size}"
+    return out
+
+
+def read(path: Path) -> bytes:
+    return path.read_bytes()

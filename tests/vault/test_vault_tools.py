@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,10 @@ async def test_append_note_adds_text_on_a_new_line_and_keeps_the_rest(connect: C
 
 
 async def test_patch_frontmatter_changes_one_line_only(connect: Connect, vault: Path) -> None:
-    original = "---\n# who owns it\nowner:   'Ann'\nstatus: pending  # set by triage\ntime: 09:30\nday: 2026-01-05\n---\nBody\n"
+    original = (
+        "---\n# who owns it\nowner:   'Ann'\nstatus: pending  # set by triage\ntime: 09:30\nday: 2026-01-05\n"
+        "---\nBody\n"
+    )
     path = write(vault, "t.md", original)
     async with connect() as client:
         read = await call(client, "read_note", {"path": "t"})
@@ -190,8 +194,6 @@ async def test_patch_frontmatter_changes_one_line_only(connect: Connect, vault: 
 
 
 async def test_recent_notes_lists_newest_first(connect: Connect, vault: Path) -> None:
-    import os
-
     for i, name in enumerate(["old", "middle", "new"]):
         path = write(vault, f"{name}.md", name)
         os.utime(path, ns=(1_700_000_000_000_000_000 + i * 10**12, 1_700_000_000_000_000_000 + i * 10**12))
@@ -219,9 +221,10 @@ async def test_move_note_moves_creates_folders_and_refuses_to_overwrite(connect:
 
 async def test_vault_status_reports_the_root_and_note_count(connect: Connect, vault: Path) -> None:
     write(vault, "a.md", "A\n")
+    root = os.path.realpath(vault)
     async with connect() as client:
         status = await call(client, "vault_status")
-        assert status["root"] == str(vault.resolve())
+        assert status["root"] == root
         assert status["notes"] == 1
         assert status["read_only"] is False
 
