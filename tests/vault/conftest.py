@@ -96,3 +96,7 @@ def disk_fingerprints(root: Path) -> dict[str, str]:
 
 def read(path: Path) -> bytes:
     return path.read_bytes()
+
+
+def real(path: Path) -> str:
+    return str(path.resolve())

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.vault.server import create_server
-from tests.vault.conftest import Connect, call, fail, write
+from tests.vault.conftest import Connect, call, fail, real, write
 
 pytestmark = pytest.mark.anyio
 
@@ -221,7 +221,7 @@ async def test_move_note_moves_creates_folders_and_refuses_to_overwrite(connect:
 
 async def test_vault_status_reports_the_root_and_note_count(connect: Connect, vault: Path) -> None:
     write(vault, "a.md", "A\n")
-    root = os.path.realpath(vault)
+    root = real(vault)
     async with connect() as client:
         status = await call(client, "vault_status")
         assert status["root"] == root
