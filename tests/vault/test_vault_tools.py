@@ -117,14 +117,14 @@ async def test_search_notes_filters_by_folder_tag_and_frontmatter(connect: Conne
         }
 
 
-async def test_list_tags_counts_frontmatter_and_inline_tags(connect: Connect, vault: Path) -> None:
+async def test_list_note_tags_counts_frontmatter_and_inline_tags(connect: Connect, vault: Path) -> None:
     write(vault, "Projects/Alpha.md", ALPHA)
     write(vault, "b.md", "---\ntags: work\n---\n#urgent and `#not-a-tag` and #123 and [[x#heading]]\n")
     async with connect() as client:
-        tags = await call(client, "list_tags")
+        tags = await call(client, "list_note_tags")
         counts = {t["tag"]: t["count"] for t in tags["tags"]}
         assert counts == {"work": 2, "urgent": 2, "project/alpha": 1}
-        only = await call(client, "list_tags", {"prefix": "project"})
+        only = await call(client, "list_note_tags", {"prefix": "project"})
         assert [t["tag"] for t in only["tags"]] == ["project/alpha"]
 
 

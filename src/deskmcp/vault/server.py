@@ -15,7 +15,7 @@ from deskmcp.vault.settings import VaultSettings
 
 INSTRUCTIONS = """Access to the user's notes vault (Obsidian-style Markdown with YAML frontmatter,
 [[wikilinks]] and #tags). Find notes with search_notes (words), list_notes (a folder and a
-'field:value' frontmatter filter), recent_notes or list_tags; then read_note with a path from
+'field:value' frontmatter filter), recent_notes or list_note_tags; then read_note with a path from
 those results. To change a note, read it first and pass its content_hash as expected_hash
 to write_note, append_note or patch_frontmatter: a note changed by someone else meanwhile is
 refused with a conflict instead of being overwritten. Paths are vault-relative ('.md' optional).
@@ -30,7 +30,7 @@ FilterArg = Annotated[
     str | None,
     Field(description="Frontmatter filter 'field:value' (e.g. 'status:pending'); 'field:' means the field is set"),
 ]
-TagArg = Annotated[str | None, Field(description="Only notes with this tag (nested tags included), see list_tags")]
+TagArg = Annotated[str | None, Field(description="Only notes with this tag (nested tags included), see list_note_tags")]
 FolderArg = Annotated[str | None, Field(description="Only notes under this vault folder")]
 Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
 
@@ -119,14 +119,14 @@ def register(server: DeskServer, service: VaultService) -> None:
         """The most recently modified notes, newest first."""
         return service.recent_notes(folder=folder, limit=limit)
 
-    @server.tool("list_tags", annotations=READ_ONLY)
-    def list_tags(
+    @server.tool("list_note_tags", annotations=READ_ONLY)
+    def list_note_tags(
         prefix: Annotated[str | None, Field(description="Only tags starting with this (e.g. 'project/')")] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most tags returned")] = 200,
     ) -> TagList:
         """Tags used in the vault (frontmatter tags and inline #tags) with how many notes carry each,
         most used first. Pass one as `tag` to list_notes or search_notes."""
-        return service.list_tags(prefix=prefix, limit=limit)
+        return service.list_note_tags(prefix=prefix, limit=limit)
 
     @server.tool("get_links", annotations=READ_ONLY)
     def get_links(path: NotePath) -> LinkList:

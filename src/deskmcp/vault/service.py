@@ -368,7 +368,7 @@ class VaultService:
         hits = self.catalog.index.select(where=where, params=params, order_by="d.mtime_ns DESC, d.key", limit=limit)
         return NoteList(notes=[self._match(h) for h in hits])
 
-    def list_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
+    def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
         self.ensure_fresh()
         wanted = (prefix or "").strip().lstrip("#").lower()
         where = "WHERE substr(tag_lc, 1, ?) = ?" if wanted else ""
