@@ -1,0 +1,1 @@
+"""Generated demo data and the guided tour behind `deskmcp demo`."""
