@@ -299,7 +299,7 @@ class VaultService:
     ) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
-        rel, _ = folder_path(self.root, folder)
+        rel = folder_path(self.root, folder)[0] if folder and folder.strip() else ""
         if rel and recursive:
             clauses.append("d.key >= ? AND d.key < ?")
             params.extend(prefix_range(rel))
