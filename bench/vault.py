@@ -211,9 +211,8 @@ def main() -> None:
         print(f"server first answer over stdio       : {measured['first_answer_s']:8.2f} s")
         print(f"read_note (a small note) p50         : {measured['ping_ms']:8.2f} ms")
         print(f"search p50 / p95 at the client       : {p50:8.2f} / {measured['p95_ms']:.2f} ms")
-        print(
-            f"  p50 common words / specific phrases: {measured['common_p50_ms']:8.2f} / {measured['specific_p50_ms']:.2f} ms"
-        )
+        common, specific = measured["common_p50_ms"], measured["specific_p50_ms"]
+        print(f"  p50 common words / specific phrases: {common:8.2f} / {specific:.2f} ms")
         print(
             f"edit on disk -> searchable p50 / max : {measured['edit_p50_ms']:8.1f} / {measured['edit_max_ms']:.1f} ms"
         )
