@@ -253,3 +253,30 @@ def test_read_only_service_refuses_writes_with_permission_denied(vault: Path, se
     finally:
         service.close()
     assert not (vault / "b.md").exists()
+
+
+async def test_a_missing_configured_vault_is_reported_and_never_created(tmp_path: Path, settings_for) -> None:
+    from deskmcp.vault.server import unavailable
+
+    missing = tmp_path / "no-such-vault"
+    settings = settings_for(missing)
+    assert "VAULT_PATH" in (unavailable(settings) or "")
+    async with Client(create_server(settings)) as client:
+        error = await fail(client, "write_note", {"path": "a", "body": "x"})
+        assert error["error"] == "not_found"
+        assert (await call(client, "list_notes"))["notes"] == []
+    assert not missing.exists()
+
+
+def test_the_default_vault_is_created_in_the_workspace(tmp_path: Path) -> None:
+    from deskmcp.vault.server import Settings, create_service, unavailable
+
+    settings = Settings(workspace=tmp_path / "ws")
+    assert unavailable(settings) is None
+    service = create_service(settings)
+    try:
+        assert (tmp_path / "ws" / "vault").is_dir()
+        assert service.write_note("hello", "Hi\n").path == "hello.md"
+        assert (tmp_path / "ws" / "vault" / "hello.md").read_text(encoding="utf-8") == "Hi\n"
+    finally:
+        service.close()

@@ -180,6 +180,11 @@ class VaultService:
     def _store(self, rel: str, full: Path, text: str, current: NoteFile | None) -> NoteContent:
         data = text.encode("utf-8")
         ensure_size(data, self.limit, rel)
+        if not self.root.is_dir():
+            raise NotFound(
+                f"The vault folder {self.root} does not exist. Create it or set VAULT_PATH to your vault.",
+                {"root": str(self.root)},
+            )
         if current is None or current.data != data:
             try:
                 full.parent.mkdir(parents=True, exist_ok=True)
