@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core.errors import BadRequest
 from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
 from deskmcp.vault import links as md
 from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_index, walk
@@ -125,6 +126,49 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
     )
 
 
+def parse_filter(text: str | None) -> tuple[str, str] | None:
+    """`field:value` (split at the first colon); `field:` matches notes that have the field."""
+    if text is None or not text.strip():
+        return None
+    field, sep, value = text.partition(":")
+    if not sep or not field.strip():
+        raise BadRequest(
+            f"The filter {text!r} is not 'field:value' (e.g. 'status:pending').",
+            {"filter": text},
+        )
+    return field.strip().lower(), value.strip().lower()
+
+
+def filter_sql(
+    folder: str, tag: str | None, field_value: tuple[str, str] | None, *, recursive: bool = True
+) -> tuple[str, list[Any]]:
+    """SQL over `docs d` for a folder ("" is the whole vault), a tag (nested tags included)
+    and a frontmatter `field:value` (case-insensitive; any list item matches)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if folder and recursive:
+        clauses.append("d.key >= ? AND d.key < ?")
+        params.extend(prefix_range(folder))
+    elif not recursive:
+        clauses.append("d.folder = ?")
+        params.append(folder)
+    wanted = (tag or "").strip().lstrip("#").lower()
+    if wanted:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND (t.tag_lc = ? OR substr(t.tag_lc, 1, ?) = ?))"
+        )
+        params.extend([wanted, len(wanted) + 1, wanted + "/"])
+    if field_value is not None:
+        field, value = field_value
+        if value:
+            clauses.append("EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ? AND p.value_lc = ?)")
+            params.extend([field, value])
+        else:
+            clauses.append("EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ?)")
+            params.append(field)
+    return " AND ".join(clauses), params
+
+
 class Catalog:
     """The index of one vault. Thread-safe: one writer at a time, readers in parallel."""
 
@@ -173,7 +217,13 @@ class Catalog:
         if not folder:
             self.last_scan, self.last_scan_at = stats, time.monotonic()
         if stats.indexed or stats.removed:
-            log.info("vault scan: %d notes, %d indexed, %d removed in %.2fs", stats.seen, *_counts(stats))
+            log.info(
+                "vault scan: %d notes, %d indexed, %d removed in %.2fs",
+                stats.seen,
+                stats.indexed,
+                stats.removed,
+                stats.seconds,
+            )
         return stats
 
     def _fingerprints(self, folder: str) -> dict[str, str]:
@@ -218,6 +268,18 @@ class Catalog:
             if gone:
                 with self._lock:
                     self.index.apply((), gone)
+
+    def tag_counts(self, prefix: str, limit: int) -> list[tuple[str, int]]:
+        """(tag, notes carrying it), most used first; `prefix` is lower case ("" for all)."""
+        where = "WHERE substr(tag_lc, 1, ?) = ?" if prefix else ""
+        params: list[Any] = [len(prefix), prefix] if prefix else []
+        with self.index.reader() as conn:
+            rows = conn.execute(
+                f"SELECT min(tag), count(DISTINCT doc_id) AS n FROM tags {where}"
+                " GROUP BY tag_lc ORDER BY n DESC, tag_lc LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [(str(r[0]), int(r[1])) for r in rows]
 
     # -- link resolution -------------------------------------------------------------------
 
@@ -299,7 +361,3 @@ class Catalog:
             for row in rows
             if self.resolve(row[1], row[0], cache) == rel
         ]
-
-
-def _counts(stats: ScanStats) -> tuple[int, int, float]:
-    return stats.indexed, stats.removed, stats.seconds

@@ -27,7 +27,7 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.vault import frontmatter
-from deskmcp.vault.catalog import Catalog, prefix_range
+from deskmcp.vault.catalog import Catalog, filter_sql, parse_filter
 from deskmcp.vault.links import title
 from deskmcp.vault.models import (
     Backlink,
@@ -49,19 +49,6 @@ from deskmcp.vault.watcher import VaultWatcher
 
 def _modified(mtime_ns: int | None) -> str | None:
     return iso(datetime.fromtimestamp(mtime_ns / 1e9, UTC)) if mtime_ns else None
-
-
-def parse_filter(text: str | None) -> tuple[str, str] | None:
-    """`field:value` (split at the first colon); `field:` matches notes that have the field."""
-    if text is None or not text.strip():
-        return None
-    field, sep, value = text.partition(":")
-    if not sep or not field.strip():
-        raise BadRequest(
-            f"The filter {text!r} is not 'field:value' (e.g. 'status:pending').",
-            {"filter": text},
-        )
-    return field.strip().lower(), value.strip().lower()
 
 
 class VaultService:
@@ -302,33 +289,8 @@ class VaultService:
     def _filters(
         self, folder: str | None, tag: str | None, filter: str | None, *, recursive: bool = True
     ) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
         rel = folder_path(self.root, folder)[0] if folder and folder.strip() else ""
-        if rel and recursive:
-            clauses.append("d.key >= ? AND d.key < ?")
-            params.extend(prefix_range(rel))
-        elif not recursive:
-            clauses.append("d.folder = ?")
-            params.append(rel)
-        if tag and tag.strip().lstrip("#"):
-            wanted = tag.strip().lstrip("#").lower()
-            clauses.append(
-                "EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND (t.tag_lc = ? OR substr(t.tag_lc, 1, ?) = ?))"
-            )
-            params.extend([wanted, len(wanted) + 1, wanted + "/"])
-        parsed = parse_filter(filter)
-        if parsed is not None:
-            field, value = parsed
-            if value:
-                clauses.append(
-                    "EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ? AND p.value_lc = ?)"
-                )
-                params.extend([field, value])
-            else:
-                clauses.append("EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ?)")
-                params.append(field)
-        return " AND ".join(clauses), params
+        return filter_sql(rel, tag, parse_filter(filter), recursive=recursive)
 
     def list_notes(
         self,
@@ -375,16 +337,8 @@ class VaultService:
 
     def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
         self.ensure_fresh()
-        wanted = (prefix or "").strip().lstrip("#").lower()
-        where = "WHERE substr(tag_lc, 1, ?) = ?" if wanted else ""
-        params: list[Any] = [len(wanted), wanted] if wanted else []
-        with self.catalog.index.reader() as conn:
-            rows = conn.execute(
-                f"SELECT min(tag), count(DISTINCT doc_id) AS n FROM tags {where}"
-                " GROUP BY tag_lc ORDER BY n DESC, tag_lc LIMIT ?",
-                (*params, limit),
-            ).fetchall()
-        return TagList(tags=[TagCount(tag=r[0], count=r[1]) for r in rows])
+        counts = self.catalog.tag_counts((prefix or "").strip().lstrip("#").lower(), limit)
+        return TagList(tags=[TagCount(tag=tag, count=count) for tag, count in counts])
 
     def _indexed(self, path: str) -> str:
         rel, full = note_path(self.root, path)
