@@ -76,7 +76,11 @@ class VaultService:
     # -- keeping the index true ------------------------------------------------------------
 
     def start_watching(self) -> None:
-        self.catalog.scan()
+        """Start the watcher; its thread scans the vault once it is live.
+
+        The server answers `initialize` at once: a first start on a large vault builds the
+        index in that thread, and a query arriving meanwhile waits for the scan to finish.
+        """
         if self.settings.watch and self.watcher is None:
             self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
             self.watcher.start()
