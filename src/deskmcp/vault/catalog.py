@@ -226,6 +226,14 @@ class Catalog:
             )
         return stats
 
+    def scan_if_stale(self, max_age: float) -> None:
+        """Scan unless a full scan finished less than `max_age` seconds ago (checked under the lock,
+        so callers arriving together share one scan)."""
+        with self._lock:
+            last = self.last_scan_at
+            if last is None or time.monotonic() - last >= max_age:
+                self.scan()
+
     def _fingerprints(self, folder: str) -> dict[str, str]:
         if not folder:
             return self.index.fingerprints()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,9 +96,7 @@ class VaultService:
         """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran)."""
         if self.watcher is not None and self.watcher.running:
             return
-        last = self.catalog.last_scan_at
-        if last is None or time.monotonic() - last >= self.rescan_seconds:
-            self.catalog.scan()
+        self.catalog.scan_if_stale(self.rescan_seconds)
 
     def _require_writable(self) -> None:
         if self.read_only:
