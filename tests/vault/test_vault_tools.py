@@ -280,3 +280,14 @@ def test_the_default_vault_is_created_in_the_workspace(tmp_path: Path) -> None:
         assert (tmp_path / "ws" / "vault" / "hello.md").read_text(encoding="utf-8") == "Hi\n"
     finally:
         service.close()
+
+
+def test_vault_is_registered_with_the_server_contract(tmp_path: Path) -> None:
+    from deskmcp.servers import get_spec
+
+    spec = get_spec("vault")
+    module = spec.load()
+    for name in ("Settings", "create_service", "register", "create_server", "unavailable"):
+        assert hasattr(module, name), name
+    settings = spec.settings(workspace=tmp_path / "ws")
+    assert settings.root == tmp_path / "ws" / "vault"
