@@ -120,3 +120,12 @@ async def test_only_markdown_notes_are_touched(client, vault: Path) -> None:
     note = await call(client, "write_note", {"path": "image.png", "body": "x"})
     assert note["path"] == "image.png.md"
     assert (vault / "image.png").read_bytes() == b"\x89PNG"
+
+
+async def test_overlong_names_are_a_bad_request(client) -> None:
+    error = await fail(client, "write_note", {"path": "x" * 300, "body": "x"})
+    assert error["error"] == "bad_request"
+    error = await fail(client, "read_note", {"path": "a/" + "é" * 200})
+    assert error["error"] == "bad_request"
+    error = await fail(client, "write_note", {"path": "/".join(["d" * 200] * 30), "body": "x"})
+    assert error["error"] == "bad_request"

@@ -21,6 +21,8 @@ from deskmcp.core.paths import relative_posix, safe_join, split_relative
 from deskmcp.vault import frontmatter
 
 NOTE_SUFFIX = ".md"
+MAX_NAME_BYTES = 255  # the limit of common file systems for one path part
+MAX_PATH_BYTES = 1024
 
 
 def _hidden_denied(user_path: str) -> PermissionDenied:
@@ -45,6 +47,14 @@ def note_path(root: Path, user_path: str) -> tuple[str, Path]:
     name = parts[-1]
     if not name.lower().endswith(NOTE_SUFFIX):
         name += NOTE_SUFFIX
+    if len(user_path.encode("utf-8")) > MAX_PATH_BYTES or any(
+        len(part.encode("utf-8")) > MAX_NAME_BYTES for part in (*parts[:-1], name)
+    ):
+        raise BadRequest(
+            f"The path {user_path[:80]!r}... is too long ({MAX_NAME_BYTES} bytes a name, {MAX_PATH_BYTES} in all). "
+            "Use shorter names.",
+            {"path": user_path[:200]},
+        )
     rel = "/".join((*parts[:-1], name))
     full = safe_join(root, rel)
     if is_hidden(relative_posix(root, full)):  # a symlink into .obsidian/ or similar
