@@ -4,7 +4,7 @@ For each size it generates a vault, then measures:
 
 - index build: a cold scan into an empty index (every note read), then a warm start-up
   scan over the unchanged vault (stat only);
-- search latency at the client over a real stdio MCP session (`python -m deskmcp.cli
+- search latency at the client over a real stdio MCP connection (`python -m deskmcp.cli
   serve vault`), p50 and p95;
 - edit-to-searchable: a note edited on disk, timed until search_notes returns it;
 - the server's peak RSS (VmHWM, Linux);
@@ -122,7 +122,7 @@ def peak_rss_mb(pid: int | None) -> float | None:
     return None
 
 
-async def session(root: Path, workspace: Path, rounds: int, edits: int) -> dict[str, float | None]:
+async def serve_and_measure(root: Path, workspace: Path, rounds: int, edits: int) -> dict[str, float | None]:
     env = dict(os.environ)
     env.update(
         {
@@ -208,7 +208,7 @@ def main() -> None:
         workspace.mkdir(parents=True, exist_ok=True)
         gen = generate(root, size)
         cold, warm, notes, in_process = build_index(root, workspace)
-        measured = anyio.run(session, root, workspace, args.rounds, args.edits)
+        measured = anyio.run(serve_and_measure, root, workspace, args.rounds, args.edits)
         rg50, rg95 = ripgrep(root, args.rg_rounds)
         p50 = measured["p50_ms"] or 0.0
         origin = f"generated in {gen:.1f}s" if gen else "reused"
