@@ -44,6 +44,9 @@ SERVERS: dict[str, ServerSpec] = {
             "deskmcp.meetings.server",
         ),
         ServerSpec(
+            "vault", "Markdown notes vault (Obsidian): read, write, search, tags, links", "deskmcp.vault.server"
+        ),
+        ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
     )

@@ -1,0 +1,1 @@
+"""The vault server: an Obsidian-style folder of Markdown notes, indexed and safely editable."""

@@ -1,0 +1,371 @@
+"""The vault's search index: every note mirrored into SQLite FTS5, kept true incrementally.
+
+A note's fingerprint is `mtime_ns:size`. A scan stats every note (no reads) and reads only
+the ones whose fingerprint changed, so a start-up over 50,000 unchanged notes touches no
+file contents. Single paths (from the watcher, or after the server's own writes) are
+refreshed the same way. Side tables hold tags, frontmatter key/values and links for filters.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from deskmcp.core.errors import BadRequest
+from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.vault import links as md
+from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_index, walk
+
+log = logging.getLogger(__name__)
+
+SCHEMA = IndexSchema(
+    name="vault",
+    version=1,
+    text_fields=("title", "path", "headings", "tags", "properties", "body"),
+    weights=(10.0, 6.0, 4.0, 4.0, 2.0, 1.0),
+    columns=(
+        ("name_lc", "TEXT"),
+        ("folder", "TEXT"),
+        ("title", "TEXT"),
+        ("mtime_ns", "INTEGER"),
+        ("size", "INTEGER"),
+        ("hash", "TEXT"),
+    ),
+    side_tables=(
+        "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
+        " tag TEXT NOT NULL, tag_lc TEXT NOT NULL)",
+        "CREATE INDEX tags_tag ON tags(tag_lc)",
+        "CREATE INDEX tags_doc ON tags(doc_id)",
+        "CREATE TABLE props (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
+        " key_lc TEXT NOT NULL, value_lc TEXT NOT NULL)",
+        "CREATE INDEX props_kv ON props(key_lc, value_lc)",
+        "CREATE INDEX props_doc ON props(doc_id)",
+        "CREATE TABLE links (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
+        " target_lc TEXT NOT NULL, target TEXT NOT NULL, heading TEXT, alias TEXT, embed INTEGER,"
+        " line INTEGER, context TEXT)",
+        "CREATE INDEX links_target ON links(target_lc)",
+        "CREATE INDEX links_doc ON links(doc_id)",
+        "CREATE INDEX docs_name ON docs(name_lc)",
+        "CREATE INDEX docs_mtime ON docs(mtime_ns)",
+    ),
+)
+
+BATCH = 500
+
+
+@dataclass
+class ScanStats:
+    seen: int = 0
+    indexed: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+
+def folder_of(rel: str) -> str:
+    return posixpath.dirname(rel)
+
+
+def name_key(rel: str) -> str:
+    name = posixpath.basename(rel)
+    return (name[: -len(NOTE_SUFFIX)] if name.lower().endswith(NOTE_SUFFIX) else name).lower()
+
+
+def prefix_range(folder: str) -> tuple[str, str]:
+    """Key bounds of everything under `folder` ('/' + 1 is '0'), so the key index is used."""
+    return f"{folder}/", f"{folder}0"
+
+
+def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> IndexRecord:
+    """The index record of one note; a note over the size limit is indexed by name only."""
+    fingerprint = f"{mtime_ns}:{size}"
+    columns: dict[str, Any] = {
+        "name_lc": name_key(rel),
+        "folder": folder_of(rel),
+        "mtime_ns": mtime_ns,
+        "size": size,
+    }
+    if data is None:
+        title = md.title({}, rel)
+        columns.update(title=title, hash=None)
+        return IndexRecord(rel, fingerprint, {"title": title, "path": rel}, columns, orjson.dumps([]))
+    note = parse_note(rel, data, mtime_ns, strict_text=False)
+    lines = md.blank_code(note.parts.body)
+    tags = md.unique_tags(md.frontmatter_tags(note.frontmatter) + md.inline_tags(lines))
+    found = md.links(lines, folder_of(rel))
+    title = md.title(note.frontmatter, rel)
+    props = [(key.lower(), value) for key, raw in note.frontmatter.items() for value in set(md.scalar_values(raw))]
+    columns.update(title=title, hash=note.hash)
+    return IndexRecord(
+        key=rel,
+        fingerprint=fingerprint,
+        texts={
+            "title": title,
+            "path": rel.replace("/", " ")[: -len(NOTE_SUFFIX)],
+            "headings": "\n".join(md.headings(lines)),
+            "tags": " ".join(t.replace("/", " ") for t in tags),
+            "properties": "\n".join(s for raw in note.frontmatter.values() for s in md.text_values(raw)),
+            "body": note.parts.body,
+        },
+        columns=columns,
+        data=orjson.dumps(tags),
+        side={
+            "tags": [(t, t.lower()) for t in tags],
+            "props": props,
+            "links": [
+                (link.target_key, link.target, link.heading, link.alias, int(link.embed), link.line, link.context)
+                for link in found
+            ],
+        },
+    )
+
+
+def parse_filter(text: str | None) -> tuple[str, str] | None:
+    """`field:value` (split at the first colon); `field:` matches notes that have the field."""
+    if text is None or not text.strip():
+        return None
+    field, sep, value = text.partition(":")
+    if not sep or not field.strip():
+        raise BadRequest(
+            f"The filter {text!r} is not 'field:value' (e.g. 'status:pending').",
+            {"filter": text},
+        )
+    return field.strip().lower(), value.strip().lower()
+
+
+def filter_sql(
+    folder: str, tag: str | None, field_value: tuple[str, str] | None, *, recursive: bool = True
+) -> tuple[str, list[Any]]:
+    """SQL over `docs d` for a folder ("" is the whole vault), a tag (nested tags included)
+    and a frontmatter `field:value` (case-insensitive; any list item matches)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if folder and recursive:
+        clauses.append("d.key >= ? AND d.key < ?")
+        params.extend(prefix_range(folder))
+    elif not recursive:
+        clauses.append("d.folder = ?")
+        params.append(folder)
+    wanted = (tag or "").strip().lstrip("#").lower()
+    if wanted:
+        clauses.append(
+            "EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND (t.tag_lc = ? OR substr(t.tag_lc, 1, ?) = ?))"
+        )
+        params.extend([wanted, len(wanted) + 1, wanted + "/"])
+    if field_value is not None:
+        field, value = field_value
+        if value:
+            clauses.append("EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ? AND p.value_lc = ?)")
+            params.extend([field, value])
+        else:
+            clauses.append("EXISTS (SELECT 1 FROM props p WHERE p.doc_id = d.id AND p.key_lc = ?)")
+            params.append(field)
+    return " AND ".join(clauses), params
+
+
+class Catalog:
+    """The index of one vault. Thread-safe: one writer at a time, readers in parallel."""
+
+    def __init__(self, root: Path, index_path: Path, max_bytes: int) -> None:
+        self.root = root
+        self.index = SearchIndex(index_path, SCHEMA)
+        self.max_bytes = max_bytes
+        self._lock = threading.RLock()
+        self.last_scan: ScanStats | None = None
+        self.last_scan_at: float | None = None
+
+    def close(self) -> None:
+        self.index.close()
+
+    def _record(self, rel: str) -> IndexRecord | None:
+        try:
+            data, mtime_ns, size = read_for_index(self.root / rel, self.max_bytes)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as exc:
+            log.warning("cannot read %s for the index: %s", rel, exc)
+            return None
+        return build_record(rel, data, mtime_ns, size)
+
+    def scan(self, folder: str = "") -> ScanStats:
+        """Make the index match the notes under `folder` (the whole vault by default)."""
+        started = time.perf_counter()
+        stats = ScanStats()
+        with self._lock:
+            known = self._fingerprints(folder)
+            batch: list[IndexRecord] = []
+            for rel, mtime_ns, size in walk(self.root, folder):
+                stats.seen += 1
+                if known.pop(rel, None) == f"{mtime_ns}:{size}":
+                    continue
+                record = self._record(rel)
+                if record is not None:
+                    batch.append(record)
+                if len(batch) >= BATCH:
+                    stats.indexed += self.index.apply(batch).changed
+                    batch = []
+            applied = self.index.apply(batch, list(known))
+            stats.indexed += applied.added + applied.updated
+            stats.removed = applied.deleted
+        stats.seconds = time.perf_counter() - started
+        if not folder:
+            self.last_scan, self.last_scan_at = stats, time.monotonic()
+        if stats.indexed or stats.removed:
+            log.info(
+                "vault scan: %d notes, %d indexed, %d removed in %.2fs",
+                stats.seen,
+                stats.indexed,
+                stats.removed,
+                stats.seconds,
+            )
+        return stats
+
+    def scan_if_stale(self, max_age: float) -> None:
+        """Scan unless a full scan finished less than `max_age` seconds ago (checked under the lock,
+        so callers arriving together share one scan)."""
+        with self._lock:
+            last = self.last_scan_at
+            if last is None or time.monotonic() - last >= max_age:
+                self.scan()
+
+    def _fingerprints(self, folder: str) -> dict[str, str]:
+        if not folder:
+            return self.index.fingerprints()
+        low, high = prefix_range(folder)
+        with self.index.reader() as conn:
+            return dict(conn.execute("SELECT key, fingerprint FROM docs WHERE key >= ? AND key < ?", (low, high)))
+
+    def refresh(self, rel: str) -> None:
+        """Re-index one note path: added, changed, or gone."""
+        if is_hidden(rel) or not rel.lower().endswith(NOTE_SUFFIX):
+            return
+        with self._lock:
+            full = self.root / rel
+            try:
+                st = full.lstat()
+            except OSError:
+                st = None
+            if st is None or not full.is_file() or full.is_symlink():
+                self.index.apply((), [rel])
+                return
+            hit = self.index.get(rel)
+            if hit is not None and hit.columns["mtime_ns"] == st.st_mtime_ns and hit.columns["size"] == st.st_size:
+                return
+            record = self._record(rel)
+            self.index.apply([record] if record else [], [] if record else [rel])
+
+    def refresh_path(self, rel: str) -> None:
+        """A path the watcher reported: a note, a folder (created, moved in) or a folder gone."""
+        if not rel or is_hidden(rel):
+            return
+        full = self.root / rel
+        if full.is_dir() and not full.is_symlink():
+            self.scan(rel)
+        elif rel.lower().endswith(NOTE_SUFFIX):
+            self.refresh(rel)
+        elif not full.exists():
+            low, high = prefix_range(rel)
+            with self.index.reader() as conn:
+                gone = [r[0] for r in conn.execute("SELECT key FROM docs WHERE key >= ? AND key < ?", (low, high))]
+            if gone:
+                with self._lock:
+                    self.index.apply((), gone)
+
+    def tag_counts(self, prefix: str, limit: int) -> list[tuple[str, int]]:
+        """(tag, notes carrying it), most used first; `prefix` is lower case ("" for all)."""
+        where = "WHERE substr(tag_lc, 1, ?) = ?" if prefix else ""
+        params: list[Any] = [len(prefix), prefix] if prefix else []
+        with self.index.reader() as conn:
+            rows = conn.execute(
+                f"SELECT min(tag), count(DISTINCT doc_id) AS n FROM tags {where}"
+                " GROUP BY tag_lc ORDER BY n DESC, tag_lc LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    # -- link resolution -------------------------------------------------------------------
+
+    def resolve(
+        self, target_key: str, source: str, cache: dict[tuple[str, str], str | None] | None = None
+    ) -> str | None:
+        """The note a link resolves to, Obsidian-style, or None.
+
+        An exact vault path wins; then a note with that name in the linking note's folder;
+        then the note whose path ends with the link text and is shortest (fewest folders,
+        then alphabetical).
+        """
+        source_folder = folder_of(source)
+        memo = (target_key, source_folder)
+        if cache is not None and memo in cache:
+            return cache[memo]
+        name = target_key.rsplit("/", 1)[-1]
+        with self.index.reader() as conn:
+            candidates = [r[0] for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (name,))]
+        result: str | None = None
+        lowered = {c.lower()[: -len(NOTE_SUFFIX)]: c for c in candidates}
+        if target_key in lowered:
+            result = lowered[target_key]
+        else:
+            local = f"{source_folder}/{target_key}".lower() if source_folder else target_key
+            if local in lowered:
+                result = lowered[local]
+            else:
+                tail = "/" + target_key
+                matches = [c for low, c in lowered.items() if low.endswith(tail) or low == target_key]
+                if matches:
+                    result = min(matches, key=lambda c: (c.count("/"), len(c), c))
+        if cache is not None:
+            cache[memo] = result
+        return result
+
+    def outgoing(self, rel: str) -> list[dict[str, Any]]:
+        with self.index.reader() as conn:
+            rows = conn.execute(
+                "SELECT l.target_lc, l.target, l.heading, l.alias, l.embed, l.line, l.context FROM links l"
+                " JOIN docs d ON d.id = l.doc_id WHERE d.key = ? ORDER BY l.line, l.rowid",
+                (rel,),
+            ).fetchall()
+        cache: dict[tuple[str, str], str | None] = {}
+        return [
+            {
+                "target": row[1],
+                "resolved_path": self.resolve(row[0], rel, cache),
+                "heading": row[2],
+                "alias": row[3],
+                "embed": bool(row[4]),
+                "line": row[5],
+            }
+            for row in rows
+        ]
+
+    def incoming(self, rel: str) -> list[dict[str, Any]]:
+        """Links from other notes that resolve to `rel`."""
+        stem = rel[: -len(NOTE_SUFFIX)].lower()
+        parts = stem.split("/")
+        forms = ["/".join(parts[i:]) for i in range(len(parts))]
+        marks = ", ".join("?" * len(forms))
+        with self.index.reader() as conn:
+            rows = conn.execute(
+                f"SELECT d.key, l.target_lc, l.heading, l.alias, l.embed, l.line, l.context FROM links l"
+                f" JOIN docs d ON d.id = l.doc_id WHERE l.target_lc IN ({marks}) ORDER BY d.key, l.line",
+                forms,
+            ).fetchall()
+        cache: dict[tuple[str, str], str | None] = {}
+        return [
+            {
+                "source": row[0],
+                "heading": row[2],
+                "alias": row[3],
+                "embed": bool(row[4]),
+                "line": row[5],
+                "context": row[6],
+            }
+            for row in rows
+            if self.resolve(row[1], row[0], cache) == rel
+        ]

@@ -1,0 +1,189 @@
+"""What Obsidian sees in a note's Markdown: wikilinks, tags and headings.
+
+Code (fenced blocks and `inline code`) is blanked out first, so a `#define` or a
+`[[example]]` in a code sample is neither a tag nor a link. Line numbers are kept.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.md)(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE)
+_TAG = re.compile(r"(?:^|(?<=[\s(\[,;]))#([\w\-/]+)", re.UNICODE)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*:", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Link:
+    target: str
+    """As written, without heading or alias (`Projects/Alpha`, `../people/Ann.md`)."""
+    target_key: str
+    """Normalised for resolution: lower case, `/`-separated, no `.md`, relative parts joined."""
+    heading: str | None
+    alias: str | None
+    embed: bool
+    line: int
+    context: str
+
+
+def blank_code(body: str) -> list[str]:
+    """The body's lines with code replaced by spaces (line count unchanged)."""
+    lines = body.split("\n")
+    fence: str | None = None
+    out: list[str] = []
+    for raw in lines:
+        line = raw.rstrip("\r")
+        match = _FENCE.match(line)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            out.append("")
+            continue
+        if match:
+            fence = match.group(1)
+            out.append("")
+            continue
+        out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+    return out
+
+
+def link_key(target: str, source_folder: str) -> str:
+    """The form a link is resolved by: folder-relative forms joined with the source's folder."""
+    text = target.strip().replace("\\", "/")
+    if text.lower().endswith(".md"):
+        text = text[:-3]
+    if text.startswith(("./", "../")):
+        text = posixpath.normpath(posixpath.join(source_folder, text))
+        if text.startswith(".."):
+            text = text.lstrip("./")
+    return text.lstrip("/").lower()
+
+
+def links(lines: list[str], source_folder: str) -> list[Link]:
+    """Outgoing `[[wikilinks]]` (with `#heading` and `|alias`) and Markdown links to `.md` files."""
+    found: list[Link] = []
+    for number, line in enumerate(lines, start=1):
+        if "[" not in line:
+            continue
+        context = line.strip()[:240]
+        for match in _WIKILINK.finditer(line):
+            inner = match.group(2)
+            target_part, _, alias = inner.partition("|")
+            target, _, heading = target_part.partition("#")
+            if not target.strip():
+                continue  # [[#heading]] points into the note itself
+            found.append(
+                Link(
+                    target=target.strip(),
+                    target_key=link_key(target, source_folder),
+                    heading=heading.strip() or None,
+                    alias=alias.strip() or None,
+                    embed=bool(match.group(1)),
+                    line=number,
+                    context=context,
+                )
+            )
+        for match in _MD_LINK.finditer(line):
+            href = unquote(match.group(3))
+            if _URL_SCHEME.match(href):
+                continue
+            heading = unquote(match.group(4) or "").lstrip("#")
+            found.append(
+                Link(
+                    target=href,
+                    target_key=link_key(href, source_folder),
+                    heading=heading or None,
+                    alias=match.group(2).strip() or None,
+                    embed=bool(match.group(1)),
+                    line=number,
+                    context=context,
+                )
+            )
+    return found
+
+
+def inline_tags(lines: list[str]) -> list[str]:
+    """`#tags` in the body (not headings, not numbers like #123, not URL anchors)."""
+    tags: list[str] = []
+    for line in lines:
+        if "#" not in line:
+            continue
+        for match in _TAG.finditer(line):
+            tag = match.group(1).strip("/")
+            if tag and not tag.replace("/", "").isdigit():
+                tags.append(tag)
+    return tags
+
+
+def frontmatter_tags(frontmatter: dict[str, Any]) -> list[str]:
+    """`tags:` (or `tag:`) as a list or a comma/space separated string, `#` optional."""
+    found: list[str] = []
+    for key in ("tags", "tag"):
+        value = frontmatter.get(key)
+        items: list[Any]
+        if isinstance(value, str):
+            items = re.split(r"[,\s]+", value)
+        elif isinstance(value, list):
+            items = value
+        else:
+            continue
+        for item in items:
+            if isinstance(item, str | int | float) and not isinstance(item, bool):
+                tag = str(item).strip().lstrip("#").strip("/")
+                if tag:
+                    found.append(tag)
+    return found
+
+
+def unique_tags(tags: list[str]) -> list[str]:
+    """Tags in first-seen order, duplicates (case-insensitive) removed."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for tag in tags:
+        if tag.lower() not in seen:
+            seen.add(tag.lower())
+            out.append(tag)
+    return out
+
+
+def headings(lines: list[str]) -> list[str]:
+    return [m.group(2) for line in lines if line.startswith("#") and (m := _HEADING.match(line))]
+
+
+def title(frontmatter: dict[str, Any], path: str) -> str:
+    """The frontmatter `title` when it is text, else the file name without `.md`."""
+    value = frontmatter.get("title")
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    name = posixpath.basename(path)
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def scalar_values(value: Any) -> list[str]:
+    """A frontmatter value as the lower-case strings a `field:value` filter compares with."""
+    if isinstance(value, list):
+        return [s for item in value for s in scalar_values(item)]
+    if isinstance(value, dict):
+        return []
+    if value is None:
+        return [""]
+    if isinstance(value, bool):
+        return ["true" if value else "false"]
+    return [str(value).strip().lower()]
+
+
+def text_values(value: Any) -> list[str]:
+    """Every scalar inside a frontmatter value, for full-text search."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in text_values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in text_values(v)]
+    return [] if value is None else [str(value)]

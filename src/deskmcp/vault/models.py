@@ -1,0 +1,94 @@
+"""The vault server's data contracts (seed 003's Obsidian models, extended)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class NoteContent(BaseModel):
+    """One note (returned by read_note, write_note, append_note and patch_frontmatter)."""
+
+    path: str = Field(description="Vault-relative path (canonical, with .md)")
+    frontmatter: dict[str, Any] = Field(description="Parsed YAML frontmatter; dates as ISO strings")
+    body: str = Field(description="The text after the frontmatter block, exactly as in the file")
+    content_hash: str = Field(description="SHA-256 of the file; pass it as expected_hash when writing it back")
+    title: str = Field(description="Frontmatter title, else the file name")
+    modified: str | None = Field(default=None, description="Last modification time, ISO 8601 UTC")
+    size: int = Field(description="Size of the file in bytes")
+    frontmatter_error: str | None = Field(
+        None, description="Set when the frontmatter is not valid YAML: what is wrong and on which line"
+    )
+
+
+class NoteMatch(BaseModel):
+    path: str = Field(description="Vault-relative path; pass it to read_note")
+    title: str = ""
+    snippet: str | None = Field(
+        default=None, description="Matched text with the matching words in **bold** (search only)"
+    )
+    score: float | None = Field(default=None, description="bm25 relevance, higher is better (search only)")
+    tags: list[str] = []
+    modified: str | None = Field(default=None, description="Last modification time, ISO 8601 UTC")
+
+
+class NoteList(BaseModel):
+    """Notes (returned by list_notes, search_notes and recent_notes)."""
+
+    notes: list[NoteMatch]
+    total: int | None = Field(default=None, description="How many notes match in all (list_notes only)")
+    next_cursor: str | None = Field(default=None, description="Pass as cursor to get the next page; null on the last")
+
+
+class MoveResult(BaseModel):
+    moved: bool
+    source: str
+    destination: str
+
+
+class TagCount(BaseModel):
+    tag: str = Field(description="The tag without '#'; nested tags keep their '/' (project/alpha)")
+    count: int = Field(description="Notes carrying it (frontmatter tags or inline #tags)")
+
+
+class TagList(BaseModel):
+    tags: list[TagCount]
+
+
+class OutgoingLink(BaseModel):
+    target: str = Field(description="The link target as written")
+    resolved_path: str | None = Field(description="The note it resolves to, or null when no such note exists")
+    heading: str | None = None
+    alias: str | None = None
+    embed: bool = Field(default=False, description="True for ![[embeds]]")
+    line: int = Field(description="1-based line in the body")
+
+
+class LinkList(BaseModel):
+    path: str
+    links: list[OutgoingLink]
+
+
+class Backlink(BaseModel):
+    source: str = Field(description="The note that links here")
+    line: int = Field(description="1-based line of the link in that note's body")
+    context: str = Field(description="That line's text")
+    heading: str | None = None
+    alias: str | None = None
+    embed: bool = False
+
+
+class BacklinkList(BaseModel):
+    path: str
+    backlinks: list[Backlink]
+
+
+class VaultStatus(BaseModel):
+    root: str
+    notes: int
+    read_only: bool
+    watching: bool = Field(description="True while edits on disk are picked up by the file watcher")
+    index_path: str
+    last_scan_seconds: float | None = None
+    max_note_bytes: int

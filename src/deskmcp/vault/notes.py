@@ -1,0 +1,186 @@
+"""Notes on disk: which paths are notes, reading them, and walking the vault.
+
+Every path a caller gives goes through `note_path` / `folder_path`, which use
+`core.paths.safe_join` (no `..`, absolute, drive, UNC, NUL, or symlink escapes) and
+also refuse hidden parts: `.obsidian/`, `.git/`, `.trash/` and dotfiles belong to
+Obsidian and other tools, not to the assistant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
+from deskmcp.core.files import read_bytes_limited
+from deskmcp.core.paths import relative_posix, safe_join, split_relative
+from deskmcp.vault import frontmatter
+
+NOTE_SUFFIX = ".md"
+MAX_NAME_BYTES = 255  # the limit of common file systems for one path part
+MAX_PATH_BYTES = 1024
+
+
+def _hidden_denied(user_path: str) -> PermissionDenied:
+    return PermissionDenied(
+        f"Path {user_path!r} is not allowed: hidden files and folders (.obsidian, .git, .trash, dotfiles) "
+        "are not part of the notes. Use a path without a part starting with '.'.",
+        {"path": user_path},
+    )
+
+
+def is_hidden(rel: str) -> bool:
+    return any(part.startswith(".") for part in rel.split("/") if part)
+
+
+def note_path(root: Path, user_path: str) -> tuple[str, Path]:
+    """The canonical vault-relative path of a note (`.md` added when missing) and its file."""
+    parts = split_relative(user_path)
+    if not parts:
+        raise BadRequest("A note path is required, e.g. 'Projects/Alpha.md'.", {"path": user_path})
+    if any(part.startswith(".") for part in parts):
+        raise _hidden_denied(user_path)
+    name = parts[-1]
+    if not name.lower().endswith(NOTE_SUFFIX):
+        name += NOTE_SUFFIX
+    if len(user_path.encode("utf-8")) > MAX_PATH_BYTES or any(
+        len(part.encode("utf-8")) > MAX_NAME_BYTES for part in (*parts[:-1], name)
+    ):
+        raise BadRequest(
+            f"The path {user_path[:80]!r}... is too long ({MAX_NAME_BYTES} bytes a name, {MAX_PATH_BYTES} in all). "
+            "Use shorter names.",
+            {"path": user_path[:200]},
+        )
+    rel = "/".join((*parts[:-1], name))
+    full = safe_join(root, rel)
+    if is_hidden(relative_posix(root, full)):  # a symlink into .obsidian/ or similar
+        raise _hidden_denied(user_path)
+    return rel, full
+
+
+def folder_path(root: Path, user_path: str | None) -> tuple[str, Path]:
+    """A vault folder ("" for the root) that must exist."""
+    text = (user_path or "").strip()
+    parts = split_relative(text)
+    if any(part.startswith(".") for part in parts):
+        raise _hidden_denied(text)
+    rel = "/".join(parts)
+    full = safe_join(root, rel, allow_root=True)
+    if rel and is_hidden(relative_posix(root, full)):
+        raise _hidden_denied(text)
+    if not full.is_dir():
+        raise NotFound(
+            f"There is no folder {rel!r} in the vault. Call list_notes without a directory to see the notes.",
+            {"directory": rel},
+        )
+    return rel, full
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def decode(data: bytes, rel: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(
+            f"{rel} is not UTF-8 text (bad byte at offset {exc.start}). Convert it to UTF-8 in an editor.",
+            {"path": rel, "offset": exc.start},
+        ) from exc
+
+
+@dataclass(frozen=True)
+class NoteFile:
+    """A note as read from disk."""
+
+    rel: str
+    data: bytes
+    text: str
+    parts: frontmatter.Split
+    frontmatter: dict[str, Any]
+    frontmatter_error: ParseError | None
+    mtime_ns: int
+    size: int
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.data)
+
+
+def parse_note(rel: str, data: bytes, mtime_ns: int, *, strict_text: bool = True) -> NoteFile:
+    """Split and parse a note's bytes; corrupt frontmatter is kept as `frontmatter_error`."""
+    text = decode(data, rel) if strict_text else data.decode("utf-8", errors="replace")
+    parts = frontmatter.split(text)
+    error: ParseError | None = None
+    values: dict[str, Any] = {}
+    if parts.has_block:
+        try:
+            values = frontmatter.parse(parts.yaml_text, rel)
+        except ParseError as exc:
+            error = exc
+    return NoteFile(rel, data, text, parts, values, error, mtime_ns, len(data))
+
+
+def read_note_file(full: Path, rel: str, limit: int) -> NoteFile:
+    data = read_bytes_limited(full, limit, label=rel)
+    try:
+        mtime_ns = full.stat().st_mtime_ns
+    except OSError:
+        mtime_ns = 0
+    return parse_note(rel, data, mtime_ns)
+
+
+def read_for_index(full: Path, limit: int) -> tuple[bytes | None, int, int]:
+    """(bytes or None when over `limit`, mtime_ns, size) from one open file, so they agree."""
+    with full.open("rb") as handle:
+        st = os.fstat(handle.fileno())
+        if st.st_size > limit:
+            return None, st.st_mtime_ns, st.st_size
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        return None, st.st_mtime_ns, len(data)
+    return data, st.st_mtime_ns, st.st_size
+
+
+def walk(root: Path, folder: str = "") -> Iterator[tuple[str, int, int]]:
+    """(relative path, mtime_ns, size) of every note under `folder`, stat only, no reads.
+
+    Hidden entries are skipped, and so are symlinks (a link could lead out of the vault
+    or loop); a symlinked note can still be opened by path.
+    """
+    stack = [folder]
+    base = str(root)
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(f"{base}/{rel_dir}" if rel_dir else base) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("."):
+                        continue
+                    rel = f"{rel_dir}/{name}" if rel_dir else name
+                    try:
+                        if entry.is_symlink():
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(rel)
+                        elif name.lower().endswith(NOTE_SUFFIX) and entry.is_file(follow_symlinks=False):
+                            st = entry.stat(follow_symlinks=False)
+                            yield rel, st.st_mtime_ns, st.st_size
+                    except OSError:
+                        continue
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+
+
+def ensure_size(data: bytes, limit: int, rel: str) -> None:
+    if len(data) > limit:
+        raise IOFailure(
+            f"The note {rel} would be {len(data):,} bytes, over the {limit:,}-byte limit. Split it into several notes.",
+            {"path": rel, "size": len(data), "limit": limit},
+        )

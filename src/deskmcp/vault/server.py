@@ -1,0 +1,200 @@
+"""The vault MCP server: tools over `VaultService` (an Obsidian-style folder of Markdown notes)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio.to_thread
+from pydantic import Field
+
+from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus
+from deskmcp.vault.service import VaultService
+from deskmcp.vault.settings import VaultSettings
+
+INSTRUCTIONS = """Access to the user's notes vault (Obsidian-style Markdown with YAML frontmatter,
+[[wikilinks]] and #tags). Find notes with search_notes (words), list_notes (a folder and a
+'field:value' frontmatter filter), recent_notes or list_note_tags; then read_note with a path from
+those results. To change a note, read it first and pass its content_hash as expected_hash
+to write_note, append_note or patch_frontmatter: a note changed by someone else meanwhile is
+refused with a conflict instead of being overwritten. Paths are vault-relative ('.md' optional).
+Errors are JSON objects with an `error` code and a `message` saying how to recover."""
+
+NotePath = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Alpha.md' ('.md' optional)")]
+ExpectedHash = Annotated[
+    str | None,
+    Field(description="content_hash from read_note; the write is refused (conflict) if the note changed since"),
+]
+FilterArg = Annotated[
+    str | None,
+    Field(description="Frontmatter filter 'field:value' (e.g. 'status:pending'); 'field:' means the field is set"),
+]
+TagArg = Annotated[str | None, Field(description="Only notes with this tag (nested tags included), see list_note_tags")]
+FolderArg = Annotated[str | None, Field(description="Only notes under this vault folder")]
+Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
+
+Settings = VaultSettings
+
+
+def create_service(settings: VaultSettings) -> VaultService:
+    return VaultService(settings)
+
+
+def unavailable(settings: VaultSettings) -> str | None:
+    """None when the vault folder exists (or is the default one, created on start)."""
+    if settings.vault_path is not None and not settings.vault_path.is_dir():
+        return f"the vault folder {settings.vault_path} does not exist; create it or fix VAULT_PATH"
+    return None
+
+
+def create_server(settings: VaultSettings, service: VaultService | None = None) -> DeskServer:
+    server = DeskServer("deskmcp-vault", instructions=INSTRUCTIONS)
+    register(server, service or create_service(settings))
+    return server
+
+
+def register(server: DeskServer, service: VaultService) -> None:
+    """Add the vault tools to `server`. In read-only mode the writing tools are not registered."""
+
+    @asynccontextmanager
+    async def watching():  # start-up scan and file watcher for the server's life
+        await anyio.to_thread.run_sync(service.start_watching)
+        try:
+            yield service
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    server.add_service_context(watching)
+
+    @server.tool("read_note", annotations=READ_ONLY)
+    def read_note(
+        path: NotePath,
+        strict: Annotated[
+            bool, Field(description="Fail with parse_error on corrupt frontmatter instead of returning the body")
+        ] = False,
+    ) -> NoteContent:
+        """Read one note: its frontmatter (as JSON; dates as ISO strings), body and content_hash.
+
+        If the frontmatter is not valid YAML, the body is still returned with frontmatter_error
+        saying what is wrong and on which line (strict=true makes that a parse_error instead).
+        """
+        return service.read_note(path, strict=strict)
+
+    @server.tool("list_notes", annotations=READ_ONLY)
+    def list_notes(
+        directory: Annotated[str | None, Field(description="Vault folder, e.g. 'Projects'; omit for all")] = None,
+        filter: FilterArg = None,
+        tag: TagArg = None,
+        recursive: Annotated[bool, Field(description="Include notes in sub-folders")] = True,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Page size")] = 100,
+        cursor: Cursor = None,
+    ) -> NoteList:
+        """List notes by path (alphabetical) with title, tags and modification time.
+
+        Returns the total matching and next_cursor for the next page. Read one with read_note.
+        """
+        return service.list_notes(directory, filter, tag=tag, recursive=recursive, limit=limit, cursor=cursor)
+
+    @server.tool("search_notes", annotations=READ_ONLY)
+    def search_notes(
+        query: Annotated[str, Field(min_length=1, description='Words or "quoted phrases"; all must match')],
+        folder: FolderArg = None,
+        tag: TagArg = None,
+        filter: FilterArg = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="Page size")] = 20,
+        cursor: Cursor = None,
+    ) -> NoteList:
+        """Full-text search over titles, paths, headings, tags, frontmatter values and bodies.
+
+        Best match first; each hit has a snippet with the matching words in **bold**.
+        """
+        return service.search_notes(query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
+
+    @server.tool("recent_notes", annotations=READ_ONLY)
+    def recent_notes(
+        folder: FolderArg = None,
+        limit: Annotated[int, Field(ge=1, le=200, description="How many notes")] = 20,
+    ) -> NoteList:
+        """The most recently modified notes, newest first."""
+        return service.recent_notes(folder=folder, limit=limit)
+
+    @server.tool("list_note_tags", annotations=READ_ONLY)
+    def list_note_tags(
+        prefix: Annotated[str | None, Field(description="Only tags starting with this (e.g. 'project/')")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most tags returned")] = 200,
+    ) -> TagList:
+        """Tags used in the vault (frontmatter tags and inline #tags) with how many notes carry each,
+        most used first. Pass one as `tag` to list_notes or search_notes."""
+        return service.list_note_tags(prefix=prefix, limit=limit)
+
+    @server.tool("get_links", annotations=READ_ONLY)
+    def get_links(path: NotePath) -> LinkList:
+        """A note's outgoing links ([[wikilinks]], [[note|alias]], [[note#heading]], embeds and
+        Markdown links to .md files), each with the note it resolves to (null when missing)."""
+        return service.get_links(path)
+
+    @server.tool("get_backlinks", annotations=READ_ONLY)
+    def get_backlinks(path: NotePath) -> BacklinkList:
+        """Notes that link to this note, with the line of each link, resolved the way Obsidian does
+        (exact path, then same folder, then the shortest path with that name)."""
+        return service.get_backlinks(path)
+
+    @server.tool("vault_status", annotations=READ_ONLY)
+    def vault_status() -> VaultStatus:
+        """The vault folder in use, how many notes are indexed, whether edits on disk are being
+        watched, and whether the vault is read-only. Call this first when other tools fail."""
+        return service.status()
+
+    if service.read_only:
+        return
+
+    @server.tool("write_note", annotations=writes(destructive=True, idempotent=True))
+    def write_note(
+        path: NotePath,
+        body: Annotated[str, Field(description="Markdown body (everything after the frontmatter)")],
+        frontmatter: Annotated[
+            dict[str, Any] | None,
+            Field(description="Frontmatter values; {} removes the block; omit to keep the note's current one"),
+        ] = None,
+        expected_hash: ExpectedHash = None,
+        overwrite: Annotated[
+            bool, Field(description="Replace an existing note without expected_hash (its content is lost)")
+        ] = False,
+    ) -> NoteContent:
+        """Create a note, or replace one you have read (pass its content_hash as expected_hash).
+
+        Folders are created as needed. Frontmatter keys whose value did not change keep their
+        original lines exactly; only changed keys are rewritten. Returns the note as written.
+        """
+        return service.write_note(path, body, frontmatter, expected_hash=expected_hash, overwrite=overwrite)
+
+    @server.tool("append_note", annotations=writes(destructive=False, idempotent=False))
+    def append_note(
+        path: NotePath,
+        text: Annotated[str, Field(description="Markdown to add at the end of the note")],
+        create: Annotated[bool, Field(description="Create the note if it does not exist")] = False,
+        expected_hash: ExpectedHash = None,
+    ) -> NoteContent:
+        """Append text to the end of a note (on a new line); the rest of the note is untouched."""
+        return service.append_note(path, text, create=create, expected_hash=expected_hash)
+
+    @server.tool("patch_frontmatter", annotations=writes(destructive=False, idempotent=True))
+    def patch_frontmatter(
+        path: NotePath,
+        key: Annotated[str, Field(min_length=1, description="The frontmatter field to set, e.g. 'status'")],
+        value: Annotated[Any, Field(description="Its new value (any JSON value)")] = None,
+        remove: Annotated[bool, Field(description="Delete the field instead of setting it")] = False,
+        expected_hash: ExpectedHash = None,
+    ) -> NoteContent:
+        """Set (or remove) one frontmatter field. Every other line of the note stays exactly as it was."""
+        return service.patch_frontmatter(path, key, value, remove=remove, expected_hash=expected_hash)
+
+    @server.tool("move_note", annotations=writes(destructive=False, idempotent=False))
+    def move_note(
+        source: Annotated[str, Field(description="Vault-relative path of the note to move")],
+        destination: Annotated[str, Field(description="Vault-relative new path; folders are created")],
+    ) -> MoveResult:
+        """Move or rename a note. Never overwrites: an existing destination is a conflict.
+        Returns {"moved": true, ...}. Links elsewhere are not rewritten."""
+        return service.move_note(source, destination)

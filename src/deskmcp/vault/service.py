@@ -1,0 +1,394 @@
+"""The vault service: reading, writing and finding notes in one folder of Markdown files.
+
+Reads come from disk (the truth); listing, search, tags and links come from the catalog
+(the index), which is refreshed for every path the service writes and, while the server
+runs, for every path the watcher reports. Without a running watcher the service re-scans
+by mtime (stat only) before answering, at most once per `rescan_seconds`.
+
+Writes are atomic and never clobber an edit the caller has not seen: `read_note` returns
+a `content_hash`; replacing an existing note requires that hash (`expected_hash`) or an
+explicit `overwrite=true`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from deskmcp.core.dates import iso
+from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, PermissionDenied
+from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.index import Hit
+from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.vault import frontmatter
+from deskmcp.vault.catalog import Catalog, filter_sql, parse_filter
+from deskmcp.vault.links import title
+from deskmcp.vault.models import (
+    Backlink,
+    BacklinkList,
+    LinkList,
+    MoveResult,
+    NoteContent,
+    NoteList,
+    NoteMatch,
+    OutgoingLink,
+    TagCount,
+    TagList,
+    VaultStatus,
+)
+from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
+from deskmcp.vault.settings import VaultSettings
+from deskmcp.vault.watcher import VaultWatcher
+
+
+def _modified(mtime_ns: int | None) -> str | None:
+    return iso(datetime.fromtimestamp(mtime_ns / 1e9, UTC)) if mtime_ns else None
+
+
+class VaultService:
+    """One vault: notes on disk plus their index. Thread-safe."""
+
+    def __init__(self, settings: VaultSettings) -> None:
+        self.settings = settings
+        if settings.vault_path is None:
+            settings.root.mkdir(parents=True, exist_ok=True)
+        self.root = settings.root.resolve()
+        self.read_only = settings.read_only
+        self.limit = settings.max_note_bytes
+        self.catalog = Catalog(self.root, settings.index_path, self.limit)
+        if self.catalog.index.get_meta("root") != str(self.root):
+            self.catalog.index.clear()  # an index built for another folder
+            self.catalog.index.set_meta("root", str(self.root))
+        self.watcher: VaultWatcher | None = None
+        self.rescan_seconds = 0.5
+        self._write_lock = threading.RLock()
+
+    def close(self) -> None:
+        self.stop_watching()
+        self.catalog.close()
+
+    # -- keeping the index true ------------------------------------------------------------
+
+    def start_watching(self) -> None:
+        """Start the watcher; its thread scans the vault once it is live.
+
+        The server answers `initialize` at once: a first start on a large vault builds the
+        index in that thread, and a query arriving meanwhile waits for the scan to finish.
+        """
+        if self.settings.watch and self.watcher is None:
+            self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
+            self.watcher.start()
+
+    def _rescan(self) -> None:
+        self.catalog.scan()
+
+    def stop_watching(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+
+    def ensure_fresh(self) -> None:
+        """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran)."""
+        if self.watcher is not None and self.watcher.running:
+            return
+        self.catalog.scan_if_stale(self.rescan_seconds)
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise PermissionDenied(
+                "The vault is read-only (VAULT_READ_ONLY=1): notes cannot be written, moved or patched.",
+                {"read_only": True},
+            )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _content(self, note: NoteFile) -> NoteContent:
+        return NoteContent(
+            path=note.rel,
+            frontmatter=note.frontmatter,
+            body=note.parts.body,
+            content_hash=note.hash,
+            title=title(note.frontmatter, note.rel),
+            modified=_modified(note.mtime_ns),
+            size=note.size,
+            frontmatter_error=note.frontmatter_error.message if note.frontmatter_error else None,
+        )
+
+    def _read(self, user_path: str) -> NoteFile:
+        rel, full = note_path(self.root, user_path)
+        if not full.exists():
+            raise NotFound(
+                f"No note {rel!r}. Use list_notes or search_notes to find notes and their paths.", {"path": rel}
+            )
+        return read_note_file(full, rel, self.limit)
+
+    def read_note(self, path: str, *, strict: bool = False) -> NoteContent:
+        note = self._read(path)
+        if strict and note.frontmatter_error is not None:
+            raise note.frontmatter_error
+        return self._content(note)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _current(self, rel: str, full: Path) -> NoteFile | None:
+        if full.is_dir():
+            raise BadRequest(f"{rel!r} is a folder, not a note.", {"path": rel})
+        if not full.exists():
+            return None
+        return read_note_file(full, rel, self.limit)
+
+    def _check_hash(self, rel: str, current: NoteFile | None, expected_hash: str | None, overwrite: bool) -> None:
+        if current is None:
+            if expected_hash:
+                raise Conflict(
+                    f"The note {rel!r} no longer exists (moved or deleted since it was read). "
+                    "Search for it again, or write without expected_hash to create it.",
+                    {"path": rel},
+                )
+            return
+        if expected_hash:
+            if expected_hash != current.hash:
+                raise Conflict(
+                    f"The note {rel!r} changed since it was read. Call read_note again, merge your change "
+                    "into what it returns and pass its new content_hash as expected_hash.",
+                    {"path": rel, "expected_hash": expected_hash, "content_hash": current.hash},
+                )
+        elif not overwrite:
+            raise Conflict(
+                f"The note {rel!r} already exists. Read it first and pass its content_hash as expected_hash "
+                "to replace it, or pass overwrite=true to replace it unseen.",
+                {"path": rel, "content_hash": current.hash},
+            )
+
+    def _store(self, rel: str, full: Path, text: str, current: NoteFile | None) -> NoteContent:
+        data = text.encode("utf-8")
+        ensure_size(data, self.limit, rel)
+        if not self.root.is_dir():
+            raise NotFound(
+                f"The vault folder {self.root} does not exist. Create it or set VAULT_PATH to your vault.",
+                {"root": str(self.root)},
+            )
+        if current is None or current.data != data:
+            try:
+                full.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(full, data)
+            except PermissionError as exc:
+                raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
+            except OSError as exc:
+                raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc
+        self.catalog.refresh(rel)
+        return self._content(parse_note(rel, data, full.stat().st_mtime_ns))
+
+    def _with_frontmatter(self, current: NoteFile | None, wanted: dict[str, Any], rel: str) -> frontmatter.Split:
+        parts = current.parts if current is not None else frontmatter.split("")
+        if current is not None and current.frontmatter_error is None and parts.has_block:
+            yaml_text = frontmatter.update(parts.yaml_text, current.frontmatter, wanted, rel)
+        else:  # no block yet, or a corrupt one the caller has seen and chosen to replace
+            yaml_text = frontmatter.render(wanted, parts.newline)
+        return parts.with_yaml(yaml_text)
+
+    def write_note(
+        self,
+        path: str,
+        body: str,
+        frontmatter_values: dict[str, Any] | None = None,
+        *,
+        expected_hash: str | None = None,
+        overwrite: bool = False,
+    ) -> NoteContent:
+        self._require_writable()
+        rel, full = note_path(self.root, path)
+        with self._write_lock:
+            current = self._current(rel, full)
+            self._check_hash(rel, current, expected_hash, overwrite)
+            if frontmatter_values is None:
+                parts = current.parts if current is not None else frontmatter.split("")
+            else:
+                parts = self._with_frontmatter(current, _json_values(frontmatter_values), rel)
+            return self._store(rel, full, parts.with_body(body).text(), current)
+
+    def append_note(
+        self, path: str, text: str, *, create: bool = False, expected_hash: str | None = None
+    ) -> NoteContent:
+        self._require_writable()
+        rel, full = note_path(self.root, path)
+        with self._write_lock:
+            current = self._current(rel, full)
+            if current is None and not create:
+                raise NotFound(f"No note {rel!r} to append to. Pass create=true to start it.", {"path": rel})
+            self._check_hash(rel, current, expected_hash, overwrite=True)
+            old = current.text if current is not None else ""
+            joiner = "\n" if old and not old.endswith("\n") else ""
+            addition = text if text.endswith("\n") else text + "\n"
+            return self._store(rel, full, old + joiner + addition, current)
+
+    def patch_frontmatter(
+        self, path: str, key: str, value: Any = None, *, remove: bool = False, expected_hash: str | None = None
+    ) -> NoteContent:
+        self._require_writable()
+        if not key.strip():
+            raise BadRequest("A frontmatter key is required.", {"key": key})
+        rel, full = note_path(self.root, path)
+        with self._write_lock:
+            current = self._current(rel, full)
+            if current is None:
+                raise NotFound(f"No note {rel!r}. Use write_note to create it.", {"path": rel})
+            self._check_hash(rel, current, expected_hash, overwrite=True)
+            if current.frontmatter_error is not None:
+                raise current.frontmatter_error
+            wanted = dict(current.frontmatter)
+            if remove:
+                if key not in wanted:
+                    return self._content(current)
+                del wanted[key]
+            else:
+                wanted[key] = _json_values(value)
+            return self._store(rel, full, self._with_frontmatter(current, wanted, rel).text(), current)
+
+    def move_note(self, source: str, destination: str) -> MoveResult:
+        self._require_writable()
+        src_rel, src = note_path(self.root, source)
+        dst_rel, dst = note_path(self.root, destination)
+        if src_rel == dst_rel:
+            raise BadRequest("The source and destination are the same note.", {"source": src_rel})
+        with self._write_lock:
+            if not src.is_file():
+                raise NotFound(f"No note {src_rel!r} to move.", {"source": src_rel})
+            if dst.exists():
+                raise Conflict(
+                    f"{dst_rel!r} already exists; move_note never overwrites. Choose another destination.",
+                    {"source": src_rel, "destination": dst_rel},
+                )
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                _rename_no_replace(src, dst)
+            except FileExistsError as exc:
+                raise Conflict(f"{dst_rel!r} already exists.", {"destination": dst_rel}) from exc
+            except OSError as exc:
+                raise IOFailure(f"Could not move {src_rel!r}: {exc.strerror}. Nothing was changed.") from exc
+            self.catalog.refresh(src_rel)
+            self.catalog.refresh(dst_rel)
+        return MoveResult(moved=True, source=src_rel, destination=dst_rel)
+
+    # -- finding ---------------------------------------------------------------------------
+
+    def _match(self, hit: Hit) -> NoteMatch:
+        return NoteMatch(
+            path=hit.key,
+            title=hit.columns.get("title") or "",
+            snippet=hit.snippet,
+            score=round(hit.score, 4) if hit.score is not None else None,
+            tags=orjson.loads(hit.data) if hit.data else [],
+            modified=_modified(hit.columns.get("mtime_ns")),
+        )
+
+    def _filters(
+        self, folder: str | None, tag: str | None, filter: str | None, *, recursive: bool = True
+    ) -> tuple[str, list[Any]]:
+        rel = folder_path(self.root, folder)[0] if folder and folder.strip() else ""
+        return filter_sql(rel, tag, parse_filter(filter), recursive=recursive)
+
+    def list_notes(
+        self,
+        directory: str | None = None,
+        filter: str | None = None,
+        *,
+        tag: str | None = None,
+        recursive: bool = True,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> NoteList:
+        self.ensure_fresh()
+        where, params = self._filters(directory, tag, filter, recursive=recursive)
+        key = query_key("list", directory, filter, tag, recursive)
+        offset = decode_cursor(cursor, key)
+        hits = self.catalog.index.select(where=where, params=params, order_by="d.key", limit=limit + 1, offset=offset)
+        total = self.catalog.index.count(where=where, params=params)
+        return NoteList(
+            notes=[self._match(h) for h in hits[:limit]], total=total, next_cursor=page(offset, limit, len(hits), key)
+        )
+
+    def search_notes(
+        self,
+        query: str,
+        *,
+        folder: str | None = None,
+        tag: str | None = None,
+        filter: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> NoteList:
+        self.ensure_fresh()
+        where, params = self._filters(folder, tag, filter)
+        key = query_key("search", query, folder, tag, filter)
+        offset = decode_cursor(cursor, key)
+        hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
+        return NoteList(notes=[self._match(h) for h in hits[:limit]], next_cursor=page(offset, limit, len(hits), key))
+
+    def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
+        self.ensure_fresh()
+        where, params = self._filters(folder, None, None)
+        hits = self.catalog.index.select(where=where, params=params, order_by="d.mtime_ns DESC, d.key", limit=limit)
+        return NoteList(notes=[self._match(h) for h in hits])
+
+    def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
+        self.ensure_fresh()
+        counts = self.catalog.tag_counts((prefix or "").strip().lstrip("#").lower(), limit)
+        return TagList(tags=[TagCount(tag=tag, count=count) for tag, count in counts])
+
+    def _indexed(self, path: str) -> str:
+        rel, full = note_path(self.root, path)
+        self.catalog.refresh(rel)
+        if not full.is_file() or self.catalog.index.get(rel) is None:
+            raise NotFound(f"No note {rel!r}. Use list_notes or search_notes to find notes.", {"path": rel})
+        return rel
+
+    def get_links(self, path: str) -> LinkList:
+        self.ensure_fresh()
+        rel = self._indexed(path)
+        return LinkList(path=rel, links=[OutgoingLink(**link) for link in self.catalog.outgoing(rel)])
+
+    def get_backlinks(self, path: str) -> BacklinkList:
+        self.ensure_fresh()
+        rel = self._indexed(path)
+        return BacklinkList(path=rel, backlinks=[Backlink(**link) for link in self.catalog.incoming(rel)])
+
+    def status(self) -> VaultStatus:
+        self.ensure_fresh()
+        scan = self.catalog.last_scan
+        return VaultStatus(
+            root=str(self.root),
+            notes=self.catalog.index.count(),
+            read_only=self.read_only,
+            watching=self.watcher is not None and self.watcher.running,
+            index_path=str(self.catalog.index.path),
+            last_scan_seconds=round(scan.seconds, 3) if scan else None,
+            max_note_bytes=self.limit,
+        )
+
+
+def _json_values(value: Any) -> Any:
+    """Values a client sent, checked to be plain JSON (what frontmatter can hold)."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise BadRequest("Frontmatter values must be JSON values.") from exc
+
+
+def _rename_no_replace(src: Path, dst: Path) -> None:
+    """Move `src` to `dst`, failing with FileExistsError rather than replacing `dst`."""
+    try:
+        os.link(src, dst)  # fails if dst exists: no window in which it could be clobbered
+    except FileExistsError:
+        raise
+    except OSError:
+        if dst.exists():
+            raise FileExistsError(str(dst)) from None
+        src.replace(dst)
+        return
+    src.unlink()

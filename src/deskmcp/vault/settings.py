@@ -1,0 +1,48 @@
+"""Configuration of the vault server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from deskmcp.core.config import WorkspaceSettings, env_alias, expand
+
+
+class VaultSettings(WorkspaceSettings):
+    """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`, plus the workspace's."""
+
+    vault_path: Path | None = Field(
+        default=None,
+        validation_alias=env_alias("vault_path", "VAULT_PATH"),
+        description="The vault folder (default: <workspace>/vault, created when missing).",
+    )
+    read_only: bool = Field(
+        default=False,
+        validation_alias=env_alias("read_only", "VAULT_READ_ONLY"),
+        description="Register only the reading tools; the service refuses writes with permission_denied.",
+    )
+    max_note_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        validation_alias=env_alias("max_note_bytes", "VAULT_MAX_NOTE_BYTES"),
+        description="Largest note read, written or indexed in full (bigger notes are indexed by name only).",
+    )
+    watch: bool = Field(
+        default=True,
+        validation_alias=env_alias("watch", "VAULT_WATCH"),
+        description="Watch the vault for edits while serving (else re-scan by mtime before answering).",
+    )
+
+    @field_validator("vault_path", mode="before")
+    @classmethod
+    def _expand_vault(cls, value: object) -> object:
+        return expand(value) if isinstance(value, str | Path) and str(value) else None
+
+    @property
+    def root(self) -> Path:
+        return self.vault_path or self.workspace / "vault"
+
+    @property
+    def index_path(self) -> Path:
+        return self.index_folder / "vault.sqlite3"
