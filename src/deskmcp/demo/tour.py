@@ -176,15 +176,13 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     return failures
 
 
-def client_config(workspace: Path, servers: list[DemoServer]) -> str:
+def client_config() -> str:
     project = Path(__file__).resolve().parents[3]
     if (project / "pyproject.toml").is_file():
         base = ["uv", "run", "--directory", str(project), "deskmcp"]
     else:
         base = ["uvx", "deskmcp"]
-    config = {
-        "mcpServers": {f"deskmcp-{s.name}": {"command": base[0], "args": [*base[1:], "serve", s.name]} for s in servers}
-    }
+    config = {"mcpServers": {"deskmcp": {"command": base[0], "args": [*base[1:], "serve", "all"]}}}
     return json.dumps(config, indent=2)
 
 
@@ -207,10 +205,12 @@ def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False
     console.rule("[bold]Use deskmcp for real[/bold]")
     console.print(
         "Add this to your MCP client's configuration (Claude Desktop: claude_desktop_config.json; "
-        "Cursor: .cursor/mcp.json). Without DESKMCP_WORKSPACE the servers use your own data folder and "
-        "Granola's own cache:"
+        "Cursor: .cursor/mcp.json). It runs every server in one process; `serve "
+        + " | ".join(s.name for s in servers)
+        + "` runs one alone. Without DESKMCP_WORKSPACE the servers use your own data folder and "
+        "Granola's own cache; set VAULT_PATH to your notes:"
     )
-    console.print(client_config(workspace, servers), markup=False, highlight=False)
+    console.print(client_config(), markup=False, highlight=False)
     console.print(
         f'\nTo keep exploring the demo data, add "env": {{"DESKMCP_WORKSPACE": "{workspace}", '
         f'"GRANOLA_CACHE_PATH": "{workspace / "granola"}"}} to an entry.',
