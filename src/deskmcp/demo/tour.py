@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -158,7 +159,7 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
         last: Any = None
         for caption, tool, arguments in server.module.STEPS:
             args = resolve(arguments, last)
-            console.print(f"\n[bold cyan]›[/bold cyan] {caption}")
+            console.print(f"\n[bold cyan]›[/bold cyan] {escape(caption)}")
             console.print(f"  [dim]{tool} {json.dumps(args, ensure_ascii=False)}[/dim]")
             started = time.perf_counter()
             with console.status(f"Calling {tool}…"):
