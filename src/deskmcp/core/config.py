@@ -7,9 +7,10 @@ Each server has one frozen settings class that subclasses `WorkspaceSettings`. O
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 APP_NAME = "deskmcp"
@@ -30,6 +31,16 @@ def expand(path: Path | str) -> Path:
     return Path(os.path.expandvars(str(path))).expanduser()
 
 
+def _optional_path(value: object) -> object:
+    if isinstance(value, str | Path):
+        return expand(value) if str(value) else None
+    return value
+
+
+OptionalPath = Annotated[Path | None, BeforeValidator(_optional_path)]
+"""A path setting that may be unset; `~` and `$VARS` are expanded, an empty value means unset."""
+
+
 class WorkspaceSettings(BaseSettings):
     """Where deskmcp keeps its data. Environment: `DESKMCP_WORKSPACE`, `DESKMCP_INDEX_DIR`, `DESKMCP_TIMEZONE`."""
 
@@ -44,6 +55,12 @@ class WorkspaceSettings(BaseSettings):
         default=None,
         validation_alias=env_alias("index_dir", "DESKMCP_INDEX_DIR"),
         description="Where search indexes are kept (default: <workspace>/.deskmcp/index).",
+    )
+    max_chars: int = Field(
+        default=200_000,
+        ge=1_000,
+        validation_alias=env_alias("max_chars", "MAX_FILE_CHARS"),
+        description="Longest text one tool answer carries (exports, transcripts, document text).",
     )
     timezone: str | None = Field(
         default=None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -24,6 +24,11 @@ from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound
 log = logging.getLogger("deskmcp")
 
 ServiceContext = Callable[[], AbstractAsyncContextManager[object]]
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 """Annotations of a tool that only reads local data."""
@@ -81,6 +86,18 @@ class DeskServer(MCPServer[Any]):
     def add_service_context(self, factory: ServiceContext) -> None:
         """Run `factory()` as an async context for as long as the server runs."""
         self._service_contexts.append(factory)
+
+    def close_on_shutdown(self, resource: Closeable) -> None:
+        """Call `resource.close()` when the server stops (e.g. a service holding an index)."""
+
+        @asynccontextmanager
+        async def closing() -> AsyncIterator[object]:
+            try:
+                yield resource
+            finally:
+                resource.close()
+
+        self.add_service_context(closing)
 
     @asynccontextmanager
     async def _lifespan(self, _server: MCPServer[Any]) -> AsyncIterator[object]:

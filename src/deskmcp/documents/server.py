@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import Annotated
 
 from pydantic import Field
@@ -71,14 +70,7 @@ def create_server(settings: DocumentsSettings, service: DocumentService | None =
 def register(server: DeskServer, service: DocumentService) -> None:
     """Add the documents tools to `server`."""
 
-    @asynccontextmanager
-    async def closing():  # the index is closed when the server stops
-        try:
-            yield service
-        finally:
-            service.close()
-
-    server.add_service_context(closing)
+    server.close_on_shutdown(service)
 
     @server.tool("index_document", annotations=writes(destructive=False, idempotent=True))
     def index_document(path: DocPath, tags: Tags = None) -> IndexDocumentOutput:

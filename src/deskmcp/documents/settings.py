@@ -9,14 +9,14 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from deskmcp.core.config import WorkspaceSettings, env_alias, expand
+from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias, expand
 
 
 class DocumentsSettings(WorkspaceSettings):
     """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`,
     plus the workspace's."""
 
-    documents_path: Path | None = Field(
+    documents_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
         description="The main documents folder (default: <workspace>/documents, created if missing).",
@@ -33,23 +33,12 @@ class DocumentsSettings(WorkspaceSettings):
         validation_alias=env_alias("max_file_mb", "DOCUMENTS_MAX_FILE_MB"),
         description="Files larger than this many MiB are refused before they are read.",
     )
-    max_chars: int = Field(
-        default=200_000,
-        ge=1_000,
-        validation_alias=env_alias("max_chars", "MAX_FILE_CHARS"),
-        description="Most characters of document text one tool answer carries.",
-    )
     max_index_chars: int = Field(
         default=5_000_000,
         ge=10_000,
         validation_alias=env_alias("max_index_chars", "DOCUMENTS_MAX_INDEX_CHARS"),
         description="Most characters of one document's text that are indexed for search.",
     )
-
-    @field_validator("documents_path", mode="before")
-    @classmethod
-    def _expand_root(cls, value: object) -> object:
-        return expand(value) if isinstance(value, str | Path) and str(value) else None
 
     @field_validator("extra_roots", mode="before")
     @classmethod

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import asynccontextmanager
 from typing import Annotated, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
@@ -80,14 +79,7 @@ def create_server(settings: MeetingsSettings, service: MeetingService | None = N
 def register(server: DeskServer, service: MeetingService) -> None:
     """Add the meetings tools, resources and prompts to `server`."""
 
-    @asynccontextmanager
-    async def closing():  # the index is closed when the server stops
-        try:
-            yield service
-        finally:
-            service.close()
-
-    server.add_service_context(closing)
+    server.close_on_shutdown(service)
 
     @server.tool("granola.meetings.list", annotations=READ_ONLY)
     def meetings_list(

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from deskmcp.core.config import WorkspaceSettings, env_alias, expand
+from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 
 class VaultSettings(WorkspaceSettings):
     """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`, plus the workspace's."""
 
-    vault_path: Path | None = Field(
+    vault_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("vault_path", "VAULT_PATH"),
         description="The vault folder (default: <workspace>/vault, created when missing).",
@@ -33,11 +33,6 @@ class VaultSettings(WorkspaceSettings):
         validation_alias=env_alias("watch", "VAULT_WATCH"),
         description="Watch the vault for edits while serving (else re-scan by mtime before answering).",
     )
-
-    @field_validator("vault_path", mode="before")
-    @classmethod
-    def _expand_vault(cls, value: object) -> object:
-        return expand(value) if isinstance(value, str | Path) and str(value) else None
 
     @property
     def root(self) -> Path:
