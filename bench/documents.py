@@ -11,6 +11,13 @@ times searches through the service and through an in-memory MCP client.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/http.py would shadow the standard library's `http`: keep this folder off the import path.
+_BENCH = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
+
 import argparse
 import random
 import statistics

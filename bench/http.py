@@ -22,19 +22,19 @@ from pathlib import Path
 # This file is named http.py: keep its folder off the import path so `import http` finds the stdlib.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import socket  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
 
-import anyio  # noqa: E402
-import httpx2  # noqa: E402
-from mcp import Client  # noqa: E402
+import anyio
+import httpx2
+from mcp import Client
 
 ROOT = Path(__file__).resolve().parent.parent
 HELLO = {"bare": "hello", "deskmcp": "bench.hello"}

@@ -11,18 +11,23 @@ A bare `MCPServer` hello-world's cold start is measured in the same run for the 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/http.py would shadow the standard library's `http`: keep this folder off the import path.
+_BENCH = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
+
 import argparse
 import shutil
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(_BENCH.parent))
 
-from common import peak_rss_mb, session, stdio_params, summary, timed_call
+from bench.common import peak_rss_mb, session, stdio_params, summary, timed_call
 from deskmcp.demo.meetings import build_state, write_cache
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings

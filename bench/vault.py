@@ -15,6 +15,13 @@ For each size it generates a vault, then measures:
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# bench/http.py would shadow the standard library's `http`: keep this folder off the import path.
+_BENCH = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
+
 import argparse
 import os
 import random
