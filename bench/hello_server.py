@@ -1,5 +1,11 @@
 """A bare MCPServer hello-world: the baseline for cold-start and latency comparisons."""
 
+import sys
+from pathlib import Path
+
+# bench/http.py would shadow the standard library's `http`: keep this folder off the import path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("hello")
