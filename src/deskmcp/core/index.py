@@ -135,6 +135,8 @@ class SearchIndex:
             self._quarantine(exc)
             self._writer = self._open_writer()
         self._columns = [name for name, _ in schema.columns]
+        weights = ", ".join(str(float(w)) for w in schema.weights)
+        self._bm25 = f"bm25(fts, {weights})" if weights else "bm25(fts)"
         self._side_names = [name for ddl in schema.side_tables if (name := _table_name(ddl))]
 
     # -- opening ---------------------------------------------------------------------------
@@ -185,9 +187,6 @@ class SearchIndex:
             conn.execute(
                 f"CREATE VIRTUAL TABLE fts USING fts5({fields}, tokenize='porter unicode61 remove_diacritics 2')"
             )
-            if s.weights:
-                weights = ", ".join(str(float(w)) for w in s.weights)
-                conn.execute("INSERT INTO fts(fts, rank) VALUES('rank', ?)", (f"bm25({weights})",))
             for ddl in s.side_tables:
                 conn.execute(ddl)
             conn.execute("INSERT INTO meta(key, value) VALUES('schema', ?)", (schema_id,))
@@ -418,12 +417,17 @@ class SearchIndex:
         `where` filters over `docs d` with `params`; snippets mark matches with **...**.
         """
         match = fts_query(query)
-        clause = f"AND ({where})" if where else ""
-        order = order_by or "fts.rank"
-        sql = (
-            "SELECT d.id, -fts.rank FROM fts JOIN docs d ON d.id = fts.rowid"
-            f" WHERE fts MATCH ? {clause} ORDER BY {order} LIMIT ? OFFSET ?"
-        )
+        # bm25() with the weights spelled out is cheaper than FTS5's configured `rank`; with
+        # another order the score is not needed, so it is not computed. Without filters the
+        # FTS table is ranked alone: joining `docs` first would cost a lookup per match.
+        score = self._bm25 if order_by is None else "NULL"
+        if where or order_by:
+            sql = (
+                f"SELECT d.id, {score} AS score FROM fts JOIN docs d ON d.id = fts.rowid"
+                f" WHERE fts MATCH ? AND ({where or '1'}) ORDER BY {order_by or 'score'}, d.id LIMIT ? OFFSET ?"
+            )
+        else:
+            sql = f"SELECT rowid, {score} AS score FROM fts WHERE fts MATCH ? ORDER BY score, rowid LIMIT ? OFFSET ?"
         with self.reader() as conn:
             try:
                 ranked = conn.execute(sql, (match, *params, limit, offset)).fetchall()
@@ -443,7 +447,9 @@ class SearchIndex:
                 int(r[0]): r[1:]
                 for r in conn.execute(f"SELECT d.id, {self._select_cols()} FROM docs d WHERE d.id IN ({marks})", ids)
             }
-        return [self._hit(rows[i], float(score), snippets.get(i)) for i, score in ranked if i in rows]
+        return [
+            self._hit(rows[i], None if raw is None else -float(raw), snippets.get(i)) for i, raw in ranked if i in rows
+        ]
 
 
 def _table_name(ddl: str) -> str | None:

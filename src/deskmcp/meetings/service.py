@@ -263,6 +263,8 @@ class MeetingService:
                 "folders": orjson.dumps(folder_rows).decode(),
             },
         )
+        # Counted once per change of the file, so the status call stays cheap.
+        self.index.set_meta("transcripts", str(self.index.count(where="d.transcript_json IS NOT NULL")))
         self._source = before
         self._last_sync = time.perf_counter() - started
         log.info(
@@ -486,7 +488,7 @@ class MeetingService:
             status.format = self.index.get_meta("format")
             status.meetings = self.index.count()
             status.folders = len(orjson.loads(self.index.get_meta("folders") or "[]"))
-            status.transcripts = self.index.count(where="d.transcript_json IS NOT NULL")
+            status.transcripts = int(self.index.get_meta("transcripts") or 0)
             status.indexed_at = self.index.get_meta("indexed_at")
             status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
         return status
