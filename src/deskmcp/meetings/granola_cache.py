@@ -16,23 +16,27 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import orjson
 
-from deskmcp.core.dates import iso, parse_timestamp
 from deskmcp.core.errors import IOFailure, NotFound, ParseError
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.meetings.models import FolderRef, Meeting, Participant, Platform
-from deskmcp.meetings.prosemirror import to_markdown
+from deskmcp.meetings.models import FolderRef, Meeting
+from deskmcp.meetings.normalize import (
+    Segment,
+    as_dict,
+    as_list,
+    build_meeting,
+    norm_id,
+    text_of,
+    transcript_segments,
+)
 
 _CACHE_NAME = re.compile(r"^cache-v(\d+)\.json$")
 _ENC_NAME = re.compile(r"^cache-v(\d+)\.json\.enc$")
-Segment = dict[str, Any]
-_URL = re.compile(r"https?://[^\s<>\"')\]]+")
 
 
 def granola_folders() -> list[Path]:
@@ -216,25 +220,6 @@ def parse(path: Path, max_bytes: int) -> ParsedCache:
     return parse_state(state, fmt)
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: object) -> str | None:
-    if isinstance(value, str):
-        text = value.strip()
-        return text or None
-    return None
-
-
-def _norm_id(value: str) -> str:
-    return value.replace("-", "").lower()
-
-
 PARSER_VERSION = "1"
 """Part of every meeting's fingerprint: bump it when normalisation changes."""
 
@@ -264,14 +249,14 @@ class RawMeeting:
 
     def normalize(self) -> tuple[Meeting, list[Segment]] | None:
         """The meeting and its transcript; None for a deleted, non-meeting or malformed document."""
-        doc = _dict(_decoded(self.doc))
+        doc = as_dict(_decoded(self.doc))
         if not doc or doc.get("deleted_at") or doc.get("deleted") is True:
             return None
         if doc.get("type") not in (None, "meeting"):
             return None
-        segments = _segments(_decoded(self.transcript))
-        meeting = _meeting(
-            self.id, doc, _dict(_decoded(self.meta)), _dict(_decoded(self.panels)), segments, self.folders
+        segments = transcript_segments(_decoded(self.transcript))
+        meeting = build_meeting(
+            self.id, doc, as_dict(_decoded(self.meta)), as_dict(_decoded(self.panels)), segments, self.folders
         )
         return meeting, segments
 
@@ -287,24 +272,24 @@ def _decoded(value: Any) -> Any:
 
 def raw_meetings(state: dict[str, Any]) -> tuple[list[RawMeeting], list[FolderInfo]]:
     """Every document of a cache state with its metadata, panels, transcript and folders."""
-    documents = _dict(state.get("documents"))
-    metadata = _dict(state.get("meetingsMetadata"))
-    panels = _dict(state.get("documentPanels"))
-    transcripts = _dict(state.get("transcripts"))
-    transcripts_by_norm = {_norm_id(str(k)): v for k, v in transcripts.items()}
-    metadata_by_norm = {_norm_id(str(k)): v for k, v in metadata.items()}
+    documents = as_dict(state.get("documents"))
+    metadata = as_dict(state.get("meetingsMetadata"))
+    panels = as_dict(state.get("documentPanels"))
+    transcripts = as_dict(state.get("transcripts"))
+    transcripts_by_norm = {norm_id(str(k)): v for k, v in transcripts.items()}
+    metadata_by_norm = {norm_id(str(k)): v for k, v in metadata.items()}
 
     folders = _folders(state)
     folders_of: dict[str, list[FolderRef]] = {}
     for info in folders:
         for mid in info.meeting_ids:
-            folders_of.setdefault(_norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
+            folders_of.setdefault(norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
 
     raws: list[RawMeeting] = []
     for key, doc in documents.items():
         if not isinstance(key, str) or not key.strip():
             continue
-        norm = _norm_id(key)
+        norm = norm_id(key)
         raws.append(
             RawMeeting(
                 id=key,
@@ -338,240 +323,22 @@ def parse_state(state: dict[str, Any], fmt: str = "object") -> ParsedCache:
 
 
 def _folders(state: dict[str, Any]) -> list[FolderInfo]:
-    lists = _dict(state.get("documentLists"))
-    lists_meta = _dict(state.get("documentListsMetadata"))
+    lists = as_dict(state.get("documentLists"))
+    lists_meta = as_dict(state.get("documentListsMetadata"))
     out: list[FolderInfo] = []
     for list_id in {*lists.keys(), *lists_meta.keys()}:
-        meta = _dict(lists_meta.get(list_id))
+        meta = as_dict(lists_meta.get(list_id))
         members = lists.get(list_id)
         ids: list[str] = []
-        for member in _list(members) or _list(meta.get("documents")):
+        for member in as_list(members) or as_list(meta.get("documents")):
             if isinstance(member, str):
                 ids.append(member)
-            elif isinstance(member, dict) and _str(member.get("id")):
+            elif isinstance(member, dict) and text_of(member.get("id")):
                 ids.append(str(member["id"]))
-        name = _str(meta.get("title")) or _str(meta.get("name")) or str(list_id)
-        out.append(FolderInfo(str(list_id), name, _str(meta.get("description")), ids))
+        name = text_of(meta.get("title")) or text_of(meta.get("name")) or str(list_id)
+        out.append(FolderInfo(str(list_id), name, text_of(meta.get("description")), ids))
     out.sort(key=lambda f: f.name.lower())
     return out
-
-
-def _person(value: object, role: str) -> Participant | None:
-    person = _dict(value)
-    details = _dict(person.get("details"))
-    details_person = _dict(details.get("person"))
-    details_name = _dict(details_person.get("name"))
-    name = (
-        _str(person.get("name"))
-        or _str(person.get("displayName"))
-        or _str(person.get("display_name"))
-        or _str(details_name.get("fullName"))
-    )
-    email = _str(person.get("email"))
-    if name is None and email is None:
-        return None
-    return Participant(name=name, email=email.lower() if email else None, role=role)  # type: ignore[arg-type]
-
-
-def _participants(doc: dict[str, Any], meta: dict[str, Any]) -> list[Participant]:
-    found: list[Participant] = []
-    people = doc.get("people")
-    if isinstance(people, dict):
-        creator = _person(people.get("creator"), "creator")
-        if creator:
-            found.append(creator)
-        found.extend(p for p in (_person(a, "attendee") for a in _list(people.get("attendees"))) if p)
-    elif isinstance(people, list):
-        found.extend(p for p in (_person(a, "attendee") for a in people) if p)
-    if not found:
-        event = _dict(doc.get("google_calendar_event"))
-        found.extend(p for p in (_person(a, "attendee") for a in _list(event.get("attendees"))) if p)
-    if not found:
-        found.extend(p for p in (_person(a, "attendee") for a in _list(meta.get("attendees"))) if p)
-    seen: set[str] = set()
-    unique: list[Participant] = []
-    for p in found:
-        key = (p.email or p.name or "").lower()
-        if key in seen:
-            # Keep the richer record: a later entry may add a name to a bare email.
-            for existing in unique:
-                if (existing.email or existing.name or "").lower() == key and not existing.name and p.name:
-                    existing.name = p.name
-            continue
-        seen.add(key)
-        unique.append(p)
-    return unique
-
-
-def _platform(doc: dict[str, Any], meta: dict[str, Any], links: list[str]) -> Platform | None:
-    conference = _dict(meta.get("conference"))
-    event = _dict(doc.get("google_calendar_event"))
-    solution = _dict(_dict(event.get("conferenceData")).get("conferenceSolution"))
-    hints = " ".join(
-        str(x)
-        for x in (
-            conference.get("provider"),
-            meta.get("platform"),
-            solution.get("name"),
-            _dict(solution.get("key")).get("type"),
-            event.get("hangoutLink"),
-            *links,
-        )
-        if x
-    ).lower()
-    if not hints:
-        return None
-    if "zoom" in hints:
-        return "zoom"
-    if "meet" in hints and ("google" in hints or "meet.google" in hints or "hangout" in hints):
-        return "meet"
-    if "teams" in hints:
-        return "teams"
-    if "hangout" in hints or "google_meet" in hints:
-        return "meet"
-    return "other"
-
-
-def _links(doc: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    event = _dict(doc.get("google_calendar_event"))
-    conference = _dict(meta.get("conference"))
-    candidates: list[str] = []
-    for value in (conference.get("url"), conference.get("join_url"), event.get("hangoutLink")):
-        if _str(value):
-            candidates.append(str(value).strip())
-    for entry in _list(_dict(event.get("conferenceData")).get("entryPoints")):
-        uri = _str(_dict(entry).get("uri"))
-        if uri and uri.startswith("http"):
-            candidates.append(uri)
-    for text in (event.get("location"), event.get("description")):
-        if isinstance(text, str):
-            candidates.extend(_URL.findall(text))
-    if _str(event.get("htmlLink")):
-        candidates.append(str(event["htmlLink"]).strip())
-    return list(dict.fromkeys(candidates))
-
-
-def _notes(doc: dict[str, Any], panels: dict[str, Any]) -> str:
-    for key in ("notes_markdown", "notes_plain"):
-        text = _str(doc.get(key))
-        if text:
-            return text
-    rendered = to_markdown(doc.get("notes"))
-    if rendered:
-        return rendered
-    parts: list[str] = []
-    for panel in panels.values():
-        p = _dict(panel)
-        body = to_markdown(p.get("content")) or _strip_html(_str(p.get("original_content")) or "")
-        if body:
-            title = _str(p.get("title"))
-            parts.append(f"## {title}\n\n{body}" if title else body)
-    if parts:
-        return "\n\n".join(parts)
-    summary = _str(doc.get("summary")) or _str(doc.get("overview"))
-    return summary or ""
-
-
-_TAG = re.compile(r"<[^>]+>")
-
-
-def _strip_html(html: str) -> str:
-    text = re.sub(r"</(p|div|li|h\d)>|<br\s*/?>", "\n", html, flags=re.IGNORECASE)
-    text = _TAG.sub("", text)
-    import html as html_lib
-
-    return re.sub(r"\n{3,}", "\n\n", html_lib.unescape(text)).strip()
-
-
-def _event_time(event: dict[str, Any], key: str) -> datetime | None:
-    value = event.get(key)
-    if isinstance(value, dict):
-        return parse_timestamp(value.get("dateTime") or value.get("date"))
-    return parse_timestamp(value)
-
-
-def _segment_time(value: object) -> tuple[str | None, datetime | None]:
-    """A segment timestamp as ISO text and datetime. Transcripts hold tens of thousands of
-    segments, so ISO text that is already UTC is kept as is."""
-    if isinstance(value, str) and value.endswith("Z") and len(value) >= 20 and value[10] == "T":
-        try:
-            return value, datetime.fromisoformat(value)
-        except ValueError:
-            pass
-    parsed = parse_timestamp(value)
-    return iso(parsed), parsed
-
-
-def _segments(raw: object) -> list[Segment]:
-    """Final transcript segments as plain dicts (the fields of `TranscriptSegment`).
-
-    Plain dicts because a large cache holds hundreds of thousands of them.
-    """
-    if isinstance(raw, dict):  # some caches wrap the list
-        raw = raw.get("segments") or raw.get("transcript") or raw.get("entries")
-    segments: list[Segment] = []
-    first: datetime | None = None
-    for item in _list(raw):
-        if not isinstance(item, dict):
-            continue
-        text = item.get("text")
-        if not isinstance(text, str) or not text.strip() or item.get("is_final") is False:
-            continue
-        start_text, start = _segment_time(item.get("start_timestamp") or item.get("start"))
-        end_text, _ = _segment_time(item.get("end_timestamp") or item.get("end"))
-        if start is not None and first is None:
-            first = start
-        source = item.get("source") if isinstance(item.get("source"), str) else None
-        speaker = _str(item.get("speaker")) or _SPEAKERS.get(source or "")
-        segments.append(
-            {
-                "start": start_text,
-                "end": end_text,
-                "offset_seconds": round((start - first).total_seconds(), 3) if start and first else None,
-                "source": source,
-                "speaker": speaker,
-                "text": text.strip(),
-            }
-        )
-    return segments
-
-
-_SPEAKERS = {"microphone": "me", "system": "them"}
-
-
-def _meeting(
-    doc_id: str,
-    doc: dict[str, Any],
-    meta: dict[str, Any],
-    panels: dict[str, Any],
-    segments: list[Segment],
-    folders: list[FolderRef],
-) -> Meeting:
-    event = _dict(doc.get("google_calendar_event"))
-    created = parse_timestamp(doc.get("created_at"))
-    start = _event_time(event, "start") or parse_timestamp(meta.get("start_time")) or created
-    end = _event_time(event, "end") or parse_timestamp(meta.get("end_time"))
-    if end is None and segments and segments[-1]["end"]:
-        end = parse_timestamp(segments[-1]["end"])
-    duration = round((end - start).total_seconds() / 60, 1) if start and end and end > start else None
-    links = _links(doc, meta)
-    title = _str(doc.get("title")) or _str(event.get("summary")) or "(untitled meeting)"
-    return Meeting(
-        id=doc_id,
-        title=title,
-        start_ts=iso(start),
-        end_ts=iso(end),
-        created_at=iso(created),
-        updated_at=iso(parse_timestamp(doc.get("updated_at"))),
-        duration_minutes=duration,
-        platform=_platform(doc, meta, links),
-        participants=_participants(doc, meta),
-        folders=folders,
-        links=links,
-        notes=_notes(doc, panels),
-        has_transcript=bool(segments),
-        transcript_segments=len(segments),
-    )
 
 
 def require_location(location: CacheLocation) -> Path:

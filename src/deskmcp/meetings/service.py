@@ -15,17 +15,19 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from deskmcp.core.dates import iso, parse_timestamp, parse_user_time, resolve_zone, zone_label
+from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
 from deskmcp.core.errors import BadRequest, NotFound, ParseError
-from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex, fts_any_prefix
+from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.meetings import granola_cache
+from deskmcp.meetings.filters import GROUPS, Filters, time_bucket
+from deskmcp.meetings.markdown import DEFAULT_SECTIONS, render_markdown
 from deskmcp.meetings.models import (
     CacheStatus,
     ExportMarkdownOutput,
@@ -72,66 +74,6 @@ SCHEMA = IndexSchema(
         "CREATE INDEX docs_platform ON docs(platform, start_ts)",
     ),
 )
-
-DEFAULT_SECTIONS: tuple[Section, ...] = ("header", "attendees", "notes", "links")
-
-
-class Filters:
-    """The filters shared by list, search and stats, resolved to SQL over `docs d`."""
-
-    def __init__(
-        self,
-        *,
-        zone: tzinfo,
-        from_ts: str | None = None,
-        to_ts: str | None = None,
-        days: int | None = None,
-        participants: list[str] | None = None,
-        platform: str | None = None,
-        folder: str | None = None,
-        now: datetime | None = None,
-    ) -> None:
-        self.start = parse_user_time(from_ts, "from_ts", zone)
-        self.end = parse_user_time(to_ts, "to_ts", zone, end_of_day=True)
-        if days is not None:
-            if days < 1:
-                raise BadRequest("days must be 1 or more.", {"days": days})
-            today = (now or datetime.now(UTC)).astimezone(zone).date()
-            first = today - timedelta(days=days - 1)
-            since = datetime(first.year, first.month, first.day, tzinfo=zone).astimezone(UTC)
-            self.start = max(self.start, since) if self.start else since
-        if self.start and self.end and self.start >= self.end:
-            raise BadRequest("from_ts must be before to_ts.", {"from_ts": from_ts, "to_ts": to_ts})
-        self.participants = [p.strip().lower() for p in participants or [] if p and p.strip()]
-        self.platform = platform.strip().lower() if platform else None
-        self.folder = folder.strip() if folder else None
-
-    def sql(self) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.start:
-            clauses.append("d.start_ts >= ?")
-            params.append(iso(self.start))
-        if self.end:
-            clauses.append("d.start_ts < ?")
-            params.append(iso(self.end))
-        if self.participants:
-            # Through the FTS index's participants column: a word-prefix match on names and
-            # emails ("ali" finds Alice, alice@x.com), without scanning every attendee row.
-            clauses.append("d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
-            params.append(fts_any_prefix("participants", self.participants))
-        if self.platform:
-            clauses.append("d.platform = ?")
-            params.append(self.platform)
-        if self.folder:
-            clauses.append(
-                "EXISTS (SELECT 1 FROM folder_members f WHERE f.doc_id = d.id AND (f.folder_id = ? OR f.folder_lc = ?))"
-            )
-            params.extend([self.folder, self.folder.lower()])
-        return " AND ".join(clauses), params
-
-    def key(self) -> tuple[Any, ...]:
-        return (iso(self.start), iso(self.end), self.participants, self.platform, self.folder)
 
 
 def _summary(meeting: Meeting) -> MeetingSummary:
@@ -386,10 +328,8 @@ class MeetingService:
         return ExportMarkdownOutput(id=meeting.id, title=meeting.title, markdown=text, truncated=truncated)
 
     def stats(self, filters: Filters, group_by: str, *, limit: int = 50) -> StatsOutput:
-        if group_by not in _GROUPS:
-            raise BadRequest(
-                f"group_by must be one of {', '.join(_GROUPS)} (got {group_by!r}).", {"group_by": group_by}
-            )
+        if group_by not in GROUPS:
+            raise BadRequest(f"group_by must be one of {', '.join(GROUPS)} (got {group_by!r}).", {"group_by": group_by})
         self.refresh()
         where, params = filters.sql()
         clause = f"WHERE {where}" if where else ""
@@ -400,11 +340,11 @@ class MeetingService:
             if group_by in ("day", "week"):
                 rows = conn.execute(f"SELECT d.start_ts, d.minutes FROM docs d {clause}", params)
                 for start_ts, mins in rows:
-                    bucket = _time_bucket(start_ts, group_by, self.zone)
+                    bucket = time_bucket(start_ts, group_by, self.zone)
                     counts[bucket] += 1
                     minutes[bucket] += mins or 0.0
             else:
-                rows = conn.execute(_GROUPS[group_by].format(clause=clause), params)
+                rows = conn.execute(GROUPS[group_by].format(clause=clause), params)
                 for key, count, mins in rows:
                     counts[key] = count
                     minutes[key] = mins or 0.0
@@ -515,96 +455,3 @@ def _fingerprint(path: Path) -> str:
 def _check_limit(limit: int) -> None:
     if not 1 <= limit <= 500:
         raise BadRequest(f"limit must be between 1 and 500 (got {limit}).", {"limit": limit})
-
-
-_GROUPS = {
-    "day": "",
-    "week": "",
-    "participant": (
-        "SELECT coalesce(max(p.name), p.email, '(unknown)'), count(DISTINCT d.id), total(d.minutes)"
-        " FROM docs d JOIN people p ON p.doc_id = d.id {clause} GROUP BY coalesce(p.email, p.name_lc)"
-    ),
-    "platform": "SELECT coalesce(d.platform, 'unknown'), count(*), total(d.minutes) FROM docs d {clause}"
-    " GROUP BY coalesce(d.platform, 'unknown')",
-    "folder": (
-        "SELECT max(f.folder_name), count(DISTINCT d.id), total(d.minutes)"
-        " FROM docs d JOIN folder_members f ON f.doc_id = d.id {clause} GROUP BY f.folder_id"
-    ),
-}
-
-
-def _time_bucket(start_ts: str | None, group_by: str, zone: tzinfo) -> str:
-    start = parse_timestamp(start_ts)
-    if start is None:
-        return "unknown"
-    local = start.astimezone(zone).date()
-    if group_by == "day":
-        return local.isoformat()
-    year, week, _ = local.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def render_markdown(meeting: Meeting, sections: list[Section], segments: list[dict[str, Any]], zone: tzinfo) -> str:
-    """The meeting as Markdown, one block per requested section, in the order requested."""
-    blocks = [_SECTIONS[name](meeting, segments, zone) for name in sections]
-    return "\n\n".join(b for b in blocks if b).strip() + "\n"
-
-
-def _header(meeting: Meeting, _segments: list[dict[str, Any]], zone: tzinfo) -> str:
-    facts = []
-    start = parse_timestamp(meeting.start_ts)
-    if start:
-        facts.append(f"**Date**: {start.astimezone(zone):%Y-%m-%d %H:%M} ({zone_label(zone)})")
-    if meeting.duration_minutes:
-        facts.append(f"**Duration**: {meeting.duration_minutes:g} min")
-    if meeting.platform:
-        facts.append(f"**Platform**: {meeting.platform.capitalize()}")
-    if meeting.folders:
-        facts.append(f"**Folders**: {', '.join(f.name for f in meeting.folders)}")
-    return f"# {meeting.title}" + ("\n\n" + "  \n".join(facts) if facts else "")
-
-
-def _attendees(meeting: Meeting, _segments: list[dict[str, Any]], _zone: tzinfo) -> str:
-    if not meeting.participants:
-        return ""
-    lines = ["## Attendees", ""]
-    for p in meeting.participants:
-        label = f"{p.name} <{p.email}>" if p.name and p.email else p.name or p.email or "unknown"
-        lines.append(f"- {label}{' (organiser)' if p.role == 'creator' else ''}")
-    return "\n".join(lines)
-
-
-def _notes_block(meeting: Meeting, _segments: list[dict[str, Any]], _zone: tzinfo) -> str:
-    return "## Notes\n\n" + (meeting.notes or "_No notes._")
-
-
-def _links_block(meeting: Meeting, _segments: list[dict[str, Any]], _zone: tzinfo) -> str:
-    return "## Links\n\n" + "\n".join(f"- <{link}>" for link in meeting.links) if meeting.links else ""
-
-
-def _transcript_block(_meeting: Meeting, segments: list[dict[str, Any]], _zone: tzinfo) -> str:
-    lines = ["## Transcript", ""]
-    for seg in segments:
-        who = {"me": "Me", "them": "Them"}.get(seg.get("speaker") or "", seg.get("speaker") or "?")
-        lines.append(f"**{who}** [{_clock(seg.get('offset_seconds'))}]: {seg['text']}")
-    if not segments:
-        lines.append("_No transcript._")
-    return "\n".join(lines)
-
-
-_SECTIONS = {
-    "header": _header,
-    "attendees": _attendees,
-    "notes": _notes_block,
-    "links": _links_block,
-    "transcript": _transcript_block,
-}
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"

@@ -1,0 +1,95 @@
+"""The filters shared by list, search and stats, as SQL over the index, and stats buckets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+from deskmcp.core.dates import iso, parse_timestamp, parse_user_time
+from deskmcp.core.errors import BadRequest
+from deskmcp.core.index import fts_any_prefix
+
+
+class Filters:
+    """The filters shared by list, search and stats, resolved to SQL over `docs d`."""
+
+    def __init__(
+        self,
+        *,
+        zone: tzinfo,
+        from_ts: str | None = None,
+        to_ts: str | None = None,
+        days: int | None = None,
+        participants: list[str] | None = None,
+        platform: str | None = None,
+        folder: str | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        self.start = parse_user_time(from_ts, "from_ts", zone)
+        self.end = parse_user_time(to_ts, "to_ts", zone, end_of_day=True)
+        if days is not None:
+            if days < 1:
+                raise BadRequest("days must be 1 or more.", {"days": days})
+            today = (now or datetime.now(UTC)).astimezone(zone).date()
+            first = today - timedelta(days=days - 1)
+            since = datetime(first.year, first.month, first.day, tzinfo=zone).astimezone(UTC)
+            self.start = max(self.start, since) if self.start else since
+        if self.start and self.end and self.start >= self.end:
+            raise BadRequest("from_ts must be before to_ts.", {"from_ts": from_ts, "to_ts": to_ts})
+        self.participants = [p.strip().lower() for p in participants or [] if p and p.strip()]
+        self.platform = platform.strip().lower() if platform else None
+        self.folder = folder.strip() if folder else None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.start:
+            clauses.append("d.start_ts >= ?")
+            params.append(iso(self.start))
+        if self.end:
+            clauses.append("d.start_ts < ?")
+            params.append(iso(self.end))
+        if self.participants:
+            # Through the FTS index's participants column: a word-prefix match on names and
+            # emails ("ali" finds Alice, alice@x.com), without scanning every attendee row.
+            clauses.append("d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
+            params.append(fts_any_prefix("participants", self.participants))
+        if self.platform:
+            clauses.append("d.platform = ?")
+            params.append(self.platform)
+        if self.folder:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM folder_members f WHERE f.doc_id = d.id AND (f.folder_id = ? OR f.folder_lc = ?))"
+            )
+            params.extend([self.folder, self.folder.lower()])
+        return " AND ".join(clauses), params
+
+    def key(self) -> tuple[Any, ...]:
+        return (iso(self.start), iso(self.end), self.participants, self.platform, self.folder)
+
+
+GROUPS = {
+    "day": "",
+    "week": "",
+    "participant": (
+        "SELECT coalesce(max(p.name), p.email, '(unknown)'), count(DISTINCT d.id), total(d.minutes)"
+        " FROM docs d JOIN people p ON p.doc_id = d.id {clause} GROUP BY coalesce(p.email, p.name_lc)"
+    ),
+    "platform": "SELECT coalesce(d.platform, 'unknown'), count(*), total(d.minutes) FROM docs d {clause}"
+    " GROUP BY coalesce(d.platform, 'unknown')",
+    "folder": (
+        "SELECT max(f.folder_name), count(DISTINCT d.id), total(d.minutes)"
+        " FROM docs d JOIN folder_members f ON f.doc_id = d.id {clause} GROUP BY f.folder_id"
+    ),
+}
+
+
+def time_bucket(start_ts: str | None, group_by: str, zone: tzinfo) -> str:
+    start = parse_timestamp(start_ts)
+    if start is None:
+        return "unknown"
+    local = start.astimezone(zone).date()
+    if group_by == "day":
+        return local.isoformat()
+    year, week, _ = local.isocalendar()
+    return f"{year}-W{week:02d}"
