@@ -18,6 +18,7 @@ from typing import Any
 from mcp.server.mcpserver.prompts import Prompt
 from mcp.types import Icon, ToolAnnotations
 
+from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.server import DeskServer
 from deskmcp.servers import SERVERS, ServerSpec
@@ -146,7 +147,8 @@ def compose(
         plan.append((spec, module, settings))
 
     parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
-    server = ComposedServer(name, instructions="\n\n".join(parts))
+    tool_names = WorkspaceSettings(**({"workspace": workspace} if workspace else {})).tool_names
+    server = ComposedServer(name, instructions="\n\n".join(parts), tool_names=tool_names)
     composition = Composition(server, skipped=skipped)
     for spec, module, settings in plan:
         server.registering = spec.name

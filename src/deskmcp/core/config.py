@@ -7,7 +7,7 @@ Each server has one frozen settings class that subclasses `WorkspaceSettings`. O
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import platformdirs
 from pydantic import AliasChoices, BeforeValidator, Field, field_validator
@@ -61,6 +61,11 @@ class WorkspaceSettings(BaseSettings):
         ge=1_000,
         validation_alias=env_alias("max_chars", "MAX_FILE_CHARS"),
         description="Longest text one tool answer carries (exports, transcripts, document text).",
+    )
+    tool_names: Literal["spec", "safe"] = Field(
+        default="spec",
+        validation_alias=env_alias("tool_names", "DESKMCP_TOOL_NAMES"),
+        description="'safe' publishes dotted tool names with underscores, for clients that reject dots.",
     )
     timezone: str | None = Field(
         default=None,

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Icon, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from deskmcp import __version__
@@ -70,11 +71,22 @@ def as_desk_error(exc: ToolError, tool: str) -> DeskError:
     return BadRequest(str(cause or exc).removeprefix(f"Error executing tool {tool}: "), {"tool": tool})
 
 
+ToolNames = Literal["spec", "safe"]
+"""`spec`: tool names as specified (`granola.meetings.list`). `safe`: dots become underscores
+(`granola_meetings_list`), for clients that accept only `^[a-zA-Z0-9_-]{1,64}$` (Claude Desktop,
+some CLIs), although the MCP specification allows dots."""
+
+
 class DeskServer(MCPServer[Any]):
     """An `MCPServer` whose tool errors follow the taxonomy and whose services can be composed."""
 
-    def __init__(self, name: str, *, instructions: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, name: str, *, instructions: str | None = None, tool_names: ToolNames = "spec", **kwargs: Any
+    ) -> None:
         self._service_contexts: list[ServiceContext] = []
+        self._safe_names = tool_names == "safe"
+        self._renamed: dict[str, str] = {}
+        self._instructions_text = instructions
         super().__init__(
             name,
             instructions=instructions,
@@ -106,17 +118,67 @@ class DeskServer(MCPServer[Any]):
                 await stack.enter_async_context(factory())
             yield {}
 
+    # -- client-safe tool names ---------------------------------------------------------------
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        if self._safe_names and name and "." in name:
+            self._renamed[name] = name.replace(".", "_")
+            name = self._renamed[name]
+            self._lowlevel_server.instructions = self.published(self._instructions_text)
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+
+    def published(self, text: str | None) -> str | None:
+        """`text` with every renamed tool written as the client sees it."""
+        if not text or not self._renamed:
+            return text
+        for original in sorted(self._renamed, key=len, reverse=True):
+            text = text.replace(original, self._renamed[original])
+        return text
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        if self._renamed:
+            for tool in tools:
+                tool.description = self.published(tool.description)
+        return tools
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> Any:
+        result = await super().get_prompt(name, arguments, context)
+        for message in getattr(result, "messages", None) or ():
+            content = message.content
+            if isinstance(content, TextContent):
+                content.text = self.published(content.text) or ""
+        return result
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         try:
             result = await super().call_tool(name, arguments, context)
-        except DeskError:
+        except DeskError as exc:
+            exc.message = self.published(exc.message) or ""
             raise
         except ToolError as exc:
-            raise as_desk_error(exc, name) from exc
+            error = as_desk_error(exc, name)
+            error.message = self.published(error.message) or ""
+            raise error from exc
         return result
-
-
-def error_result(exc: DeskError) -> CallToolResult:
-    from mcp.types import TextContent
-
-    return CallToolResult(content=[TextContent(type="text", text=exc.to_json())], is_error=True)

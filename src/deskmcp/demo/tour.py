@@ -183,7 +183,8 @@ def client_config() -> str:
         base = ["uv", "run", "--directory", str(project), "deskmcp"]
     else:
         base = ["uvx", "deskmcp"]
-    config = {"mcpServers": {"deskmcp": {"command": base[0], "args": [*base[1:], "serve", "all"]}}}
+    entry = {"command": base[0], "args": [*base[1:], "serve", "all"], "env": {"DESKMCP_TOOL_NAMES": "safe"}}
+    config = {"mcpServers": {"deskmcp": entry}}
     return json.dumps(config, indent=2)
 
 
@@ -209,12 +210,13 @@ def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False
         "Cursor: .cursor/mcp.json). It runs every server in one process; `serve "
         + " | ".join(s.name for s in servers)
         + "` runs one alone. Without DESKMCP_WORKSPACE the servers use your own data folder and "
-        "Granola's own cache; set VAULT_PATH to your notes:"
+        "Granola's own cache; set VAULT_PATH to your notes. DESKMCP_TOOL_NAMES=safe keeps tool names "
+        "free of dots, which Claude Desktop requires:"
     )
     console.print(client_config(), markup=False, highlight=False)
     console.print(
-        f'\nTo keep exploring the demo data, add "env": {{"DESKMCP_WORKSPACE": "{workspace}", '
-        f'"GRANOLA_CACHE_PATH": "{workspace / "granola"}"}} to an entry.',
+        f'\nTo keep exploring the demo data, add "DESKMCP_WORKSPACE": "{workspace}" and '
+        f'"GRANOLA_CACHE_PATH": "{workspace / "granola"}" to its "env".',
         markup=False,
         highlight=False,
     )

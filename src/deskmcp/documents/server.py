@@ -62,7 +62,7 @@ def unavailable(settings: DocumentsSettings) -> str | None:
 
 
 def create_server(settings: DocumentsSettings, service: DocumentService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-documents", instructions=INSTRUCTIONS)
+    server = DeskServer("deskmcp-documents", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
     register(server, service or create_service(settings))
     return server
 

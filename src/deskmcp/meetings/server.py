@@ -71,7 +71,7 @@ def unavailable(settings: MeetingsSettings) -> str | None:
 
 
 def create_server(settings: MeetingsSettings, service: MeetingService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-meetings", instructions=INSTRUCTIONS)
+    server = DeskServer("deskmcp-meetings", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
     register(server, service or create_service(settings))
     return server
 

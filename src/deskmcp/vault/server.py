@@ -49,7 +49,7 @@ def unavailable(settings: VaultSettings) -> str | None:
 
 
 def create_server(settings: VaultSettings, service: VaultService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-vault", instructions=INSTRUCTIONS)
+    server = DeskServer("deskmcp-vault", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
     register(server, service or create_service(settings))
     return server
 
