@@ -9,14 +9,13 @@ skipped with one log line; two servers claiming one tool or prompt name is a sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from mcp.server.mcpserver.prompts import Prompt
-from mcp.types import Icon, ToolAnnotations
 
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest
@@ -47,29 +46,9 @@ class ComposedServer(DeskServer):
         self.tool_owners: dict[str, str] = {}
         self.prompt_owners: dict[str, str] = {}
 
-    def add_tool(
-        self,
-        fn: Callable[..., Any],
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: ToolAnnotations | None = None,
-        icons: list[Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-    ) -> None:
-        tool_name = name or fn.__name__
-        _claim(self.tool_owners, "tool", tool_name, self.registering)
-        super().add_tool(
-            fn,
-            name=name,
-            title=title,
-            description=description,
-            annotations=annotations,
-            icons=icons,
-            meta=meta,
-            structured_output=structured_output,
-        )
+    def tool_name(self, name: str) -> str:
+        _claim(self.tool_owners, "tool", name, self.registering)
+        return super().tool_name(name)
 
     def add_prompt(self, prompt: Prompt) -> None:
         _claim(self.prompt_owners, "prompt", prompt.name, self.registering)
@@ -147,8 +126,8 @@ def compose(
         plan.append((spec, module, settings))
 
     parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
-    tool_names = WorkspaceSettings(**({"workspace": workspace} if workspace else {})).tool_names
-    server = ComposedServer(name, instructions="\n\n".join(parts), tool_names=tool_names)
+    shared = WorkspaceSettings() if workspace is None else WorkspaceSettings(workspace=workspace)
+    server = ComposedServer(name, instructions="\n\n".join(parts), tool_names=shared.tool_names)
     composition = Composition(server, skipped=skipped)
     for spec, module, settings in plan:
         server.registering = spec.name

@@ -131,13 +131,9 @@ class DeskServer(MCPServer[Any]):
         meta: dict[str, Any] | None = None,
         structured_output: bool | None = None,
     ) -> None:
-        if self._safe_names and name and "." in name:
-            self._renamed[name] = name.replace(".", "_")
-            name = self._renamed[name]
-            self._lowlevel_server.instructions = self.published(self._instructions_text)
         super().add_tool(
             fn,
-            name=name,
+            name=self.tool_name(name or fn.__name__),
             title=title,
             description=description,
             annotations=annotations,
@@ -145,6 +141,14 @@ class DeskServer(MCPServer[Any]):
             meta=meta,
             structured_output=structured_output,
         )
+
+    def tool_name(self, name: str) -> str:
+        """The name a tool registered as `name` is published under (a hook for subclasses)."""
+        if self._safe_names and "." in name:
+            self._renamed[name] = name.replace(".", "_")
+            self._lowlevel_server.instructions = self.published(self._instructions_text)
+            return self._renamed[name]
+        return name
 
     def published(self, text: str | None) -> str | None:
         """`text` with every renamed tool written as the client sees it."""
