@@ -9,20 +9,10 @@ from typing import Any
 import pytest
 
 from deskmcp.demo import vault as demo
+from deskmcp.demo.tour import resolve
 from tests.vault.conftest import Connect, call
 
 pytestmark = pytest.mark.anyio
-
-
-def _resolve(value: Any, last: Any) -> Any:
-    if isinstance(value, str) and value.startswith("$last."):
-        current = last
-        for part in value.removeprefix("$last.").split("."):
-            current = current[int(part)] if isinstance(current, list) else current[part]
-        return current
-    if isinstance(value, dict):
-        return {k: _resolve(v, last) for k, v in value.items()}
-    return value
 
 
 def test_demo_vault_has_about_150_linked_notes_with_frontmatter(tmp_path: Path) -> None:
@@ -41,6 +31,6 @@ async def test_every_demo_step_succeeds_on_the_generated_vault(connect: Connect,
     last: Any = None
     async with connect() as client:
         for _caption, tool, arguments in demo.STEPS:
-            last = await call(client, tool, _resolve(arguments, last))
+            last = await call(client, tool, resolve(arguments, last))
             assert any(last.values()), tool
     assert last["backlinks"]
