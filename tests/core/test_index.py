@@ -42,7 +42,7 @@ def test_search_ranks_title_matches_above_body_matches_and_marks_snippets(index:
     hits = index.search("budget")
     assert [h.key for h in hits] == ["a", "b"]
     assert hits[0].score is not None and hits[0].score > hits[1].score  # type: ignore[operator]
-    assert "**budget**" in (hits[1].snippet or "").lower()
+    assert "⟦budget⟧" in (hits[1].snippet or "").lower()
 
 
 def test_search_stems_words(index: SearchIndex):

@@ -96,7 +96,7 @@ async def test_pdf_text_pages_and_title_are_extracted(settings: DocumentsSetting
     assert meta["properties"]["author"] == "Test Suite"
     assert "Revenue grew (a lot)" in text["text"]
     assert found["items"][0]["path"] == "report.pdf"
-    assert "**pelicans**" in found["items"][0]["snippet"]
+    assert "⟦pelicans⟧" in found["items"][0]["snippet"]
 
 
 async def test_docx_paragraphs_tables_and_core_title_are_extracted(

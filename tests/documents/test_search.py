@@ -25,7 +25,7 @@ async def test_title_match_ranks_above_a_passing_mention(settings: DocumentsSett
         found = await ok(c, "search_documents", query="budget")
     assert [h["path"] for h in found["items"]] == ["budget.md", "mention.md"]
     assert found["items"][0]["score"] > found["items"][1]["score"]
-    assert "**budget**" in found["items"][1]["snippet"].lower()
+    assert "⟦budget⟧" in found["items"][1]["snippet"].lower()
 
 
 async def test_tags_are_intersected(settings: DocumentsSettings, docs_root: Path) -> None:

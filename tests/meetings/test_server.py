@@ -108,7 +108,7 @@ async def test_search_finds_words_in_transcripts_with_a_snippet(settings: Meetin
     async with Client(create_server(settings)) as client:
         found = await call(client, "granola.meetings.search", q="cloud costs")
     assert [h["id"] for h in found["items"]] == [ALPHA]
-    assert "**" in found["items"][0]["snippet"]
+    assert "⟦" in found["items"][0]["snippet"]
     assert found["items"][0]["score"] > 0
 
 

@@ -91,7 +91,7 @@ async def test_search_notes_finds_body_and_frontmatter_values_with_snippets(conn
     async with connect() as client:
         body_hit = await call(client, "search_notes", {"query": "rocket"})
         assert [n["path"] for n in body_hit["notes"]] == ["Projects/Alpha.md"]
-        assert "**rocket**" in body_hit["notes"][0]["snippet"]
+        assert "⟦rocket⟧" in body_hit["notes"][0]["snippet"]
         fm_hit = await call(client, "search_notes", {"query": "Quimby"})
         assert [n["path"] for n in fm_hit["notes"]] == ["Projects/Beta.md"]
 

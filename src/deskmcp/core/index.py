@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _WORD = re.compile(r"\w", re.UNICODE)
-SNIPPET_OPEN = "**"
-SNIPPET_CLOSE = "**"
+SNIPPET_OPEN = "⟦"
+SNIPPET_CLOSE = "⟧"
+"""Every server's snippets mark matches as ⟦word⟧: brackets that do not occur in Markdown, so a model
+never confuses a match with the author's **emphasis**."""
 
 
 @dataclass(frozen=True)
@@ -414,7 +416,7 @@ class SearchIndex:
     ) -> list[Hit]:
         """Records whose text matches every term of `query`, best bm25 first (or `order_by`).
 
-        `where` filters over `docs d` with `params`; snippets mark matches with **...**.
+        `where` filters over `docs d` with `params`; snippets mark matches with ⟦...⟧.
         """
         match = fts_query(query)
         # bm25() with the weights spelled out is cheaper than FTS5's configured `rank`; with

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from mcp.server.mcpserver import Context, Icon, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -24,6 +24,7 @@ from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound
 
 log = logging.getLogger("deskmcp")
 
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 ServiceContext = Callable[[], AbstractAsyncContextManager[object]]
 
 
@@ -87,6 +88,8 @@ class DeskServer(MCPServer[Any]):
         self._safe_names = tool_names == "safe"
         self._renamed: dict[str, str] = {}
         self._instructions_text = instructions
+        self.tool_toolsets: dict[str, str] = {}
+        """Published tool name -> the toolset it belongs to (`read`, `write`, `admin`, ...)."""
         super().__init__(
             name,
             instructions=instructions,
@@ -130,10 +133,15 @@ class DeskServer(MCPServer[Any]):
         icons: list[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         structured_output: bool | None = None,
+        toolset: str | None = None,
     ) -> None:
+        """Register `fn` as a tool in `toolset` (default: `read` for read-only tools, else `write`)."""
+        published = self.tool_name(name or fn.__name__)
+        read_only = bool(annotations and annotations.read_only_hint)
+        self.tool_toolsets[published] = toolset or ("read" if read_only else "write")
         super().add_tool(
             fn,
-            name=self.tool_name(name or fn.__name__),
+            name=published,
             title=title,
             description=description,
             annotations=annotations,
@@ -141,6 +149,35 @@ class DeskServer(MCPServer[Any]):
             meta=meta,
             structured_output=structured_output,
         )
+
+    def tool(  # type: ignore[override]
+        self,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        toolset: str | None = None,
+    ) -> Callable[[_Fn], _Fn]:
+        """The SDK's `@tool` decorator, plus the `toolset` the tool belongs to."""
+
+        def decorator(fn: _Fn) -> _Fn:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                structured_output=structured_output,
+                toolset=toolset,
+            )
+            return fn
+
+        return decorator
 
     def tool_name(self, name: str) -> str:
         """The name a tool registered as `name` is published under (a hook for subclasses)."""

@@ -54,7 +54,7 @@ class NoteCreated(BaseModel):
 
 class SearchHit(DocumentSummary):
     score: float | None = Field(default=None, description="bm25 relevance, higher is better (null without a query)")
-    snippet: str | None = Field(default=None, description="Matching text with matches in **bold**")
+    snippet: str | None = Field(default=None, description="Matching text with matches marked ⟦like this⟧")
     changed_since_indexed: bool = Field(
         default=False, description="The file changed on disk after it was indexed; call index_document to refresh it"
     )

@@ -124,7 +124,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
     ) -> SearchOutput:
         """Full-text search over indexed documents' titles, tags, paths and text, best match first
         (newest first when there is no query). Each hit has a bm25 score and a snippet with the
-        matching words in **bold**. Only indexed files are searched (see index_document)."""
+        matching words marked ⟦like this⟧. Only indexed files are searched (see index_document)."""
         return service.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
 
     @server.tool("extract_metadata", annotations=READ_ONLY)

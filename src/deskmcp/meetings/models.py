@@ -67,7 +67,7 @@ class ListMeetingsOutput(BaseModel):
 
 class SearchHit(MeetingSummary):
     score: float = Field(description="bm25 relevance, higher is better")
-    snippet: str | None = Field(default=None, description="Matching text with matches in **bold**")
+    snippet: str | None = Field(default=None, description="Matching text with matches marked ⟦like this⟧")
 
 
 class SearchMeetingsOutput(BaseModel):

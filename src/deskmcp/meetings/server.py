@@ -122,7 +122,7 @@ def register(server: DeskServer, service: MeetingService) -> None:
     ) -> SearchMeetingsOutput:
         """Full-text search over titles, notes, attendees, folders and transcripts, best match first.
 
-        Each hit has a bm25 score and a snippet with the matching words in **bold**.
+        Each hit has a bm25 score and a snippet with the matching words marked ⟦like this⟧.
         Filters narrow the hits the same way as granola.meetings.list.
         """
         f = service.filters(

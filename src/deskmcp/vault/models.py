@@ -26,7 +26,7 @@ class NoteMatch(BaseModel):
     path: str = Field(description="Vault-relative path; pass it to read_note")
     title: str = ""
     snippet: str | None = Field(
-        default=None, description="Matched text with the matching words in **bold** (search only)"
+        default=None, description="Matched text with the matching words marked ⟦like this⟧ (search only)"
     )
     score: float | None = Field(default=None, description="bm25 relevance, higher is better (search only)")
     tags: list[str] = []

@@ -107,7 +107,7 @@ def register(server: DeskServer, service: VaultService) -> None:
     ) -> NoteList:
         """Full-text search over titles, paths, headings, tags, frontmatter values and bodies.
 
-        Best match first; each hit has a snippet with the matching words in **bold**.
+        Best match first; each hit has a snippet with the matching words marked ⟦like this⟧.
         """
         return service.search_notes(query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
 
