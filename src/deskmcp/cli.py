@@ -234,5 +234,40 @@ def demo(
     run_tour(workspace, meetings=meetings, fresh=fresh)
 
 
+auth_app = typer.Typer(help="Authorise deskmcp to use an account (Google for mail and sheets).", no_args_is_help=True)
+app.add_typer(auth_app, name="auth")
+
+
+@auth_app.command("google")
+def auth_google(
+    scopes: Annotated[
+        str, typer.Option("--scopes", help="Comma-separated servers whose Google scopes to ask for: mail, sheets.")
+    ] = "mail,sheets",
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the address instead of opening a browser.")
+    ] = False,
+    port: Annotated[int, typer.Option(help="Loopback port for Google's redirect (0: any free port).")] = 0,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Sign in to Google in the browser and keep the token (0600 file, GOOGLE_TOKEN_FILE).
+
+    Needs an OAuth client: GOOGLE_CLIENT_SECRETS (the client JSON of a Desktop app), or
+    GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET. Run it again whenever a tool answers auth_required.
+    """
+    from deskmcp.core.errors import DeskError
+    from deskmcp.core.google_auth import GoogleSettings, run_desktop_flow, scopes_for
+
+    setup_logging("WARNING")
+    overrides: dict[str, Any] = {"workspace": workspace} if workspace else {}
+    try:
+        settings = GoogleSettings(**overrides)
+        wanted = scopes_for(s.strip() for s in scopes.split(",") if s.strip())
+        run_desktop_flow(settings, wanted, open_browser=not no_browser, port=port)
+    except DeskError as exc:
+        typer.echo(exc.message, err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"Authorised. Token saved to {settings.google_token_path}", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
