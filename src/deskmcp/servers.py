@@ -49,6 +49,7 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
+        ServerSpec("sheets", "Spreadsheets: local xlsx/ods/csv workbooks or Google Sheets", "deskmcp.sheets.server"),
     )
 }
 

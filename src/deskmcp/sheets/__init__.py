@@ -1,0 +1,1 @@
+"""Spreadsheets: local workbooks (xlsx, ods, csv) by default, Google Sheets when connected."""

@@ -1,0 +1,1 @@
+"""The places spreadsheets live: local workbook files, or Google Sheets."""

@@ -1,0 +1,56 @@
+"""The contract every spreadsheet backend implements. Tools never know which one they talk to."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from deskmcp.sheets.a1 import A1Range
+from deskmcp.sheets.models import (
+    Grid,
+    InputMode,
+    Render,
+    SheetInfo,
+    SpreadsheetInfo,
+    SpreadsheetRef,
+    UpdatedRange,
+)
+
+
+class SheetsBackend(Protocol):
+    name: str
+
+    def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
+        """One page of spreadsheets (name contains `query`) and whether more follow."""
+        ...
+
+    def create_spreadsheet(self, title: str, sheets: list[str]) -> SpreadsheetInfo: ...
+
+    def get_spreadsheet(self, spreadsheet_id: str) -> SpreadsheetInfo: ...
+
+    def read(self, spreadsheet_id: str, ranges: list[A1Range], render: Render) -> list[Grid]:
+        """Values of each range, in order, in one request where the backend can."""
+        ...
+
+    def write(
+        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+    ) -> list[UpdatedRange]:
+        """Write every update in one request/save."""
+        ...
+
+    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange: ...
+
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]: ...
+
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo: ...
+
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo: ...
+
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> None: ...
+
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo: ...
+
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None: ...
+
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None: ...
+
+    def close(self) -> None: ...

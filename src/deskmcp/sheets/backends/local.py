@@ -1,0 +1,855 @@
+"""Local workbooks: .xlsx, .ods, .xls and .csv files in folders on this machine.
+
+Reading goes through python-calamine (fast, one sheet at a time, cached while the file is
+unchanged); writing goes through openpyxl for .xlsx, and the csv module for .csv (a one-sheet
+workbook). A spreadsheet's id is its path relative to its folder (`budget.xlsx`,
+`reports/q3.xlsx`), prefixed by `NAME:` for the extra folders of `SHEETS_FOLDERS`.
+
+Saving never silently loses content: a workbook holding what openpyxl cannot carry through a
+save (charts, images, pivot tables, macros, external links) is refused, and formulas are
+computed and stored as the cell's cached value so any reader sees numbers, not blanks.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import logging
+import re
+import threading
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
+from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.paths import relative_posix, safe_join
+from deskmcp.sheets.a1 import A1Range, cell_name, column_letters, quote_sheet
+from deskmcp.sheets.formulas import CellError, Uncomputable, WorkbookCalculator, shift_rows
+from deskmcp.sheets.models import (
+    Grid,
+    InputMode,
+    NamedRange,
+    Render,
+    SheetInfo,
+    SpreadsheetInfo,
+    SpreadsheetRef,
+    UpdatedRange,
+)
+from deskmcp.sheets.ooxml import defined_names, dropped_content, sheet_head, sheet_parts, write_cached_values
+
+if TYPE_CHECKING:
+    from openpyxl import Workbook
+    from openpyxl.worksheet.worksheet import Worksheet
+
+log = logging.getLogger("deskmcp.sheets")
+
+FORMATS = {".xlsx": "xlsx", ".xlsm": "xlsm", ".ods": "ods", ".xls": "xls", ".xlsb": "xlsb", ".csv": "csv"}
+WRITABLE = ("xlsx", "csv")
+UNCOMPUTED_PROPERTY = "deskmcp.uncomputed"
+_EPOCH = dt.datetime(1899, 12, 30)
+_T = TypeVar("_T")
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == ""
+
+
+def trim(rows: list[list[Any]]) -> list[list[Any]]:
+    """Drop trailing blank cells of each row and trailing blank rows, as Google's API does."""
+    out = []
+    for row in rows:
+        end = len(row)
+        while end and _blank(row[end - 1]):
+            end -= 1
+        out.append(row[:end])
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def as_json(value: Any, mode: Render) -> Any:
+    """A cell value as JSON: numbers, text, booleans; dates as ISO text (serial numbers when raw)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, CellError):
+        return value.code
+    if isinstance(value, dt.datetime | dt.date):
+        if mode == "raw":
+            moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+            serial = (moment - _EPOCH).total_seconds() / 86400
+            return int(serial) if serial.is_integer() else serial
+        return value.isoformat()
+    if isinstance(value, dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds() / 86400 if mode == "raw" else str(value)
+    return str(value)
+
+
+_NUMBER = re.compile(r"^[-+]?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$")
+_PERCENT = re.compile(r"^[-+]?\d+(?:\.\d+)?%$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def user_entered(value: Any) -> Any:
+    """What a cell holds after a user types `value`: formulas, numbers, booleans, percentages, dates."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith("'"):
+        return value[1:]
+    if value.startswith("=") and len(value) > 1:
+        return value
+    text = value.strip()
+    if _NUMBER.match(text):
+        number = float(text)
+        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+    if text.upper() in ("TRUE", "FALSE"):
+        return text.upper() == "TRUE"
+    if _PERCENT.match(text):
+        return float(text[:-1]) / 100
+    if _DATE.match(text):
+        try:
+            return dt.date.fromisoformat(text)
+        except ValueError:
+            return value
+    return value
+
+
+def _csv_value(text: str) -> Any:
+    return user_entered(text) if _NUMBER.match(text.strip()) and text == text.strip() else text
+
+
+class LocalBackend:
+    """Workbook files under one main folder and any number of extra folders."""
+
+    name = "local"
+
+    def __init__(self, root: Path, folders: list[Path] | None = None, *, cache_sheets: int = 4) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.roots: dict[str, Path] = {"": root.resolve()}
+        for folder in folders or []:
+            label = re.sub(r"[^\w.-]", "_", folder.name) or "folder"
+            base, n = label, 2
+            while label in self.roots:
+                label, n = f"{base}{n}", n + 1
+            self.roots[label] = folder.resolve()
+        self._cache: OrderedDict[tuple[Any, ...], list[list[Any]]] = OrderedDict()
+        self._cache_size = cache_sheets
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self._cache.clear()
+
+    # -- locating files ---------------------------------------------------------------------------
+
+    def _id(self, label: str, root: Path, path: Path) -> str:
+        rel = relative_posix(root, path)
+        return f"{label}:{rel}" if label else rel
+
+    def locate(self, spreadsheet_id: str, *, must_exist: bool = True) -> tuple[Path, str]:
+        label, sep, rel = spreadsheet_id.partition(":")
+        if sep and label in self.roots and label:
+            root = self.roots[label]
+        else:
+            root, rel = self.roots[""], spreadsheet_id
+        path = safe_join(root, rel)
+        fmt = FORMATS.get(path.suffix.lower())
+        if fmt is None:
+            raise BadRequest(
+                f"{spreadsheet_id!r} is not a workbook ({', '.join(FORMATS)}). Call list_spreadsheets for valid ids.",
+                {"spreadsheet_id": spreadsheet_id},
+            )
+        if must_exist and not path.is_file():
+            raise NotFound(
+                f"No spreadsheet {spreadsheet_id!r}. Call list_spreadsheets for valid ids.",
+                {"spreadsheet_id": spreadsheet_id},
+            )
+        return path, fmt
+
+    def _files(self) -> Iterator[tuple[str, Path, Path]]:
+        for label, root in self.roots.items():
+            if not root.is_dir():
+                continue
+            for path in root.rglob("*"):
+                rel = path.relative_to(root).parts
+                if any(p.startswith((".", "~$")) for p in rel) or path.suffix.lower() not in FORMATS:
+                    continue
+                if path.is_file() and (path.resolve() == path or path.resolve().is_relative_to(root)):
+                    yield label, root, path
+
+    def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
+        found = []
+        needle = (query or "").lower()
+        for label, root, path in self._files():
+            sid = self._id(label, root, path)
+            if needle and needle not in sid.lower():
+                continue
+            mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
+            found.append(SpreadsheetRef(id=sid, name=path.stem, modified=mtime))
+        found.sort(key=lambda r: r.id.lower())
+        return found[offset : offset + limit], len(found) > offset + limit
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def _stat_key(self, path: Path) -> tuple[Any, ...]:
+        st = path.stat()
+        return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def sheet_names(self, path: Path, fmt: str) -> list[str]:
+        if fmt == "csv":
+            return [path.stem]
+        with self._calamine(path) as wb:
+            return [m.name for m in wb.sheets_metadata if str(m.typ).endswith("WorkSheet")]
+
+    def _calamine(self, path: Path) -> Any:
+        from python_calamine import CalamineError, CalamineWorkbook
+
+        try:
+            return CalamineWorkbook.from_path(str(path))
+        except (CalamineError, OSError, ValueError) as exc:
+            raise ParseError(
+                f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
+            ) from exc
+        except Exception as exc:  # python-calamine raises its own classes (ZipError, XmlError...)
+            if type(exc).__module__.startswith("python_calamine"):
+                raise ParseError(
+                    f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
+                ) from exc
+            raise
+
+    def grid(self, path: Path, fmt: str, sheet: str) -> list[list[Any]]:
+        """Every cell of one sheet (from A1), cached while the file is unchanged."""
+        key = (*self._stat_key(path), sheet)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        rows = self._load_grid(path, fmt, sheet)
+        with self._lock:
+            self._cache[key] = rows
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return rows
+
+    def _load_grid(self, path: Path, fmt: str, sheet: str) -> list[list[Any]]:
+        if fmt == "csv":
+            if sheet != path.stem:
+                raise self._no_sheet(path, sheet, [path.stem])
+            return [[_csv_value(v) for v in row] for row in self._csv_rows(path)]
+        names = self.sheet_names(path, fmt)
+        if sheet not in names:
+            raise self._no_sheet(path, sheet, names)
+        with self._calamine(path) as wb:
+            try:
+                return wb.get_sheet_by_name(sheet).to_python(skip_empty_area=False)
+            except Exception as exc:
+                if type(exc).__module__.startswith("python_calamine"):
+                    raise ParseError(
+                        f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}
+                    ) from exc
+                raise
+
+    def _no_sheet(self, path: Path, sheet: str, names: list[str]) -> NotFound:
+        return NotFound(
+            f"No sheet {sheet!r} in {path.name}. Sheets: {', '.join(names)}.", {"sheet": sheet, "sheets": names}
+        )
+
+    def _csv_rows(self, path: Path) -> list[list[str]]:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise IOFailure(f"{path.name} could not be read: {exc.strerror}.", {"file": path.name}) from exc
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = raw.decode("cp1252", errors="replace")
+        sample = text[:8192]
+        delimiter = ","
+        if sample:
+            counts = {d: sample.split("\n", 1)[0].count(d) for d in (",", ";", "\t")}
+            delimiter = max(counts, key=lambda d: counts[d]) if max(counts.values()) else ","
+        try:
+            return [list(row) for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)]
+        except csv.Error as exc:
+            raise ParseError(f"{path.name} is not valid CSV: {exc}.", {"file": path.name}) from exc
+
+    def _default_sheet(self, path: Path, fmt: str) -> str:
+        names = self.sheet_names(path, fmt)
+        if not names:
+            raise ParseError(f"{path.name} holds no worksheet.", {"file": path.name})
+        return names[0]
+
+    def read(self, spreadsheet_id: str, ranges: list[A1Range], render: Render) -> list[Grid]:
+        path, fmt = self.locate(spreadsheet_id)
+        uncomputed = self._uncomputed(path, fmt)
+        out = []
+        for rng in ranges:
+            sheet = rng.sheet or self._default_sheet(path, fmt)
+            if render == "formula" and fmt in ("xlsx", "xlsm"):
+                values = self._formulas(path, sheet, rng)
+                r0, c0 = rng.start_row or 1, rng.start_col or 1
+            else:
+                data = self.grid(path, fmt, sheet)
+                width = max((len(r) for r in data[:1000]), default=0)
+                r0, c0, r1, c1 = rng.bounds(len(data), width)
+                values = [[as_json(v, render) for v in row[c0 - 1 : c1]] for row in data[r0 - 1 : r1]]
+            values = trim(values)
+            flagged = [
+                f"{quote_sheet(sheet)}!{cell}"
+                for cell in uncomputed.get(sheet, [])
+                if _inside(cell, r0, c0, values) and _blank(_at(values, cell, r0, c0))
+            ]
+            if values:
+                width = max(len(r) for r in values)
+                shown = A1Range(sheet, r0, c0, r0 + len(values) - 1, c0 + max(width, 1) - 1).a1()
+            else:
+                shown = rng.a1(default_sheet=sheet)
+            out.append(Grid(range=shown, values=values, uncomputed=flagged))
+        return out
+
+    def _formulas(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]]:
+        wb = self._openpyxl(path, read_only=True)
+        try:
+            if sheet not in wb.sheetnames:
+                raise self._no_sheet(path, sheet, wb.sheetnames)
+            ws: Any = wb[sheet]
+            r0, c0, r1, c1 = rng.bounds(ws.max_row or 0, ws.max_column or 0)
+            if r1 < r0 or c1 < c0:
+                return []
+            return [
+                [as_json(v, "raw") if not isinstance(v, str) else v for v in row]
+                for row in ws.iter_rows(min_row=r0, max_row=r1, min_col=c0, max_col=c1, values_only=True)
+            ]
+        finally:
+            wb.close()
+
+    def _uncomputed(self, path: Path, fmt: str) -> dict[str, list[str]]:
+        if fmt != "xlsx":
+            return {}
+        try:
+            with zipfile.ZipFile(path) as zf:
+                if "docProps/custom.xml" not in zf.namelist():
+                    return {}
+                text = zf.read("docProps/custom.xml").decode("utf-8", "replace")
+        except (OSError, zipfile.BadZipFile):
+            return {}
+        m = re.search(rf'name="{re.escape(UNCOMPUTED_PROPERTY)}"[^>]*>\s*<vt:lpwstr[^>]*>(.*?)</vt:lpwstr>', text, re.S)
+        if not m:
+            return {}
+        import html
+
+        try:
+            data = json.loads(html.unescape(m.group(1)))
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    # -- describing ---------------------------------------------------------------------------------
+
+    def get_spreadsheet(self, spreadsheet_id: str) -> SpreadsheetInfo:
+        path, fmt = self.locate(spreadsheet_id)
+        sheets: list[SheetInfo] = []
+        named: list[NamedRange] = []
+        note = None
+        if fmt == "csv":
+            data = self.grid(path, fmt, path.stem)
+            sheets.append(
+                SheetInfo(
+                    sheet_id=0, title=path.stem, index=0, rows=len(data), columns=max((len(r) for r in data), default=0)
+                )
+            )
+        elif fmt in ("xlsx", "xlsm"):
+            sheets, named, note = self._describe_xlsx(path, fmt)
+        else:
+            for i, name in enumerate(self.sheet_names(path, fmt)):
+                data = self.grid(path, fmt, name)
+                sheets.append(
+                    SheetInfo(
+                        sheet_id=i, title=name, index=i, rows=len(data), columns=max((len(r) for r in data), default=0)
+                    )
+                )
+        writable, why = self.writability(path, fmt)
+        return SpreadsheetInfo(
+            id=spreadsheet_id,
+            title=path.stem,
+            sheets=sheets,
+            named_ranges=named,
+            writable=writable,
+            note=" ".join(n for n in (note, why) if n) or None,
+        )
+
+    def _describe_xlsx(self, path: Path, fmt: str) -> tuple[list[SheetInfo], list[NamedRange], str | None]:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                parts = sheet_parts(zf)
+                named = [NamedRange(name=n, range=r) for n, r in defined_names(zf)]
+                heads = {p.name: sheet_head(zf, p.part) for p in parts if p.kind == "worksheet" and p.part}
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+        sheets: list[SheetInfo] = []
+        names = self.sheet_names(path, fmt)
+        for index, part in enumerate(p for p in parts if p.kind == "worksheet"):
+            if part.name not in names:
+                continue
+            head = heads.get(part.name)
+            rows, columns = (head.rows, head.columns) if head else (None, None)
+            if rows is None or columns is None:
+                data = self.grid(path, fmt, part.name)
+                rows, columns = len(data), max((len(r) for r in data), default=0)
+            sheets.append(
+                SheetInfo(
+                    sheet_id=index,
+                    title=part.name,
+                    index=len(sheets),
+                    rows=rows,
+                    columns=columns,
+                    frozen_rows=head.frozen_rows if head else 0,
+                    frozen_columns=head.frozen_columns if head else 0,
+                    hidden=part.hidden,
+                )
+            )
+        if not sheets and names:  # Strict OOXML and other packages the regexes do not follow
+            for i, name in enumerate(names):
+                data = self.grid(path, fmt, name)
+                sheets.append(
+                    SheetInfo(
+                        sheet_id=i, title=name, index=i, rows=len(data), columns=max((len(r) for r in data), default=0)
+                    )
+                )
+        charts = [p.name for p in parts if p.kind == "chartsheet"]
+        note = f"Chart sheets (not readable as values): {', '.join(charts)}." if charts else None
+        return sheets, named, note
+
+    def writability(self, path: Path, fmt: str) -> tuple[bool, str | None]:
+        if fmt == "csv":
+            return True, None
+        if fmt != "xlsx":
+            return False, (
+                f"{fmt} workbooks are read-only here; create_spreadsheet an .xlsx and copy the values to edit them."
+            )
+        try:
+            with zipfile.ZipFile(path) as zf:
+                dropped = dropped_content(zf.namelist())
+                strict = b"purl.oclc.org/ooxml" in zf.read("xl/workbook.xml")[:4096]
+        except (OSError, KeyError, zipfile.BadZipFile):
+            return False, "The file is not a valid xlsx package."
+        if strict:
+            return False, (
+                "Read-only: it is Strict OOXML, which cannot be saved here without losing content. "
+                "Copy the values to a new workbook to edit them."
+            )
+        if dropped:
+            return False, (
+                f"Read-only: it holds {', '.join(dropped)}, which saving here would delete. "
+                "Edit it in Excel or LibreOffice, or copy the values to a new workbook."
+            )
+        return True, None
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _openpyxl(self, path: Path, *, read_only: bool = False) -> Workbook:
+        import openpyxl
+        from openpyxl.utils.exceptions import InvalidFileException
+
+        try:
+            wb = openpyxl.load_workbook(path, read_only=read_only, data_only=False, keep_links=True)
+        except (
+            OSError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            zipfile.BadZipFile,
+            InvalidFileException,
+        ) as exc:
+            raise ParseError(
+                f"{path.name} cannot be opened for editing ({type(exc).__name__}: {str(exc)[:200]}). "
+                "Its values can still be read; copy them to a new workbook to edit.",
+                {"file": path.name},
+            ) from exc
+        if not wb.sheetnames:
+            raise ParseError(
+                f"{path.name} uses a form of xlsx (e.g. Strict OOXML) that cannot be edited here. "
+                "Its values can still be read; copy them to a new workbook to edit.",
+                {"file": path.name},
+            )
+        return wb
+
+    def edit(self, spreadsheet_id: str, change: Callable[[Book], _T]) -> _T:
+        """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time."""
+        with self._lock:
+            path, fmt = self.locate(spreadsheet_id)
+            writable, why = self.writability(path, fmt)
+            if not writable:
+                raise PermissionDenied(f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id})
+            wb = self._csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
+            book = Book(wb, path, fmt, self)
+            result = change(book)
+            self._save(path, fmt, book)
+            return result
+
+    def _csv_workbook(self, path: Path) -> Workbook:
+        from openpyxl import Workbook
+
+        wb = Workbook()
+        ws: Any = wb.active
+        ws.title = path.stem[:31] if path.stem else "Sheet1"
+        for r, row in enumerate(self._csv_rows(path), start=1):
+            for c, value in enumerate(row, start=1):
+                if value != "":
+                    cell = ws.cell(row=r, column=c, value=_csv_value(value))
+                    if isinstance(cell.value, str):
+                        cell.data_type = "s"
+        return wb
+
+    def _save(self, path: Path, fmt: str, book: Book) -> None:
+        values, uncomputed = book.compute()
+        if fmt == "csv":
+            ws: Any = book.wb.worksheets[0]
+            buffer = io.StringIO(newline="")
+            writer = csv.writer(buffer, lineterminator="\n")
+            title = ws.title
+            for r in range(1, (ws.max_row or 0) + 1):
+                row = []
+                for c in range(1, (ws.max_column or 0) + 1):
+                    v = ws._cells.get((r, c))
+                    v = None if v is None else v.value
+                    if isinstance(v, str) and v.startswith("=") and book.is_formula(title, r, c):
+                        v = values.get(title, {}).get(cell_name(r, c), v)
+                    row.append(as_json(v, "shown"))
+                writer.writerow(row)
+            data = buffer.getvalue().rstrip("\n") + "\n" if buffer.getvalue() else ""
+            atomic_write_bytes(path, data.encode("utf-8"))
+            return
+        from openpyxl.packaging.custom import StringProperty
+
+        props: Any = getattr(book.wb, "custom_doc_props")  # noqa: B009 - missing from the stubs
+        for prop in list(props):
+            if prop.name == UNCOMPUTED_PROPERTY:
+                props.props.remove(prop)
+        if uncomputed:
+            props.append(StringProperty(name=UNCOMPUTED_PROPERTY, value=json.dumps(uncomputed)))
+        buffer = io.BytesIO()
+        try:
+            book.wb.save(buffer)
+        except (OSError, ValueError, TypeError) as exc:
+            raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
+        atomic_write_bytes(path, write_cached_values(buffer.getvalue(), values))
+
+    def create_spreadsheet(self, title: str, sheets: list[str]) -> SpreadsheetInfo:
+        name = title if Path(title).suffix.lower() in (".xlsx", ".csv") else f"{title}.xlsx"
+        path, fmt = self.locate(name, must_exist=False)
+        if fmt not in WRITABLE:
+            raise BadRequest("New spreadsheets are .xlsx (or .csv for one sheet).", {"title": title})
+        if path.exists():
+            raise Conflict(
+                f"{name!r} already exists. Pick another title, or use it (get_spreadsheet).", {"spreadsheet_id": name}
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "csv":
+            if len(sheets) > 1:
+                raise BadRequest("A .csv spreadsheet holds one sheet; create an .xlsx for several.", {})
+            atomic_write_bytes(path, b"")
+        else:
+            from openpyxl import Workbook
+
+            wb = Workbook()
+            first: Any = wb.active
+            names = sheets or ["Sheet1"]
+            first.title = _check_title(names[0], [])
+            for extra in names[1:]:
+                wb.create_sheet(_check_title(extra, wb.sheetnames))
+            buffer = io.BytesIO()
+            wb.save(buffer)
+            atomic_write_bytes(path, buffer.getvalue())
+        sid = self._id("", self.roots[""], path)
+        return self.get_spreadsheet(sid)
+
+    def write(
+        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+    ) -> list[UpdatedRange]:
+        return self.edit(spreadsheet_id, lambda book: [book.put(rng, rows, mode) for rng, rows in updates])
+
+    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        def change(book: Book) -> UpdatedRange:
+            ws = book.sheet(target.sheet)
+            c0 = target.start_col or 1
+            c1 = target.end_col
+            last = book.last_row(ws, c0, c1)
+            start = max(last + 1, target.start_row or 1)
+            return book.put(A1Range(ws.title, start, c0, None, None), rows, mode)
+
+        return self.edit(spreadsheet_id, change)
+
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]:
+        return self.edit(spreadsheet_id, lambda book: [book.clear(rng) for rng in ranges])
+
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
+        def change(book: Book) -> None:
+            book.single_sheet_guard("add a sheet to")
+            book.wb.create_sheet(_check_title(title, book.wb.sheetnames))
+
+        self.edit(spreadsheet_id, change)
+        return self._sheet_info(spreadsheet_id, title)
+
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+        def change(book: Book) -> None:
+            book.single_sheet_guard("rename the sheet of")
+            ws = book.sheet(sheet)
+            others = [n for n in book.wb.sheetnames if n != ws.title]
+            old = ws.title
+            ws.title = _check_title(title, others)
+            book.rewrite_formulas(lambda f, _s: _rename_refs(f, old, ws.title))
+
+        self.edit(spreadsheet_id, change)
+        return self._sheet_info(spreadsheet_id, title)
+
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> None:
+        def change(book: Book) -> None:
+            book.single_sheet_guard("delete the sheet of")
+            ws = book.sheet(sheet)
+            if len(book.wb.worksheets) == 1:
+                raise BadRequest("A workbook keeps at least one sheet; add another first.", {"sheet": sheet})
+            book.wb.remove(ws)
+
+        self.edit(spreadsheet_id, change)
+
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+        def change(book: Book) -> None:
+            book.single_sheet_guard("duplicate the sheet of")
+            ws = book.sheet(sheet)
+            copy: Any = book.wb.copy_worksheet(ws)
+            copy.title = _check_title(title, book.wb.sheetnames[:-1])
+
+        self.edit(spreadsheet_id, change)
+        return self._sheet_info(spreadsheet_id, title)
+
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+        def change(book: Book) -> None:
+            ws = book.sheet(sheet)
+            ws.insert_rows(at, count)
+            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, count))
+
+        self.edit(spreadsheet_id, change)
+
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+        def change(book: Book) -> None:
+            ws = book.sheet(sheet)
+            ws.delete_rows(at, count)
+            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
+
+        self.edit(spreadsheet_id, change)
+
+    def _sheet_info(self, spreadsheet_id: str, title: str) -> SheetInfo:
+        info = self.get_spreadsheet(spreadsheet_id)
+        return next(s for s in info.sheets if s.title == title)
+
+
+def _inside(cell: str, r0: int, c0: int, values: list[list[Any]]) -> bool:
+    from deskmcp.sheets.a1 import parse_cells
+
+    r, c, _r, _c = parse_cells(cell, cell)
+    return r is not None and c is not None and r0 <= r < r0 + max(len(values), 1) and c >= c0
+
+
+def _at(values: list[list[Any]], cell: str, r0: int, c0: int) -> Any:
+    from deskmcp.sheets.a1 import parse_cells
+
+    r, c, _r, _c = parse_cells(cell, cell)
+    try:
+        return values[(r or 0) - r0][(c or 0) - c0]
+    except IndexError:
+        return None
+
+
+def _check_title(title: str, existing: list[str]) -> str:
+    title = title.strip()
+    if not title or len(title) > 100 or re.search(r"[\[\]:*?/\\]", title):
+        raise BadRequest(
+            f"Sheet title {title!r} is not allowed: 1-100 characters, none of [ ] : * ? / \\.", {"title": title}
+        )
+    if len(title) > 31:
+        raise BadRequest("xlsx sheet titles are at most 31 characters.", {"title": title})
+    if title.lower() in (n.lower() for n in existing):
+        raise Conflict(f"A sheet named {title!r} already exists.", {"title": title})
+    return title
+
+
+def _rename_refs(formula: str, old: str, new: str) -> str:
+    olds = {quote_sheet(old) + "!", "'" + old.replace("'", "''") + "'!"}
+    for form in olds:
+        formula = formula.replace(form, quote_sheet(new) + "!")
+    return formula
+
+
+class Book:
+    """An openpyxl workbook being edited, with the operations the tools need."""
+
+    def __init__(self, wb: Workbook, path: Path, fmt: str, backend: LocalBackend) -> None:
+        self.wb = wb
+        self.path = path
+        self.fmt = fmt
+        self.backend = backend
+        self.literal: set[tuple[str, int, int]] = set()
+        self.touched: set[tuple[str, int, int]] = set()
+        self.moved = False
+
+    def single_sheet_guard(self, what: str) -> None:
+        if self.fmt == "csv":
+            raise BadRequest(
+                f"Cannot {what} a .csv spreadsheet: it is one sheet named after the file. "
+                "Create an .xlsx (create_spreadsheet) for several sheets.",
+                {"file": self.path.name},
+            )
+
+    def sheet(self, name: str | None) -> Worksheet:
+        if name is None:
+            return self.wb.worksheets[0]
+        if name not in self.wb.sheetnames:
+            raise self.backend._no_sheet(self.path, name, self.wb.sheetnames)
+        ws: Any = self.wb[name]
+        if not hasattr(ws, "insert_rows"):
+            raise BadRequest(f"{name!r} is a chart sheet, not a sheet of cells.", {"sheet": name})
+        return ws
+
+    def is_formula(self, sheet: str, row: int, column: int) -> bool:
+        return (sheet, row, column) not in self.literal
+
+    def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        ws = self.sheet(rng.sheet)
+        r0, c0 = rng.start_row or 1, rng.start_col or 1
+        if rng.is_cell:  # a single cell anchors the block, as in Google Sheets
+            rng = A1Range(rng.sheet, r0, c0, None, None)
+        height = len(rows)
+        width = max((len(r) for r in rows), default=0)
+        if rng.end_row is not None and rng.start_row is not None and r0 + height - 1 > rng.end_row:
+            raise BadRequest(
+                f"{height} rows do not fit in {rng.a1()}; widen the range or send fewer rows.", {"range": rng.a1()}
+            )
+        if rng.end_col is not None and c0 + width - 1 > rng.end_col:
+            raise BadRequest(
+                f"{width} columns do not fit in {rng.a1()}; widen the range or send fewer values.", {"range": rng.a1()}
+            )
+        for i, row in enumerate(rows):
+            for j, value in enumerate(row):
+                if value is None:
+                    continue  # null leaves the cell as it is
+                if isinstance(value, dict | list):
+                    raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
+                stored = user_entered(value) if mode == "USER_ENTERED" else value
+                cell = ws.cell(row=r0 + i, column=c0 + j)
+                cell.value = None if stored == "" else stored
+                key = (ws.title, r0 + i, c0 + j)
+                self.touched.add(key)
+                if isinstance(stored, str) and stored != "" and (mode == "RAW" or not stored.startswith("=")):
+                    cell.data_type = "s"  # text that merely starts with '=' stays text
+                    self.literal.add(key)
+                else:
+                    self.literal.discard(key)
+        end_row = r0 + max(height, 1) - 1
+        end_col = c0 + max(width, 1) - 1
+        a1 = A1Range(ws.title, r0, c0, end_row, end_col).a1()
+        cells = sum(len(r) for r in rows)
+        return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
+
+    def clear(self, rng: A1Range) -> str:
+        ws = self.sheet(rng.sheet)
+        r0, c0, r1, c1 = rng.bounds(ws.max_row or 0, ws.max_column or 0)
+        cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+        for r, c in [k for k in cells if r0 <= k[0] <= r1 and c0 <= k[1] <= c1]:
+            cells[(r, c)].value = None
+        return A1Range(ws.title, r0, c0, r1, c1).a1() if r1 >= r0 and c1 >= c0 else rng.a1(default_sheet=ws.title)
+
+    def last_row(self, ws: Worksheet, c0: int, c1: int | None) -> int:
+        cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+        last = 0
+        for (r, c), cell in cells.items():
+            if r > last and c >= c0 and (c1 is None or c <= c1) and not _blank(cell.value):
+                last = r
+        return last
+
+    def rewrite_formulas(self, fn: Callable[[str, str], str]) -> None:
+        self.moved = True
+        for ws in self.wb.worksheets:
+            cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+            for (r, c), cell in cells.items():
+                if cell.data_type == "f" and isinstance(cell.value, str) and (ws.title, r, c) not in self.literal:
+                    cell.value = fn(cell.value, ws.title)
+
+    def compute(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        """Every formula's value (sheet -> cell -> value) and the cells that could not be computed."""
+        worksheets = {ws.title: ws for ws in self.wb.worksheets if hasattr(ws, "_cells")}
+        fallback: dict[str, list[list[Any]]] = {}
+
+        def raw(sheet: str, row: int, column: int) -> Any:
+            ws = worksheets.get(sheet)
+            if ws is None:
+                raise Uncomputable(f"no sheet {sheet}")
+            cell = ws._cells.get((row, column))  # type: ignore[attr-defined]
+            if cell is None:
+                return None
+            value = cell.value
+            if isinstance(value, dt.datetime | dt.date):
+                return as_json(value, "raw")
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise Uncomputable("array or table formula")
+            return value
+
+        def extent(sheet: str) -> tuple[int, int]:
+            ws = worksheets.get(sheet)
+            return (ws.max_row or 0, ws.max_column or 0) if ws is not None else (0, 0)
+
+        def is_text(sheet: str, row: int, column: int) -> bool:
+            if (sheet, row, column) in self.literal:
+                return True
+            cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
+            return cell is not None and cell.data_type != "f"
+
+        calc = WorkbookCalculator(raw, extent, is_text)
+        values: dict[str, dict[str, Any]] = {}
+        uncomputed: dict[str, list[str]] = {}
+        for title, ws in worksheets.items():
+            cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+            for (r, c), cell in list(cells.items()):
+                if cell.data_type != "f" or not isinstance(cell.value, str) or (title, r, c) in self.literal:
+                    continue
+                name = cell_name(r, c)
+                try:
+                    value = calc.value(title, r, c)
+                except (Uncomputable, RecursionError) as exc:
+                    value = self._cached(fallback, title, r, c)
+                    if value is None:
+                        log.info("formula %s!%s not computed: %s", title, name, exc)
+                        uncomputed.setdefault(title, []).append(name)
+                        continue
+                values.setdefault(title, {})[name] = value
+        return values, uncomputed
+
+    def _cached(self, fallback: dict[str, list[list[Any]]], sheet: str, row: int, column: int) -> Any:
+        """The value the file had cached for a formula we could not compute (if the file had one)."""
+        if self.fmt != "xlsx" or self.moved or (sheet, row, column) in self.touched:
+            return None
+        if sheet not in fallback:
+            try:
+                fallback[sheet] = self.backend.grid(self.path, self.fmt, sheet)
+            except (NotFound, ParseError):
+                fallback[sheet] = []
+        try:
+            value = fallback[sheet][row - 1][column - 1]
+        except IndexError:
+            return None
+        return None if _blank(value) else value
+
+
+__all__ = ["Book", "LocalBackend", "column_letters"]

@@ -1,0 +1,122 @@
+"""The tools' results."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Render = Literal["shown", "raw", "formula"]
+"""shown: values as displayed (dates as ISO text); raw: unformatted (dates as serial numbers);
+formula: a cell's formula where it has one."""
+
+InputMode = Literal["USER_ENTERED", "RAW"]
+"""USER_ENTERED parses text as a user typing it ('=SUM(A1:A3)', '12', 'TRUE'); RAW stores it as is."""
+
+
+class SpreadsheetRef(BaseModel):
+    id: str
+    name: str
+    modified: str | None = None
+    url: str | None = None
+
+
+class SpreadsheetList(BaseModel):
+    spreadsheets: list[SpreadsheetRef]
+    next_cursor: str | None = None
+
+
+class SheetInfo(BaseModel):
+    sheet_id: int
+    title: str
+    index: int
+    rows: int
+    columns: int
+    frozen_rows: int = 0
+    frozen_columns: int = 0
+    hidden: bool = False
+
+
+class NamedRange(BaseModel):
+    name: str
+    range: str
+
+
+class SpreadsheetInfo(BaseModel):
+    id: str
+    title: str
+    sheets: list[SheetInfo]
+    named_ranges: list[NamedRange] = Field(default_factory=list)
+    url: str | None = None
+    writable: bool = True
+    note: str | None = None
+
+
+class Grid(BaseModel):
+    """Values of one range as a backend returns them (rows of cells, trailing blanks trimmed)."""
+
+    range: str
+    values: list[list[Any]]
+    uncomputed: list[str] = Field(default_factory=list)
+
+
+class ValueRange(BaseModel):
+    range: str
+    values: list[list[Any]] | None = None
+    rows: list[dict[str, Any]] | None = None
+    next_cursor: str | None = None
+    uncomputed: list[str] | None = Field(
+        default=None, description="Cells holding a formula whose value could not be computed."
+    )
+
+
+class ValuesResult(BaseModel):
+    spreadsheet_id: str
+    ranges: list[ValueRange]
+
+
+class UpdatedRange(BaseModel):
+    range: str
+    rows: int
+    columns: int
+    cells: int
+
+
+class UpdateResult(BaseModel):
+    spreadsheet_id: str
+    updated: list[UpdatedRange]
+    total_cells: int
+
+
+class ClearResult(BaseModel):
+    spreadsheet_id: str
+    cleared: list[str]
+
+
+class SheetResult(BaseModel):
+    spreadsheet_id: str
+    sheet: SheetInfo | None = None
+    deleted: str | None = None
+    note: str | None = None
+
+
+class RowsResult(BaseModel):
+    spreadsheet_id: str
+    sheet: str
+    inserted: int = 0
+    deleted: int = 0
+    first_row: int
+    note: str | None = None
+
+
+class Match(BaseModel):
+    sheet: str
+    cell: str
+    value: Any
+
+
+class FindResult(BaseModel):
+    spreadsheet_id: str
+    matches: list[Match]
+    next_cursor: str | None = None
+    truncated: bool = Field(default=False, description="True when a sheet was too large to search whole.")

@@ -1,0 +1,271 @@
+"""The sheets service: what the tools do, over whichever backend the settings choose."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from deskmcp.core.errors import BadRequest
+from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.sheets.a1 import A1Range, cell_name, parse_a1
+from deskmcp.sheets.backends.base import SheetsBackend
+from deskmcp.sheets.models import (
+    ClearResult,
+    FindResult,
+    InputMode,
+    Match,
+    Render,
+    RowsResult,
+    SheetResult,
+    SpreadsheetInfo,
+    SpreadsheetList,
+    UpdateResult,
+    ValueRange,
+    ValuesResult,
+)
+from deskmcp.sheets.settings import SheetsSettings
+
+MAX_RANGES = 50
+MAX_ROWS_PER_CALL = 5_000
+
+
+def create_backend(settings: SheetsSettings) -> SheetsBackend:
+    if settings.backend == "google":
+        from deskmcp.sheets.backends.google import GoogleBackend  # pyright: ignore[reportMissingImports]
+
+        return GoogleBackend(settings)
+    from deskmcp.sheets.backends.local import LocalBackend
+
+    return LocalBackend(settings.root, settings.folders)
+
+
+def _rows(values: Any, what: str = "values") -> list[list[Any]]:
+    if not isinstance(values, list) or not all(isinstance(r, list) for r in values):
+        raise BadRequest(f"{what} must be a list of rows, each a list of cell values: [[1, 'a'], [2, 'b']].", {})
+    return values
+
+
+class SheetsService:
+    def __init__(self, settings: SheetsSettings, backend: SheetsBackend | None = None) -> None:
+        self.settings = settings
+        self._backend = backend
+
+    @property
+    def backend(self) -> SheetsBackend:
+        if self._backend is None:
+            self._backend = create_backend(self.settings)
+        return self._backend
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+
+    def _ranges(self, spreadsheet_id: str, texts: list[str]) -> list[A1Range]:
+        """Parse A1 ranges; a bare word like 'a' or 'Data' that names a sheet means that sheet."""
+        ambiguous = [t for t in texts if re.fullmatch(r"\s*[A-Za-z]{1,3}\s*", t or "")]
+        sheets = [s.title for s in self.backend.get_spreadsheet(spreadsheet_id).sheets] if ambiguous else None
+        return [parse_a1(t, sheets=sheets) for t in texts]
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def list_spreadsheets(self, query: str | None, limit: int, cursor: str | None) -> SpreadsheetList:
+        key = query_key("list", query, limit)
+        offset = decode_cursor(cursor, key)
+        items, more = self.backend.list_spreadsheets(query, offset, limit)
+        return SpreadsheetList(spreadsheets=items, next_cursor=page(offset, limit, limit + 1 if more else 0, key))
+
+    def get_spreadsheet(self, spreadsheet_id: str) -> SpreadsheetInfo:
+        return self.backend.get_spreadsheet(spreadsheet_id)
+
+    def read_values(
+        self,
+        spreadsheet_id: str,
+        ranges: list[str],
+        render: Render = "shown",
+        header: bool = False,
+        limit: int = 500,
+        cursor: str | None = None,
+    ) -> ValuesResult:
+        if not ranges:
+            raise BadRequest("Give at least one range, e.g. 'Sheet1!A1:D20' (sheet names: get_spreadsheet).", {})
+        if len(ranges) > MAX_RANGES:
+            raise BadRequest(f"At most {MAX_RANGES} ranges per call.", {"ranges": len(ranges)})
+        if cursor and len(ranges) > 1:
+            raise BadRequest("A cursor continues one range: pass that range alone with its next_cursor.", {})
+        parsed = self._ranges(spreadsheet_id, ranges)
+        key = query_key("read", spreadsheet_id, ranges, render, header, limit)
+        offset = decode_cursor(cursor, key)
+        windows: list[A1Range] = []
+        for rng in parsed:
+            body = rng
+            if header:
+                windows.append(rng.rows_window(0, 1))
+                body = A1Range(rng.sheet, (rng.start_row or 1) + 1, rng.start_col, rng.end_row, rng.end_col)
+            windows.append(body.rows_window(offset, limit + 1))
+        grids = self.backend.read(spreadsheet_id, windows, render)
+        out: list[ValueRange] = []
+        i = 0
+        for _rng in parsed:
+            keys: list[str] | None = None
+            if header:
+                head = grids[i].values[0] if grids[i].values else []
+                keys = _header_keys(head)
+                i += 1
+            grid = grids[i]
+            i += 1
+            values = grid.values
+            more = len(values) > limit
+            values = values[:limit]
+            item = ValueRange(
+                range=grid.range,
+                next_cursor=page(offset, limit, limit + 1 if more else 0, key),
+                uncomputed=grid.uncomputed or None,
+            )
+            if keys is not None:
+                item.rows = [_keyed(keys, row) for row in values]
+            else:
+                item.values = values
+            out.append(item)
+        return ValuesResult(spreadsheet_id=spreadsheet_id, ranges=out)
+
+    def find(
+        self,
+        spreadsheet_id: str,
+        query: str,
+        *,
+        regex: bool = False,
+        sheet: str | None = None,
+        match_case: bool = False,
+        whole_cell: bool = False,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> FindResult:
+        if not query:
+            raise BadRequest("query is empty.", {})
+        flags = 0 if match_case else re.IGNORECASE
+        try:
+            pattern = re.compile(query if regex else re.escape(query), flags)
+        except re.error as exc:
+            raise BadRequest(f"query is not a valid regular expression: {exc}.", {"query": query}) from exc
+        key = query_key("find", spreadsheet_id, query, regex, sheet, match_case, whole_cell, limit)
+        offset = decode_cursor(cursor, key)
+        sheets = [sheet] if sheet else [s.title for s in self.backend.get_spreadsheet(spreadsheet_id).sheets]
+        budget = self.settings.max_cells
+        grids = self.backend.read(spreadsheet_id, [A1Range(s) for s in sheets], "shown")
+        matches: list[Match] = []
+        truncated = False
+        wanted = offset + limit + 1
+        for title, grid in zip(sheets, grids, strict=True):
+            scanned = 0
+            for r, row in enumerate(grid.values, start=1):
+                scanned += len(row)
+                if scanned > budget:
+                    truncated = True
+                    break
+                for c, value in enumerate(row, start=1):
+                    if value == "" or value is None:
+                        continue
+                    text = value if isinstance(value, str) else _text(value)
+                    hit = pattern.fullmatch(text) if whole_cell else pattern.search(text)
+                    if hit:
+                        matches.append(Match(sheet=title, cell=cell_name(r, c), value=value))
+                if len(matches) >= wanted:
+                    break
+            if len(matches) >= wanted:
+                break
+        return FindResult(
+            spreadsheet_id=spreadsheet_id,
+            matches=matches[offset : offset + limit],
+            next_cursor=page(offset, limit, len(matches) - offset, key),
+            truncated=truncated,
+        )
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def update_values(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
+        return self.batch_update(spreadsheet_id, [{"range": range, "values": values}], mode)
+
+    def batch_update(self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode) -> UpdateResult:
+        if not data:
+            raise BadRequest("Give at least one {range, values} edit.", {})
+        if len(data) > MAX_RANGES:
+            raise BadRequest(f"At most {MAX_RANGES} edits per call.", {"edits": len(data)})
+        updates = []
+        for edit in data:
+            if not isinstance(edit, dict) or set(edit) - {"range", "values"} or "range" not in edit:
+                raise BadRequest('Each edit is {"range": "Sheet1!A1", "values": [[...]]}.', {"edit": str(edit)})
+            rows = _rows(edit.get("values"))
+            if len(rows) > MAX_ROWS_PER_CALL:
+                raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
+            updates.append((self._ranges(spreadsheet_id, [str(edit["range"])])[0], rows))
+        done = self.backend.write(spreadsheet_id, updates, mode)
+        return UpdateResult(spreadsheet_id=spreadsheet_id, updated=done, total_cells=sum(u.cells for u in done))
+
+    def append_rows(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
+        rows = _rows(values)
+        if not rows:
+            raise BadRequest("values holds no rows to append.", {})
+        if len(rows) > MAX_ROWS_PER_CALL:
+            raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
+        done = self.backend.append(spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode)
+        return UpdateResult(spreadsheet_id=spreadsheet_id, updated=[done], total_cells=done.cells)
+
+    def clear_values(self, spreadsheet_id: str, ranges: list[str]) -> ClearResult:
+        if not ranges:
+            raise BadRequest("Give at least one range to clear.", {})
+        cleared = self.backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
+        return ClearResult(spreadsheet_id=spreadsheet_id, cleared=cleared)
+
+    def create_spreadsheet(self, title: str, sheets: list[str] | None) -> SpreadsheetInfo:
+        if not title.strip():
+            raise BadRequest("title is empty.", {})
+        return self.backend.create_spreadsheet(title.strip(), sheets or [])
+
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetResult:
+        info = self.backend.add_sheet(spreadsheet_id, title, rows, columns)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
+        info = self.backend.rename_sheet(spreadsheet_id, sheet, title)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> SheetResult:
+        self.backend.delete_sheet(spreadsheet_id, sheet)
+        return SheetResult(spreadsheet_id=spreadsheet_id, deleted=sheet)
+
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
+        info = self.backend.duplicate_sheet(spreadsheet_id, sheet, title)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
+        self.backend.insert_rows(spreadsheet_id, sheet, at, count)
+        return RowsResult(spreadsheet_id=spreadsheet_id, sheet=sheet, inserted=count, first_row=at)
+
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
+        self.backend.delete_rows(spreadsheet_id, sheet, at, count)
+        return RowsResult(spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return str(value)
+
+
+def _header_keys(head: list[Any]) -> list[str]:
+    keys: list[str] = []
+    for i, value in enumerate(head, start=1):
+        name = _text(value).strip() if value not in (None, "") else f"column_{i}"
+        base, n = name, 2
+        while name in keys:
+            name, n = f"{base}_{n}", n + 1
+        keys.append(name)
+    return keys
+
+
+def _keyed(keys: list[str], row: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, value in enumerate(row):
+        name = keys[i] if i < len(keys) else f"column_{i + 1}"
+        out[name] = value
+    return out

@@ -1,0 +1,70 @@
+"""Configuration of the sheets server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+
+from deskmcp.core.config import OptionalPath, env_alias, expand
+from deskmcp.core.google_auth import GoogleSettings
+
+
+def _path_list(value: object) -> object:
+    if isinstance(value, str):
+        return [expand(p.strip()) for p in value.replace(";", ",").split(",") if p.strip()]
+    return value
+
+
+def _name_list(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    return value
+
+
+class SheetsSettings(GoogleSettings):
+    """Environment: `SHEETS_BACKEND`, `SHEETS_PATH`, `SHEETS_FOLDERS`, `SHEETS_READ_ONLY`, `SHEETS_TOOLSETS`,
+    `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, plus the Google and workspace settings."""
+
+    backend: Literal["local", "google"] = Field(
+        default="local",
+        validation_alias=env_alias("backend", "SHEETS_BACKEND"),
+        description="'local' (workbook files, offline) or 'google' (Google Sheets through the API).",
+    )
+    sheets_path: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("sheets_path", "SHEETS_PATH"),
+        description="Folder of local workbooks; new ones are created here (default: <workspace>/sheets).",
+    )
+    folders: Annotated[list[Path], BeforeValidator(_path_list)] = Field(
+        default_factory=list,
+        validation_alias=env_alias("folders", "SHEETS_FOLDERS"),
+        description="More folders of workbooks, comma-separated; their ids start with the folder's name and ':'.",
+    )
+    read_only: bool = Field(
+        default=False,
+        validation_alias=env_alias("read_only", "SHEETS_READ_ONLY"),
+        description="Register only the reading tools.",
+    )
+    toolsets: Annotated[tuple[str, ...] | None, BeforeValidator(_name_list)] = Field(
+        default=None,
+        validation_alias=env_alias("toolsets", "SHEETS_TOOLSETS"),
+        description="Comma-separated toolsets to register: read, write, structure (default: all).",
+    )
+    requests_per_minute: int = Field(
+        default=60,
+        ge=1,
+        validation_alias=env_alias("requests_per_minute", "SHEETS_REQUESTS_PER_MINUTE"),
+        description="Client-side limit on Google Sheets API requests (Google's default quota is 60/min/user).",
+    )
+    max_cells: int = Field(
+        default=200_000,
+        ge=1_000,
+        validation_alias=env_alias("max_cells", "SHEETS_MAX_CELLS"),
+        description="Most cells one read returns or one search scans per sheet.",
+    )
+
+    @property
+    def root(self) -> Path:
+        return self.sheets_path or self.workspace / "sheets"

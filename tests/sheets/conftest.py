@@ -1,0 +1,104 @@
+"""Shared fixtures of the sheets tests: a workbook folder in tmp_path and an MCP client over it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from deskmcp.sheets.server import Settings, create_server
+
+ENVIRONMENT = (
+    "SHEETS_BACKEND",
+    "SHEETS_PATH",
+    "SHEETS_FOLDERS",
+    "SHEETS_READ_ONLY",
+    "SHEETS_TOOLSETS",
+    "SHEETS_REQUESTS_PER_MINUTE",
+    "SHEETS_MAX_CELLS",
+    "GOOGLE_CLIENT_SECRETS",
+    "GOOGLE_CLIENT_ID",
+    "GOOGLE_CLIENT_SECRET",
+    "GOOGLE_TOKEN_FILE",
+    "GOOGLE_SERVICE_ACCOUNT_FILE",
+    "GOOGLE_DELEGATED_USER",
+    "GOOGLE_USE_ADC",
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _no_sheets_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from the tests alone, not from the environment of whoever runs them."""
+    for name in ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "sheets"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def settings_for(tmp_path: Path) -> Callable[..., Settings]:
+    def build(root: Path, **overrides: Any) -> Settings:
+        return Settings(workspace=tmp_path / "ws", sheets_path=root, **overrides)
+
+    return build
+
+
+Connect = Callable[..., Client]
+
+
+@pytest.fixture
+def connect(root: Path, settings_for: Callable[..., Settings]) -> Connect:
+    def build(folder: Path | None = None, **overrides: Any) -> Client:
+        return Client(create_server(settings_for(folder or root, **overrides)))
+
+    return build
+
+
+@pytest.fixture
+async def client(connect: Connect) -> AsyncIterator[Client]:
+    async with connect() as c:
+        yield c
+
+
+async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(name, args or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(name, args or {})
+    assert result.is_error, result.structured_content
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+def make_xlsx(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:
+    """An xlsx written by openpyxl with the given rows per sheet."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    first = True
+    for title, rows in sheets.items():
+        ws: Any = wb.active if first else wb.create_sheet()
+        ws.title = title
+        first = False
+        for row in rows:
+            ws.append(row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wb.save(path)
+    return path

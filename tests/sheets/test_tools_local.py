@@ -1,0 +1,368 @@
+"""Every sheets tool through the in-memory MCP client, on local workbooks."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.sheets.conftest import Connect, call, fail, make_xlsx
+
+pytestmark = pytest.mark.anyio
+
+BUDGET = {
+    "Costs": [["item", "amount"], ["rent", 1000], ["food", 300]],
+    "My Sheet": [["note"], ["it's here"]],
+}
+
+
+@pytest.fixture
+def budget(root: Path) -> Path:
+    return make_xlsx(root / "budget.xlsx", BUDGET)
+
+
+async def test_list_spreadsheets_finds_workbooks_in_sub_folders_and_extra_folders(
+    root: Path, tmp_path: Path, connect: Connect
+) -> None:
+    make_xlsx(root / "team" / "plan.xlsx", {"S": [[1]]})
+    (root / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (root / "notes.txt").write_text("not a workbook", encoding="utf-8")
+    (root / "~$plan.xlsx").write_bytes(b"lock file")
+    extra = tmp_path / "shared"
+    make_xlsx(extra / "q3.xlsx", {"S": [[1]]})
+    async with connect(folders=[extra]) as c:
+        ids = [s["id"] for s in (await call(c, "list_spreadsheets"))["spreadsheets"]]
+        assert ids == ["data.csv", "shared:q3.xlsx", "team/plan.xlsx"]
+        filtered = await call(c, "list_spreadsheets", {"query": "PLAN"})
+        assert [s["id"] for s in filtered["spreadsheets"]] == ["team/plan.xlsx"]
+        first = await call(c, "list_spreadsheets", {"limit": 2})
+        rest = await call(c, "list_spreadsheets", {"limit": 2, "cursor": first["next_cursor"]})
+        assert [s["id"] for s in rest["spreadsheets"]] == ["team/plan.xlsx"]
+        assert (await call(c, "read_values", {"spreadsheet_id": "shared:q3.xlsx", "ranges": ["S!A1"]}))["ranges"][0][
+            "values"
+        ] == [[1]]
+
+
+async def test_get_spreadsheet_reports_sheets_sizes_frozen_rows_and_named_ranges(root: Path, connect: Connect) -> None:
+    from openpyxl import Workbook
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = Workbook()
+    ws = wb.active
+    assert ws is not None
+    ws.title = "Data"
+    for i in range(10):
+        ws.append([i, i * 2, i * 3])
+    ws.freeze_panes = "B3"
+    wb.defined_names["Totals"] = DefinedName("Totals", attr_text="Data!$C$1:$C$10")
+    wb.save(root / "frozen.xlsx")
+    async with connect() as c:
+        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "frozen.xlsx"})
+    sheet = info["sheets"][0]
+    assert (sheet["title"], sheet["rows"], sheet["columns"]) == ("Data", 10, 3)
+    assert (sheet["frozen_rows"], sheet["frozen_columns"]) == (2, 1)
+    assert info["named_ranges"] == [{"name": "Totals", "range": "Data!$C$1:$C$10"}]
+    assert info["writable"] is True
+
+
+async def test_read_values_reads_several_ranges_at_once_with_quoted_sheet_names(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        out = await call(
+            c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A2:B3", "'My Sheet'!A:A"]}
+        )
+    assert out["ranges"][0] == {"range": "Costs!A2:B3", "values": [["rent", 1000], ["food", 300]]} | {
+        k: out["ranges"][0][k] for k in out["ranges"][0] if k not in ("range", "values")
+    }
+    assert out["ranges"][1]["values"] == [["note"], ["it's here"]]
+    assert out["ranges"][1]["range"] == "'My Sheet'!A1:A2"
+
+
+async def test_read_values_header_row_gives_objects_and_pages_by_rows(root: Path, connect: Connect) -> None:
+    make_xlsx(root / "big.xlsx", {"Data": [["n", "square"]] + [[i, i * i] for i in range(1, 26)]})
+    async with connect() as c:
+        args = {"spreadsheet_id": "big.xlsx", "ranges": ["Data"], "header": True, "limit": 10}
+        first = await call(c, "read_values", args)
+        page = first["ranges"][0]
+        assert page["rows"][0] == {"n": 1, "square": 1}
+        assert len(page["rows"]) == 10
+        seen = page["rows"]
+        cursor = page["next_cursor"]
+        while cursor:
+            nxt = (await call(c, "read_values", args | {"cursor": cursor}))["ranges"][0]
+            seen += nxt["rows"]
+            cursor = nxt["next_cursor"]
+        assert [r["n"] for r in seen] == list(range(1, 26))
+        other = await fail(c, "read_values", args | {"cursor": first["ranges"][0]["next_cursor"], "limit": 5})
+        assert other["error"] == "bad_request"
+
+
+async def test_open_range_reads_to_the_last_row(root: Path, connect: Connect) -> None:
+    make_xlsx(root / "open.xlsx", {"S": [["h1", "h2", "h3"], [1, 2, 3], [4, 5, 6]]})
+    async with connect() as c:
+        out = await call(c, "read_values", {"spreadsheet_id": "open.xlsx", "ranges": ["S!B2:C"]})
+    assert out["ranges"][0]["values"] == [[2, 3], [5, 6]]
+
+
+async def test_bad_range_answers_bad_request_with_the_valid_forms(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        err = await fail(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:"]})
+        assert err["error"] == "bad_request"
+        assert "'Sheet name'!A1:C10" in err["message"]
+        missing = await fail(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Nope!A1"]})
+        assert missing["error"] == "not_found"
+        assert "Costs" in missing["message"]
+
+
+async def test_user_entered_formula_reads_back_computed_and_recomputes_after_update(
+    budget: Path, connect: Connect
+) -> None:
+    async with connect() as c:
+        await call(
+            c,
+            "update_values",
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!A4", "values": [["total", "=SUM(B2:B3)"]]},
+        )
+        shown = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!B4"]})
+        assert shown["ranges"][0]["values"] == [[1300]]
+        await call(c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B2", "values": [[1200]]})
+        again = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!B4"]})
+        assert again["ranges"][0]["values"] == [[1500]]
+        formulas = await call(
+            c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!B4"], "render": "formula"}
+        )
+        assert formulas["ranges"][0]["values"] == [["=SUM(B2:B3)"]]
+    # Any other reader of the file sees the computed value too.
+    from openpyxl import load_workbook
+
+    assert load_workbook(budget, data_only=True)["Costs"]["B4"].value == 1500
+
+
+async def test_raw_input_stores_text_that_looks_like_a_formula(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(
+            c,
+            "update_values",
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C1", "values": [["=1+1", "12", "TRUE"]], "input": "RAW"},
+        )
+        await call(
+            c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [["12", "TRUE", "5%"]]}
+        )
+        out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!C1:E2"]})
+    assert out["ranges"][0]["values"] == [["=1+1", "12", "TRUE"], [12, True, 0.05]]
+
+
+async def test_formula_that_cannot_be_computed_is_reported(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(
+            c,
+            "update_values",
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [["=VLOOKUP(1,A1:B3,2)"]]},
+        )
+        out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C3"]})
+    assert out["ranges"][0]["uncomputed"] == ["Costs!C2"]
+
+
+async def test_append_rows_goes_after_the_last_row_with_data(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        done = await call(
+            c,
+            "append_rows",
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!A:B", "values": [["gas", 50], ["tax", 20]]},
+        )
+        assert done["updated"][0]["range"] == "Costs!A4:B5"
+        out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A4:B5"]})
+    assert out["ranges"][0]["values"] == [["gas", 50], ["tax", 20]]
+
+
+async def test_clear_values_and_batch_update_in_one_save(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        done = await call(
+            c,
+            "batch_update",
+            {
+                "spreadsheet_id": "budget.xlsx",
+                "data": [
+                    {"range": "Costs!C1", "values": [["double"]]},
+                    {"range": "Costs!C2:C3", "values": [["=B2*2"], ["=B3*2"]]},
+                ],
+            },
+        )
+        assert done["total_cells"] == 3
+        cleared = await call(c, "clear_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:A3"]})
+        assert cleared["cleared"] == ["Costs!A1:A3"]
+        out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs"]})
+    assert out["ranges"][0]["values"] == [["", "amount", "double"], ["", 1000, 2000], ["", 300, 600]]
+
+
+async def test_writing_more_rows_than_the_range_holds_is_refused(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        err = await fail(
+            c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!A1:B1", "values": [[1, 2], [3, 4]]}
+        )
+    assert err["error"] == "bad_request"
+
+
+async def test_find_in_spreadsheet_matches_text_and_regex_with_addresses(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        text = await call(c, "find_in_spreadsheet", {"spreadsheet_id": "budget.xlsx", "query": "HERE"})
+        assert text["matches"] == [{"sheet": "My Sheet", "cell": "A2", "value": "it's here"}]
+        regex = await call(
+            c, "find_in_spreadsheet", {"spreadsheet_id": "budget.xlsx", "query": r"^\d{4}$", "regex": True}
+        )
+        assert [(m["cell"], m["value"]) for m in regex["matches"]] == [("B2", 1000)]
+        whole = await call(
+            c, "find_in_spreadsheet", {"spreadsheet_id": "budget.xlsx", "query": "foo", "whole_cell": True}
+        )
+        assert whole["matches"] == []
+        bad = await fail(c, "find_in_spreadsheet", {"spreadsheet_id": "budget.xlsx", "query": "(", "regex": True})
+        assert bad["error"] == "bad_request"
+
+
+async def test_sheet_tools_add_rename_duplicate_delete(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(
+            c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "'My Sheet'!B1", "values": [["=Costs!B2"]]}
+        )
+        added = await call(c, "add_sheet", {"spreadsheet_id": "budget.xlsx", "title": "Extra"})
+        assert added["sheet"]["title"] == "Extra"
+        dup = await fail(c, "add_sheet", {"spreadsheet_id": "budget.xlsx", "title": "extra"})
+        assert dup["error"] == "conflict"
+        await call(c, "rename_sheet", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "title": "Cost 2026"})
+        formula = await call(
+            c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["'My Sheet'!B1"], "render": "formula"}
+        )
+        assert formula["ranges"][0]["values"] == [["='Cost 2026'!B2"]]
+        copy = await call(
+            c, "duplicate_sheet", {"spreadsheet_id": "budget.xlsx", "sheet": "Cost 2026", "title": "Copy"}
+        )
+        assert copy["sheet"]["rows"] == 3
+        await call(c, "delete_sheet", {"spreadsheet_id": "budget.xlsx", "sheet": "Extra"})
+        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "budget.xlsx"})
+    assert [s["title"] for s in info["sheets"]] == ["Cost 2026", "My Sheet", "Copy"]
+
+
+async def test_insert_and_delete_rows_keep_formulas_pointing_at_the_same_data(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(
+            c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B4", "values": [["=SUM(B2:B3)"]]}
+        )
+        await call(c, "insert_rows", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "at": 3, "count": 2})
+        await call(c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!A3", "values": [["gas", 7]]})
+        out = await call(
+            c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!B6"], "render": "formula"}
+        )
+        assert out["ranges"][0]["values"] == [["=SUM(B2:B5)"]]
+        await call(c, "delete_rows", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "at": 4, "count": 1})
+        total = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:B5"]})
+    assert total["ranges"][0]["values"] == [["item", "amount"], ["rent", 1000], ["gas", 7], ["food", 300], ["", 1307]]
+
+
+async def test_create_spreadsheet_makes_an_xlsx_and_refuses_an_existing_name(connect: Connect, root: Path) -> None:
+    async with connect() as c:
+        made = await call(c, "create_spreadsheet", {"title": "Plan 2027", "sheets": ["Q1", "Q2"]})
+        assert made["id"] == "Plan 2027.xlsx"
+        assert [s["title"] for s in made["sheets"]] == ["Q1", "Q2"]
+        again = await fail(c, "create_spreadsheet", {"title": "Plan 2027"})
+        assert again["error"] == "conflict"
+    assert (root / "Plan 2027.xlsx").is_file()
+
+
+async def test_csv_is_a_one_sheet_workbook(root: Path, connect: Connect) -> None:
+    (root / "people.csv").write_text('name,age\n"Smith, Ann",41\nBob,007\n', encoding="utf-8")
+    async with connect() as c:
+        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "people.csv"})
+        assert [s["title"] for s in info["sheets"]] == ["people"]
+        out = await call(c, "read_values", {"spreadsheet_id": "people.csv", "ranges": ["people"], "header": True})
+        assert out["ranges"][0]["rows"] == [{"name": "Smith, Ann", "age": 41}, {"name": "Bob", "age": "007"}]
+        await call(c, "append_rows", {"spreadsheet_id": "people.csv", "range": "people", "values": [["Cy", 9]]})
+        await call(c, "update_values", {"spreadsheet_id": "people.csv", "range": "C1", "values": [["=1+1"]]})
+        refused = await fail(c, "add_sheet", {"spreadsheet_id": "people.csv", "title": "More"})
+        assert refused["error"] == "bad_request"
+    assert (root / "people.csv").read_text(encoding="utf-8") == 'name,age,2\n"Smith, Ann",41,\nBob,007,\nCy,9,\n'
+
+
+async def test_writes_leave_no_temporary_files(budget: Path, root: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!A1", "values": [["x"]]})
+    assert sorted(os.listdir(root)) == ["budget.xlsx"]
+
+
+async def test_saving_a_workbook_with_a_chart_is_refused_and_the_file_is_untouched(
+    root: Path, connect: Connect
+) -> None:
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+
+    wb = Workbook()
+    ws = wb.active
+    assert ws is not None
+    for i in range(1, 5):
+        ws.append([i])
+    chart = BarChart()
+    chart.add_data(Reference(ws, min_col=1, min_row=1, max_row=4))
+    ws.add_chart(chart, "C1")
+    path = root / "chart.xlsx"
+    wb.save(path)
+    assert any(n.startswith("xl/charts/") for n in zipfile.ZipFile(path).namelist())
+    before = path.read_bytes()
+    async with connect() as c:
+        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "chart.xlsx"})
+        assert info["writable"] is False
+        err = await fail(c, "update_values", {"spreadsheet_id": "chart.xlsx", "range": "A1", "values": [[9]]})
+        read = await call(c, "read_values", {"spreadsheet_id": "chart.xlsx", "ranges": ["A1:A4"]})
+    assert err["error"] == "permission_denied"
+    assert "charts" in err["message"]
+    assert path.read_bytes() == before
+    assert read["ranges"][0]["values"] == [[1], [2], [3], [4]]
+
+
+async def test_spreadsheet_id_rejects_path_escape(root: Path, tmp_path: Path, connect: Connect) -> None:
+    make_xlsx(tmp_path / "outside.xlsx", {"S": [[1]]})
+    async with connect() as c:
+        up = await fail(c, "read_values", {"spreadsheet_id": "../outside.xlsx", "ranges": ["A1"]})
+        absolute = await fail(c, "get_spreadsheet", {"spreadsheet_id": str(tmp_path / "outside.xlsx")})
+        created = await fail(c, "create_spreadsheet", {"title": "../escape"})
+    assert up["error"] == absolute["error"] == created["error"] == "permission_denied"
+    assert not (tmp_path / "escape.xlsx").exists()
+
+
+async def test_spreadsheet_id_rejects_symlink_escape(root: Path, tmp_path: Path, connect: Connect) -> None:
+    outside = make_xlsx(tmp_path / "secret" / "s.xlsx", {"S": [["secret"]]})
+    (root / "link.xlsx").symlink_to(outside)
+    async with connect() as c:
+        err = await fail(c, "read_values", {"spreadsheet_id": "link.xlsx", "ranges": ["A1"]})
+        listed = await call(c, "list_spreadsheets")
+    assert err["error"] == "permission_denied"
+    assert listed["spreadsheets"] == []
+
+
+async def test_unknown_spreadsheet_is_not_found_pointing_to_list(connect: Connect) -> None:
+    async with connect() as c:
+        err = await fail(c, "get_spreadsheet", {"spreadsheet_id": "nope.xlsx"})
+    assert err["error"] == "not_found"
+    assert "list_spreadsheets" in err["message"]
+
+
+async def test_read_only_mode_registers_only_reading_tools(connect: Connect) -> None:
+    async with connect(read_only=True) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+    assert names == {"list_spreadsheets", "get_spreadsheet", "read_values", "find_in_spreadsheet"}
+
+
+async def test_toolsets_setting_picks_the_tools(connect: Connect) -> None:
+    async with connect(toolsets=("read", "structure")) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+    assert "insert_rows" in names
+    assert "update_values" not in names
+
+
+async def test_destructive_tools_say_so_in_their_annotations(connect: Connect) -> None:
+    async with connect() as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    for name in ("update_values", "clear_values", "delete_sheet", "delete_rows", "batch_update"):
+        assert tools[name].annotations is not None
+        assert tools[name].annotations.destructive_hint is True
+    assert tools["read_values"].annotations is not None
+    assert tools["read_values"].annotations.read_only_hint is True
