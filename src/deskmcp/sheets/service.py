@@ -31,7 +31,7 @@ MAX_ROWS_PER_CALL = 5_000
 
 def create_backend(settings: SheetsSettings) -> SheetsBackend:
     if settings.backend == "google":
-        from deskmcp.sheets.backends.google import GoogleBackend  # pyright: ignore[reportMissingImports]
+        from deskmcp.sheets.backends.google import GoogleBackend
 
         return GoogleBackend(settings)
     from deskmcp.sheets.backends.local import LocalBackend

@@ -1,0 +1,399 @@
+"""Google Sheets through the Sheets API v4 (and Drive v3 to list spreadsheets).
+
+Every request goes through one `Throttle` (a client-side limit, 60 requests a minute by
+default, Google's per-user quota) and one `RetryPolicy` (backoff with full jitter on 429 and
+5xx, honouring `Retry-After`). Several ranges are read with one `values:batchGet` and
+written with one `values:batchUpdate`. Requests that add something (append, add or
+duplicate a sheet, insert rows) are retried only when Google refused them outright (429),
+never after an answer that leaves it unclear whether they were applied.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from deskmcp.core.errors import (
+    AuthRequired,
+    BadRequest,
+    DeskError,
+    ExternalServiceError,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    Timeout,
+)
+from deskmcp.core.google_auth import SCOPES, TokenStore, build_service, credentials
+from deskmcp.core.policies import SYSTEM_CLOCK, Clock, Retry, RetryPolicy, Throttle, TTLCache, retry_after_seconds
+from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
+from deskmcp.sheets.models import (
+    Grid,
+    InputMode,
+    NamedRange,
+    Render,
+    SheetInfo,
+    SpreadsheetInfo,
+    SpreadsheetRef,
+    UpdatedRange,
+)
+from deskmcp.sheets.settings import SheetsSettings
+
+log = logging.getLogger("deskmcp.sheets.google")
+
+SPREADSHEET_MIME = "application/vnd.google-apps.spreadsheet"
+RENDER = {"shown": "FORMATTED_VALUE", "raw": "UNFORMATTED_VALUE", "formula": "FORMULA"}
+_RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED", "quota")
+
+
+class GoogleBackend:
+    name = "google"
+
+    def __init__(
+        self,
+        settings: SheetsSettings,
+        *,
+        http: Any = None,
+        store: TokenStore | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self._http = http
+        self._store = store
+        self.throttle = Throttle(concurrency=4, per_minute=settings.requests_per_minute, clock=clock)
+        self.retry = retry or RetryPolicy(attempts=5, base=1.0, cap=32.0, max_wait=60.0, clock=clock)
+        self._sheets: Any = None
+        self._drive: Any = None
+        self._meta: TTLCache[str, dict[str, Any]] = TTLCache(ttl=30.0, max_entries=64, clock=clock)
+        self._page_tokens: dict[tuple[str | None, int, int], str] = {}
+
+    def close(self) -> None:
+        self._sheets = self._drive = None
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _services(self) -> tuple[Any, Any]:
+        if self._sheets is None:
+            creds = credentials(self.settings, SCOPES["sheets"], store=self._store)
+            self._sheets = build_service("sheets", "v4", creds, http=self._http)
+            self._drive = build_service("drive", "v3", creds, http=self._http)
+        return self._sheets, self._drive
+
+    @property
+    def sheets(self) -> Any:
+        return self._services()[0]
+
+    @property
+    def drive(self) -> Any:
+        return self._services()[1]
+
+    def execute(self, request: Any, *, idempotent: bool = True) -> dict[str, Any]:
+        """Run one API request under the throttle and the retry policy; errors mapped to the taxonomy."""
+        from googleapiclient.errors import HttpError
+        from httplib2 import HttpLib2Error
+
+        def attempt() -> dict[str, Any]:
+            with self.throttle:
+                try:
+                    return request.execute(num_retries=0) or {}
+                except HttpError as exc:
+                    raise self._http_error(exc, idempotent) from exc
+                except TimeoutError as exc:
+                    error = Timeout("Google Sheets did not answer in time.", {"service": "google_sheets"})
+                    if idempotent:
+                        raise Retry(error) from exc
+                    raise self._ambiguous(error) from exc
+                except (HttpLib2Error, OSError) as exc:
+                    error = ExternalServiceError(
+                        f"Google Sheets could not be reached: {exc}.", {"service": "google_sheets"}
+                    )
+                    if idempotent:
+                        raise Retry(error) from exc
+                    raise self._ambiguous(error) from exc
+
+        return self.retry.call(attempt)
+
+    def _ambiguous(self, error: DeskError) -> DeskError:
+        error.message += " The change may or may not have been applied: read the sheet before trying again."
+        return error
+
+    def _http_error(self, exc: Any, idempotent: bool) -> DeskError | Retry:
+        status = int(getattr(exc.resp, "status", 0) or 0)
+        headers = {str(k).lower(): str(v) for k, v in dict(exc.resp).items()}
+        message, reason = _google_message(exc)
+        details: dict[str, Any] = {"status": status, "service": "google_sheets"}
+        if status == 429 or (status == 403 and any(r in reason for r in _RATE_REASONS)):
+            wait = retry_after_seconds(headers)
+            return Retry(RateLimited(f"Google Sheets quota reached: {message}", details), wait)
+        if status >= 500:
+            error = ExternalServiceError(f"Google Sheets failed ({status}): {message}", details)
+            return Retry(error, retry_after_seconds(headers)) if idempotent else self._ambiguous(error)
+        if status == 401:
+            return AuthRequired(
+                "Google refused the authorisation. Run `deskmcp auth google` to authorise again.",
+                details | {"command": "deskmcp auth google"},
+            )
+        if status == 403:
+            return PermissionDenied(
+                f"Google Sheets refused access: {message}. Check the spreadsheet is shared with this account "
+                "and that `deskmcp auth google --scopes sheets` was granted.",
+                details,
+            )
+        if status == 404:
+            return NotFound(f"Not found on Google Sheets: {message}. Call list_spreadsheets for valid ids.", details)
+        if status == 400:
+            return BadRequest(f"Google Sheets refused the request: {message}", details)
+        return ExternalServiceError(f"Google Sheets answered {status}: {message}", details)
+
+    def _spreadsheet(self, spreadsheet_id: str, *, fresh: bool = False) -> dict[str, Any]:
+        if fresh:
+            self._meta.invalidate(spreadsheet_id)
+        cached = self._meta.get(spreadsheet_id)
+        if cached is not None:
+            return cached
+        data = self.execute(
+            self.sheets.spreadsheets().get(
+                spreadsheetId=spreadsheet_id,
+                fields="spreadsheetId,spreadsheetUrl,properties.title,sheets.properties,namedRanges",
+            )
+        )
+        self._meta.set(spreadsheet_id, data)
+        return data
+
+    def _sheet_id(self, spreadsheet_id: str, title: str) -> int:
+        for attempt in (False, True):
+            for sheet in self._spreadsheet(spreadsheet_id, fresh=attempt).get("sheets", []):
+                props = sheet.get("properties", {})
+                if props.get("title") == title:
+                    return int(props.get("sheetId", 0))
+        titles = [s.get("properties", {}).get("title") for s in self._spreadsheet(spreadsheet_id).get("sheets", [])]
+        raise NotFound(
+            f"No sheet {title!r}. Sheets: {', '.join(str(t) for t in titles)}.", {"sheet": title, "sheets": titles}
+        )
+
+    def _batch(self, spreadsheet_id: str, requests: list[dict[str, Any]], *, idempotent: bool) -> dict[str, Any]:
+        out = self.execute(
+            self.sheets.spreadsheets().batchUpdate(spreadsheetId=spreadsheet_id, body={"requests": requests}),
+            idempotent=idempotent,
+        )
+        self._meta.invalidate(spreadsheet_id)
+        return out
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
+        q = f"mimeType='{SPREADSHEET_MIME}' and trashed=false"
+        if query:
+            q += " and name contains '" + query.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        token = self._page_tokens.get((query, offset, limit)) if offset else None
+        skip = 0
+        if offset and token is None:
+            skip = offset  # a cursor from before a restart: walk from the start
+        files: list[dict[str, Any]] = []
+        next_token: str | None = token
+        while True:
+            page = self.execute(
+                self.drive.files().list(
+                    q=q,
+                    pageSize=min(1000, skip + limit) if skip else limit,
+                    pageToken=next_token,
+                    orderBy="modifiedTime desc",
+                    fields="nextPageToken,files(id,name,modifiedTime,webViewLink)",
+                    supportsAllDrives=True,
+                    includeItemsFromAllDrives=True,
+                )
+            )
+            batch = page.get("files", [])
+            next_token = page.get("nextPageToken")
+            if skip:
+                take = min(skip, len(batch))
+                batch, skip = batch[take:], skip - take
+            files.extend(batch)
+            if len(files) >= limit or not next_token:
+                break
+        files = files[:limit]
+        if next_token:
+            self._page_tokens[(query, offset + limit, limit)] = next_token
+        items = [
+            SpreadsheetRef(id=f["id"], name=f.get("name", ""), modified=f.get("modifiedTime"), url=f.get("webViewLink"))
+            for f in files
+        ]
+        return items, bool(next_token)
+
+    def get_spreadsheet(self, spreadsheet_id: str) -> SpreadsheetInfo:
+        data = self._spreadsheet(spreadsheet_id, fresh=True)
+        titles: dict[int, str] = {}
+        sheets = []
+        for sheet in data.get("sheets", []):
+            info = _sheet_info(sheet.get("properties", {}))
+            titles[info.sheet_id] = info.title
+            sheets.append(info)
+        named = [
+            NamedRange(name=n.get("name", ""), range=_grid_range_a1(n.get("range", {}), titles))
+            for n in data.get("namedRanges", [])
+        ]
+        return SpreadsheetInfo(
+            id=data.get("spreadsheetId", spreadsheet_id),
+            title=data.get("properties", {}).get("title", ""),
+            sheets=sheets,
+            named_ranges=named,
+            url=data.get("spreadsheetUrl"),
+        )
+
+    def read(self, spreadsheet_id: str, ranges: list[A1Range], render: Render) -> list[Grid]:
+        data = self.execute(
+            self.sheets.spreadsheets()
+            .values()
+            .batchGet(
+                spreadsheetId=spreadsheet_id,
+                ranges=[r.a1() for r in ranges],
+                valueRenderOption=RENDER[render],
+                dateTimeRenderOption="SERIAL_NUMBER" if render == "raw" else "FORMATTED_STRING",
+                majorDimension="ROWS",
+            )
+        )
+        value_ranges = data.get("valueRanges", [])
+        out = []
+        for i, rng in enumerate(ranges):
+            vr = value_ranges[i] if i < len(value_ranges) else {}
+            out.append(Grid(range=vr.get("range", rng.a1()), values=vr.get("values", [])))
+        return out
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def create_spreadsheet(self, title: str, sheets: list[str]) -> SpreadsheetInfo:
+        body: dict[str, Any] = {"properties": {"title": title}}
+        if sheets:
+            body["sheets"] = [{"properties": {"title": t}} for t in sheets]
+        made = self.execute(self.sheets.spreadsheets().create(body=body, fields="spreadsheetId"), idempotent=False)
+        return self.get_spreadsheet(made["spreadsheetId"])
+
+    def write(
+        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+    ) -> list[UpdatedRange]:
+        body = {
+            "valueInputOption": mode,
+            "data": [{"range": rng.a1(), "majorDimension": "ROWS", "values": rows} for rng, rows in updates],
+        }
+        out = self.execute(self.sheets.spreadsheets().values().batchUpdate(spreadsheetId=spreadsheet_id, body=body))
+        return [_updated(r) for r in out.get("responses", [])]
+
+    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        out = self.execute(
+            self.sheets.spreadsheets()
+            .values()
+            .append(
+                spreadsheetId=spreadsheet_id,
+                range=target.a1(),
+                valueInputOption=mode,
+                insertDataOption="INSERT_ROWS",
+                body={"majorDimension": "ROWS", "values": rows},
+            ),
+            idempotent=False,
+        )
+        return _updated(out.get("updates", {}))
+
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]:
+        out = self.execute(
+            self.sheets.spreadsheets()
+            .values()
+            .batchClear(spreadsheetId=spreadsheet_id, body={"ranges": [r.a1() for r in ranges]})
+        )
+        return list(out.get("clearedRanges", []))
+
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
+        props = {"title": title, "gridProperties": {"rowCount": rows, "columnCount": columns}}
+        out = self._batch(spreadsheet_id, [{"addSheet": {"properties": props}}], idempotent=False)
+        return _sheet_info(_reply(out, "addSheet"))
+
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+        sheet_id = self._sheet_id(spreadsheet_id, sheet)
+        request = {"updateSheetProperties": {"properties": {"sheetId": sheet_id, "title": title}, "fields": "title"}}
+        self._batch(spreadsheet_id, [request], idempotent=True)
+        for item in self._spreadsheet(spreadsheet_id).get("sheets", []):
+            if item.get("properties", {}).get("sheetId") == sheet_id:
+                return _sheet_info(item["properties"])
+        raise NotFound(f"Sheet {title!r} disappeared after renaming.", {"sheet": title})
+
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> None:
+        sheet_id = self._sheet_id(spreadsheet_id, sheet)
+        self._batch(spreadsheet_id, [{"deleteSheet": {"sheetId": sheet_id}}], idempotent=True)
+
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+        sheet_id = self._sheet_id(spreadsheet_id, sheet)
+        request = {"duplicateSheet": {"sourceSheetId": sheet_id, "newSheetName": title}}
+        out = self._batch(spreadsheet_id, [request], idempotent=False)
+        return _sheet_info(_reply(out, "duplicateSheet"))
+
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+        sheet_id = self._sheet_id(spreadsheet_id, sheet)
+        dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
+        request = {"insertDimension": {"range": dims, "inheritFromBefore": at > 1}}
+        self._batch(spreadsheet_id, [request], idempotent=False)
+
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+        sheet_id = self._sheet_id(spreadsheet_id, sheet)
+        dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
+        self._batch(spreadsheet_id, [{"deleteDimension": {"range": dims}}], idempotent=False)
+
+
+def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The sheet properties in the first reply of a batchUpdate."""
+    replies = out.get("replies") or [{}]
+    props = (replies[0] or {}).get(kind, {}).get("properties")
+    if not isinstance(props, dict):
+        raise ExternalServiceError(
+            f"Google Sheets answered {kind} without the new sheet.", {"service": "google_sheets"}
+        )
+    return props
+
+
+def _google_message(exc: Any) -> tuple[str, str]:
+    """(message, reason) from a googleapiclient HttpError's JSON body."""
+    try:
+        body = json.loads(exc.content.decode("utf-8") if isinstance(exc.content, bytes) else exc.content)
+    except (ValueError, AttributeError, UnicodeDecodeError):
+        return str(getattr(exc, "reason", "") or "no details")[:300], ""
+    error = body.get("error", {}) if isinstance(body, dict) else {}
+    if not isinstance(error, dict):
+        return str(error)[:300], str(error)
+    reasons = [str(e.get("reason", "")) for e in error.get("errors", []) if isinstance(e, dict)]
+    reasons.append(str(error.get("status", "")))
+    for detail in error.get("details", []) or []:
+        if isinstance(detail, dict) and detail.get("reason"):
+            reasons.append(str(detail["reason"]))
+    return str(error.get("message", "no details"))[:300], " ".join(reasons)
+
+
+def _sheet_info(props: dict[str, Any]) -> SheetInfo:
+    grid = props.get("gridProperties", {})
+    return SheetInfo(
+        sheet_id=int(props.get("sheetId", 0)),
+        title=str(props.get("title", "")),
+        index=int(props.get("index", 0)),
+        rows=int(grid.get("rowCount", 0)),
+        columns=int(grid.get("columnCount", 0)),
+        frozen_rows=int(grid.get("frozenRowCount", 0)),
+        frozen_columns=int(grid.get("frozenColumnCount", 0)),
+        hidden=bool(props.get("hidden", False)),
+    )
+
+
+def _grid_range_a1(grid: dict[str, Any], titles: dict[int, str]) -> str:
+    sheet = titles.get(int(grid.get("sheetId", 0)), "")
+    r0, r1 = grid.get("startRowIndex"), grid.get("endRowIndex")
+    c0, c1 = grid.get("startColumnIndex"), grid.get("endColumnIndex")
+    start = (column_letters(c0 + 1) if c0 is not None else "A") + (str(r0 + 1) if r0 is not None else "")
+    end = (column_letters(c1) if c1 is not None else "") + (str(r1) if r1 is not None else "")
+    cells = f"{start}:{end}" if end else start
+    return f"{quote_sheet(sheet)}!{cells}" if sheet else cells
+
+
+def _updated(data: dict[str, Any]) -> UpdatedRange:
+    return UpdatedRange(
+        range=str(data.get("updatedRange", "")),
+        rows=int(data.get("updatedRows", 0) or 0),
+        columns=int(data.get("updatedColumns", 0) or 0),
+        cells=int(data.get("updatedCells", 0) or 0),
+    )
