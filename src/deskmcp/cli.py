@@ -125,6 +125,7 @@ def serve(
         token=token,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         allowed_hosts=tuple(allow_host or ()),
+        workspace=workspace,
     )
     serve_http(composition, options, log_level=log_level)
 

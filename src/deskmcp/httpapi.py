@@ -18,6 +18,7 @@ import ipaddress
 import logging
 import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -45,8 +46,10 @@ from deskmcp.openapi import openapi_document
 log = logging.getLogger("deskmcp.http")
 
 MCP_PATH = "/mcp"
-OPEN_PATHS = frozenset({"/"})
-"""Paths answered without a token: the health check, which then hides skip reasons."""
+OPEN_PATHS = frozenset({"/", "/callback"})
+"""Paths answered without a token: the health check, which then hides skip reasons, and Google's
+redirect back to `/callback`, which a browser cannot send a token with: it is authorised by the
+one-time `state` that only a caller of `/auth/url` (behind the token) holds."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,10 @@ class HttpOptions:
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    workspace: Path | None = None
+    """The workspace the servers use (where the Google token is kept by default)."""
+    oauth: Any = None
+    """The Google sign-in routes (`deskmcp.sheets.oauth.OAuthRoutes`); built from the environment when None."""
 
 
 def is_loopback(host: str) -> bool:
@@ -257,12 +264,26 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         Route("/tools", api.list_tools, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/api/tools/{name}", api.call, methods=["POST"]),
+        *_oauth_routes(composition, options),
         *mcp_app.routes,
     ]
     middleware = [Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes)]
     if options.token is not None:
         middleware.insert(0, Middleware(BearerGate, token=options.token))
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
+
+
+def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRoute]:
+    """`GET /auth/url` and `GET /callback`: connect a Google account for the servers that use one."""
+    from deskmcp.core.google_auth import GoogleSettings
+    from deskmcp.sheets.oauth import OAuthRoutes
+
+    names = tuple(n for n in ("sheets", "mail") if n in composition.included) or ("sheets",)
+    oauth = options.oauth
+    if oauth is None:
+        settings = GoogleSettings(workspace=options.workspace) if options.workspace else None
+        oauth = OAuthRoutes(settings, default_scopes=names)
+    return list(oauth.routes())
 
 
 def serve(composition: Composition, options: HttpOptions, *, log_level: str = "warning") -> None:
