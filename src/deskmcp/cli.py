@@ -235,6 +235,30 @@ def demo(
     run_tour(workspace, meetings=meetings, fresh=fresh)
 
 
+@app.command()
+def connect(
+    url: Annotated[str, typer.Argument(help="The remote deskmcp, e.g. http://server:8765 (its /mcp endpoint).")],
+    workspace: WorkspaceOpt = None,
+    log_level: LogLevelOpt = "WARNING",
+) -> None:
+    """Serve, over stdio, the tools of a deskmcp running elsewhere over HTTP.
+
+    The bearer token comes from DESKMCP_REMOTE_TOKEN (or DESKMCP_TOKEN). Starts even when the
+    remote is down; calls then answer mcp_unavailable until it is back.
+    """
+    from deskmcp.connect import ForwardingServer, token_from_environment
+    from deskmcp.core.config import WorkspaceSettings
+
+    setup_logging(log_level)
+    settings = WorkspaceSettings(workspace=workspace) if workspace else WorkspaceSettings()
+    try:
+        server = ForwardingServer(url, token=token_from_environment(), cache_dir=settings.workspace / ".deskmcp")
+    except ValueError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    server.run("stdio")
+
+
 auth_app = typer.Typer(help="Authorise deskmcp to use an account (Google for mail and sheets).", no_args_is_help=True)
 app.add_typer(auth_app, name="auth")
 
