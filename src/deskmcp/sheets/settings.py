@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
+from pydantic_settings import NoDecode
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
 from deskmcp.core.google_auth import GoogleSettings
@@ -37,7 +38,7 @@ class SheetsSettings(GoogleSettings):
         validation_alias=env_alias("sheets_path", "SHEETS_PATH"),
         description="Folder of local workbooks; new ones are created here (default: <workspace>/sheets).",
     )
-    folders: Annotated[list[Path], BeforeValidator(_path_list)] = Field(
+    folders: Annotated[list[Path], NoDecode, BeforeValidator(_path_list)] = Field(
         default_factory=list,
         validation_alias=env_alias("folders", "SHEETS_FOLDERS"),
         description="More folders of workbooks, comma-separated; their ids start with the folder's name and ':'.",
@@ -47,7 +48,7 @@ class SheetsSettings(GoogleSettings):
         validation_alias=env_alias("read_only", "SHEETS_READ_ONLY"),
         description="Register only the reading tools.",
     )
-    toolsets: Annotated[tuple[str, ...] | None, BeforeValidator(_name_list)] = Field(
+    toolsets: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_name_list)] = Field(
         default=None,
         validation_alias=env_alias("toolsets", "SHEETS_TOOLSETS"),
         description="Comma-separated toolsets to register: read, write, structure (default: all).",
