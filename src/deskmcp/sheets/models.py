@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def _untitled(schema: dict[str, Any]) -> None:
+    # Property titles repeat the field names; every client pays for them on every turn.
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(json_schema_extra=_untitled)
+
 
 Render = Literal["shown", "raw", "formula"]
 """shown: values as displayed (dates as ISO text); raw: unformatted (dates as serial numbers);
@@ -14,19 +26,19 @@ InputMode = Literal["USER_ENTERED", "RAW"]
 """USER_ENTERED parses text as a user typing it ('=SUM(A1:A3)', '12', 'TRUE'); RAW stores it as is."""
 
 
-class SpreadsheetRef(BaseModel):
+class SpreadsheetRef(Result):
     id: str
     name: str
     modified: str | None = None
     url: str | None = None
 
 
-class SpreadsheetList(BaseModel):
+class SpreadsheetList(Result):
     spreadsheets: list[SpreadsheetRef]
     next_cursor: str | None = None
 
 
-class SheetInfo(BaseModel):
+class SheetInfo(Result):
     sheet_id: int
     title: str
     index: int
@@ -37,12 +49,12 @@ class SheetInfo(BaseModel):
     hidden: bool = False
 
 
-class NamedRange(BaseModel):
+class NamedRange(Result):
     name: str
     range: str
 
 
-class SpreadsheetInfo(BaseModel):
+class SpreadsheetInfo(Result):
     id: str
     title: str
     sheets: list[SheetInfo]
@@ -52,7 +64,7 @@ class SpreadsheetInfo(BaseModel):
     note: str | None = None
 
 
-class Grid(BaseModel):
+class Grid(Result):
     """Values of one range as a backend returns them (rows of cells, trailing blanks trimmed)."""
 
     range: str
@@ -60,7 +72,7 @@ class Grid(BaseModel):
     uncomputed: list[str] = Field(default_factory=list)
 
 
-class ValueRange(BaseModel):
+class ValueRange(Result):
     range: str
     values: list[list[Any]] | None = None
     rows: list[dict[str, Any]] | None = None
@@ -70,37 +82,37 @@ class ValueRange(BaseModel):
     )
 
 
-class ValuesResult(BaseModel):
+class ValuesResult(Result):
     spreadsheet_id: str
     ranges: list[ValueRange]
 
 
-class UpdatedRange(BaseModel):
+class UpdatedRange(Result):
     range: str
     rows: int
     columns: int
     cells: int
 
 
-class UpdateResult(BaseModel):
+class UpdateResult(Result):
     spreadsheet_id: str
     updated: list[UpdatedRange]
     total_cells: int
 
 
-class ClearResult(BaseModel):
+class ClearResult(Result):
     spreadsheet_id: str
     cleared: list[str]
 
 
-class SheetResult(BaseModel):
+class SheetResult(Result):
     spreadsheet_id: str
     sheet: SheetInfo | None = None
     deleted: str | None = None
     note: str | None = None
 
 
-class RowsResult(BaseModel):
+class RowsResult(Result):
     spreadsheet_id: str
     sheet: str
     inserted: int = 0
@@ -109,13 +121,13 @@ class RowsResult(BaseModel):
     note: str | None = None
 
 
-class Match(BaseModel):
+class Match(Result):
     sheet: str
     cell: str
     value: Any
 
 
-class FindResult(BaseModel):
+class FindResult(Result):
     spreadsheet_id: str
     matches: list[Match]
     next_cursor: str | None = None
