@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.sheets.a1 import A1Range, cell_name, parse_a1
 from deskmcp.sheets.backends.base import SheetsBackend
@@ -149,19 +150,16 @@ class SheetsService:
             raise BadRequest(f"query is not a valid regular expression: {exc}.", {"query": query}) from exc
         key = query_key("find", spreadsheet_id, query, regex, sheet, match_case, whole_cell, limit)
         offset = decode_cursor(cursor, key)
-        sheets = [sheet] if sheet else [s.title for s in self.backend.get_spreadsheet(spreadsheet_id).sheets]
-        budget = self.settings.max_cells
-        grids = self.backend.read(spreadsheet_id, [A1Range(s) for s in sheets], "shown")
+        info = self.backend.get_spreadsheet(spreadsheet_id)
+        sizes = {s.title: s.rows for s in info.sheets}
+        if sheet is not None and sheet not in sizes:
+            raise NotFound(f"No sheet {sheet!r}. Sheets: {', '.join(sizes)}.", {"sheet": sheet, "sheets": list(sizes)})
+        sheets = [sheet] if sheet else list(sizes)
         matches: list[Match] = []
         truncated = False
         wanted = offset + limit + 1
-        for title, grid in zip(sheets, grids, strict=True):
-            scanned = 0
-            for r, row in enumerate(grid.values, start=1):
-                scanned += len(row)
-                if scanned > budget:
-                    truncated = True
-                    break
+        for title, first_row, values in self._scan(spreadsheet_id, sheets, sizes):
+            for r, row in enumerate(values, start=first_row):
                 for c, value in enumerate(row, start=1):
                     if value == "" or value is None:
                         continue
@@ -169,16 +167,45 @@ class SheetsService:
                     hit = pattern.fullmatch(text) if whole_cell else pattern.search(text)
                     if hit:
                         matches.append(Match(sheet=title, cell=cell_name(r, c), value=value))
-                if len(matches) >= wanted:
-                    break
             if len(matches) >= wanted:
                 break
+            if title == _TRUNCATED:
+                truncated = True
+        matches = [m for m in matches if m.sheet != _TRUNCATED]
         return FindResult(
             spreadsheet_id=spreadsheet_id,
             matches=matches[offset : offset + limit],
             next_cursor=page(offset, limit, len(matches) - offset, key),
             truncated=truncated,
         )
+
+    def _scan(
+        self, spreadsheet_id: str, sheets: list[str], sizes: dict[str, int]
+    ) -> Iterator[tuple[str, int, list[list[Any]]]]:
+        """(sheet, first row, rows) in chunks, within the cell budget; a final _TRUNCATED marks a cut."""
+        budget = self.settings.max_cells
+        chunk = self.backend.scan_rows
+        if not chunk:  # one request for every sheet (Google: one batchGet)
+            grids = self.backend.read(spreadsheet_id, [A1Range(s) for s in sheets], "shown")
+            for title, grid in zip(sheets, grids, strict=True):
+                values, cut = _within(grid.values, budget)
+                budget -= sum(len(r) for r in values)
+                yield title, 1, values
+                if cut:
+                    yield _TRUNCATED, 1, []
+                    return
+            return
+        for title in sheets:
+            start = 0
+            while start < max(sizes.get(title, 0), 1):
+                window = A1Range(title, start + 1, None, start + chunk, None)
+                values, cut = _within(self.backend.read(spreadsheet_id, [window], "shown")[0].values, budget)
+                budget -= sum(len(r) for r in values)
+                yield title, start + 1, values
+                if cut:
+                    yield _TRUNCATED, 1, []
+                    return
+                start += chunk
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -244,6 +271,19 @@ class SheetsService:
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
         self.backend.delete_rows(spreadsheet_id, sheet, at, count)
         return RowsResult(spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at)
+
+
+_TRUNCATED = "\x00truncated"
+
+
+def _within(values: list[list[Any]], budget: int) -> tuple[list[list[Any]], bool]:
+    """The leading rows of `values` holding at most `budget` cells, and whether rows were cut."""
+    used = 0
+    for i, row in enumerate(values):
+        used += len(row)
+        if used > budget:
+            return values[:i], True
+    return values, False
 
 
 def _text(value: Any) -> str:

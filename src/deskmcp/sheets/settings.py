@@ -60,10 +60,10 @@ class SheetsSettings(GoogleSettings):
         description="Client-side limit on Google Sheets API requests (Google's default quota is 60/min/user).",
     )
     max_cells: int = Field(
-        default=200_000,
+        default=2_000_000,
         ge=1_000,
         validation_alias=env_alias("max_cells", "SHEETS_MAX_CELLS"),
-        description="Most cells one read returns or one search scans per sheet.",
+        description="Most cells one search scans (beyond: truncated).",
     )
 
     @property

@@ -18,6 +18,8 @@ from deskmcp.sheets.models import (
 
 class SheetsBackend(Protocol):
     name: str
+    scan_rows: int
+    """Rows per read when a search scans a sheet (0: every sheet in one request)."""
 
     def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
         """One page of spreadsheets (name contains `query`) and whether more follow."""

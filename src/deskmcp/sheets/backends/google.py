@@ -48,6 +48,7 @@ _RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEE
 
 class GoogleBackend:
     name = "google"
+    scan_rows = 0
 
     def __init__(
         self,

@@ -134,6 +134,7 @@ class LocalBackend:
     """Workbook files under one main folder and any number of extra folders."""
 
     name = "local"
+    scan_rows = 10_000
 
     def __init__(self, root: Path, folders: list[Path] | None = None, *, cache_sheets: int = 4) -> None:
         root.mkdir(parents=True, exist_ok=True)
