@@ -382,3 +382,24 @@ async def test_find_scans_large_sheets_in_chunks_and_says_when_the_budget_cut_it
         )
     assert cut["matches"] == []
     assert cut["truncated"] is True
+
+
+async def test_first_read_near_the_top_streams_and_matches_the_loaded_sheet(
+    root: Path, connect: Connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime as dt
+
+    from deskmcp.sheets.backends import local
+
+    monkeypatch.setattr(local, "STREAM_BYTES", 0)
+    rows: list[list[object]] = [["n", "when", "ok", "ratio"]]
+    rows += [[i, dt.datetime(2026, 1, 1 + i % 28), i % 2 == 0, i / 4] for i in range(1, 3001)]
+    make_xlsx(root / "stream.xlsx", {"S": rows})
+    args = {"spreadsheet_id": "stream.xlsx", "ranges": ["S!A1:D20"]}
+    async with connect() as c:
+        streamed = await call(c, "read_values", args)
+        deep = await call(c, "read_values", {"spreadsheet_id": "stream.xlsx", "ranges": ["S!A2990:D3001"]})
+        loaded = await call(c, "read_values", args)
+    assert streamed["ranges"] == loaded["ranges"]
+    assert streamed["ranges"][0]["values"][1] == [1, "2026-01-02", False, 0.25]
+    assert deep["ranges"][0]["values"][-1][0] == 3000

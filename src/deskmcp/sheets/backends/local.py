@@ -22,6 +22,7 @@ import threading
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,6 +54,10 @@ WRITABLE = ("xlsx", "csv")
 UNCOMPUTED_PROPERTY = "deskmcp.uncomputed"
 _EPOCH = dt.datetime(1899, 12, 30)
 _T = TypeVar("_T")
+STREAM_ROWS = 2_000
+"""A first read ending above this row of a big, not yet loaded xlsx sheet is streamed."""
+STREAM_BYTES = 2_000_000
+"""Workbooks smaller than this load whole at once: streaming would not be quicker."""
 
 
 def _blank(value: Any) -> bool:
@@ -84,6 +89,8 @@ def as_json(value: Any, mode: Render) -> Any:
         return value
     if isinstance(value, CellError):
         return value.code
+    if isinstance(value, dt.datetime) and value.time() == dt.time() and mode != "raw":
+        value = value.date()  # readers differ on whether a date cell is a date or midnight
     if isinstance(value, dt.datetime | dt.date):
         if mode == "raw":
             moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
@@ -148,8 +155,13 @@ class LocalBackend:
         self._cache: OrderedDict[tuple[Any, ...], list[list[Any]]] = OrderedDict()
         self._cache_size = cache_sheets
         self._lock = threading.RLock()
+        self._pending: dict[tuple[Any, ...], Future[list[list[Any]]]] = {}
+        self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
         self._cache.clear()
 
     # -- locating files ---------------------------------------------------------------------------
@@ -236,12 +248,53 @@ class LocalBackend:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        rows = self._load_grid(path, fmt, sheet)
+            pending = self._pending.get(key)
+        rows = pending.result() if pending is not None else self._load_grid(path, fmt, sheet)
+        self._remember(key, rows)
+        return rows
+
+    def _remember(self, key: tuple[Any, ...], rows: list[list[Any]]) -> None:
         with self._lock:
+            self._pending.pop(key, None)
             self._cache[key] = rows
+            self._cache.move_to_end(key)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return rows
+
+    def _warm(self, key: tuple[Any, ...], path: Path, fmt: str, sheet: str) -> None:
+        """Load a sheet in the background, so the reads after a first quick one find it cached."""
+        with self._lock:
+            if key in self._cache or key in self._pending:
+                return
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskmcp-sheets")
+            future = self._executor.submit(self._load_grid, path, fmt, sheet)
+            self._pending[key] = future
+
+        def done(f: Future[list[list[Any]]]) -> None:
+            if f.cancelled() or f.exception() is not None:
+                with self._lock:
+                    self._pending.pop(key, None)
+                return
+            self._remember(key, f.result())
+
+        future.add_done_callback(done)
+
+    def _stream_window(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]] | None:
+        """The rows of a range near the top of an xlsx sheet, streamed without parsing the whole sheet."""
+        wb = self._openpyxl(path, read_only=True, data_only=True)
+        try:
+            if sheet not in wb.sheetnames:
+                return None
+            ws: Any = wb[sheet]
+            r0, c0 = rng.start_row or 1, rng.start_col or 1
+            r1 = rng.end_row or r0
+            c1 = rng.end_col or ws.max_column or 0
+            if c1 < c0 or r1 < r0:
+                return []
+            return [list(row) for row in ws.iter_rows(min_row=r0, max_row=r1, min_col=c0, max_col=c1, values_only=True)]
+        finally:
+            wb.close()
 
     def _load_grid(self, path: Path, fmt: str, sheet: str) -> list[list[Any]]:
         if fmt == "csv":
@@ -300,6 +353,9 @@ class LocalBackend:
             if render == "formula" and fmt in ("xlsx", "xlsm"):
                 values = self._formulas(path, sheet, rng)
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
+            elif (streamed := self._quick_window(path, fmt, sheet, rng)) is not None:
+                values = [[as_json(v, render) for v in row] for row in streamed]
+                r0, c0 = rng.start_row or 1, rng.start_col or 1
             else:
                 data = self.grid(path, fmt, sheet)
                 width = max((len(r) for r in data[:1000]), default=0)
@@ -318,6 +374,20 @@ class LocalBackend:
                 shown = rng.a1(default_sheet=sheet)
             out.append(Grid(range=shown, values=values, uncomputed=flagged))
         return out
+
+    def _quick_window(self, path: Path, fmt: str, sheet: str, rng: A1Range) -> list[list[Any]] | None:
+        """Rows streamed for a first read near the top of a big xlsx sheet that is not loaded yet
+        (the whole sheet then loads in the background); None to read from the loaded sheet."""
+        if fmt != "xlsx" or rng.end_row is None or rng.end_row > STREAM_ROWS or path.stat().st_size < STREAM_BYTES:
+            return None
+        key = (*self._stat_key(path), sheet)
+        with self._lock:
+            if key in self._cache or (key in self._pending and self._pending[key].done()):
+                return None
+        rows = self._stream_window(path, sheet, rng)
+        if rows is not None:
+            self._warm(key, path, fmt, sheet)
+        return rows
 
     def _formulas(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]]:
         wb = self._openpyxl(path, read_only=True)
@@ -459,12 +529,12 @@ class LocalBackend:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def _openpyxl(self, path: Path, *, read_only: bool = False) -> Workbook:
+    def _openpyxl(self, path: Path, *, read_only: bool = False, data_only: bool = False) -> Workbook:
         import openpyxl
         from openpyxl.utils.exceptions import InvalidFileException
 
         try:
-            wb = openpyxl.load_workbook(path, read_only=read_only, data_only=False, keep_links=True)
+            wb = openpyxl.load_workbook(path, read_only=read_only, data_only=data_only, keep_links=True)
         except (
             OSError,
             KeyError,
