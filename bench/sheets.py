@@ -36,16 +36,71 @@ from bench.common import peak_rss_mb, percentile, stdio_params, summary, timed_c
 
 
 def generate(path: Path, rows: int, cols: int, rng: random.Random) -> None:
-    from openpyxl import Workbook
+    """A minimal xlsx written directly (inline strings): openpyxl takes minutes at this size."""
+    import zipfile
+    from xml.sax.saxutils import escape
 
-    wb = Workbook(write_only=True)
-    ws = wb.create_sheet("Data")
-    ws.append([f"col{c}" for c in range(1, cols + 1)])
-    for r in range(1, rows + 1):
-        ws.append(
-            [f"row{r}" if c == 0 else (rng.randint(0, 1_000_000) if c % 2 else f"v{r % 977}-{c}") for c in range(cols)]
+    from deskmcp.sheets.a1 import column_letters
+
+    letters = [column_letters(c) for c in range(1, cols + 1)]
+
+    def cell(ref: str, value: object) -> str:
+        if isinstance(value, int):
+            return f'<c r="{ref}"><v>{value}</v></c>'
+        return f'<c r="{ref}" t="inlineStr"><is><t>{escape(str(value))}</t></is></c>'
+
+    def sheet_rows() -> object:
+        header = [f"col{c}" for c in range(1, cols + 1)]
+        yield '<row r="1">' + "".join(cell(f"{letters[c]}1", v) for c, v in enumerate(header)) + "</row>"
+        for r in range(1, rows + 1):
+            values = [
+                f"row{r}" if c == 0 else (rng.randint(0, 1_000_000) if c % 2 else f"v{r % 977}-{c}")
+                for c in range(cols)
+            ]
+            yield (
+                f'<row r="{r + 1}">' + "".join(cell(f"{letters[c]}{r + 1}", v) for c, v in enumerate(values)) + "</row>"
+            )
+
+    ns = "http://schemas.openxmlformats.org"
+    office = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    rel = f"{ns}/officeDocument/2006/relationships"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(
+            "[Content_Types].xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><Types xmlns="{ns}/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/xl/workbook.xml" ContentType="{office}.sheet.main+xml"/>'
+            f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{office}.worksheet+xml"/>'
+            "</Types>",
         )
-    wb.save(path)
+        zf.writestr(
+            "_rels/.rels",
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/>'
+            "</Relationships>",
+        )
+        zf.writestr(
+            "xl/workbook.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
+            f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets><sheet name="Data" sheetId="1" r:id="rId1"/>'
+            "</sheets></workbook>",
+        )
+        zf.writestr(
+            "xl/_rels/workbook.xml.rels",
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
+            "</Relationships>",
+        )
+        with zf.open("xl/worksheets/sheet1.xml", "w") as sheet:
+            head = (
+                f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{ns}/spreadsheetml/2006/main">'
+                f'<dimension ref="A1:{letters[-1]}{rows + 1}"/><sheetData>'
+            )
+            sheet.write(head.encode())
+            for row in sheet_rows():
+                sheet.write(str(row).encode())
+            sheet.write(b"</sheetData></worksheet>")
 
 
 def openpyxl_window(path: Path, start: int, count: int, cols: int) -> float:
