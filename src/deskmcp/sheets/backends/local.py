@@ -154,7 +154,8 @@ class LocalBackend:
             self.roots[label] = folder.resolve()
         self._cache: OrderedDict[tuple[Any, ...], list[list[Any]]] = OrderedDict()
         self._cache_size = cache_sheets
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the sheet cache
+        self._write_lock = threading.Lock()  # one save at a time; reads go on meanwhile
         self._pending: dict[tuple[Any, ...], Future[list[list[Any]]]] = {}
         self._executor: ThreadPoolExecutor | None = None
 
@@ -559,7 +560,7 @@ class LocalBackend:
 
     def edit(self, spreadsheet_id: str, change: Callable[[Book], _T]) -> _T:
         """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time."""
-        with self._lock:
+        with self._write_lock:
             path, fmt = self.locate(spreadsheet_id)
             writable, why = self.writability(path, fmt)
             if not writable:
@@ -623,27 +624,29 @@ class LocalBackend:
         path, fmt = self.locate(name, must_exist=False)
         if fmt not in WRITABLE:
             raise BadRequest("New spreadsheets are .xlsx (or .csv for one sheet).", {"title": title})
-        if path.exists():
-            raise Conflict(
-                f"{name!r} already exists. Pick another title, or use it (get_spreadsheet).", {"spreadsheet_id": name}
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "csv":
-            if len(sheets) > 1:
-                raise BadRequest("A .csv spreadsheet holds one sheet; create an .xlsx for several.", {})
-            atomic_write_bytes(path, b"")
-        else:
-            from openpyxl import Workbook
+        with self._write_lock:
+            if path.exists():
+                raise Conflict(
+                    f"{name!r} already exists. Pick another title, or use it (get_spreadsheet).",
+                    {"spreadsheet_id": name},
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if fmt == "csv":
+                if len(sheets) > 1:
+                    raise BadRequest("A .csv spreadsheet holds one sheet; create an .xlsx for several.", {})
+                atomic_write_bytes(path, b"")
+            else:
+                from openpyxl import Workbook
 
-            wb = Workbook()
-            first: Any = wb.active
-            names = sheets or ["Sheet1"]
-            first.title = _check_title(names[0], [])
-            for extra in names[1:]:
-                wb.create_sheet(_check_title(extra, wb.sheetnames))
-            buffer = io.BytesIO()
-            wb.save(buffer)
-            atomic_write_bytes(path, buffer.getvalue())
+                wb = Workbook()
+                first: Any = wb.active
+                names = sheets or ["Sheet1"]
+                first.title = _check_title(names[0], [])
+                for extra in names[1:]:
+                    wb.create_sheet(_check_title(extra, wb.sheetnames))
+                buffer = io.BytesIO()
+                wb.save(buffer)
+                atomic_write_bytes(path, buffer.getvalue())
         sid = self._id("", self.roots[""], path)
         return self.get_spreadsheet(sid)
 
