@@ -49,6 +49,11 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
+        ServerSpec(
+            "diagrams",
+            "Project files from a folder, git or GitHub; Mermaid diagrams rendered offline",
+            "deskmcp.diagrams.server",
+        ),
     )
 }
 
