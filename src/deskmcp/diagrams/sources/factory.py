@@ -10,13 +10,23 @@ from deskmcp.diagrams.sources.local import LocalSource
 
 if TYPE_CHECKING:
     from deskmcp.diagrams.settings import DiagramsSettings
+    from deskmcp.diagrams.sources.github import GitHubClient
 
 
 class SourceFactory:
     """Builds a `Source` per call; the clients behind the remote ones (HTTP, clone cache) are shared."""
 
-    def __init__(self, settings: DiagramsSettings) -> None:
+    def __init__(self, settings: DiagramsSettings, *, github: GitHubClient | None = None) -> None:
         self.settings = settings
+        self._github = github
+
+    @property
+    def github(self) -> GitHubClient:
+        if self._github is None:
+            from deskmcp.diagrams.sources.github import GitHubClient
+
+            self._github = GitHubClient.from_settings(self.settings)
+        return self._github
 
     def create(self, kind: str, repo: str | None = None, ref: str | None = None) -> Source:
         if kind == "local":
@@ -27,7 +37,14 @@ class SourceFactory:
                 )
             self.settings.root.mkdir(parents=True, exist_ok=True)
             return LocalSource(self.settings.root)
+        if kind == "github":
+            if not repo:
+                raise BadRequest("source='github' needs repo, e.g. 'owner/name'.", {"source": kind})
+            from deskmcp.diagrams.sources.github import GitHubSource
+
+            return GitHubSource(self.github, repo, ref)
         raise BadRequest(f"Unknown source {kind!r}. Sources: local, git, github.", {"source": kind})
 
     def close(self) -> None:
-        pass
+        if self._github is not None:
+            self._github.close()
