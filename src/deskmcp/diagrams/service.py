@@ -14,6 +14,7 @@ from deskmcp.diagrams.sources.factory import SourceFactory
 if TYPE_CHECKING:
     from deskmcp.diagrams.render import Renderer
     from deskmcp.diagrams.settings import DiagramsSettings
+    from deskmcp.diagrams.sources.git import GitRepositories
     from deskmcp.diagrams.sources.github import GitHubClient
 
 MAX_LIST_LIMIT = 5000
@@ -23,10 +24,15 @@ LISTING_TTL = 30.0
 
 class DiagramsService:
     def __init__(
-        self, settings: DiagramsSettings, *, renderer: Renderer | None = None, github: GitHubClient | None = None
+        self,
+        settings: DiagramsSettings,
+        *,
+        renderer: Renderer | None = None,
+        github: GitHubClient | None = None,
+        git: GitRepositories | None = None,
     ) -> None:
         self.settings = settings
-        self.sources = SourceFactory(settings, github=github)
+        self.sources = SourceFactory(settings, github=github, git=git)
         self._listings: TTLCache[tuple[object, ...], list[Entry]] = TTLCache(LISTING_TTL, max_entries=8)
         self._renderer = renderer
         self._owns_renderer = renderer is None

@@ -10,15 +10,27 @@ from deskmcp.diagrams.sources.local import LocalSource
 
 if TYPE_CHECKING:
     from deskmcp.diagrams.settings import DiagramsSettings
+    from deskmcp.diagrams.sources.git import GitRepositories
     from deskmcp.diagrams.sources.github import GitHubClient
 
 
 class SourceFactory:
     """Builds a `Source` per call; the clients behind the remote ones (HTTP, clone cache) are shared."""
 
-    def __init__(self, settings: DiagramsSettings, *, github: GitHubClient | None = None) -> None:
+    def __init__(
+        self, settings: DiagramsSettings, *, github: GitHubClient | None = None, git: GitRepositories | None = None
+    ) -> None:
         self.settings = settings
         self._github = github
+        self._git = git
+
+    @property
+    def git(self) -> GitRepositories:
+        if self._git is None:
+            from deskmcp.diagrams.sources.git import GitRepositories
+
+            self._git = GitRepositories(self.settings)
+        return self._git
 
     @property
     def github(self) -> GitHubClient:
@@ -43,6 +55,8 @@ class SourceFactory:
             from deskmcp.diagrams.sources.github import GitHubSource
 
             return GitHubSource(self.github, repo, ref)
+        if kind == "git":
+            return self.git.open(repo or ".", ref)
         raise BadRequest(f"Unknown source {kind!r}. Sources: local, git, github.", {"source": kind})
 
     def close(self) -> None:
