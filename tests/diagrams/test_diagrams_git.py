@@ -100,6 +100,20 @@ async def test_git_source_opens_a_repository_in_a_project_folder_and_refuses_esc
     assert traversal["error"] == "permission_denied"
 
 
+async def test_git_source_rejects_a_gitfile_pointing_outside_the_project(
+    connect: Connect, project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    porcelain.init(str(elsewhere))
+    commit(elsewhere, {"secret.txt": "top secret\n"}, "private")
+    write(project, "decoy/.git", f"gitdir: {elsewhere / '.git'}\n")
+    async with connect() as client:
+        error = await fail(client, "read_file", {"source": "git", "repo": "decoy", "path": "secret.txt"})
+    assert error["error"] == "permission_denied"
+    assert "top secret" not in str(error)
+
+
 def test_public_url_hides_credentials() -> None:
     assert public_url("https://user:tok@example.com:8443/a/b.git") == "https://example.com:8443/a/b.git"
     assert public_url("https://example.com/a.git") == "https://example.com/a.git"

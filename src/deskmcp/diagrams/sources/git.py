@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
-from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Timeout
-from deskmcp.core.paths import safe_join
+from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, PermissionDenied, Timeout
+from deskmcp.core.paths import is_within, safe_join
 from deskmcp.core.policies import SYSTEM_CLOCK, Clock, TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
 
@@ -92,6 +92,15 @@ class GitRepositories:
             raise NotFound(
                 f"{label!r} is not a git repository. Pass a folder holding one, or a clone URL.", {"repo": repo}
             ) from exc
+        if not remote:
+            # a `.git` file or symlink may point anywhere: the repository itself must be in the project
+            root = self.settings.root.resolve()
+            for folder in (handle.controldir(), handle.commondir()):
+                if not is_within(root, Path(folder).resolve()):
+                    handle.close()
+                    raise PermissionDenied(
+                        f"The repository of {label!r} is stored outside the project; it is not read.", {"repo": repo}
+                    )
         try:
             return GitSource(self, handle, str(path), label, ref, remote=remote)
         except BaseException:
