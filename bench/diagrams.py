@@ -27,6 +27,9 @@ import subprocess
 import time
 
 import anyio
+import mcp.types as types
+
+sys.path.insert(0, str(_BENCH.parent))
 
 from bench.common import peak_rss_mb, percentile, session, stdio_params, summary, timed_call
 
@@ -92,16 +95,24 @@ async def over_stdio(root: Path, workspace: Path, reads: int, rounds: int) -> di
         for _ in range(rounds):
             first_pages.append(await timed_call(client, "list_files", {"limit": 5000}, validate=False))
         results["first_page_ms"] = percentile(first_pages, 50)
+
+        # Raw requests: the protocol round trip, without the Python client's jsonschema check of
+        # every 5000-entry page (a client-side cost a non-Python client does not pay).
+        async def page(cursor: str | None) -> dict:
+            arguments: dict[str, object] = {"limit": 5000}
+            if cursor:
+                arguments["cursor"] = cursor
+            request = types.CallToolRequest(params=types.CallToolRequestParams(name="list_files", arguments=arguments))
+            result = await client.session.send_request(request, types.CallToolResult)
+            return result.structured_content or {}
+
         started = time.perf_counter()
-        listed = await client.call_tool("list_files", {"limit": 5000})
-        paths = [f["path"] for f in (listed.structured_content or {}).get("files", [])]
-        cursor = (listed.structured_content or {}).get("next_cursor")
+        content = await page(None)
+        paths = [f["path"] for f in content.get("files", [])]
         pages = 1
-        while cursor:
-            page = await client.call_tool("list_files", {"limit": 5000, "cursor": cursor})
-            content = page.structured_content or {}
+        while content.get("next_cursor"):
+            content = await page(content["next_cursor"])
             paths += [f["path"] for f in content.get("files", [])]
-            cursor = content.get("next_cursor")
             pages += 1
         results["all_pages_ms"] = (time.perf_counter() - started) * 1000
         results["pages"] = pages

@@ -135,6 +135,7 @@ class Entry:
 def select(files: Iterable[FileInfo], root: str, glob: str, recursive: bool) -> list[Entry]:
     """The listing every source returns: files under `root` matching `glob` (relative to
     `root`), sorted by path; non-recursive listings hold the direct files and sub-folders."""
+    match_all = glob.strip() in ("**/*", "**", "*", "./**/*")
     matcher = glob_regex(glob)
     prefix = f"{root}/" if root else ""
     out: list[Entry] = []
@@ -146,11 +147,11 @@ def select(files: Iterable[FileInfo], root: str, glob: str, recursive: bool) -> 
         rel = path[len(prefix) :]
         if not recursive and "/" in rel:
             folder = rel.split("/", 1)[0]
-            if folder not in folders and matcher.match(folder):
+            if folder not in folders and (match_all or matcher.match(folder)):
                 folders.add(folder)
                 out.append(Entry(prefix + folder, "dir"))
             continue
-        if matcher.match(rel):
+        if match_all or matcher.match(rel):
             out.append(Entry(path, "file", info.size))
     out.sort(key=lambda e: e.path)
     return out

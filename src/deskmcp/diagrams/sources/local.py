@@ -3,45 +3,67 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.paths import is_within, safe_join
 from deskmcp.diagrams.sources.contract import FileInfo
 
-if TYPE_CHECKING:
-    from pathspec import GitIgnoreSpec
 
-IgnoreChain = tuple[tuple[str, "GitIgnoreSpec"], ...]
+class IgnoreRules:
+    """The patterns of one ignore file, compiled once (pathspec's gitignore translation); the last
+    pattern matching a path decides, as in git."""
+
+    def __init__(self, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
+        self.patterns = patterns[::-1]
+
+    @classmethod
+    def load(cls, path: Path) -> IgnoreRules | None:
+        from pathspec import GitIgnoreSpec
+
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        spec = GitIgnoreSpec.from_lines(text.splitlines())
+        patterns = [
+            (p.regex, bool(p.include))
+            for p in spec.patterns
+            if p.include is not None and isinstance(getattr(p, "regex", None), re.Pattern)
+        ]
+        return cls(patterns) if patterns else None  # type: ignore[arg-type]
+
+    def verdict(self, rel: str) -> bool | None:
+        for regex, include in self.patterns:
+            if regex.search(rel):
+                return include
+        return None
+
+
+IgnoreChain = tuple[tuple[str, IgnoreRules], ...]
 """(folder relative to the root, its rules), outermost first."""
 
 
-def _load_rules(path: Path) -> GitIgnoreSpec | None:
-    from pathspec import GitIgnoreSpec
-
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    return GitIgnoreSpec.from_lines(lines) if lines else None
+def _load_rules(path: Path) -> IgnoreRules | None:
+    return IgnoreRules.load(path)
 
 
 def _ignored(chain: IgnoreChain, rel: str, is_dir: bool) -> bool:
-    """Whether git would ignore `rel`: the deepest .gitignore with an opinion decides."""
+    """Whether git would ignore `rel`: the deepest ignore file with an opinion decides."""
     verdict = False
-    for base, spec in chain:
+    for base, rules in chain:
         if base:
             if not rel.startswith(base + "/"):
                 continue
             sub = rel[len(base) + 1 :]
         else:
             sub = rel
-        result = spec.check_file(sub + "/" if is_dir else sub)
-        if result.include is not None:
-            verdict = result.include
+        result = rules.verdict(sub + "/" if is_dir else sub)
+        if result is not None:
+            verdict = result
     return verdict
 
 
@@ -65,7 +87,7 @@ class LocalSource:
 
     def _chain(self, root: str) -> IgnoreChain:
         """The ignore rules that apply above and at `root`."""
-        chain: list[tuple[str, GitIgnoreSpec]] = []
+        chain: list[tuple[str, IgnoreRules]] = []
         exclude = _load_rules(self.root / ".git" / "info" / "exclude")
         if exclude is not None:
             chain.append(("", exclude))
