@@ -218,6 +218,15 @@ async def test_read_file_rejects_symlink_escape(connect: Connect, project: Path,
             assert "top secret" not in str(error)
 
 
+async def test_absolute_paths_inside_the_project_name_the_same_file(connect: Connect, project: Path) -> None:
+    write(project, "src/a.py", "x = 1\n")
+    async with connect() as client:
+        read = await call(client, "read_file", {"path": str(project / "src" / "a.py")})
+        listed = await call(client, "list_files", {"root": str(project / "src")})
+    assert read["path"] == "src/a.py"
+    assert [f["path"] for f in listed["files"]] == ["src/a.py"]
+
+
 async def test_local_source_refuses_repo_and_ref(connect: Connect) -> None:
     async with connect() as client:
         error = await fail(client, "list_files", {"ref": "main"})

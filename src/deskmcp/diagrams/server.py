@@ -52,7 +52,12 @@ def unavailable(settings: DiagramsSettings) -> str | None:
 
 
 def create_server(settings: DiagramsSettings, service: DiagramsService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-diagrams", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-diagrams",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.paths import root_relative
 from deskmcp.core.policies import TTLCache
 from deskmcp.diagrams.models import FileContent, FileEntry, FileList, MermaidCheck, RenderResult, SourceKind
 from deskmcp.diagrams.sources.contract import Entry, normalise, read_text, select
@@ -60,7 +61,7 @@ class DiagramsService:
     ) -> FileList:
         if not 1 <= limit <= MAX_LIST_LIMIT:
             raise BadRequest(f"limit must be between 1 and {MAX_LIST_LIMIT}.", {"limit": limit})
-        folder = normalise(root, allow_root=True)
+        folder = normalise(self._local_form(source, root), allow_root=True)
         src = self.sources.create(source, repo, ref)
         key = query_key(source, src.label, src.ref, folder, glob, recursive, include_ignored)
         offset = decode_cursor(cursor, key)
@@ -78,6 +79,13 @@ class DiagramsService:
             total=len(entries),
             next_cursor=page(offset, limit, len(chunk), key),
         )
+
+    def _local_form(self, source: str, user_path: str) -> str:
+        """An absolute path inside the project names the same file as its relative form (local only)."""
+        if source != "local":
+            return user_path
+        relative = root_relative(self.settings.root, user_path)
+        return user_path if relative is None else relative
 
     def read_file(
         self,
@@ -98,7 +106,7 @@ class DiagramsService:
                 "Lines are numbered from 1 and end_line must not be before start_line.",
                 {"start_line": start_line, "end_line": end_line},
             )
-        rel = normalise(path, allow_root=False)
+        rel = normalise(self._local_form(source, path), allow_root=False)
         src = self.sources.create(source, repo, ref)
         stream, size = src.open(rel)
         with stream:
