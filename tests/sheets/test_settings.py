@@ -10,13 +10,11 @@ from deskmcp.sheets.server import unavailable
 from deskmcp.sheets.settings import SheetsSettings
 
 
-def test_environment_lists_folders_and_toolsets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_lists_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHEETS_FOLDERS", f"{tmp_path / 'a'},{tmp_path / 'b'}")
-    monkeypatch.setenv("SHEETS_TOOLSETS", "read, write")
     monkeypatch.setenv("SHEETS_REQUESTS_PER_MINUTE", "30")
     settings = SheetsSettings(workspace=tmp_path)
     assert settings.folders == [tmp_path / "a", tmp_path / "b"]
-    assert settings.toolsets == ("read", "write")
     assert settings.requests_per_minute == 30
     assert settings.root == tmp_path / "sheets"
 

@@ -351,10 +351,17 @@ async def test_read_only_mode_registers_only_reading_tools(connect: Connect) -> 
     assert names == {"list_spreadsheets", "get_spreadsheet", "read_values", "find_in_spreadsheet"}
 
 
-async def test_toolsets_setting_picks_the_tools(connect: Connect) -> None:
-    async with connect(toolsets=("read", "structure")) as c:
-        names = {t.name for t in (await c.list_tools()).tools}
+def test_toolsets_setting_picks_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from deskmcp.gateway import compose
+    from deskmcp.servers import get_spec
+
+    monkeypatch.setenv("SHEETS_PATH", str(tmp_path / "sheets"))
+    composition = compose([get_spec("sheets")], workspace=tmp_path, toolsets="sheets.read,sheets.structure")
+    names = {t.name for t in anyio.run(composition.server.list_tools)}
     assert "insert_rows" in names
+    assert "read_values" in names
     assert "update_values" not in names
 
 

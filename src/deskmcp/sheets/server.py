@@ -67,17 +67,20 @@ def unavailable(settings: SheetsSettings) -> str | None:
 
 
 def create_server(settings: SheetsSettings, service: SheetsService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-sheets", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-sheets",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 
 
 def register(server: DeskServer, service: SheetsService) -> None:
-    """Add the sheets tools of the enabled toolsets (SHEETS_TOOLSETS; read only when SHEETS_READ_ONLY)."""
+    """Add the sheets tools (only the `read` toolset when SHEETS_READ_ONLY); DESKMCP_TOOLSETS picks what is shown."""
     settings = service.settings
-    enabled = set(settings.toolsets or DEFAULT_TOOLSETS)
-    if settings.read_only:
-        enabled &= {"read"}
+    enabled = {"read"} if settings.read_only else set(TOOLSETS)
     server.close_on_shutdown(service)
     remote = settings.backend == "google"
 

@@ -18,14 +18,8 @@ def _path_list(value: object) -> object:
     return value
 
 
-def _name_list(value: object) -> object:
-    if isinstance(value, str):
-        return tuple(p.strip() for p in value.split(",") if p.strip())
-    return value
-
-
 class SheetsSettings(GoogleSettings):
-    """Environment: `SHEETS_BACKEND`, `SHEETS_PATH`, `SHEETS_FOLDERS`, `SHEETS_READ_ONLY`, `SHEETS_TOOLSETS`,
+    """Environment: `SHEETS_BACKEND`, `SHEETS_PATH`, `SHEETS_FOLDERS`, `SHEETS_READ_ONLY`,
     `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, plus the Google and workspace settings."""
 
     backend: Literal["local", "google"] = Field(
@@ -47,11 +41,6 @@ class SheetsSettings(GoogleSettings):
         default=False,
         validation_alias=env_alias("read_only", "SHEETS_READ_ONLY"),
         description="Register only the reading tools.",
-    )
-    toolsets: Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_name_list)] = Field(
-        default=None,
-        validation_alias=env_alias("toolsets", "SHEETS_TOOLSETS"),
-        description="Comma-separated toolsets to register: read, write, structure (default: all).",
     )
     requests_per_minute: int = Field(
         default=60,
