@@ -22,7 +22,7 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
-from deskmcp.mail.backends.base import DeliveryUnknown, MailBackend, Sent
+from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import Draft, build_message, check_draft
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
@@ -79,6 +79,23 @@ def create_backend(settings: MailSettings) -> MailBackend:
             address=settings.address,
             max_message_bytes=settings.max_message_bytes,
             transport=transport,
+        )
+    if settings.backend == "imap":
+        from deskmcp.mail.backends.imap import ImapBackend, ImapConfig
+
+        if not settings.imap_host:
+            raise BadRequest("MAIL_BACKEND=imap needs MAIL_IMAP_HOST, MAIL_IMAP_USER and MAIL_IMAP_PASSWORD.")
+        imap = ImapConfig(
+            host=settings.imap_host,
+            port=settings.imap_port,
+            user=settings.imap_user or settings.address,
+            password=settings.imap_password.get_secret_value() if settings.imap_password else None,
+            security=settings.imap_security,
+            timeout=settings.timeout,
+            sent_copy=settings.imap_sent_copy,
+        )
+        return ImapBackend(
+            imap, address=settings.address, transport=transport, max_message_bytes=settings.max_message_bytes
         )
     raise BadRequest(f"The mail backend {settings.backend!r} is not available in this build.")
 
@@ -197,19 +214,19 @@ class MailService:
 
     def move_email(self, message_id: str, destination_label: str) -> LabelResult:
         self._require("Moving mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.move(message_id, destination_label))
+        return _labelled(self.backend.move(message_id, destination_label))
 
     def add_label(self, message_id: str, label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.add_label(message_id, label_name))
+        return _labelled(self.backend.add_label(message_id, label_name))
 
     def remove_label(self, message_id: str, label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.remove_label(message_id, label_name))
+        return _labelled(self.backend.remove_label(message_id, label_name))
 
     def mark_read(self, message_id: str, read: bool = True) -> LabelResult:
         self._require("Marking mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.set_read(message_id, read))
+        return _labelled(self.backend.set_read(message_id, read))
 
     # -- composing -------------------------------------------------------------------------
 
@@ -464,6 +481,10 @@ class MailService:
         except (NotFound, IOFailure) as exc:
             log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
         return result
+
+
+def _labelled(result: Labelled) -> LabelResult:
+    return LabelResult(id=result.message_id, labels=result.labels)
 
 
 def _safe_filename(name: str, index: int) -> str:

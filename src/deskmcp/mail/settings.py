@@ -53,6 +53,11 @@ class MailSettings(WorkspaceSettings):
     imap_security: Literal["ssl", "starttls", "none"] = Field(
         default="ssl", validation_alias=env_alias("imap_security", "MAIL_IMAP_SECURITY")
     )
+    imap_sent_copy: bool = Field(
+        default=True,
+        validation_alias=env_alias("imap_sent_copy", "MAIL_IMAP_SENT_COPY"),
+        description="Append sent mail to the IMAP Sent folder (false for servers that do it, e.g. Gmail).",
+    )
     mode: MailMode | None = Field(
         default=None,
         validation_alias=env_alias("mode", "MAIL_MODE"),

@@ -25,7 +25,7 @@ from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import SNIPPET_CLOSE, SNIPPET_OPEN, IndexRecord, IndexSchema, SearchIndex, fts_query
 from deskmcp.mail import mailstore
-from deskmcp.mail.backends.base import Sent
+from deskmcp.mail.backends.base import Labelled, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -474,7 +474,7 @@ class MaildirBackend:
             self.store.delete(entry)
             self.index.apply((), [message_id])
 
-    def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> list[str]:
+    def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> Labelled:
         with self._lock:
             entry, _ = self._entry(message_id)
             target = self.store.rename(entry, directory=directory, flags=flags)
@@ -482,16 +482,16 @@ class MaildirBackend:
                 self._update_location(conn, message_id, target)
             return self._labels_of(message_id)
 
-    def _labels_of(self, message_id: str) -> list[str]:
+    def _labels_of(self, message_id: str) -> Labelled:
         hit = self.index.get(message_id)
         if hit is None:
             raise NotFound(f"No message {message_id!r}.", {"message_id": message_id})
-        return self._summary(message_id, hit.columns).labels
+        return Labelled(message_id, self._summary(message_id, hit.columns).labels)
 
-    def move(self, message_id: str, label: str) -> list[str]:
+    def move(self, message_id: str, label: str) -> Labelled:
         return self._relocate(message_id, directory=mailstore.folder_dir(label))
 
-    def add_label(self, message_id: str, label: str) -> list[str]:
+    def add_label(self, message_id: str, label: str) -> Labelled:
         upper = label.upper()
         entry, _ = self._entry(message_id)
         if upper == "UNREAD":
@@ -506,7 +506,7 @@ class MaildirBackend:
             self._store_labels(message_id, entry.key)
         return self._labels_of(message_id)
 
-    def remove_label(self, message_id: str, label: str) -> list[str]:
+    def remove_label(self, message_id: str, label: str) -> Labelled:
         upper = label.upper()
         entry, columns = self._entry(message_id)
         if upper == "UNREAD":
@@ -529,7 +529,7 @@ class MaildirBackend:
         with self.index.transaction() as conn:
             conn.execute("UPDATE docs SET labels=? WHERE key=?", (_label_text(self.label_table.of(key)), message_id))
 
-    def set_read(self, message_id: str, read: bool) -> list[str]:
+    def set_read(self, message_id: str, read: bool) -> Labelled:
         entry, _ = self._entry(message_id)
         flags = entry.flags.replace("S", "") + ("S" if read else "")
         return self._relocate(message_id, flags=flags)
