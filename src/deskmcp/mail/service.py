@@ -97,7 +97,9 @@ def create_backend(settings: MailSettings) -> MailBackend:
         return ImapBackend(
             imap, address=settings.address, transport=transport, max_message_bytes=settings.max_message_bytes
         )
-    raise BadRequest(f"The mail backend {settings.backend!r} is not available in this build.")
+    from deskmcp.mail.backends.gmail import GmailBackend
+
+    return GmailBackend(settings)
 
 
 def _now() -> str:
@@ -131,7 +133,7 @@ class MailService:
         node = parse_query(query)
         key = query_key("list_emails", query, max_results)
         offset = decode_cursor(cursor, key)
-        emails, more = self.backend.list(node, limit=max_results, offset=offset)
+        emails, more = self.backend.list(node, raw=query, limit=max_results, offset=offset)
         return EmailList(emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key))
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:

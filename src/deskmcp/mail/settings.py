@@ -7,13 +7,15 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+from deskmcp.core.config import OptionalPath, env_alias
+from deskmcp.core.google_auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
 
 
-class MailSettings(WorkspaceSettings):
-    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, allowlist), `VAULT_PATH`, plus the workspace's."""
+class MailSettings(GoogleSettings):
+    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, allowlist), `VAULT_PATH`, `GOOGLE_*`,
+    plus the workspace's."""
 
     backend: Literal["maildir", "imap", "gmail"] = Field(
         default="maildir",

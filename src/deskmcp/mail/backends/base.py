@@ -34,7 +34,7 @@ class Labelled:
 class MailBackend(Protocol):
     name: str
 
-    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         """A page of messages matching `query`, newest first, and whether more follow."""
         ...
 

@@ -260,7 +260,7 @@ class ImapBackend:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         label, rest = self._split_folder(query)
         with self.session() as client:
             folder = self.folder_for(client, label)

@@ -308,7 +308,7 @@ class MaildirBackend:
             has_attachments=bool(c["has_att"]),
         )
 
-    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         self.refresh()
         clause, params = self._where(query) if query is not None else ("1", [])
         if not mentions_folder(query, ("trash", "spam", "anywhere")):
