@@ -241,7 +241,7 @@ class MaildirBackend:
         except (NotFound, IOFailure, OSError) as exc:
             log.warning("skipping %s: %s", entry.relpath, exc)
             return None
-        parsed = decode(parse_bytes(raw), fallback_time=mtime)
+        parsed = decode(parse_bytes(raw, fast=True), fallback_time=mtime)
         key = message_id_for(entry.key)
         flags = entry.flags
         timestamp = parsed.timestamp if parsed.timestamp is not None else mtime
