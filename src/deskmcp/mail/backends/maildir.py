@@ -201,30 +201,31 @@ class MaildirBackend:
                     ):
                         known[key] = (folder, s, fname)
         labels = self.label_table.all()
-        new_records: list[IndexRecord] = []
+        batch: list[IndexRecord] = []
+        added = 0
         moved: list[tuple[str, Entry]] = []
         for key, entry in seen.items():
             where = known.get(key)
             if where is None:
                 record = self._record(entry, labels.get(entry.key, []))
                 if record is not None:
-                    new_records.append(record)
+                    batch.append(record)
+                    added += 1
+                if len(batch) >= 500:  # written as they are read: memory stays flat on a big first index
+                    self.index.apply(batch)
+                    batch = []
             elif where != (entry.folder, entry.sub, entry.name):
                 moved.append((key, entry))
-        gone = [
-            key
-            for key, (folder, sub, _) in known.items()
-            if key not in seen and (folder, sub) in {(d, s) for d, s, _ in dirs}
-        ]
+        scanned = {(d, s) for d, s, _ in dirs}
+        gone = [key for key, (folder, sub, _) in known.items() if key not in seen and (folder, sub) in scanned]
         meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
-        for start in range(0, max(len(new_records), 1), 500):
-            self.index.apply(new_records[start : start + 500], gone if start == 0 else ())
+        self.index.apply(batch, gone)
         with self.index.transaction() as conn:
             for key, entry in moved:
                 self._update_location(conn, key, entry)
             for k, v in meta.items():
                 self.index.set_meta(k, v, conn)
-        return len(new_records) + len(moved) + len(gone)
+        return added + len(moved) + len(gone)
 
     def _update_location(self, conn: sqlite3.Connection, key: str, entry: Entry) -> None:
         flags = entry.flags
