@@ -14,6 +14,9 @@ from deskmcp.mail.query import Node
 class DeliveryUnknown(SendFailed):
     """The provider may or may not have the message (timeout, reset, 5xx after the data went out)."""
 
+    def __init__(self, message: str, details: dict[str, object] | None = None) -> None:
+        super().__init__(message, {**(details or {}), "ambiguous": True})
+
 
 @dataclass(frozen=True)
 class Sent:
