@@ -27,6 +27,7 @@ _PARSER = BytesParser(policy=policy.default)
 _FAST_PARSER = BytesParser(policy=policy.compat32)
 _MSGID = re.compile(r"<[^<>\s]+>")
 _WS = re.compile(r"\s+")
+_SURROGATE = re.compile("[\udc80-\udcff]")
 _HEADER_ERRORS = (HeaderParseError, MessageError, ValueError, IndexError, TypeError, AttributeError, LookupError)
 SNIPPET_CHARS = 140
 
@@ -71,7 +72,7 @@ def parse_bytes(raw: bytes, *, fast: bool = False) -> EmailMessage:
 
 def fix_text(text: str) -> str:
     """Undo the parser's surrogate escapes: raw 8-bit bytes as UTF-8, else cp1252."""
-    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+    if _SURROGATE.search(text) is None:
         return text
     raw = text.encode("utf-8", "surrogateescape")
     try:

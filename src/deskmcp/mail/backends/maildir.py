@@ -79,6 +79,8 @@ INDEXED_BODY_CHARS = 100_000
 _SEP = "\x1f"
 _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
 _HIDDEN = ("TRASH", "SPAM")
+_FTS_COLUMNS = (None, "from", "to", "cc", "bcc", "subject", "filename")
+_COMMON_MATCHES = 2000
 
 
 def message_id_for(key: str) -> str:
@@ -311,7 +313,7 @@ class MaildirBackend:
 
     def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         self.refresh()
-        clause, params = self._where(query) if query is not None else ("1", [])
+        clause, params = self._where(query, self._common(query)) if query is not None else ("1", [])
         if not mentions_folder(query, ("trash", "spam", "anywhere")):
             clause = f"({clause}) AND d.folder NOT IN (?, ?)"
             params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
@@ -330,28 +332,47 @@ class MaildirBackend:
         except BadRequest:
             return {}
         marks = ",".join("?" * len(keys))
-        sql = (
-            "SELECT d.key, snippet(fts, -1, ?, ?, '…', 16) FROM fts JOIN docs d ON d.id = fts.rowid"
-            f" WHERE fts MATCH ? AND d.key IN ({marks})"
-        )
         with self.index.reader() as conn:
+            ids = dict(conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", keys).fetchall())
+            rowids = ",".join(str(int(i)) for i in ids)
+            sql = f"SELECT rowid, snippet(fts, -1, ?, ?, '…', 16) FROM fts WHERE fts MATCH ? AND rowid IN ({rowids})"
             try:
-                return dict(conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match, *keys)).fetchall())
+                rows = conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match)).fetchall()
             except sqlite3.OperationalError:
                 return {}
+        return {ids[rowid]: " ".join(text.split()) for rowid, text in rows}
 
-    def _where(self, node: Node) -> tuple[str, list[Any]]:
+    def _common(self, node: Node) -> bool:
+        """Whether the query's words match many messages.
+
+        Then the newest messages are scanned in date order and checked against the matches
+        (the first page is found early); else the few matches are fetched and sorted.
+        """
+        terms = node.nodes if isinstance(node, And) else (node,)
+        for term in terms:
+            alternatives = term.nodes if isinstance(term, Or) else (term,)
+            if all(isinstance(t, Term) and t.op in _FTS_COLUMNS for t in alternatives):
+                match = " OR ".join(f"({self._term(t, False)[1][0]})" for t in alternatives if isinstance(t, Term))
+                params = [match]
+                with self.index.reader() as conn:
+                    sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
+                    found = conn.execute(sql, (params[0], _COMMON_MATCHES)).fetchone()[0]
+                return found >= _COMMON_MATCHES
+        return False
+
+    def _where(self, node: Node, common: bool = False) -> tuple[str, list[Any]]:
         if isinstance(node, And | Or):
-            parts = [self._where(n) for n in node.nodes]
+            parts = [self._where(n, common) for n in node.nodes]
             joiner = " AND " if isinstance(node, And) else " OR "
             return joiner.join(f"({c})" for c, _ in parts), [p for _, ps in parts for p in ps]
         if isinstance(node, Not):
-            clause, params = self._where(node.node)
+            clause, params = self._where(node.node, common)
             return f"NOT ({clause})", params
-        return self._term(node)
+        return self._term(node, common)
 
-    def _term(self, term: Term) -> tuple[str, list[Any]]:
-        fts = "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+    def _term(self, term: Term, common: bool = False) -> tuple[str, list[Any]]:
+        # A leading + keeps SQLite from driving the query by the matches' rowids.
+        fts = ("+" if common else "") + "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
         value = term.value
         op = term.op
         if op is None:
