@@ -48,12 +48,13 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
+        ServerSpec("mail", "Mail: list, search, read, send (threaded, never twice), labels", "deskmcp.mail.server"),
+        ServerSpec("sheets", "Spreadsheets: local xlsx/ods/csv workbooks or Google Sheets", "deskmcp.sheets.server"),
         ServerSpec(
             "diagrams",
             "Project files from a folder, git or GitHub; Mermaid diagrams rendered offline",
             "deskmcp.diagrams.server",
         ),
-        ServerSpec("sheets", "Spreadsheets: local xlsx/ods/csv workbooks or Google Sheets", "deskmcp.sheets.server"),
     )
 }
 
