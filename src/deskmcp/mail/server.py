@@ -27,13 +27,14 @@ INSTRUCTIONS = """The user's mailbox. Find mail with list_emails (Gmail search s
 backend: from:, to:, subject:, is:unread, label:, in:inbox, has:attachment, after:2024/01/31,
 newer_than:7d, "phrases", OR, -word), read one with get_email or a conversation with get_thread,
 then act: send_email (reply_to_message_id threads the reply; pass an idempotency_key so a retry
-never sends twice), move_email, add_label, remove_label, mark_read. Ids come from list_emails.
+never sends twice), move_email, add_label (remove_label and mark_read are in the labels toolset).
+Ids come from list_emails.
 Errors are JSON objects with an `error` code and a `message` saying how to recover."""
 
 TOOLSETS: dict[str, str] = {
     "read": "list, read and search mail, conversations",
-    "write": "send, move, label and mark mail",
-    "labels": "list labels, mark unread",
+    "write": "send, move and label mail",
+    "labels": "list labels, remove a label, mark read or unread",
     "drafts": "create, list and send drafts",
     "attachments": "read or save attachments",
 }
@@ -135,12 +136,12 @@ def register(server: DeskServer, service: MailService) -> None:
         """Add a label to a message (created when missing); returns its labels."""
         return service.add_label(message_id, label_name)
 
-    @server.tool("remove_label", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    @server.tool("remove_label", annotations=writes(destructive=False, idempotent=True), toolset="labels")
     def remove_label(message_id: MessageId, label_name: LabelName) -> LabelResult:
         """Remove a label; removing INBOX archives the message."""
         return service.remove_label(message_id, label_name)
 
-    @server.tool("mark_read", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    @server.tool("mark_read", annotations=writes(destructive=False, idempotent=True), toolset="labels")
     def mark_read(message_id: MessageId) -> LabelResult:
         """Mark a message read."""
         return service.mark_read(message_id, True)

@@ -35,7 +35,7 @@ TOOLSETS: dict[str, str] = {
     "write": "create spreadsheets; write, append and clear values",
     "structure": "add, rename, duplicate and delete sheets; insert and delete rows",
 }
-DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write", "structure")
+DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
 Id = Annotated[str, Field(description="From list_spreadsheets")]
 Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
