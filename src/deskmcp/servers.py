@@ -49,6 +49,11 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
+        ServerSpec(
+            "orchestrator",
+            "Email triage in the vault: decisions, drafts, approval, send exactly once",
+            "deskmcp.orchestrator.server",
+        ),
     )
 }
 
