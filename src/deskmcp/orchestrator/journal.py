@@ -33,7 +33,7 @@ class Journal:
         level = logging.WARNING if severity in ("WARNING", "ERROR") else logging.INFO
         log.log(level, "%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items()))
         try:
-            self.logs.mkdir(parents=True, exist_ok=True)
+            self.logs.mkdir(exist_ok=True)  # never re-creates a vault that vanished
             fd = os.open(self.path_for(now), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)

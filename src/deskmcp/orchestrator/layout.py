@@ -2,9 +2,9 @@
 
 ```
 Needs_Action/<received>-<subject>-<id>.md   one note per ingested mail
-Drafts/<same name>.md                       a reply waiting for a person's approval
-Approved/<same name>.md                     a reply the person approved (moved here)
-Done/<same name>.md                         finished: sent replies, archived mail
+Drafts/Re-<same name>.md                    a reply waiting for a person's approval
+Approved/Re-<same name>.md                  a reply the person approved (moved here)
+Done/                                       finished: sent replies, archived mail
 Logs/                                       state file, lock, event log, send audit log
 ```
 

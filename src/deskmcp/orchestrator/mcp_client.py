@@ -60,6 +60,7 @@ class MCPClient:
         url: str | None = None,
         timeout: float = 30.0,
         env: dict[str, str] | None = None,
+        server: Any = None,
     ) -> None:
         self.server_name = server_name
         self.command = command
@@ -67,6 +68,7 @@ class MCPClient:
         self.url = url
         self.timeout = timeout
         self.env = env
+        self.server = server  # an in-process MCP server instead of a command or URL
         self.journal = Journal(vault_path / "Logs")
         self._stack: AsyncExitStack | None = None
         self._client: Client | None = None
@@ -92,8 +94,10 @@ class MCPClient:
     async def _connect(self) -> Client:
         if self._client is not None:
             return self._client
-        if self.url:
-            target: str | StdioServerParameters = self.url
+        if self.server is not None:
+            target: Any = self.server
+        elif self.url:
+            target = self.url
         else:
             env = dict(os.environ) if self.env is None else self.env
             target = StdioServerParameters(command=self.command[0], args=self.command[1:], env=env)

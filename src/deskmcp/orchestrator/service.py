@@ -438,7 +438,7 @@ class Orchestrator:
         revision = int(front.get("revision") or 0)
         message_id = str(front.get("message_id") or path)
         stem = layout.name_of(path)[:-3]
-        draft_path = f"{DRAFTS}/{stem}.md" if revision == 0 else f"{DRAFTS}/{stem}-r{revision}.md"
+        draft_path = f"{DRAFTS}/Re-{stem}.md" if revision == 0 else f"{DRAFTS}/Re-{stem}-r{revision}.md"
         draft_front = {
             "type": "reply_draft",
             "status": "pending_approval",
