@@ -44,7 +44,7 @@ from deskmcp.orchestrator.state import State, now_iso
 log = logging.getLogger("deskmcp.orchestrator")
 
 FAULT_ENV = "DESKMCP_ORCHESTRATOR_FAULT"
-"""Names a point (before_send, after_send, during_move) where the process kills itself: the
+"""Names a point (before_send, sent_unrecorded, after_send, during_move) where the process kills itself: the
 crash tests use it to prove that a restart still sends exactly once."""
 
 
@@ -194,6 +194,7 @@ class Orchestrator:
                     {"send_error": f"{exc.code}: {exc.message}", "send_attempts": attempts, "last_attempt": now_iso()},
                 )
                 raise
+            _fault("sent_unrecorded")
             record = {
                 "note": path,
                 "at": now_iso(),
