@@ -1,0 +1,42 @@
+"""The send audit log: one JSON line per event, flushed and fsynced before the action it announces."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from deskmcp.core.errors import IOFailure
+from deskmcp.mail.models import AuditLogEntry
+
+_lock = threading.Lock()
+_SPEC_FIELDS = ("event", "timestamp", "to", "subject", "body_preview", "reply_to_message_id", "severity")
+
+
+def audit_path(folder: Path, when: datetime | None = None) -> Path:
+    day = (when or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%d")
+    return folder / f"gmail_mcp_{day}.jsonl"
+
+
+def append(folder: Path, entry: AuditLogEntry) -> Path:
+    """Append `entry` durably; an audit line that cannot be written stops the send."""
+    path = audit_path(folder)
+    data = {k: v for k, v in entry.model_dump().items() if v is not None or k in _SPEC_FIELDS}
+    line = orjson.dumps(data) + b"\n"
+    with _lock:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise IOFailure(
+                f"The audit log {path} could not be written ({exc.strerror}); nothing was sent.", {"path": str(path)}
+            ) from exc
+    return path

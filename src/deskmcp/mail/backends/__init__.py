@@ -1,0 +1,1 @@
+"""Mail backends: one Protocol (`base.MailBackend`), chosen by `MAIL_BACKEND` in `service.create_backend`."""

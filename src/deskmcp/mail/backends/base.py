@@ -1,0 +1,63 @@
+"""The contract every mail backend implements (Maildir, IMAP, Gmail)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email.message import EmailMessage
+from typing import Protocol
+
+from deskmcp.core.errors import SendFailed
+from deskmcp.mail.models import EmailSummary, LabelInfo
+from deskmcp.mail.query import Node
+
+
+class DeliveryUnknown(SendFailed):
+    """The provider may or may not have the message (timeout, reset, 5xx after the data went out)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Where a sent (or saved) message now lives."""
+
+    message_id: str
+    thread_id: str
+
+
+class MailBackend(Protocol):
+    name: str
+
+    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+        """A page of messages matching `query`, newest first, and whether more follow."""
+        ...
+
+    def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:
+        """A message's summary and its raw RFC 5322 bytes (`NotFound` when unknown)."""
+        ...
+
+    def thread(self, thread_id: str, *, limit: int) -> list[str]:
+        """Ids of a conversation's messages, oldest first."""
+        ...
+
+    def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
+        """Deliver `message` (its Message-ID already set) and file it in Sent."""
+        ...
+
+    def find_sent(self, rfc_message_id: str) -> Sent | None:
+        """The sent copy of a message, looked up by its Message-ID (after an ambiguous failure)."""
+        ...
+
+    def save_draft(self, message: EmailMessage, thread_id: str | None) -> Sent: ...
+
+    def delete_draft(self, message_id: str) -> None: ...
+
+    def move(self, message_id: str, label: str) -> list[str]: ...
+
+    def add_label(self, message_id: str, label: str) -> list[str]: ...
+
+    def remove_label(self, message_id: str, label: str) -> list[str]: ...
+
+    def set_read(self, message_id: str, read: bool) -> list[str]: ...
+
+    def labels(self) -> list[LabelInfo]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,578 @@
+"""The local backend: a Maildir++ tree, an FTS5 index over it, and a label table.
+
+Folders carry the folder labels (INBOX, SENT, DRAFT, TRASH, SPAM, user folders); any other
+label a message has is a row in `deskmcp-labels.sqlite3` at the Maildir's root (user data:
+kept beside the mail, never in the rebuildable index). The index is refreshed before each
+call by listing only the folders whose directory changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from deskmcp.core.errors import BadRequest, IOFailure, NotFound
+from deskmcp.core.files import read_bytes_limited
+from deskmcp.core.index import SNIPPET_CLOSE, SNIPPET_OPEN, IndexRecord, IndexSchema, SearchIndex, fts_query
+from deskmcp.mail import mailstore
+from deskmcp.mail.backends.base import Sent
+from deskmcp.mail.mailstore import Entry, MailStore
+from deskmcp.mail.mime import decode, parse_bytes, thread_root
+from deskmcp.mail.models import EmailSummary, LabelInfo
+from deskmcp.mail.query import (
+    And,
+    Node,
+    Not,
+    Or,
+    Term,
+    free_words,
+    mentions_folder,
+    parse_day,
+    relative_seconds,
+    size_bytes,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA = IndexSchema(
+    name="mail",
+    version=1,
+    text_fields=("subject", "sender", "tos", "ccs", "bccs", "body", "filenames"),
+    weights=(5.0, 3.0, 2.0, 2.0, 1.0, 1.0, 2.0),
+    columns=(
+        ("folder", "TEXT"),
+        ("sub", "TEXT"),
+        ("fname", "TEXT"),
+        ("ts", "REAL"),
+        ("date", "TEXT"),
+        ("unread", "INTEGER"),
+        ("starred", "INTEGER"),
+        ("has_att", "INTEGER"),
+        ("size", "INTEGER"),
+        ("thread", "TEXT"),
+        ("rfc", "TEXT"),
+        ("subject", "TEXT"),
+        ("sender", "TEXT"),
+        ("tos", "TEXT"),
+        ("ccs", "TEXT"),
+        ("snippet", "TEXT"),
+        ("labels", "TEXT"),
+    ),
+    side_tables=(
+        "CREATE INDEX docs_ts ON docs(ts)",
+        "CREATE INDEX docs_thread ON docs(thread)",
+        "CREATE INDEX docs_rfc ON docs(rfc)",
+        "CREATE INDEX docs_folder ON docs(folder, sub)",
+    ),
+)
+INDEXED_BODY_CHARS = 100_000
+_SEP = "\x1f"
+_RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
+_HIDDEN = ("TRASH", "SPAM")
+
+
+def message_id_for(key: str) -> str:
+    return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
+
+
+def thread_id_for(root: str, fallback: str) -> str:
+    return hashlib.blake2b(root.encode(), digest_size=8).hexdigest() if root else fallback
+
+
+def _label_text(labels: Sequence[str]) -> str:
+    return _SEP + _SEP.join(labels) + _SEP if labels else ""
+
+
+class LabelTable:
+    """Labels that are not folders, per message key, in a small SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS labels (mkey TEXT, label TEXT, PRIMARY KEY(mkey, label))")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS known (label TEXT PRIMARY KEY)")
+
+    def of(self, key: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT label FROM labels WHERE mkey=? ORDER BY label", (key,))]
+
+    def all(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        with self._lock:
+            for key, label in self._conn.execute("SELECT mkey, label FROM labels ORDER BY label"):
+                out.setdefault(key, []).append(label)
+        return out
+
+    def known(self) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute("SELECT label FROM known UNION SELECT DISTINCT label FROM labels ORDER BY 1")
+            return [r[0] for r in rows]
+
+    def add(self, key: str, label: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO labels VALUES(?, ?)", (key, label))
+            self._conn.execute("INSERT OR IGNORE INTO known VALUES(?)", (label,))
+
+    def remove(self, key: str, label: str) -> bool:
+        with self._lock:
+            cur = self._conn.execute("DELETE FROM labels WHERE mkey=? AND lower(label)=lower(?)", (key, label))
+            return cur.rowcount > 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class MaildirBackend:
+    name = "maildir"
+
+    def __init__(
+        self,
+        root: Path,
+        index_path: Path,
+        *,
+        address: str,
+        max_message_bytes: int,
+        transport: Callable[[EmailMessage], None] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.store = MailStore(root)
+        self.store.ensure("")
+        for directory in mailstore.SYSTEM_FOLDERS.values():
+            self.store.ensure(directory)
+        self.address = address.lower()
+        self.max_message_bytes = max_message_bytes
+        self.index = SearchIndex(index_path, SCHEMA)
+        self.label_table = LabelTable(root / "deskmcp-labels.sqlite3")
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.index.close()
+        self.label_table.close()
+
+    # -- keeping the index in step with the folders ----------------------------------------
+
+    def refresh(self) -> int:
+        """Re-read the folders whose directory changed; returns how many records changed."""
+        with self._lock:
+            changed: list[tuple[str, str, int | None]] = []
+            for directory in self.store.folders():
+                for sub in ("new", "cur"):
+                    mtime = self.store.dir_mtime(directory, sub)
+                    if mtime is None or self.index.get_meta(f"dir:{directory}/{sub}") != str(mtime):
+                        changed.append((directory, sub, mtime))
+            if not changed:
+                return 0
+            return self._rescan(changed)
+
+    def _rescan(self, dirs: list[tuple[str, str, int | None]]) -> int:
+        now = time.time_ns()
+        seen: dict[str, Entry] = {}
+        for directory, sub, _ in dirs:
+            for entry in self.store.list_dir(directory, sub):
+                seen[message_id_for(entry.key)] = entry
+        known: dict[str, tuple[str, str, str]] = {}
+        with self.index.reader() as conn:
+            for directory, sub, _ in dirs:
+                rows = conn.execute(
+                    "SELECT key, folder, sub, fname FROM docs WHERE folder=? AND sub=?", (directory, sub)
+                )
+                for key, folder, s, fname in rows:
+                    known[key] = (folder, s, fname)
+            missing = [k for k in seen if k not in known]
+            if missing:
+                for start in range(0, len(missing), 500):
+                    chunk = missing[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    for key, folder, s, fname in conn.execute(
+                        f"SELECT key, folder, sub, fname FROM docs WHERE key IN ({marks})", chunk
+                    ):
+                        known[key] = (folder, s, fname)
+        labels = self.label_table.all()
+        new_records: list[IndexRecord] = []
+        moved: list[tuple[str, Entry]] = []
+        for key, entry in seen.items():
+            where = known.get(key)
+            if where is None:
+                record = self._record(entry, labels.get(entry.key, []))
+                if record is not None:
+                    new_records.append(record)
+            elif where != (entry.folder, entry.sub, entry.name):
+                moved.append((key, entry))
+        gone = [
+            key
+            for key, (folder, sub, _) in known.items()
+            if key not in seen and (folder, sub) in {(d, s) for d, s, _ in dirs}
+        ]
+        meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
+        for start in range(0, max(len(new_records), 1), 500):
+            self.index.apply(new_records[start : start + 500], gone if start == 0 else ())
+        with self.index.transaction() as conn:
+            for key, entry in moved:
+                self._update_location(conn, key, entry)
+            for k, v in meta.items():
+                self.index.set_meta(k, v, conn)
+        return len(new_records) + len(moved) + len(gone)
+
+    def _update_location(self, conn: sqlite3.Connection, key: str, entry: Entry) -> None:
+        flags = entry.flags
+        conn.execute(
+            "UPDATE docs SET folder=?, sub=?, fname=?, unread=?, starred=? WHERE key=?",
+            (entry.folder, entry.sub, entry.name, int("S" not in flags), int("F" in flags), key),
+        )
+
+    def _record(self, entry: Entry, labels: list[str]) -> IndexRecord | None:
+        path = self.store.path(entry)
+        try:
+            raw = read_bytes_limited(path, self.max_message_bytes)
+            mtime = path.stat().st_mtime
+        except (NotFound, IOFailure, OSError) as exc:
+            log.warning("skipping %s: %s", entry.relpath, exc)
+            return None
+        parsed = decode(parse_bytes(raw), fallback_time=mtime)
+        key = message_id_for(entry.key)
+        flags = entry.flags
+        timestamp = parsed.timestamp if parsed.timestamp is not None else mtime
+        attachments = [a.filename for a in parsed.attachments]
+        data = orjson.dumps({"in_reply_to": parsed.in_reply_to, "references": parsed.references})
+        return IndexRecord(
+            key=key,
+            fingerprint=entry.key,
+            texts={
+                "subject": parsed.subject,
+                "sender": parsed.sender,
+                "tos": parsed.to,
+                "ccs": parsed.cc,
+                "bccs": parsed.bcc,
+                "body": parsed.body[:INDEXED_BODY_CHARS],
+                "filenames": " ".join(attachments),
+            },
+            columns={
+                "folder": entry.folder,
+                "sub": entry.sub,
+                "fname": entry.name,
+                "ts": timestamp,
+                "date": parsed.date,
+                "unread": int("S" not in flags),
+                "starred": int("F" in flags),
+                "has_att": int(bool(attachments)),
+                "size": len(raw),
+                "thread": thread_id_for(thread_root(parsed), key),
+                "rfc": parsed.rfc_message_id,
+                "subject": parsed.subject,
+                "sender": parsed.sender,
+                "tos": parsed.to,
+                "ccs": parsed.cc,
+                "snippet": parsed.snippet,
+                "labels": _label_text(labels),
+            },
+            data=data,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _summary(self, key: str, c: dict[str, Any], snippet: str | None = None) -> EmailSummary:
+        labels: list[str] = []
+        folder = mailstore.folder_label(c["folder"])
+        if folder:
+            labels.append(folder)
+        labels.extend(x for x in (c["labels"] or "").split(_SEP) if x)
+        if c["unread"]:
+            labels.append("UNREAD")
+        if c["starred"]:
+            labels.append("STARRED")
+        return EmailSummary(
+            id=key,
+            thread_id=c["thread"],
+            rfc_message_id=c["rfc"] or "",
+            subject=c["subject"] or "",
+            sender=c["sender"] or "",
+            to=c["tos"] or "",
+            cc=c["ccs"] or "",
+            date=c["date"] or "",
+            snippet=snippet or c["snippet"] or "",
+            labels=labels,
+            unread=bool(c["unread"]),
+            has_attachments=bool(c["has_att"]),
+        )
+
+    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+        self.refresh()
+        clause, params = self._where(query) if query is not None else ("1", [])
+        if not mentions_folder(query, ("trash", "spam", "anywhere")):
+            clause = f"({clause}) AND d.folder NOT IN (?, ?)"
+            params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
+        hits = self.index.select(
+            where=clause, params=params, order_by="d.ts DESC, d.id DESC", limit=limit + 1, offset=offset
+        )
+        page = hits[:limit]
+        snippets = self._snippets([h.key for h in page], free_words(query))
+        return [self._summary(h.key, h.columns, snippets.get(h.key)) for h in page], len(hits) > limit
+
+    def _snippets(self, keys: list[str], words: list[str]) -> dict[str, str]:
+        if not keys or not words:
+            return {}
+        try:
+            match = " OR ".join(f"({fts_query(w)})" for w in words)
+        except BadRequest:
+            return {}
+        marks = ",".join("?" * len(keys))
+        sql = (
+            "SELECT d.key, snippet(fts, -1, ?, ?, '…', 16) FROM fts JOIN docs d ON d.id = fts.rowid"
+            f" WHERE fts MATCH ? AND d.key IN ({marks})"
+        )
+        with self.index.reader() as conn:
+            try:
+                return dict(conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match, *keys)).fetchall())
+            except sqlite3.OperationalError:
+                return {}
+
+    def _where(self, node: Node) -> tuple[str, list[Any]]:
+        if isinstance(node, And | Or):
+            parts = [self._where(n) for n in node.nodes]
+            joiner = " AND " if isinstance(node, And) else " OR "
+            return joiner.join(f"({c})" for c, _ in parts), [p for _, ps in parts for p in ps]
+        if isinstance(node, Not):
+            clause, params = self._where(node.node)
+            return f"NOT ({clause})", params
+        return self._term(node)
+
+    def _term(self, term: Term) -> tuple[str, list[Any]]:
+        fts = "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+        value = term.value
+        op = term.op
+        if op is None:
+            return fts, [fts_query(value)]
+        if op in ("from", "to", "cc", "bcc", "subject", "filename"):
+            column = {
+                "from": "sender",
+                "to": "tos",
+                "cc": "ccs",
+                "bcc": "bccs",
+                "subject": "subject",
+                "filename": "filenames",
+            }[op]
+            return fts, [f"{column} : ({fts_query(value)})"]
+        if op == "is":
+            return {
+                "unread": ("d.unread = 1", []),
+                "read": ("d.unread = 0", []),
+                "starred": ("d.starred = 1", []),
+                "unstarred": ("d.starred = 0", []),
+            }[value.lower()]
+        if op == "has":
+            return "d.has_att = 1", []
+        if op in ("label", "in"):
+            return self._label_clause(value)
+        if op in ("after", "before"):
+            moment = parse_day(value).timestamp()
+            return ("d.ts >= ?" if op == "after" else "d.ts < ?"), [moment]
+        if op in ("newer_than", "older_than"):
+            edge = time.time() - relative_seconds(value)
+            return ("d.ts >= ?" if op == "newer_than" else "d.ts < ?"), [edge]
+        if op in ("larger", "smaller"):
+            return ("d.size > ?" if op == "larger" else "d.size < ?"), [size_bytes(value)]
+        if op == "rfc822msgid":
+            wanted = value if value.startswith("<") else f"<{value}>"
+            return "d.rfc = ?", [wanted]
+        raise BadRequest(f"The search operator '{op}:' is not supported by the local mailbox.", {"operator": op})
+
+    def _label_clause(self, value: str) -> tuple[str, list[Any]]:
+        lower = value.lower()
+        special = {
+            "anywhere": ("1", []),
+            "starred": ("d.starred = 1", []),
+            "unread": ("d.unread = 1", []),
+            "read": ("d.unread = 0", []),
+            "drafts": ("d.folder = ?", [mailstore.SYSTEM_FOLDERS["DRAFT"]]),
+        }
+        if lower in special:
+            clause, params = special[lower]
+            return clause, list(params)
+        try:
+            directory = mailstore.folder_dir(value)
+        except BadRequest:
+            directory = "." + value
+        variants = {value.lower(), value.lower().replace("-", " "), value.lower().replace("-", "_")}
+        label_parts = " OR ".join("instr(lower(d.labels), ?) > 0" for _ in variants)
+        return (
+            f"lower(d.folder) = ? OR {label_parts}",
+            [directory.lower(), *(f"{_SEP}{v}{_SEP}" for v in variants)],
+        )
+
+    def _entry(self, message_id: str) -> tuple[Entry, dict[str, Any]]:
+        self.refresh()
+        hit = self.index.get(message_id)
+        if hit is None:
+            raise NotFound(f"No message {message_id!r}. Call list_emails for valid ids.", {"message_id": message_id})
+        c = hit.columns
+        return Entry(c["folder"], c["sub"], c["fname"]), c
+
+    def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:
+        entry, columns = self._entry(message_id)
+        try:
+            raw = read_bytes_limited(self.store.path(entry), self.max_message_bytes, label=f"message {message_id}")
+        except NotFound:
+            self.refresh()
+            entry, columns = self._entry(message_id)
+            raw = read_bytes_limited(self.store.path(entry), self.max_message_bytes, label=f"message {message_id}")
+        return self._summary(message_id, columns), raw
+
+    def thread(self, thread_id: str, *, limit: int) -> list[str]:
+        self.refresh()
+        hits = self.index.select(where="d.thread = ?", params=[thread_id], order_by="d.ts, d.id", limit=limit + 1)
+        if not hits:
+            raise NotFound(f"No thread {thread_id!r}. Use a thread_id from list_emails.", {"thread_id": thread_id})
+        return [h.key for h in hits]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _file(self, data: bytes, directory: str, flags: str) -> Sent:
+        with self._lock:
+            entry = self.store.deliver(data, directory, flags)
+            record = self._record(entry, [])
+            if record is None:
+                raise IOFailure("The message was written but could not be read back.")
+            self.index.apply([record])
+            return Sent(record.key, str(record.columns["thread"]))
+
+    def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
+        if self.transport is not None:
+            self.transport(message)
+        data = bytes(message)
+        sent = self._file(data, mailstore.SYSTEM_FOLDERS["SENT"], "S")
+        recipients = {a.lower() for a in _recipients(message)}
+        if self.address in recipients:
+            self._file(data, "", "")
+        return sent
+
+    def find_sent(self, rfc_message_id: str) -> Sent | None:
+        self.refresh()
+        hits = self.index.select(
+            where="d.rfc = ? AND d.folder = ?", params=[rfc_message_id, mailstore.SYSTEM_FOLDERS["SENT"]], limit=1
+        )
+        return Sent(hits[0].key, str(hits[0].columns["thread"])) if hits else None
+
+    def save_draft(self, message: EmailMessage, thread_id: str | None) -> Sent:
+        return self._file(bytes(message), mailstore.SYSTEM_FOLDERS["DRAFT"], "DS")
+
+    def delete_draft(self, message_id: str) -> None:
+        entry, _ = self._entry(message_id)
+        with self._lock:
+            self.store.delete(entry)
+            self.index.apply((), [message_id])
+
+    def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> list[str]:
+        with self._lock:
+            entry, _ = self._entry(message_id)
+            target = self.store.rename(entry, directory=directory, flags=flags)
+            with self.index.transaction() as conn:
+                self._update_location(conn, message_id, target)
+            return self._labels_of(message_id)
+
+    def _labels_of(self, message_id: str) -> list[str]:
+        hit = self.index.get(message_id)
+        if hit is None:
+            raise NotFound(f"No message {message_id!r}.", {"message_id": message_id})
+        return self._summary(message_id, hit.columns).labels
+
+    def move(self, message_id: str, label: str) -> list[str]:
+        return self._relocate(message_id, directory=mailstore.folder_dir(label))
+
+    def add_label(self, message_id: str, label: str) -> list[str]:
+        upper = label.upper()
+        entry, _ = self._entry(message_id)
+        if upper == "UNREAD":
+            return self.set_read(message_id, False)
+        if upper == "STARRED":
+            return self._relocate(message_id, flags=entry.flags + "F")
+        if upper in ("INBOX", *mailstore.SYSTEM_FOLDERS):
+            return self.move(message_id, upper)
+        name = mailstore.check_label(label)
+        with self._lock:
+            self.label_table.add(entry.key, name)
+            self._store_labels(message_id, entry.key)
+        return self._labels_of(message_id)
+
+    def remove_label(self, message_id: str, label: str) -> list[str]:
+        upper = label.upper()
+        entry, columns = self._entry(message_id)
+        if upper == "UNREAD":
+            return self.set_read(message_id, True)
+        if upper == "STARRED":
+            return self._relocate(message_id, flags=entry.flags.replace("F", ""))
+        folder = mailstore.folder_label(entry.folder)
+        if folder is not None and folder.lower() == label.lower():
+            return self._relocate(message_id, directory=mailstore.ARCHIVE_DIR)
+        with self._lock:
+            if not self.label_table.remove(entry.key, label):
+                raise NotFound(
+                    f"Message {message_id} has no label {label!r}; its labels are in get_email.",
+                    {"message_id": message_id, "label": label, "labels": self._summary(message_id, columns).labels},
+                )
+            self._store_labels(message_id, entry.key)
+        return self._labels_of(message_id)
+
+    def _store_labels(self, message_id: str, key: str) -> None:
+        with self.index.transaction() as conn:
+            conn.execute("UPDATE docs SET labels=? WHERE key=?", (_label_text(self.label_table.of(key)), message_id))
+
+    def set_read(self, message_id: str, read: bool) -> list[str]:
+        entry, _ = self._entry(message_id)
+        flags = entry.flags.replace("S", "") + ("S" if read else "")
+        return self._relocate(message_id, flags=flags)
+
+    def labels(self) -> list[LabelInfo]:
+        self.refresh()
+        out: list[LabelInfo] = []
+        with self.index.reader() as conn:
+            counts = {
+                folder: (total, unread or 0)
+                for folder, total, unread in conn.execute(
+                    "SELECT folder, count(*), sum(unread) FROM docs GROUP BY folder"
+                )
+            }
+            for directory in self.store.folders():
+                label = mailstore.folder_label(directory)
+                if label is None:
+                    continue
+                total, unread = counts.get(directory, (0, 0))
+                kind = "system" if label == "INBOX" or label in mailstore.SYSTEM_FOLDERS else "user"
+                out.append(LabelInfo(name=label, kind=kind, total=total, unread=unread))
+            names = {i.name.lower() for i in out}
+            for label in self.label_table.known():
+                if label.lower() in names:
+                    continue
+                row = conn.execute(
+                    "SELECT count(*), sum(unread) FROM docs WHERE instr(labels, ?) > 0", (f"{_SEP}{label}{_SEP}",)
+                ).fetchone()
+                out.append(LabelInfo(name=label, kind="user", total=int(row[0]), unread=int(row[1] or 0)))
+        return out
+
+    def iter_ids(self) -> Iterator[str]:
+        with self.index.reader() as conn:
+            for (key,) in conn.execute("SELECT key FROM docs"):
+                yield key
+
+
+def _recipients(message: EmailMessage) -> list[str]:
+    from email.utils import getaddresses
+
+    values = [str(v) for name in ("To", "Cc", "Bcc") for v in (message.get_all(name) or [])]
+    return [addr for _, addr in getaddresses(values) if addr]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,157 @@
+"""Outgoing mail: checking what the caller asked for, and building the message to send.
+
+Every header value is checked for CR/LF (header injection), every address parsed, the
+recipient count and allowlist enforced, and the body size bounded, before anything leaves.
+Replies carry `In-Reply-To` and `References` and a single `Re: ` so they thread in every client.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email import policy
+from email.message import EmailMessage
+from email.utils import format_datetime, formataddr, getaddresses, make_msgid
+
+from deskmcp.core.errors import BadRequest, PermissionDenied
+from deskmcp.mail.mime import ParsedMail
+
+_ADDR = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*$")
+_RE = re.compile(r"^\s*(re|aw|sv)\s*(\[\d+\])?\s*:", re.IGNORECASE)
+MAX_REFERENCES = 20
+
+
+@dataclass
+class Draft:
+    """What the caller asked to send, checked."""
+
+    to: list[tuple[str, str]]
+    cc: list[tuple[str, str]] = field(default_factory=list)
+    bcc: list[tuple[str, str]] = field(default_factory=list)
+    subject: str = ""
+    body: str = ""
+    html_body: str | None = None
+
+    @property
+    def recipients(self) -> list[str]:
+        return [addr for _, addr in (*self.to, *self.cc, *self.bcc)]
+
+
+def no_line_breaks(name: str, value: str | None) -> None:
+    if value is not None and any(ch in value for ch in "\r\n\x00"):
+        raise BadRequest(
+            f"{name} contains a line break or NUL, which would inject mail headers; nothing was sent.",
+            {"field": name},
+        )
+
+
+def parse_addresses(name: str, value: str | None) -> list[tuple[str, str]]:
+    """`a@x.org, "Bo" <bo@y.org>` as (display name, address) pairs, or `bad_request`."""
+    if value is None or not value.strip():
+        return []
+    no_line_breaks(name, value)
+    pairs = getaddresses([value])
+    chunks = [c for c in re.split(r",(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", value) if c.strip()]
+    bad = [addr or chunk.strip() for (_, addr), chunk in zip(pairs, chunks, strict=False) if not _ADDR.match(addr)]
+    if len(pairs) != len(chunks) or bad or not pairs:
+        raise BadRequest(
+            f"{name} holds an invalid address: {', '.join(bad) or value!r}. Write name@domain, comma-separated.",
+            {"field": name, "invalid": bad or [value]},
+        )
+    return [(display, addr) for display, addr in pairs]
+
+
+def check_draft(
+    *,
+    to: str,
+    subject: str,
+    body: str,
+    cc: str | None,
+    bcc: str | None,
+    html_body: str | None,
+    max_recipients: int,
+    max_body_chars: int,
+    allowlist: tuple[str, ...],
+    require_to: bool = True,
+) -> Draft:
+    no_line_breaks("subject", subject)
+    if len(subject) > 900:
+        raise BadRequest("The subject is longer than 900 characters.", {"field": "subject"})
+    draft = Draft(
+        to=parse_addresses("to", to),
+        cc=parse_addresses("cc", cc),
+        bcc=parse_addresses("bcc", bcc),
+        subject=subject,
+        body=body,
+        html_body=html_body,
+    )
+    if require_to and not draft.to:
+        raise BadRequest("`to` needs at least one address.", {"field": "to"})
+    count = len(draft.recipients)
+    if count > max_recipients:
+        raise BadRequest(
+            f"{count} recipients is over the limit of {max_recipients} per message (MAIL_MAX_RECIPIENTS).",
+            {"recipients": count, "limit": max_recipients},
+        )
+    for label, text in (("body", body), ("html_body", html_body or "")):
+        if len(text) > max_body_chars:
+            raise BadRequest(
+                f"{label} has {len(text):,} characters, over the {max_body_chars:,} limit (MAIL_MAX_BODY_CHARS).",
+                {"field": label, "chars": len(text), "limit": max_body_chars},
+            )
+    if allowlist:
+        refused = [a for a in draft.recipients if not allowed(a, allowlist)]
+        if refused:
+            raise PermissionDenied(
+                f"Not on the recipient allowlist (MAIL_ALLOWED_RECIPIENTS): {', '.join(refused)}. Nothing was sent.",
+                {"refused": refused},
+            )
+    return draft
+
+
+def allowed(address: str, allowlist: tuple[str, ...]) -> bool:
+    lower = address.lower()
+    domain = "@" + lower.rpartition("@")[2]
+    return any(entry in (lower, domain) for entry in allowlist)
+
+
+def reply_subject(subject: str) -> str:
+    return subject if _RE.match(subject) else f"Re: {subject}"
+
+
+def build_message(
+    draft: Draft,
+    *,
+    sender: str,
+    display_name: str = "",
+    parent: ParsedMail | None = None,
+    now: datetime | None = None,
+) -> EmailMessage:
+    """The message to send, with its Message-ID already assigned."""
+    message = EmailMessage(policy=policy.SMTP)
+    message["From"] = formataddr((display_name, sender)) if display_name else sender
+    if draft.to:
+        message["To"] = ", ".join(formataddr(p) for p in draft.to)
+    if draft.cc:
+        message["Cc"] = ", ".join(formataddr(p) for p in draft.cc)
+    if draft.bcc:
+        message["Bcc"] = ", ".join(formataddr(p) for p in draft.bcc)
+    subject = draft.subject
+    if parent is not None:
+        subject = reply_subject(subject or parent.subject)
+    message["Subject"] = subject
+    message["Date"] = format_datetime(now or datetime.now(UTC))
+    domain = sender.rpartition("@")[2] or "localhost"
+    message["Message-ID"] = make_msgid(domain=domain)
+    if parent is not None and parent.rfc_message_id:
+        message["In-Reply-To"] = parent.rfc_message_id
+        chain = [r for r in parent.references if r != parent.rfc_message_id]
+        chain.append(parent.rfc_message_id)
+        if len(chain) > MAX_REFERENCES:  # keep the root and the most recent
+            chain = [chain[0], *chain[-(MAX_REFERENCES - 1) :]]
+        message["References"] = " ".join(chain)
+    message.set_content(draft.body)
+    if draft.html_body:
+        message.add_alternative(draft.html_body, subtype="html")
+    return message

@@ -1,0 +1,323 @@
+"""Decoding real mail: headers, bodies and attachments, never crashing on malformed input.
+
+Built on the stdlib `email` package with the modern policy. Every header access and every
+payload decode has a fallback, because real mail carries raw 8-bit headers, unknown charsets,
+garbled dates and broken MIME structure.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email import policy
+from email.errors import HeaderParseError, MessageError
+from email.header import decode_header, make_header
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+from email.utils import getaddresses, parsedate_to_datetime
+
+from deskmcp.mail.htmltext import html_to_text
+
+_PARSER = BytesParser(policy=policy.default)
+_MSGID = re.compile(r"<[^<>\s]+>")
+_WS = re.compile(r"\s+")
+_HEADER_ERRORS = (HeaderParseError, MessageError, ValueError, IndexError, TypeError, AttributeError, LookupError)
+SNIPPET_CHARS = 140
+
+
+@dataclass
+class Attachment:
+    index: int
+    filename: str
+    content_type: str
+    size: int
+    part: Message = field(repr=False)
+
+    def payload(self) -> bytes:
+        return payload_bytes(self.part)
+
+
+@dataclass
+class ParsedMail:
+    subject: str
+    sender: str
+    to: str
+    cc: str
+    bcc: str
+    date: str
+    timestamp: float | None
+    rfc_message_id: str
+    in_reply_to: str | None
+    references: list[str]
+    body: str
+    attachments: list[Attachment]
+    addresses: dict[str, list[str]]
+
+    @property
+    def snippet(self) -> str:
+        return _WS.sub(" ", self.body).strip()[:SNIPPET_CHARS]
+
+
+def parse_bytes(raw: bytes) -> EmailMessage:
+    return _PARSER.parsebytes(raw)  # type: ignore[return-value]
+
+
+def fix_text(text: str) -> str:
+    """Undo the parser's surrogate escapes: raw 8-bit bytes as UTF-8, else cp1252."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+        return text
+    raw = text.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
+def header_text(msg: Message, name: str) -> str:
+    """A header's decoded value on one line; '' when absent or unreadable."""
+    try:
+        value = msg.get(name)
+        text = "" if value is None else str(value)
+    except _HEADER_ERRORS:
+        text = _raw_header(msg, name)
+    if "\ufffd" in text:  # raw 8-bit bytes the parser gave up on: decode them ourselves
+        text = _raw_header(msg, name) or text
+    return _WS.sub(" ", fix_text(text)).strip()
+
+
+def _raw_header(msg: Message, name: str) -> str:
+    for key, value in msg.raw_items():  # type: ignore[attr-defined]
+        if key.lower() == name.lower():
+            raw = fix_text(str(value))
+            try:
+                return str(make_header(decode_header(raw)))
+            except _HEADER_ERRORS:
+                return raw
+    return ""
+
+
+def address_list(value: str) -> list[str]:
+    """Lower-case addresses found in a header value."""
+    try:
+        pairs = getaddresses([value])
+    except _HEADER_ERRORS:
+        return []
+    return [addr.lower() for _, addr in pairs if "@" in addr]
+
+
+def parse_date(value: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed is None:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return None
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _received_date(msg: Message) -> datetime | None:
+    """The newest Received: stamp, for mail whose Date: is missing or garbled."""
+    try:
+        received = msg.get_all("Received") or []
+    except _HEADER_ERRORS:
+        return None
+    for value in received:
+        text = str(value)
+        if ";" in text:
+            found = parse_date(text.rsplit(";", 1)[1].strip())
+            if found is not None:
+                return found
+    return None
+
+
+def _charset(part: Message) -> str | None:
+    try:
+        name = part.get_content_charset()
+    except _HEADER_ERRORS:
+        return None
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def payload_bytes(part: Message) -> bytes:
+    try:
+        data = part.get_payload(decode=True)
+    except _HEADER_ERRORS:
+        data = None
+    if isinstance(data, bytes):
+        return data
+    raw = part.get_payload()
+    if isinstance(raw, str):
+        return raw.encode("utf-8", "surrogateescape")
+    return b""
+
+
+def part_text(part: Message) -> str:
+    """A text part's content decoded with its charset, falling back to UTF-8 then cp1252."""
+    data = payload_bytes(part)
+    charset = _charset(part)
+    if charset:
+        try:
+            return data.decode(charset)
+        except (UnicodeDecodeError, LookupError):
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode(charset or "cp1252", "replace")
+
+
+def _filename(part: Message) -> str | None:
+    try:
+        name = part.get_filename()
+    except _HEADER_ERRORS:
+        name = None
+    if name is None:
+        try:
+            name = part.get_param("name")  # type: ignore[assignment]
+        except _HEADER_ERRORS:
+            name = None
+        if isinstance(name, tuple):  # RFC 2231 triple
+            name = str(name[2])
+    return None if name is None else _WS.sub(" ", fix_text(str(name))).strip()
+
+
+def _disposition(part: Message) -> str | None:
+    try:
+        return part.get_content_disposition()
+    except _HEADER_ERRORS:
+        return None
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.attachments: list[Attachment] = []
+
+    def attach(self, part: Message, name: str | None) -> None:
+        ctype = part.get_content_type()
+        if name is None:
+            if ctype == "message/rfc822":
+                inner = part.get_payload()
+                first = inner[0] if isinstance(inner, list) and inner else None
+                subject = header_text(first, "Subject") if isinstance(first, Message) else ""
+                name = (subject or "message") + ".eml"
+            else:
+                name = f"part-{len(self.attachments) + 1}"
+        size = len(payload_bytes(part)) if not part.is_multipart() else len(part.as_bytes(policy=policy.compat32))
+        self.attachments.append(Attachment(len(self.attachments), name, ctype, size, part))
+
+    def body(self, part: Message) -> str:
+        ctype = part.get_content_type()
+        maintype = part.get_content_maintype()
+        name = _filename(part)
+        disposition = _disposition(part)
+        if maintype == "message":
+            self.attach(part, name)
+            return ""
+        if maintype == "multipart" and not part.is_multipart():
+            return part_text(part)  # a broken boundary: the raw text is all there is
+        if part.is_multipart():
+            children = [p for p in part.get_payload() if isinstance(p, Message)]  # type: ignore[union-attr]
+            if ctype == "multipart/alternative":
+                return self._alternative(children)
+            if ctype == "multipart/related" and children:
+                text = self.body(children[0])
+                for child in children[1:]:
+                    self._collect(child)
+                return text
+            texts = [self.body(child) for child in children]
+            return "\n\n".join(t for t in texts if t.strip())
+        if disposition == "attachment" or (name and maintype != "text") or (name and disposition != "inline"):
+            self.attach(part, name)
+            return ""
+        if ctype == "text/html":
+            return html_to_text(part_text(part))
+        if maintype == "text":
+            return part_text(part)
+        self.attach(part, name)
+        return ""
+
+    def _alternative(self, children: list[Message]) -> str:
+        plain = [c for c in children if c.get_content_type() == "text/plain" and _disposition(c) != "attachment"]
+        for child in plain:
+            text = part_text(child)
+            if text.strip():
+                for other in children:
+                    if other is not child and other.get_content_maintype() not in ("text", "multipart"):
+                        self._collect(other)
+                return text
+        # No usable plain part: the richest alternative (last) that yields text.
+        for child in reversed(children):
+            text = self.body(child) if child.get_content_type() != "text/plain" else ""
+            if text.strip():
+                return text
+        return ""
+
+    def _collect(self, part: Message) -> None:
+        """Record attachments under `part` without using its text."""
+        if part.is_multipart() and part.get_content_maintype() != "message":
+            for child in part.get_payload():  # type: ignore[union-attr]
+                if isinstance(child, Message):
+                    self._collect(child)
+        elif part.get_content_maintype() != "text" or _filename(part):
+            self.attach(part, _filename(part))
+
+
+def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
+    """Everything the tools show about a message."""
+    walker = _Walker()
+    try:
+        body = walker.body(msg)
+    except (*_HEADER_ERRORS, UnicodeError, KeyError):  # a structure the walker cannot follow
+        body = part_text(msg) if not msg.is_multipart() else ""
+    raw_date = header_text(msg, "Date")
+    moment = parse_date(raw_date) or None
+    date = iso_utc(moment) if moment else raw_date
+    if moment is None:
+        moment = _received_date(msg)
+    timestamp = moment.timestamp() if moment else fallback_time
+    message_id = _MSGID.findall(header_text(msg, "Message-ID"))
+    in_reply_to = _MSGID.findall(header_text(msg, "In-Reply-To"))
+    to, cc, bcc = header_text(msg, "To"), header_text(msg, "Cc"), header_text(msg, "Bcc")
+    sender = header_text(msg, "From")
+    return ParsedMail(
+        subject=header_text(msg, "Subject"),
+        sender=sender,
+        to=to,
+        cc=cc,
+        bcc=bcc,
+        date=date,
+        timestamp=timestamp,
+        rfc_message_id=message_id[0] if message_id else "",
+        in_reply_to=in_reply_to[0] if in_reply_to else None,
+        references=_MSGID.findall(header_text(msg, "References")),
+        body=body.replace("\r\n", "\n").strip(),
+        attachments=walker.attachments,
+        addresses={"from": address_list(sender), "to": address_list(to), "cc": address_list(cc)},
+    )
+
+
+def thread_root(parsed: ParsedMail) -> str:
+    """The Message-ID a conversation is keyed by: the first reference, else the parent, else itself."""
+    if parsed.references:
+        return parsed.references[0]
+    if parsed.in_reply_to:
+        return parsed.in_reply_to
+    return parsed.rfc_message_id

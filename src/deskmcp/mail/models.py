@@ -1,0 +1,115 @@
+"""The mail server's result models (field names shared by every backend)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EmailSummary(BaseModel):
+    id: str = Field(description="The backend's message id, used by every other tool")
+    thread_id: str
+    rfc_message_id: str = Field(description="The Message-ID header, angle brackets included ('' when absent)")
+    subject: str
+    sender: str
+    to: str
+    cc: str = ""
+    date: str = Field(description="ISO 8601, or the raw Date header when it cannot be parsed")
+    snippet: str
+    labels: list[str] = Field(default_factory=list)
+    unread: bool = False
+    has_attachments: bool = False
+
+
+class EmailList(BaseModel):
+    emails: list[EmailSummary]
+    next_cursor: str | None = None
+
+
+class AttachmentInfo(BaseModel):
+    index: int = Field(description="Pass to get_attachment")
+    filename: str
+    content_type: str
+    size: int
+
+
+class EmailFull(EmailSummary):
+    body: str
+    body_truncated: bool = False
+    attachment_names: list[str] = Field(default_factory=list)
+    attachments: list[AttachmentInfo] = Field(default_factory=list)
+    in_reply_to: str | None = None
+    references: list[str] = Field(default_factory=list)
+    bcc: str = ""
+
+
+class SendEmailResult(BaseModel):
+    message_id: str
+    thread_id: str
+    sent_at: str
+    rfc_message_id: str
+    duplicate: bool = False
+
+
+class LabelResult(BaseModel):
+    id: str
+    labels: list[str]
+
+
+class LabelInfo(BaseModel):
+    name: str
+    kind: str = Field(description="system or user")
+    total: int | None = None
+    unread: int | None = None
+
+
+class LabelList(BaseModel):
+    labels: list[LabelInfo]
+
+
+class ThreadResult(BaseModel):
+    thread_id: str
+    messages: list[EmailFull]
+    truncated: bool = Field(default=False, description="More messages exist than were returned")
+
+
+class DraftResult(BaseModel):
+    draft_id: str
+    message_id: str
+    thread_id: str
+    rfc_message_id: str
+    subject: str
+    to: str
+
+
+class DraftList(BaseModel):
+    drafts: list[EmailSummary]
+    next_cursor: str | None = None
+
+
+class AttachmentContent(BaseModel):
+    message_id: str
+    index: int
+    filename: str
+    content_type: str
+    size: int
+    text: str | None = Field(default=None, description="Decoded text of a text-like attachment")
+    text_truncated: bool = False
+    saved_path: str | None = Field(default=None, description="Workspace-relative path when saved")
+
+
+class AuditLogEntry(BaseModel):
+    event: str = "pre_send_audit"
+    timestamp: str
+    to: str
+    subject: str
+    body_preview: str
+    reply_to_message_id: str | None
+    severity: str = "INFO"
+    cc: str | None = None
+    bcc: str | None = None
+    rfc_message_id: str | None = None
+    idempotency_key: str | None = None
+    backend: str | None = None
+    outcome: str | None = None
+    message_id: str | None = None
+    error: str | None = None

@@ -1,0 +1,189 @@
+"""The mail MCP server: tools over `MailService` (local Maildir, IMAP + SMTP, or Gmail)."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+import anyio.to_thread
+from pydantic import Field
+
+from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.mail.models import (
+    AttachmentContent,
+    DraftList,
+    DraftResult,
+    EmailFull,
+    EmailList,
+    LabelList,
+    LabelResult,
+    SendEmailResult,
+    ThreadResult,
+)
+from deskmcp.mail.service import MAX_RESULTS, MailService
+from deskmcp.mail.settings import MailSettings
+
+INSTRUCTIONS = """The user's mailbox. Find mail with list_emails (Gmail search syntax on every
+backend: from:, to:, subject:, is:unread, label:, in:inbox, has:attachment, after:2024/01/31,
+newer_than:7d, "phrases", OR, -word), read one with get_email or a conversation with get_thread,
+then act: send_email (reply_to_message_id threads the reply; pass an idempotency_key so a retry
+never sends twice), move_email, add_label, remove_label, mark_read. Ids come from list_emails.
+Errors are JSON objects with an `error` code and a `message` saying how to recover."""
+
+TOOLSETS: dict[str, str] = {
+    "read": "list, read and search mail, conversations",
+    "write": "send, move, label and mark mail",
+    "labels": "list labels, mark unread",
+    "drafts": "create, list and send drafts",
+    "attachments": "read or save attachments",
+}
+DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
+
+MessageId = Annotated[str, Field(description="Message id from list_emails")]
+LabelName = Annotated[str, Field(min_length=1, max_length=100, description="Label name, see list_labels")]
+Addresses = Annotated[str | None, Field(description="Comma-separated addresses")]
+
+Settings = MailSettings
+
+
+def create_service(settings: MailSettings) -> MailService:
+    return MailService(settings)
+
+
+def unavailable(settings: MailSettings) -> str | None:
+    if settings.backend == "imap" and not settings.imap_host:
+        return "MAIL_BACKEND=imap needs MAIL_IMAP_HOST (and MAIL_IMAP_USER, MAIL_IMAP_PASSWORD)"
+    if settings.backend == "maildir" and settings.maildir is not None and not settings.maildir.is_dir():
+        return f"the Maildir {settings.maildir} does not exist; create it or fix MAIL_MAILDIR"
+    return None
+
+
+def create_server(settings: MailSettings, service: MailService | None = None) -> DeskServer:
+    server = DeskServer("deskmcp-mail", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    register(server, service or create_service(settings))
+    return server
+
+
+def register(server: DeskServer, service: MailService) -> None:
+    @asynccontextmanager
+    async def running():
+        try:
+            yield service
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    server.add_service_context(running)
+
+    @server.tool("list_emails", annotations=READ_ONLY, toolset="read")
+    def list_emails(
+        query: Annotated[str, Field(max_length=2000, description="Gmail search syntax; '' for all")] = "is:unread",
+        max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Page size (1-100)")] = 10,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    ) -> EmailList:
+        """Messages matching a Gmail-style query, newest first, with ids for the other tools."""
+        return service.list_emails(query, max_results, cursor)
+
+    @server.tool("get_email", annotations=READ_ONLY, toolset="read")
+    def get_email(message_id: MessageId) -> EmailFull:
+        """One message: headers, decoded text body (HTML turned into text), attachments, threading ids."""
+        return service.get_email(message_id)
+
+    @server.tool("get_thread", annotations=READ_ONLY, toolset="read")
+    def get_thread(
+        thread_id: Annotated[str, Field(description="thread_id from list_emails or get_email")],
+        max_messages: Annotated[int, Field(ge=1, le=100, description="Most messages returned")] = 50,
+    ) -> ThreadResult:
+        """A conversation, oldest first, each body cut to a few thousand characters."""
+        return service.get_thread(thread_id, max_messages=max_messages)
+
+    @server.tool(
+        "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
+    )
+    def send_email(
+        to: Annotated[str, Field(description="Recipient address(es), comma-separated")],
+        subject: Annotated[str, Field(max_length=900)],
+        body: Annotated[str, Field(description="Plain-text body")],
+        reply_to_message_id: Annotated[
+            str | None, Field(description="Id of the message replied to: threads the reply")
+        ] = None,
+        cc: Addresses = None,
+        bcc: Addresses = None,
+        html_body: Annotated[str | None, Field(description="Optional HTML alternative")] = None,
+        idempotency_key: Annotated[
+            str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
+        ] = None,
+    ) -> SendEmailResult:
+        """Send a message (audited first). A repeated idempotency_key returns the first result with duplicate=true."""
+        return service.send_email(to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key)
+
+    @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    def move_email(message_id: MessageId, destination_label: LabelName) -> LabelResult:
+        """Move a message to a folder/label (INBOX, TRASH, a user label; created when missing)."""
+        return service.move_email(message_id, destination_label)
+
+    @server.tool("add_label", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    def add_label(message_id: MessageId, label_name: LabelName) -> LabelResult:
+        """Add a label to a message (created when missing); returns its labels."""
+        return service.add_label(message_id, label_name)
+
+    @server.tool("remove_label", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    def remove_label(message_id: MessageId, label_name: LabelName) -> LabelResult:
+        """Remove a label; removing INBOX archives the message."""
+        return service.remove_label(message_id, label_name)
+
+    @server.tool("mark_read", annotations=writes(destructive=False, idempotent=True), toolset="write")
+    def mark_read(message_id: MessageId) -> LabelResult:
+        """Mark a message read."""
+        return service.mark_read(message_id, True)
+
+    @server.tool("mark_unread", annotations=writes(destructive=False, idempotent=True), toolset="labels")
+    def mark_unread(message_id: MessageId) -> LabelResult:
+        """Mark a message unread."""
+        return service.mark_read(message_id, False)
+
+    @server.tool("list_labels", annotations=READ_ONLY, toolset="labels")
+    def list_labels() -> LabelList:
+        """Every folder and label with message and unread counts."""
+        return service.list_labels()
+
+    @server.tool("create_draft", annotations=writes(destructive=False, idempotent=False), toolset="drafts")
+    def create_draft(
+        to: Annotated[str, Field(description="Recipient address(es), comma-separated; may be empty")],
+        subject: Annotated[str, Field(max_length=900)],
+        body: str,
+        reply_to_message_id: Annotated[str | None, Field(description="Id of the message replied to")] = None,
+        cc: Addresses = None,
+        bcc: Addresses = None,
+        html_body: str | None = None,
+    ) -> DraftResult:
+        """Save a draft (allowed in draft_only mode); send it later with send_draft."""
+        return service.create_draft(to, subject, body, reply_to_message_id, cc, bcc, html_body)
+
+    @server.tool("list_drafts", annotations=READ_ONLY, toolset="drafts")
+    def list_drafts(
+        max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    ) -> DraftList:
+        """Saved drafts, newest first."""
+        return service.list_drafts(max_results, cursor)
+
+    @server.tool(
+        "send_draft", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="drafts"
+    )
+    def send_draft(
+        draft_id: Annotated[str, Field(description="Id from list_drafts or create_draft")],
+        idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
+    ) -> SendEmailResult:
+        """Send a saved draft (audited); the draft is removed once sent."""
+        return service.send_draft(draft_id, idempotency_key)
+
+    @server.tool("get_attachment", annotations=writes(destructive=False, idempotent=True), toolset="attachments")
+    def get_attachment(
+        message_id: MessageId,
+        index: Annotated[int, Field(ge=0, description="Attachment index from get_email")],
+        save: Annotated[
+            bool, Field(description="Save under <workspace>/attachments/ instead of returning text")
+        ] = False,
+    ) -> AttachmentContent:
+        """A text attachment's content (bounded), or any attachment saved into the workspace."""
+        return service.get_attachment(message_id, index, save=save)

@@ -1,0 +1,472 @@
+"""The mail service: what the tools do, over whichever backend the configuration chose.
+
+Sending is the careful part: checks first (mode, addresses, allowlist, sizes, header
+injection), then the Message-ID is assigned, the idempotency key journalled, one audit line
+written and fsynced, the backend called, and a second audit line records the outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from pathlib import Path
+
+import orjson
+
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound, PermissionDenied, Timeout
+from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.paths import safe_join
+from deskmcp.mail import audit
+from deskmcp.mail.backends.base import DeliveryUnknown, MailBackend, Sent
+from deskmcp.mail.compose import Draft, build_message, check_draft
+from deskmcp.mail.journal import SendJournal
+from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
+from deskmcp.mail.models import (
+    AttachmentContent,
+    AttachmentInfo,
+    AuditLogEntry,
+    DraftList,
+    DraftResult,
+    EmailFull,
+    EmailList,
+    EmailSummary,
+    LabelList,
+    LabelResult,
+    SendEmailResult,
+    ThreadResult,
+)
+from deskmcp.mail.query import parse_query
+from deskmcp.mail.settings import MailSettings
+
+log = logging.getLogger(__name__)
+
+MAX_RESULTS = 100
+TEXT_TYPES = ("text/", "application/json", "application/xml", "application/csv", "message/")
+ATTACHMENT_TEXT_CHARS = 100_000
+
+
+def create_backend(settings: MailSettings) -> MailBackend:
+    """The one place the backend is chosen (`MAIL_BACKEND`)."""
+    transport: Callable[[EmailMessage], None] | None = None
+    if settings.smtp_host:
+        from deskmcp.mail.smtp import SmtpConfig, deliver
+
+        config = SmtpConfig(
+            host=settings.smtp_host,
+            port=settings.smtp_port,
+            user=settings.smtp_user,
+            password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
+            security=settings.smtp_security,
+            timeout=settings.timeout,
+        )
+
+        def smtp_transport(message: EmailMessage) -> None:
+            deliver(config, message)
+
+        transport = smtp_transport
+
+    if settings.backend == "maildir":
+        from deskmcp.mail.backends.maildir import MaildirBackend
+
+        return MaildirBackend(
+            settings.maildir_root,
+            settings.index_path,
+            address=settings.address,
+            max_message_bytes=settings.max_message_bytes,
+            transport=transport,
+        )
+    raise BadRequest(f"The mail backend {settings.backend!r} is not available in this build.")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class MailService:
+    def __init__(self, settings: MailSettings, backend: MailBackend | None = None) -> None:
+        self.settings = settings
+        self.backend = backend or create_backend(settings)
+        self.mode = settings.effective_mode
+        self._journal: SendJournal | None = None
+        self._send_lock = threading.Lock()
+
+    @property
+    def journal(self) -> SendJournal:
+        if self._journal is None:
+            self._journal = SendJournal(self.settings.state_path)
+        return self._journal
+
+    def close(self) -> None:
+        self.backend.close()
+        if self._journal is not None:
+            self._journal.close()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def list_emails(self, query: str = "is:unread", max_results: int = 10, cursor: str | None = None) -> EmailList:
+        if not 1 <= max_results <= MAX_RESULTS:
+            raise BadRequest(f"max_results must be between 1 and {MAX_RESULTS}.", {"max_results": max_results})
+        node = parse_query(query)
+        key = query_key("list_emails", query, max_results)
+        offset = decode_cursor(cursor, key)
+        emails, more = self.backend.list(node, limit=max_results, offset=offset)
+        return EmailList(emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key))
+
+    def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
+        summary, raw = self.backend.fetch(message_id)
+        return summary, decode(parse_bytes(raw))
+
+    def get_email(self, message_id: str, *, max_chars: int | None = None) -> EmailFull:
+        summary, parsed = self._parsed(message_id)
+        return self._full(summary, parsed, max_chars or self.settings.max_chars)
+
+    def _full(self, summary: EmailSummary, parsed: ParsedMail, max_chars: int) -> EmailFull:
+        body = parsed.body
+        truncated = len(body) > max_chars
+        return EmailFull(
+            **summary.model_dump(),
+            body=body[:max_chars],
+            body_truncated=truncated,
+            attachment_names=[a.filename for a in parsed.attachments],
+            attachments=[
+                AttachmentInfo(index=a.index, filename=a.filename, content_type=a.content_type, size=a.size)
+                for a in parsed.attachments
+            ],
+            in_reply_to=parsed.in_reply_to,
+            references=parsed.references,
+            bcc=parsed.bcc,
+        )
+
+    def get_thread(self, thread_id: str, *, max_messages: int = 50, max_chars_each: int = 4000) -> ThreadResult:
+        ids = self.backend.thread(thread_id, limit=max_messages)
+        truncated = len(ids) > max_messages
+        messages = []
+        for message_id in ids[:max_messages]:
+            summary, parsed = self._parsed(message_id)
+            messages.append(self._full(summary, parsed, max_chars_each))
+        return ThreadResult(thread_id=thread_id, messages=messages, truncated=truncated)
+
+    def list_labels(self) -> LabelList:
+        return LabelList(labels=self.backend.labels())
+
+    def get_attachment(self, message_id: str, index: int, *, save: bool = False) -> AttachmentContent:
+        _, raw = self.backend.fetch(message_id)
+        parsed = decode(parse_bytes(raw))
+        if not 0 <= index < len(parsed.attachments):
+            raise NotFound(
+                f"Message {message_id} has no attachment {index}; get_email lists {len(parsed.attachments)}.",
+                {"message_id": message_id, "index": index, "count": len(parsed.attachments)},
+            )
+        item = parsed.attachments[index]
+        result = AttachmentContent(
+            message_id=message_id, index=index, filename=item.filename, content_type=item.content_type, size=item.size
+        )
+        if save:
+            folder = self.settings.workspace / "attachments" / message_id
+            folder.mkdir(parents=True, exist_ok=True)
+            target = safe_join(folder, _safe_filename(item.filename, index))
+            data = item.part.as_bytes() if item.content_type.startswith("message/") else item.payload()
+            atomic_write_bytes(target, data, mode=0o600)
+            result.saved_path = target.relative_to(self.settings.workspace).as_posix()
+            return result
+        if not item.content_type.startswith(TEXT_TYPES):
+            raise BadRequest(
+                f"{item.filename} is {item.content_type}, not text; call get_attachment with save=true to store it.",
+                {"content_type": item.content_type},
+            )
+        text = item.part.as_string() if item.content_type.startswith("message/") else part_text(item.part)
+        result.text = text[:ATTACHMENT_TEXT_CHARS]
+        result.text_truncated = len(text) > ATTACHMENT_TEXT_CHARS
+        return result
+
+    # -- changing mail ---------------------------------------------------------------------
+
+    def _require(self, action: str, needed: str) -> None:
+        order = {"read_only": 0, "draft_only": 1, "send": 2}
+        if order[self.mode] < order[needed]:
+            raise PermissionDenied(
+                f"{action} is switched off: MAIL_MODE is {self.mode}"
+                + (" (drafts are allowed: use create_draft)." if self.mode == "draft_only" else "."),
+                {"mode": self.mode},
+            )
+
+    def move_email(self, message_id: str, destination_label: str) -> LabelResult:
+        self._require("Moving mail", "draft_only")
+        return LabelResult(id=message_id, labels=self.backend.move(message_id, destination_label))
+
+    def add_label(self, message_id: str, label_name: str) -> LabelResult:
+        self._require("Labelling mail", "draft_only")
+        return LabelResult(id=message_id, labels=self.backend.add_label(message_id, label_name))
+
+    def remove_label(self, message_id: str, label_name: str) -> LabelResult:
+        self._require("Labelling mail", "draft_only")
+        return LabelResult(id=message_id, labels=self.backend.remove_label(message_id, label_name))
+
+    def mark_read(self, message_id: str, read: bool = True) -> LabelResult:
+        self._require("Marking mail", "draft_only")
+        return LabelResult(id=message_id, labels=self.backend.set_read(message_id, read))
+
+    # -- composing -------------------------------------------------------------------------
+
+    def _compose(
+        self,
+        *,
+        to: str,
+        subject: str,
+        body: str,
+        reply_to_message_id: str | None,
+        cc: str | None,
+        bcc: str | None,
+        html_body: str | None,
+        require_to: bool = True,
+    ) -> tuple[EmailMessage, str | None]:
+        s = self.settings
+        draft: Draft = check_draft(
+            to=to,
+            subject=subject,
+            body=body,
+            cc=cc,
+            bcc=bcc,
+            html_body=html_body,
+            max_recipients=s.max_recipients,
+            max_body_chars=s.max_body_chars,
+            allowlist=s.allowlist,
+            require_to=require_to,
+        )
+        parent: ParsedMail | None = None
+        thread_id: str | None = None
+        if reply_to_message_id:
+            try:
+                summary, parent = self._parsed(reply_to_message_id)
+            except NotFound as exc:
+                raise NotFound(
+                    f"No message {reply_to_message_id!r} to reply to. Call list_emails for valid ids.",
+                    {"reply_to_message_id": reply_to_message_id},
+                ) from exc
+            thread_id = summary.thread_id
+        message = build_message(draft, sender=s.address, display_name=s.display_name, parent=parent)
+        return message, thread_id
+
+    def send_email(
+        self,
+        to: str,
+        subject: str,
+        body: str,
+        reply_to_message_id: str | None = None,
+        cc: str | None = None,
+        bcc: str | None = None,
+        html_body: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> SendEmailResult:
+        self._require("Sending mail", "send")
+        if idempotency_key is not None and not 1 <= len(idempotency_key) <= 200:
+            raise BadRequest("idempotency_key must be 1 to 200 characters.", {"field": "idempotency_key"})
+        request = hashlib.sha256(orjson.dumps([to, subject, body, reply_to_message_id, cc, bcc, html_body])).hexdigest()
+        with self._send_lock:
+            if idempotency_key is not None:
+                row = self.journal.get(idempotency_key)
+                if row is not None and row.request != request:
+                    raise Conflict(
+                        "This idempotency_key was already used for a different message; use a new key.",
+                        {"idempotency_key": idempotency_key},
+                    )
+                if row is not None and row.status == "sent" and row.result:
+                    return SendEmailResult(**{**row.result, "duplicate": True})
+                if row is not None and row.status == "pending":
+                    return self._resume(
+                        idempotency_key, row.rfc_message_id, row.raw, row.thread_hint, reply_to_message_id
+                    )
+            message, thread_id = self._compose(
+                to=to,
+                subject=subject,
+                body=body,
+                reply_to_message_id=reply_to_message_id,
+                cc=cc,
+                bcc=bcc,
+                html_body=html_body,
+            )
+            return self._send(message, thread_id, idempotency_key, request, reply_to_message_id)
+
+    def _audit(self, entry: AuditLogEntry) -> None:
+        audit.append(self.settings.audit_folder, entry)
+
+    def _entry(self, message: EmailMessage, key: str | None, reply_to: str | None, **extra: object) -> AuditLogEntry:
+        body = message.get_body(("plain",)) if message.is_multipart() else message
+        text = body.get_content() if body is not None else ""
+        return AuditLogEntry(
+            timestamp=_now(),
+            to=str(message.get("To", "")),
+            cc=str(message["Cc"]) if message["Cc"] else None,
+            bcc=str(message["Bcc"]) if message["Bcc"] else None,
+            subject=str(message.get("Subject", "")),
+            body_preview=str(text)[:200],
+            reply_to_message_id=reply_to,
+            rfc_message_id=str(message["Message-ID"]),
+            idempotency_key=key,
+            backend=self.backend.name,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def _send(
+        self,
+        message: EmailMessage,
+        thread_id: str | None,
+        key: str | None,
+        request: str,
+        reply_to: str | None,
+    ) -> SendEmailResult:
+        rfc = str(message["Message-ID"])
+        if key is not None:
+            self.journal.begin(key, request, rfc, bytes(message), thread_id)
+        self._audit(self._entry(message, key, reply_to))
+        return self._deliver(message, thread_id, key, reply_to)
+
+    def _deliver(
+        self, message: EmailMessage, thread_id: str | None, key: str | None, reply_to: str | None
+    ) -> SendEmailResult:
+        rfc = str(message["Message-ID"])
+        try:
+            sent = self.backend.send(message, thread_id)
+        except (DeliveryUnknown, Timeout) as exc:
+            # Ambiguous: the provider may have it. Look before anyone retries.
+            found = self._look_in_sent(rfc)
+            if found is None:
+                self._audit(
+                    self._entry(message, key, reply_to, event="send_result", outcome="unknown", error=exc.message)
+                )
+                raise
+            sent = found
+        except DeskError as exc:
+            if key is not None:
+                self.journal.fail(key)
+            self._audit(self._entry(message, key, reply_to, event="send_result", outcome="failed", error=exc.message))
+            raise
+        return self._finish(message, sent, key, reply_to, duplicate=False)
+
+    def _look_in_sent(self, rfc: str) -> Sent | None:
+        try:
+            return self.backend.find_sent(rfc)
+        except DeskError as exc:
+            log.warning("could not look for %s in Sent: %s", rfc, exc.message)
+            return None
+
+    def _finish(
+        self, message: EmailMessage, sent: Sent, key: str | None, reply_to: str | None, *, duplicate: bool
+    ) -> SendEmailResult:
+        result = SendEmailResult(
+            message_id=sent.message_id,
+            thread_id=sent.thread_id,
+            sent_at=_now(),
+            rfc_message_id=str(message["Message-ID"]),
+            duplicate=duplicate,
+        )
+        if key is not None:
+            self.journal.finish(key, result.model_dump(exclude={"duplicate"}))
+        self._audit(
+            self._entry(
+                message,
+                key,
+                reply_to,
+                event="send_result",
+                outcome="found_in_sent" if duplicate else "sent",
+                message_id=sent.message_id,
+            )
+        )
+        return result
+
+    def _resume(self, key: str, rfc: str, raw: bytes, thread_hint: str | None, reply_to: str | None) -> SendEmailResult:
+        """A keyed send that never recorded its outcome (crash, ambiguous failure)."""
+        message = parse_bytes(raw)
+        found = self._look_in_sent(rfc)
+        if found is not None:
+            return self._finish(message, found, key, reply_to, duplicate=True)
+        # Not in Sent: the provider never got it. Send the very same bytes (same Message-ID).
+        self._audit(self._entry(message, key, reply_to, event="pre_send_audit", outcome="retry"))
+        return self._deliver(message, thread_hint, key, reply_to)
+
+    # -- drafts ----------------------------------------------------------------------------
+
+    def create_draft(
+        self,
+        to: str,
+        subject: str,
+        body: str,
+        reply_to_message_id: str | None = None,
+        cc: str | None = None,
+        bcc: str | None = None,
+        html_body: str | None = None,
+    ) -> DraftResult:
+        self._require("Creating drafts", "draft_only")
+        message, thread_id = self._compose(
+            to=to,
+            subject=subject,
+            body=body,
+            reply_to_message_id=reply_to_message_id,
+            cc=cc,
+            bcc=bcc,
+            html_body=html_body,
+            require_to=False,
+        )
+        saved = self.backend.save_draft(message, thread_id)
+        return DraftResult(
+            draft_id=saved.message_id,
+            message_id=saved.message_id,
+            thread_id=saved.thread_id,
+            rfc_message_id=str(message["Message-ID"]),
+            subject=str(message["Subject"]),
+            to=str(message.get("To", "")),
+        )
+
+    def list_drafts(self, max_results: int = 20, cursor: str | None = None) -> DraftList:
+        page_ = self.list_emails("in:drafts", max_results, cursor)
+        return DraftList(drafts=page_.emails, next_cursor=page_.next_cursor)
+
+    def send_draft(self, draft_id: str, idempotency_key: str | None = None) -> SendEmailResult:
+        self._require("Sending mail", "send")
+        summary, raw = self.backend.fetch(draft_id)
+        if "DRAFT" not in summary.labels:
+            raise NotFound(f"{draft_id} is not a draft; list_drafts shows the drafts.", {"draft_id": draft_id})
+        message = parse_bytes(raw)
+        for name in ("to", "cc", "bcc", "subject"):
+            if any(ch in str(message.get(name, "")) for ch in "\r\n"):
+                raise BadRequest(f"The draft's {name} contains a line break.", {"field": name})
+        request = hashlib.sha256(raw).hexdigest()
+        key = idempotency_key or f"draft:{draft_id}:{request[:16]}"
+        with self._send_lock:
+            row = self.journal.get(key)
+            if row is not None and row.status == "sent" and row.result:
+                return SendEmailResult(**{**row.result, "duplicate": True})
+            if row is not None and row.status == "pending":
+                result = self._resume(key, row.rfc_message_id, row.raw, row.thread_hint, None)
+            else:
+                draft = check_draft(
+                    to=str(message.get("To", "")),
+                    subject=str(message.get("Subject", "")),
+                    body="",
+                    cc=str(message["Cc"]) if message["Cc"] else None,
+                    bcc=str(message["Bcc"]) if message["Bcc"] else None,
+                    html_body=None,
+                    max_recipients=self.settings.max_recipients,
+                    max_body_chars=self.settings.max_body_chars,
+                    allowlist=self.settings.allowlist,
+                )
+                del draft
+                del message["Date"]
+                message["Date"] = datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
+                result = self._send(message, summary.thread_id, key, request, None)  # type: ignore[arg-type]
+        try:
+            self.backend.delete_draft(draft_id)
+        except (NotFound, IOFailure) as exc:
+            log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
+        return result
+
+
+def _safe_filename(name: str, index: int) -> str:
+    base = Path(name.replace("\\", "/")).name
+    cleaned = "".join(ch if ch.isalnum() or ch in "._- " else "_" for ch in base).strip(" .")
+    return cleaned[:150] or f"attachment-{index}"
