@@ -110,9 +110,7 @@ def test_a_second_orchestrator_on_the_same_vault_refuses_to_start(tmp_path: Path
     assert f"pid {holder.pid}" in result.stderr
 
 
-def test_watch_sends_an_approval_at_once_and_stops_cleanly_on_sigterm(
-    tmp_path: Path, vault: Path, store: Path
-) -> None:
+def test_watch_sends_an_approval_at_once_and_stops_cleanly_on_sigterm(tmp_path: Path, vault: Path, store: Path) -> None:
     env, approved = prepare(tmp_path, vault, store)
     approved.rename(vault / "Drafts" / approved.name)  # not approved yet
     proc = subprocess.Popen(

@@ -34,9 +34,7 @@ async def fail(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any
 
 def settings(tmp_path: Path, vault: Path, store: Path) -> OrchestratorSettings:
     command = f"{sys.executable} -m tests.orchestrator.mail_stub"
-    return OrchestratorSettings(
-        workspace=tmp_path / "ws", vault_path=vault, decider="assistant", mail_command=command
-    )
+    return OrchestratorSettings(workspace=tmp_path / "ws", vault_path=vault, decider="assistant", mail_command=command)
 
 
 async def test_the_assistant_decides_approves_and_a_pass_sends(
@@ -108,9 +106,7 @@ async def test_a_rejected_draft_is_filed_and_the_mail_waits_for_a_new_decision(
     assert again["draft"] != drafted["draft"]  # a new draft with a new id: the rejected one is never sent
 
 
-async def test_triage_run_reports_a_mail_server_that_does_not_start(
-    tmp_path: Path, vault: Path, store: Path
-) -> None:
+async def test_triage_run_reports_a_mail_server_that_does_not_start(tmp_path: Path, vault: Path, store: Path) -> None:
     broken = OrchestratorSettings(
         workspace=tmp_path / "ws", vault_path=vault, mail_command=f"{sys.executable} -c pass", call_timeout=10
     )

@@ -9,7 +9,8 @@ fallback if one was given, else raises `MCPUnavailable` so the caller leaves the
 later. A tool that answers with an error raises that error from the taxonomy: the server is
 fine, the request was not.
 
-All calls of one client must come from one task (the SDK's transports own task groups).
+The connection lives in a task of the client's own (`async with MCPClient(...)`), so calls may
+come from any task: the loop, a tool handler, a watcher.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.abc
 import orjson
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
@@ -33,6 +36,7 @@ from deskmcp.orchestrator.journal import Journal
 
 log = logging.getLogger("deskmcp.orchestrator")
 
+_Request = tuple[str, dict[str, Any], MemoryObjectSendStream[CallToolResult | BaseException]]
 Fallback = Callable[[], dict[str, Any] | Awaitable[dict[str, Any]]]
 
 
@@ -70,54 +74,96 @@ class MCPClient:
         self.env = env
         self.server = server  # an in-process MCP server instead of a command or URL
         self.journal = Journal(vault_path / "Logs")
-        self._stack: AsyncExitStack | None = None
-        self._client: Client | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._requests: MemoryObjectSendStream[_Request] | None = None
+        self._scope: anyio.CancelScope | None = None
 
     @property
     def target(self) -> str:
         return self.url or " ".join(self.command)
 
     async def __aenter__(self) -> MCPClient:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+        if self._tg is not None:
+            tg, self._tg = self._tg, None
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
 
     async def close(self) -> None:
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is not None:
-            try:
-                await stack.aclose()
-            except Exception as exc:  # a transport torn down after its peer died: nothing left to save
-                log.debug("closing the %s connection: %r", self.server_name, exc)
+        """Drop the connection (the subprocess is stopped); the next call starts a new one."""
+        requests, self._requests = self._requests, None
+        if requests is not None:
+            await requests.aclose()
+        scope, self._scope = self._scope, None
+        if scope is not None:
+            scope.cancel()
 
-    async def _connect(self) -> Client:
-        if self._client is not None:
-            return self._client
+    def _target(self) -> Any:
         if self.server is not None:
-            target: Any = self.server
-        elif self.url:
-            target = self.url
-        else:
-            env = dict(os.environ) if self.env is None else self.env
-            target = StdioServerParameters(command=self.command[0], args=self.command[1:], env=env)
-        stack = AsyncExitStack()
-        try:
-            client = await stack.enter_async_context(Client(target, read_timeout_seconds=self.timeout))
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await stack.aclose()
-            raise
-        self._stack, self._client = stack, client
-        return client
+            return self.server
+        if self.url:
+            return self.url
+        env = dict(os.environ) if self.env is None else self.env
+        return StdioServerParameters(command=self.command[0], args=self.command[1:], env=env)
+
+    async def _serve(self, *, task_status: anyio.abc.TaskStatus[MemoryObjectSendStream[_Request]]) -> None:
+        """Own one connection in a task of its own, answering requests until closed or broken.
+
+        The SDK's transports hold task groups and cancel scopes that must be entered and left
+        by one task; this task is that one, whichever task the calls come from.
+        """
+        send, receive = anyio.create_memory_object_stream[_Request](0)
+        started = False
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                async with Client(self._target(), read_timeout_seconds=self.timeout) as client, receive:
+                    task_status.started(send)
+                    started = True
+                    async for name, arguments, reply in receive:
+                        try:
+                            outcome: CallToolResult | BaseException = await client.call_tool(
+                                name, arguments, read_timeout_seconds=self.timeout
+                            )
+                        except Exception as exc:  # a dead or hung peer: answer, then drop the connection
+                            outcome = exc
+                        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            await reply.send(outcome)
+                        if isinstance(outcome, BaseException):
+                            break
+            except Exception as exc:
+                if not started:
+                    raise
+                log.debug("the %s connection ended: %r", self.server_name, exc)
+            finally:
+                if self._scope is scope:
+                    self._scope = None
+
+    async def _call(self, tool_name: str, arguments: dict[str, Any]) -> CallToolResult:
+        if self._tg is None:
+            raise RuntimeError("MCPClient must be entered with `async with` before calling tools")
+        requests = self._requests
+        if requests is None:
+            requests = self._requests = await self._tg.start(self._serve)
+        reply_send, reply_receive = anyio.create_memory_object_stream[CallToolResult | BaseException](1)
+        with anyio.fail_after(self.timeout + 5), reply_receive:
+            await requests.send((tool_name, arguments, reply_send))
+            outcome = await reply_receive.receive()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     async def call_tool(
         self, tool_name: str, arguments: dict[str, Any], fallback: Fallback | None = None
     ) -> dict[str, Any]:
         """Call `tool_name`; on an unavailable server log it, then run `fallback` or raise `MCPUnavailable`."""
         try:
-            client = await self._connect()
-            result = await client.call_tool(tool_name, arguments, read_timeout_seconds=self.timeout)
+            result = await self._call(tool_name, arguments)
         except Exception as exc:  # the SDK raises many kinds for a dead or hung peer; all mean "unavailable"
             await self.close()
             reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
