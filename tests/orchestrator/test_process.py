@@ -69,22 +69,6 @@ def prepare(tmp_path: Path, vault: Path, store: Path) -> tuple[dict[str, str], P
     return env, approved
 
 
-@pytest.mark.parametrize("point", ["before_send", "sent_unrecorded", "after_send", "during_move"])
-def test_a_crash_at_any_point_of_a_send_still_sends_exactly_once(
-    tmp_path: Path, vault: Path, store: Path, point: str
-) -> None:
-    env, approved = prepare(tmp_path, vault, store)
-    crashed = orchestrate({**env, "DESKMCP_ORCHESTRATOR_FAULT": point}, "--once")
-    assert crashed.returncode == -signal.SIGKILL
-    restarted = orchestrate(env, "--once")
-    assert restarted.returncode == 0, restarted.stderr
-    assert len(sent(store)) == 1
-    assert not approved.exists()
-    done = vault / "Done" / approved.name
-    assert "status: done" in done.read_text(encoding="utf-8")
-    assert not (vault / "Logs" / "orchestrator.lock").exists()
-
-
 def test_a_dead_vault_server_falls_back_to_direct_file_operations(tmp_path: Path, vault: Path, store: Path) -> None:
     add_mail(store, "m1", "ana@example.org", "Hello", "Hi")
     env = environment(tmp_path, vault, store, ORCHESTRATOR_VAULT_COMMAND=f"{sys.executable} -c pass")
