@@ -26,7 +26,7 @@ from rich.table import Table
 from deskmcp.core.config import default_workspace
 from deskmcp.servers import SERVERS
 
-DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents"}
+DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents", "orchestrator": "triage"}
 MAX_ROWS = 5
 
 

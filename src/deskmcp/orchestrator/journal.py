@@ -44,10 +44,10 @@ class Journal:
             log.error("could not write the event log in %s: %s; event was %s", self.logs, exc, line.decode())
         return entry
 
-    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The last `limit` events of the newest log files."""
+    def recent(self, limit: int = 20, pattern: str = "orchestrator_*.jsonl") -> list[dict[str, Any]]:
+        """The last `limit` lines of the newest log files matching `pattern`."""
         try:
-            files = sorted(self.logs.glob("orchestrator_*.jsonl"), reverse=True)
+            files = sorted(self.logs.glob(pattern), reverse=True)
         except OSError:
             return []
         lines: list[bytes] = []

@@ -118,4 +118,5 @@ class StateView(BaseModel):
     sent: int
     running_pid: int | None = Field(default=None, description="pid holding the vault's lock, if any")
     last_pass: dict[str, object] | None = None
-    recent_events: list[dict[str, object]] = []
+    recent_events: list[dict[str, object]] = Field(default=[], description="The orchestrator's last events")
+    send_audit: list[dict[str, object]] = Field(default=[], description="The mail server's last pre-send audit lines")

@@ -136,6 +136,8 @@ class Orchestrator:
             self._failed(summary, "list_failed", APPROVED, exc)
             return
         found = set(listed) | {h for h in hints if layout.folder_of(h) == APPROVED and h.endswith(".md")}
+        if not self.dry_run:
+            await self._finish_interrupted(found)
         for path in sorted(found):
             try:
                 await self.send_one(path, summary)
@@ -217,6 +219,30 @@ class Orchestrator:
             _fault("after_send")
         await self._file_sent(path, draft.draft_id, record, draft.source_note)
         summary.done += 1
+
+    async def _finish_interrupted(self, approved: set[str]) -> None:
+        """Finish sends whose draft reached Done/ but whose bookkeeping was cut short by a crash."""
+        for draft_id, record in list(self.state.sent.items()):
+            path = str(record.get("note") or "")
+            if record.get("done") or not path or path in approved:
+                continue
+            done = f"{DONE}/{layout.name_of(path)}"
+            try:
+                note = await self.vault.read_note(done)
+            except NotFound:
+                continue
+            if str(note["frontmatter"].get("draft_id") or "") != draft_id:
+                continue
+            source = note["frontmatter"].get("source_note")
+            if isinstance(source, str) and layout.folder_of(source) == NEEDS_ACTION:
+                try:
+                    await self.vault.update_note(source, {"status": "done", "reply": f"[[{done}]]"})
+                    await self._move_to_done(source)
+                except NotFound:
+                    pass
+            record["done"] = done
+            self.state.save()
+            self.journal.write("done", draft_id=draft_id, note=done, resumed=True)
 
     async def _file_sent(self, path: str, draft_id: str, record: dict[str, Any], source: str | None) -> None:
         changes = {

@@ -141,4 +141,5 @@ class TriageService:
             running_pid=holder["pid"] if holder else None,
             last_pass=state.last_pass,
             recent_events=self.orchestrator.journal.recent(10),
+            send_audit=self.orchestrator.journal.recent(4, "gmail_mcp_*.jsonl"),
         )
