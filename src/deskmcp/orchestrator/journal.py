@@ -45,7 +45,7 @@ class Journal:
         return entry
 
     def recent(self, limit: int = 20, pattern: str = "orchestrator_*.jsonl") -> list[dict[str, Any]]:
-        """The last `limit` lines of the newest log files matching `pattern`."""
+        """The last `limit` lines of the log files matching `pattern`, newest first."""
         try:
             files = sorted(self.logs.glob(pattern), reverse=True)
         except OSError:
@@ -64,4 +64,5 @@ class Journal:
                 out.append(orjson.loads(raw))
             except orjson.JSONDecodeError:
                 continue
+        out.reverse()
         return out

@@ -118,5 +118,7 @@ class StateView(BaseModel):
     sent: int
     running_pid: int | None = Field(default=None, description="pid holding the vault's lock, if any")
     last_pass: dict[str, object] | None = None
-    recent_events: list[dict[str, object]] = Field(default=[], description="The orchestrator's last events")
-    send_audit: list[dict[str, object]] = Field(default=[], description="The mail server's last pre-send audit lines")
+    send_audit: list[dict[str, object]] = Field(
+        default=[], description="The mail server's pre-send audit lines, newest first"
+    )
+    recent_events: list[dict[str, object]] = Field(default=[], description="The orchestrator's events, newest first")
