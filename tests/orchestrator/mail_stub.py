@@ -8,6 +8,7 @@ processes and can be counted by the test.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,10 @@ def create_server(store_path: Path) -> DeskServer:
     @server.tool("list_emails")
     def list_emails(query: str = "is:unread", max_results: int = 10, cursor: str | None = None) -> dict[str, Any]:
         store = load(store_path)
+        if store.get("die"):
+            os._exit(1)  # as if the server was killed
+        if store.get("hang"):
+            threading.Event().wait()  # never answers
         found = []
         for m in store["inbox"]:
             excluded = [w.removeprefix("-label:") for w in query.split() if w.startswith("-label:")]
