@@ -8,7 +8,8 @@ Each server package `deskmcp.<name>` has a `server` module exposing:
 - `create_server(settings)`: a `DeskServer` with only this server's tools;
 - `unavailable(settings)`: None when it can run, else one line saying what is missing.
 
-`deskmcp serve NAME` and the all-in-one gateway both go through this table.
+`deskmcp serve NAME` and the all-in-one gateway both go through this table. Importing it costs
+nothing: the CLI reads it for its help text before any server (or the SDK) is imported.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-
-from deskmcp.core.errors import BadRequest
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,8 @@ SERVERS: dict[str, ServerSpec] = {
 
 
 def get_spec(name: str) -> ServerSpec:
+    from deskmcp.core.errors import BadRequest  # the errors import the SDK: only when needed
+
     try:
         return SERVERS[name]
     except KeyError:

@@ -53,6 +53,10 @@ def create_service(settings: MailSettings) -> MailService:
 def unavailable(settings: MailSettings) -> str | None:
     if settings.backend == "imap" and not settings.imap_host:
         return "MAIL_BACKEND=imap needs MAIL_IMAP_HOST (and MAIL_IMAP_USER, MAIL_IMAP_PASSWORD)"
+    if settings.backend == "gmail" and not (
+        settings.google_service_account_file or settings.google_use_adc or settings.google_token_path.is_file()
+    ):
+        return "MAIL_BACKEND=gmail needs a Google authorisation: run `deskmcp auth google`"
     if settings.backend == "maildir" and settings.maildir is not None and not settings.maildir.is_dir():
         return f"the Maildir {settings.maildir} does not exist; create it or fix MAIL_MAILDIR"
     return None

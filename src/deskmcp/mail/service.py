@@ -22,7 +22,7 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
-from deskmcp.mail.backends.base import DeliveryUnknown, MailBackend, Sent
+from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import Draft, build_message, check_draft
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
@@ -80,7 +80,26 @@ def create_backend(settings: MailSettings) -> MailBackend:
             max_message_bytes=settings.max_message_bytes,
             transport=transport,
         )
-    raise BadRequest(f"The mail backend {settings.backend!r} is not available in this build.")
+    if settings.backend == "imap":
+        from deskmcp.mail.backends.imap import ImapBackend, ImapConfig
+
+        if not settings.imap_host:
+            raise BadRequest("MAIL_BACKEND=imap needs MAIL_IMAP_HOST, MAIL_IMAP_USER and MAIL_IMAP_PASSWORD.")
+        imap = ImapConfig(
+            host=settings.imap_host,
+            port=settings.imap_port,
+            user=settings.imap_user or settings.address,
+            password=settings.imap_password.get_secret_value() if settings.imap_password else None,
+            security=settings.imap_security,
+            timeout=settings.timeout,
+            sent_copy=settings.imap_sent_copy,
+        )
+        return ImapBackend(
+            imap, address=settings.address, transport=transport, max_message_bytes=settings.max_message_bytes
+        )
+    from deskmcp.mail.backends.gmail import GmailBackend
+
+    return GmailBackend(settings)
 
 
 def _now() -> str:
@@ -114,7 +133,7 @@ class MailService:
         node = parse_query(query)
         key = query_key("list_emails", query, max_results)
         offset = decode_cursor(cursor, key)
-        emails, more = self.backend.list(node, limit=max_results, offset=offset)
+        emails, more = self.backend.list(node, raw=query, limit=max_results, offset=offset)
         return EmailList(emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key))
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
@@ -197,19 +216,19 @@ class MailService:
 
     def move_email(self, message_id: str, destination_label: str) -> LabelResult:
         self._require("Moving mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.move(message_id, destination_label))
+        return _labelled(self.backend.move(message_id, destination_label))
 
     def add_label(self, message_id: str, label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.add_label(message_id, label_name))
+        return _labelled(self.backend.add_label(message_id, label_name))
 
     def remove_label(self, message_id: str, label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.remove_label(message_id, label_name))
+        return _labelled(self.backend.remove_label(message_id, label_name))
 
     def mark_read(self, message_id: str, read: bool = True) -> LabelResult:
         self._require("Marking mail", "draft_only")
-        return LabelResult(id=message_id, labels=self.backend.set_read(message_id, read))
+        return _labelled(self.backend.set_read(message_id, read))
 
     # -- composing -------------------------------------------------------------------------
 
@@ -464,6 +483,10 @@ class MailService:
         except (NotFound, IOFailure) as exc:
             log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
         return result
+
+
+def _labelled(result: Labelled) -> LabelResult:
+    return LabelResult(id=result.message_id, labels=result.labels)
 
 
 def _safe_filename(name: str, index: int) -> str:

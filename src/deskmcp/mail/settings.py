@@ -7,13 +7,15 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+from deskmcp.core.config import OptionalPath, env_alias
+from deskmcp.core.google_auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
 
 
-class MailSettings(WorkspaceSettings):
-    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, allowlist), `VAULT_PATH`, plus the workspace's."""
+class MailSettings(GoogleSettings):
+    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, allowlist), `VAULT_PATH`, `GOOGLE_*`,
+    plus the workspace's."""
 
     backend: Literal["maildir", "imap", "gmail"] = Field(
         default="maildir",
@@ -52,6 +54,11 @@ class MailSettings(WorkspaceSettings):
     )
     imap_security: Literal["ssl", "starttls", "none"] = Field(
         default="ssl", validation_alias=env_alias("imap_security", "MAIL_IMAP_SECURITY")
+    )
+    imap_sent_copy: bool = Field(
+        default=True,
+        validation_alias=env_alias("imap_sent_copy", "MAIL_IMAP_SENT_COPY"),
+        description="Append sent mail to the IMAP Sent folder (false for servers that do it, e.g. Gmail).",
     )
     mode: MailMode | None = Field(
         default=None,

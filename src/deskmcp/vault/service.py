@@ -12,6 +12,7 @@ explicit `overwrite=true`.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from datetime import UTC, datetime
@@ -44,6 +45,8 @@ from deskmcp.vault.models import (
 from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
+
+log = logging.getLogger("deskmcp.vault")
 
 
 def _modified(mtime_ns: int | None) -> str | None:
@@ -80,6 +83,9 @@ class VaultService:
         The server answers `initialize` at once: a first start on a large vault builds the
         index in that thread, and a query arriving meanwhile waits for the scan to finish.
         """
+        if (problem := self.problem()) is not None:
+            log.warning("%s", problem)
+            return
         if self.settings.watch and self.watcher is None:
             self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
             self.watcher.start()
@@ -92,13 +98,23 @@ class VaultService:
             self.watcher.stop()
             self.watcher = None
 
+    def problem(self) -> str | None:
+        """Why the vault cannot be used (its folder is missing), or None."""
+        if not self.root.is_dir():
+            return f"The vault folder {self.root} does not exist; create it or set VAULT_PATH to your vault."
+        return None
+
     def ensure_fresh(self) -> None:
         """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran)."""
+        if (problem := self.problem()) is not None:
+            raise NotFound(problem, {"root": str(self.root)})
         if self.watcher is not None and self.watcher.running:
             return
         self.catalog.scan_if_stale(self.rescan_seconds)
 
     def _require_writable(self) -> None:
+        if (problem := self.problem()) is not None:
+            raise NotFound(problem, {"root": str(self.root)})
         if self.read_only:
             raise PermissionDenied(
                 "The vault is read-only (VAULT_READ_ONLY=1): notes cannot be written, moved or patched.",
@@ -328,7 +344,10 @@ class VaultService:
         key = query_key("search", query, folder, tag, filter)
         offset = decode_cursor(cursor, key)
         hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
-        return NoteList(notes=[self._match(h) for h in hits[:limit]], next_cursor=page(offset, limit, len(hits), key))
+        total = self.catalog.index.count(where=where, params=params, query=query)
+        return NoteList(
+            notes=[self._match(h) for h in hits[:limit]], total=total, next_cursor=page(offset, limit, len(hits), key)
+        )
 
     def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
         self.ensure_fresh()
@@ -359,7 +378,9 @@ class VaultService:
         return BacklinkList(path=rel, backlinks=[Backlink(**link) for link in self.catalog.incoming(rel)])
 
     def status(self) -> VaultStatus:
-        self.ensure_fresh()
+        problem = self.problem()
+        if problem is None:
+            self.ensure_fresh()
         scan = self.catalog.last_scan
         return VaultStatus(
             root=str(self.root),
@@ -369,6 +390,7 @@ class VaultService:
             index_path=str(self.catalog.index.path),
             last_scan_seconds=round(scan.seconds, 3) if scan else None,
             max_note_bytes=self.limit,
+            problem=problem,
         )
 
 

@@ -14,6 +14,9 @@ from deskmcp.mail.query import Node
 class DeliveryUnknown(SendFailed):
     """The provider may or may not have the message (timeout, reset, 5xx after the data went out)."""
 
+    def __init__(self, message: str, details: dict[str, object] | None = None) -> None:
+        super().__init__(message, {**(details or {}), "ambiguous": True})
+
 
 @dataclass(frozen=True)
 class Sent:
@@ -23,10 +26,18 @@ class Sent:
     thread_id: str
 
 
+@dataclass(frozen=True)
+class Labelled:
+    """A message's id after a change (IMAP moves give it a new one) and its labels."""
+
+    message_id: str
+    labels: list[str]
+
+
 class MailBackend(Protocol):
     name: str
 
-    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         """A page of messages matching `query`, newest first, and whether more follow."""
         ...
 
@@ -50,13 +61,13 @@ class MailBackend(Protocol):
 
     def delete_draft(self, message_id: str) -> None: ...
 
-    def move(self, message_id: str, label: str) -> list[str]: ...
+    def move(self, message_id: str, label: str) -> Labelled: ...
 
-    def add_label(self, message_id: str, label: str) -> list[str]: ...
+    def add_label(self, message_id: str, label: str) -> Labelled: ...
 
-    def remove_label(self, message_id: str, label: str) -> list[str]: ...
+    def remove_label(self, message_id: str, label: str) -> Labelled: ...
 
-    def set_read(self, message_id: str, read: bool) -> list[str]: ...
+    def set_read(self, message_id: str, read: bool) -> Labelled: ...
 
     def labels(self) -> list[LabelInfo]: ...
 

@@ -25,7 +25,7 @@ from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import SNIPPET_CLOSE, SNIPPET_OPEN, IndexRecord, IndexSchema, SearchIndex, fts_query
 from deskmcp.mail import mailstore
-from deskmcp.mail.backends.base import Sent
+from deskmcp.mail.backends.base import Labelled, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -79,6 +79,8 @@ INDEXED_BODY_CHARS = 100_000
 _SEP = "\x1f"
 _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
 _HIDDEN = ("TRASH", "SPAM")
+_FTS_COLUMNS = (None, "from", "to", "cc", "bcc", "subject", "filename")
+_COMMON_MATCHES = 2000
 
 
 def message_id_for(key: str) -> str:
@@ -201,30 +203,31 @@ class MaildirBackend:
                     ):
                         known[key] = (folder, s, fname)
         labels = self.label_table.all()
-        new_records: list[IndexRecord] = []
+        batch: list[IndexRecord] = []
+        added = 0
         moved: list[tuple[str, Entry]] = []
         for key, entry in seen.items():
             where = known.get(key)
             if where is None:
                 record = self._record(entry, labels.get(entry.key, []))
                 if record is not None:
-                    new_records.append(record)
+                    batch.append(record)
+                    added += 1
+                if len(batch) >= 500:  # written as they are read: memory stays flat on a big first index
+                    self.index.apply(batch)
+                    batch = []
             elif where != (entry.folder, entry.sub, entry.name):
                 moved.append((key, entry))
-        gone = [
-            key
-            for key, (folder, sub, _) in known.items()
-            if key not in seen and (folder, sub) in {(d, s) for d, s, _ in dirs}
-        ]
+        scanned = {(d, s) for d, s, _ in dirs}
+        gone = [key for key, (folder, sub, _) in known.items() if key not in seen and (folder, sub) in scanned]
         meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
-        for start in range(0, max(len(new_records), 1), 500):
-            self.index.apply(new_records[start : start + 500], gone if start == 0 else ())
+        self.index.apply(batch, gone)
         with self.index.transaction() as conn:
             for key, entry in moved:
                 self._update_location(conn, key, entry)
             for k, v in meta.items():
                 self.index.set_meta(k, v, conn)
-        return len(new_records) + len(moved) + len(gone)
+        return added + len(moved) + len(gone)
 
     def _update_location(self, conn: sqlite3.Connection, key: str, entry: Entry) -> None:
         flags = entry.flags
@@ -241,7 +244,7 @@ class MaildirBackend:
         except (NotFound, IOFailure, OSError) as exc:
             log.warning("skipping %s: %s", entry.relpath, exc)
             return None
-        parsed = decode(parse_bytes(raw), fallback_time=mtime)
+        parsed = decode(parse_bytes(raw, fast=True), fallback_time=mtime)
         key = message_id_for(entry.key)
         flags = entry.flags
         timestamp = parsed.timestamp if parsed.timestamp is not None else mtime
@@ -308,9 +311,9 @@ class MaildirBackend:
             has_attachments=bool(c["has_att"]),
         )
 
-    def list(self, query: Node | None, *, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         self.refresh()
-        clause, params = self._where(query) if query is not None else ("1", [])
+        clause, params = self._where(query, self._common(query)) if query is not None else ("1", [])
         if not mentions_folder(query, ("trash", "spam", "anywhere")):
             clause = f"({clause}) AND d.folder NOT IN (?, ?)"
             params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
@@ -329,28 +332,47 @@ class MaildirBackend:
         except BadRequest:
             return {}
         marks = ",".join("?" * len(keys))
-        sql = (
-            "SELECT d.key, snippet(fts, -1, ?, ?, '…', 16) FROM fts JOIN docs d ON d.id = fts.rowid"
-            f" WHERE fts MATCH ? AND d.key IN ({marks})"
-        )
         with self.index.reader() as conn:
+            ids = dict(conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", keys).fetchall())
+            rowids = ",".join(str(int(i)) for i in ids)
+            sql = f"SELECT rowid, snippet(fts, -1, ?, ?, '…', 16) FROM fts WHERE fts MATCH ? AND rowid IN ({rowids})"
             try:
-                return dict(conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match, *keys)).fetchall())
+                rows = conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match)).fetchall()
             except sqlite3.OperationalError:
                 return {}
+        return {ids[rowid]: " ".join(text.split()) for rowid, text in rows}
 
-    def _where(self, node: Node) -> tuple[str, list[Any]]:
+    def _common(self, node: Node) -> bool:
+        """Whether the query's words match many messages.
+
+        Then the newest messages are scanned in date order and checked against the matches
+        (the first page is found early); else the few matches are fetched and sorted.
+        """
+        terms = node.nodes if isinstance(node, And) else (node,)
+        for term in terms:
+            alternatives = term.nodes if isinstance(term, Or) else (term,)
+            if all(isinstance(t, Term) and t.op in _FTS_COLUMNS for t in alternatives):
+                match = " OR ".join(f"({self._term(t, False)[1][0]})" for t in alternatives if isinstance(t, Term))
+                params = [match]
+                with self.index.reader() as conn:
+                    sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
+                    found = conn.execute(sql, (params[0], _COMMON_MATCHES)).fetchone()[0]
+                return found >= _COMMON_MATCHES
+        return False
+
+    def _where(self, node: Node, common: bool = False) -> tuple[str, list[Any]]:
         if isinstance(node, And | Or):
-            parts = [self._where(n) for n in node.nodes]
+            parts = [self._where(n, common) for n in node.nodes]
             joiner = " AND " if isinstance(node, And) else " OR "
             return joiner.join(f"({c})" for c, _ in parts), [p for _, ps in parts for p in ps]
         if isinstance(node, Not):
-            clause, params = self._where(node.node)
+            clause, params = self._where(node.node, common)
             return f"NOT ({clause})", params
-        return self._term(node)
+        return self._term(node, common)
 
-    def _term(self, term: Term) -> tuple[str, list[Any]]:
-        fts = "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+    def _term(self, term: Term, common: bool = False) -> tuple[str, list[Any]]:
+        # A leading + keeps SQLite from driving the query by the matches' rowids.
+        fts = ("+" if common else "") + "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
         value = term.value
         op = term.op
         if op is None:
@@ -474,7 +496,7 @@ class MaildirBackend:
             self.store.delete(entry)
             self.index.apply((), [message_id])
 
-    def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> list[str]:
+    def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> Labelled:
         with self._lock:
             entry, _ = self._entry(message_id)
             target = self.store.rename(entry, directory=directory, flags=flags)
@@ -482,16 +504,16 @@ class MaildirBackend:
                 self._update_location(conn, message_id, target)
             return self._labels_of(message_id)
 
-    def _labels_of(self, message_id: str) -> list[str]:
+    def _labels_of(self, message_id: str) -> Labelled:
         hit = self.index.get(message_id)
         if hit is None:
             raise NotFound(f"No message {message_id!r}.", {"message_id": message_id})
-        return self._summary(message_id, hit.columns).labels
+        return Labelled(message_id, self._summary(message_id, hit.columns).labels)
 
-    def move(self, message_id: str, label: str) -> list[str]:
+    def move(self, message_id: str, label: str) -> Labelled:
         return self._relocate(message_id, directory=mailstore.folder_dir(label))
 
-    def add_label(self, message_id: str, label: str) -> list[str]:
+    def add_label(self, message_id: str, label: str) -> Labelled:
         upper = label.upper()
         entry, _ = self._entry(message_id)
         if upper == "UNREAD":
@@ -506,7 +528,7 @@ class MaildirBackend:
             self._store_labels(message_id, entry.key)
         return self._labels_of(message_id)
 
-    def remove_label(self, message_id: str, label: str) -> list[str]:
+    def remove_label(self, message_id: str, label: str) -> Labelled:
         upper = label.upper()
         entry, columns = self._entry(message_id)
         if upper == "UNREAD":
@@ -529,7 +551,7 @@ class MaildirBackend:
         with self.index.transaction() as conn:
             conn.execute("UPDATE docs SET labels=? WHERE key=?", (_label_text(self.label_table.of(key)), message_id))
 
-    def set_read(self, message_id: str, read: bool) -> list[str]:
+    def set_read(self, message_id: str, read: bool) -> Labelled:
         entry, _ = self._entry(message_id)
         flags = entry.flags.replace("S", "") + ("S" if read else "")
         return self._relocate(message_id, flags=flags)

@@ -1,0 +1,467 @@
+"""Google authorisation shared by every server that talks to a Google API (mail, sheets).
+
+Three ways to authorise, tried in this order: a service account (optionally acting for a
+Workspace user through domain-wide delegation), Application Default Credentials, or the
+user's own OAuth token kept in a `TokenStore` (a 0600 file by default) and refreshed
+silently, the refreshed token written back. A missing, revoked or expired grant becomes
+`AuthRequired` naming the command that fixes it: `deskmcp auth google`.
+
+google-auth, google-auth-oauthlib and google-api-python-client are imported inside the
+functions that need them, so importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import secrets
+import time
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import Field
+
+from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, IOFailure, ParseError
+from deskmcp.core.files import atomic_write_text
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
+    from google.auth.credentials import Credentials
+
+log = logging.getLogger("deskmcp.google")
+
+AUTH_COMMAND = "deskmcp auth google"
+AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
+TOKEN_URI = "https://oauth2.googleapis.com/token"
+
+# The narrowest scopes each server needs. gmail.modify reads, labels and drafts (not
+# permanent deletion); gmail.send sends. drive.file limits Drive to files deskmcp created or
+# the user opened with it; drive.metadata.readonly lets list_spreadsheets see the others.
+SCOPES: dict[str, tuple[str, ...]] = {
+    "mail": (
+        "https://www.googleapis.com/auth/gmail.modify",
+        "https://www.googleapis.com/auth/gmail.send",
+    ),
+    "sheets": (
+        "https://www.googleapis.com/auth/spreadsheets",
+        "https://www.googleapis.com/auth/drive.file",
+        "https://www.googleapis.com/auth/drive.metadata.readonly",
+    ),
+}
+
+
+class GoogleSettings(WorkspaceSettings):
+    """Environment: `GOOGLE_CLIENT_SECRETS`, `GOOGLE_CLIENT_ID`, `GOOGLE_CLIENT_SECRET`, `GOOGLE_TOKEN_FILE`,
+    `GOOGLE_SERVICE_ACCOUNT_FILE`, `GOOGLE_DELEGATED_USER`, `GOOGLE_USE_ADC`, plus the workspace's."""
+
+    google_client_secrets: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("google_client_secrets", "GOOGLE_CLIENT_SECRETS"),
+        description="The OAuth client JSON downloaded from the Google Cloud console (Desktop or Web app).",
+    )
+    google_client_id: str | None = Field(
+        default=None,
+        validation_alias=env_alias("google_client_id", "GOOGLE_CLIENT_ID"),
+        description="OAuth client id, instead of a client secrets file.",
+    )
+    google_client_secret: str | None = Field(
+        default=None,
+        validation_alias=env_alias("google_client_secret", "GOOGLE_CLIENT_SECRET"),
+        description="OAuth client secret, with GOOGLE_CLIENT_ID.",
+    )
+    google_token_file: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("google_token_file", "GOOGLE_TOKEN_FILE"),
+        description="Where the user's token is kept (default: <workspace>/.deskmcp/google-token.json, mode 0600).",
+    )
+    google_service_account_file: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("google_service_account_file", "GOOGLE_SERVICE_ACCOUNT_FILE"),
+        description="A service account key file; used instead of the user's token when set.",
+    )
+    google_delegated_user: str | None = Field(
+        default=None,
+        validation_alias=env_alias("google_delegated_user", "GOOGLE_DELEGATED_USER"),
+        description="With a service account: the Workspace user to act for (domain-wide delegation).",
+    )
+    google_use_adc: bool = Field(
+        default=False,
+        validation_alias=env_alias("google_use_adc", "GOOGLE_USE_ADC"),
+        description="Use Application Default Credentials (gcloud auth application-default login, metadata server).",
+    )
+
+    @property
+    def google_token_path(self) -> Path:
+        return self.google_token_file or self.workspace / ".deskmcp" / "google-token.json"
+
+
+# -- token storage -------------------------------------------------------------------------
+
+
+class TokenStore(Protocol):
+    """Where a user's OAuth token lives. A multi-user deployment implements this per user."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, data: dict[str, Any]) -> None: ...
+
+
+class FileTokenStore:
+    """The token as JSON in one file, mode 0600 in a 0700 folder, replaced atomically."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise IOFailure(
+                f"The Google token file could not be read: {exc.strerror}.", {"path": str(self.path)}
+            ) from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise AuthRequired(
+                f"The Google token file is corrupt. Run `{AUTH_COMMAND}` to authorise again.",
+                {"path": str(self.path), "command": AUTH_COMMAND},
+            ) from exc
+        return data if isinstance(data, dict) else None
+
+    def save(self, data: dict[str, Any]) -> None:
+        folder = self.path.parent
+        if not folder.exists():
+            folder.mkdir(parents=True, mode=0o700)
+        atomic_write_text(self.path, json.dumps(data, indent=None, sort_keys=True), mode=0o600)
+
+
+def token_store(settings: GoogleSettings) -> TokenStore:
+    return FileTokenStore(settings.google_token_path)
+
+
+# -- the OAuth client ---------------------------------------------------------------------
+
+
+def client_config(settings: GoogleSettings) -> dict[str, Any]:
+    """The OAuth client as google-auth-oauthlib expects it (`{"installed"|"web": {...}}`)."""
+    if settings.google_client_secrets is not None:
+        try:
+            data = json.loads(settings.google_client_secrets.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadRequest(
+                f"GOOGLE_CLIENT_SECRETS {settings.google_client_secrets} cannot be read: {exc.strerror}.",
+                {"path": str(settings.google_client_secrets)},
+            ) from exc
+        except json.JSONDecodeError as exc:
+            raise ParseError(
+                f"GOOGLE_CLIENT_SECRETS {settings.google_client_secrets} is not JSON: {exc.msg}.",
+                {"path": str(settings.google_client_secrets)},
+            ) from exc
+        if not isinstance(data, dict) or not ({"installed", "web"} & data.keys()):
+            raise ParseError(
+                "GOOGLE_CLIENT_SECRETS is not an OAuth client file (no 'installed' or 'web' key). "
+                "Download it from Google Cloud console > APIs & Services > Credentials.",
+                {"path": str(settings.google_client_secrets)},
+            )
+        return data
+    if settings.google_client_id and settings.google_client_secret:
+        return {
+            "installed": {
+                "client_id": settings.google_client_id,
+                "client_secret": settings.google_client_secret,
+                "auth_uri": AUTH_URI,
+                "token_uri": TOKEN_URI,
+                "redirect_uris": ["http://localhost"],
+            }
+        }
+    raise AuthRequired(
+        "No Google OAuth client is configured. Set GOOGLE_CLIENT_SECRETS to the client JSON "
+        "(or GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET), then run `deskmcp auth google`.",
+        {"command": AUTH_COMMAND},
+    )
+
+
+def _client_entry(config: dict[str, Any]) -> dict[str, Any]:
+    entry = config.get("installed") or config.get("web") or {}
+    return entry if isinstance(entry, dict) else {}
+
+
+def scopes_for(names: Iterable[str]) -> list[str]:
+    """The OAuth scopes of the named servers (`mail`, `sheets`), in a stable order."""
+    out: list[str] = []
+    for name in names:
+        try:
+            wanted = SCOPES[name]
+        except KeyError:
+            raise BadRequest(f"No Google scopes for {name!r}. Valid: {', '.join(SCOPES)}.", {"name": name}) from None
+        out.extend(s for s in wanted if s not in out)
+    return out
+
+
+# -- credentials --------------------------------------------------------------------------
+
+
+def auth_required(why: str, **details: Any) -> AuthRequired:
+    return AuthRequired(f"{why} Run `{AUTH_COMMAND}` to authorise deskmcp.", {"command": AUTH_COMMAND, **details})
+
+
+def credentials(settings: GoogleSettings, scopes: Sequence[str], *, store: TokenStore | None = None) -> Credentials:
+    """Credentials for `scopes`: service account, ADC, or the stored user token (refreshed silently)."""
+    if settings.google_service_account_file is not None:
+        from google.oauth2 import service_account
+
+        try:
+            sa = service_account.Credentials.from_service_account_file(
+                str(settings.google_service_account_file), scopes=list(scopes)
+            )
+        except (OSError, ValueError) as exc:
+            raise BadRequest(
+                f"GOOGLE_SERVICE_ACCOUNT_FILE cannot be used: {exc}.",
+                {"path": str(settings.google_service_account_file)},
+            ) from exc
+        if settings.google_delegated_user:
+            sa = sa.with_subject(settings.google_delegated_user)
+        return sa
+    if settings.google_use_adc:
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            adc, _project = google.auth.default(scopes=list(scopes))
+        except DefaultCredentialsError as exc:
+            raise AuthRequired(
+                "GOOGLE_USE_ADC is set but no Application Default Credentials were found. "
+                "Run `gcloud auth application-default login` or unset GOOGLE_USE_ADC.",
+                {"reason": str(exc)},
+            ) from exc
+        return adc
+    return user_credentials(settings, scopes, store=store or token_store(settings))
+
+
+def user_credentials(settings: GoogleSettings, scopes: Sequence[str], *, store: TokenStore) -> Credentials:
+    data = store.load()
+    if not data:
+        raise auth_required("deskmcp has no Google authorisation yet.")
+    data = dict(data)
+    # The client id/secret must travel with the token or refresh cannot work.
+    if not data.get("client_id") or not data.get("client_secret"):
+        try:
+            entry = _client_entry(client_config(settings))
+        except AuthRequired:
+            entry = {}
+        data["client_id"] = data.get("client_id") or entry.get("client_id")
+        data["client_secret"] = data.get("client_secret") or entry.get("client_secret")
+    granted = set(data.get("scopes") or [])
+    missing = [s for s in scopes if granted and s not in granted]
+    if missing:
+        raise auth_required("The stored Google authorisation lacks scopes this server needs.", missing_scopes=missing)
+    if not data.get("refresh_token"):
+        raise auth_required("The stored Google token has no refresh token.")
+    if not data.get("client_id") or not data.get("client_secret"):
+        raise auth_required("The stored Google token has no OAuth client id/secret to refresh it with.")
+    return _stored_credentials_class().from_stored(data, scopes, store)
+
+
+def _stored_credentials_class() -> Any:
+    """The `Credentials` subclass that writes refreshed tokens back (built lazily: heavy import)."""
+    global _STORED
+    if _STORED is not None:
+        return _STORED
+    from google.auth.exceptions import RefreshError
+    from google.oauth2.credentials import Credentials as UserCredentials
+
+    class StoredCredentials(UserCredentials):
+        _store: TokenStore | None = None
+
+        @classmethod
+        def from_stored(cls, data: dict[str, Any], scopes: Sequence[str], store: TokenStore) -> StoredCredentials:
+            try:
+                creds = cls.from_authorized_user_info(data, list(scopes) or None)
+            except ValueError as exc:
+                raise auth_required(f"The stored Google token is incomplete ({exc}).") from exc
+            creds._store = store
+            return creds
+
+        def refresh(self, request: Any) -> None:
+            try:
+                super().refresh(request)
+            except RefreshError as exc:
+                text = str(exc)
+                if "invalid_grant" in text or "invalid_client" in text or "unauthorized_client" in text:
+                    raise auth_required(
+                        "Google refused the stored authorisation (revoked, or expired: apps in testing mode "
+                        "get 7-day tokens).",
+                        reason=text[:300],
+                    ) from exc
+                raise ExternalServiceError(
+                    f"Refreshing the Google token failed: {text[:300]}", {"service": "google"}
+                ) from exc
+            if self._store is not None:
+                self._store.save(json.loads(self.to_json()))
+                log.info("google token refreshed and saved")
+
+    _STORED = StoredCredentials
+    return StoredCredentials
+
+
+_STORED: Any = None
+
+
+# -- building API clients -----------------------------------------------------------------
+
+
+def build_service(api: str, version: str, creds: Credentials, *, http: Any = None) -> Any:
+    """A googleapiclient service from the discovery document the library ships (no network).
+
+    `http` is the transport under the authorisation layer (tests pass an `HttpMockSequence`);
+    401 answers refresh the credentials and retry once.
+    """
+    import google_auth_httplib2
+    import httplib2
+    from googleapiclient.discovery import build
+
+    transport = http if http is not None else httplib2.Http(timeout=60)
+    authed = google_auth_httplib2.AuthorizedHttp(creds, http=transport)
+    return build(api, version, http=authed, static_discovery=True, cache_discovery=False)
+
+
+# -- the desktop flow (CLI) -----------------------------------------------------------------
+
+
+def run_desktop_flow(
+    settings: GoogleSettings, scopes: Sequence[str], *, open_browser: bool = True, port: int = 0
+) -> dict[str, Any]:
+    """Run the loopback OAuth flow in the user's browser and store the token. Returns it."""
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    config = client_config(settings)
+    flow = InstalledAppFlow.from_client_config(config, list(scopes))
+    creds = flow.run_local_server(
+        host="localhost",
+        port=port,
+        open_browser=open_browser,
+        access_type="offline",
+        prompt="consent",
+        authorization_prompt_message="Open this address to authorise deskmcp:\n{url}",
+        success_message="deskmcp is authorised. You can close this window.",
+    )
+    data = json.loads(creds.to_json())
+    token_store(settings).save(data)
+    return data
+
+
+# -- the web flow (HTTP routes /auth/url and /callback) ---------------------------------------
+
+
+class WebAuthorization:
+    """The authorisation-code flow with PKCE and a checked `state`, for `/auth/url` and `/callback`.
+
+    `start` gives the consent URL and remembers (state -> code verifier) for `ttl` seconds;
+    `finish` checks the state, exchanges the code and stores the token. `transport` lets tests
+    answer the token endpoint with an `httpx.MockTransport`.
+    """
+
+    def __init__(
+        self,
+        settings: GoogleSettings,
+        scopes: Sequence[str],
+        *,
+        store: TokenStore | None = None,
+        transport: httpx.BaseTransport | None = None,
+        ttl: float = 600.0,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.scopes = list(scopes)
+        self.store = store or token_store(settings)
+        self.transport = transport
+        self.ttl = ttl
+        self.clock = clock
+        self._pending: dict[str, tuple[str, str, float]] = {}
+
+    def start(self, redirect_uri: str) -> str:
+        entry = _client_entry(client_config(self.settings))
+        self._expire()
+        state = secrets.token_urlsafe(24)
+        verifier = secrets.token_urlsafe(64)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        self._pending[state] = (verifier, redirect_uri, self.clock() + self.ttl)
+        query = {
+            "response_type": "code",
+            "client_id": entry.get("client_id", ""),
+            "redirect_uri": redirect_uri,
+            "scope": " ".join(self.scopes),
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "access_type": "offline",
+            "prompt": "consent",
+            "include_granted_scopes": "true",
+        }
+        return f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+
+    def finish(self, state: str | None, code: str | None, error: str | None = None) -> dict[str, Any]:
+        self._expire()
+        pending = self._pending.pop(state or "", None)
+        if pending is None:
+            raise BadRequest(
+                "Unknown or expired state: this authorisation was not started here, or took too long. "
+                "Open /auth/url again.",
+                {"state": state},
+            )
+        if error:
+            raise AuthRequired(f"Google did not authorise deskmcp: {error}.", {"reason": error})
+        if not code:
+            raise BadRequest("The callback carries no code.", {})
+        verifier, redirect_uri, _deadline = pending
+        entry = _client_entry(client_config(self.settings))
+        token_uri = entry.get("token_uri", TOKEN_URI)
+        import httpx2 as httpx
+
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": entry.get("client_id", ""),
+            "client_secret": entry.get("client_secret", ""),
+            "code_verifier": verifier,
+        }
+        try:
+            with httpx.Client(transport=self.transport, timeout=30.0) as client:
+                response = client.post(token_uri, data=form)
+        except httpx.HTTPError as exc:
+            raise ExternalServiceError(f"Google's token endpoint could not be reached: {exc}.", {}) from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code != 200 or "access_token" not in body:
+            raise ExternalServiceError(
+                f"Google refused the code: {body.get('error', response.status_code)}.",
+                {"status": response.status_code, "error": body.get("error")},
+            )
+        data: dict[str, Any] = {
+            "token": body["access_token"],
+            "refresh_token": body.get("refresh_token"),
+            "token_uri": token_uri,
+            "client_id": entry.get("client_id"),
+            "client_secret": entry.get("client_secret"),
+            "scopes": str(body.get("scope") or " ".join(self.scopes)).split(),
+        }
+        if isinstance(body.get("expires_in"), int | float):
+            expiry = time.gmtime(time.time() + float(body["expires_in"]))
+            data["expiry"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", expiry)
+        self.store.save(data)
+        return data
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for state in [s for s, (_v, _r, deadline) in self._pending.items() if deadline < now]:
+            del self._pending[state]

@@ -1,0 +1,314 @@
+"""The Gmail API backend (google-api-python-client), authorised by `deskmcp.core.google_auth`.
+
+Queries go to Gmail as written (it speaks its own syntax). Calls are retried with backoff on
+429 and quota errors, honouring `Retry-After`, and on 5xx for reads; a send is never retried
+blindly: a 5xx or timeout on `messages.send` is ambiguous, and the service then looks for the
+message's Message-ID in Sent before answering.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from typing import Any, TypeVar
+
+from deskmcp.core.errors import (
+    AuthRequired,
+    BadRequest,
+    DeskError,
+    ExternalServiceError,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    Timeout,
+)
+from deskmcp.core.google_auth import SCOPES, GoogleSettings, build_service, credentials
+from deskmcp.core.policies import SYSTEM_CLOCK, Clock, Retry, RetryPolicy, retry_after_seconds
+from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Sent
+from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
+from deskmcp.mail.models import EmailSummary, LabelInfo
+from deskmcp.mail.query import Node
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+HEADERS = ["Subject", "From", "To", "Cc", "Date", "Message-ID"]
+FOLDER_LABELS = ("INBOX", "SPAM", "TRASH")
+RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded")
+
+
+class GmailBackend:
+    name = "gmail"
+
+    def __init__(
+        self,
+        settings: GoogleSettings,
+        *,
+        http: Any = None,
+        clock: Clock = SYSTEM_CLOCK,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self._http = http
+        self._service: Any = None
+        self._lock = threading.RLock()
+        self.retry = retry or RetryPolicy(attempts=4, base=1.0, cap=16.0, max_wait=60.0, clock=clock)
+        self._labels: dict[str, str] | None = None  # id -> name
+        self._page_tokens: dict[tuple[str, int], str] = {}
+
+    def close(self) -> None:
+        self._service = None
+
+    # -- calling the API -------------------------------------------------------------------
+
+    @property
+    def api(self) -> Any:
+        if self._service is None:
+            creds = credentials(self.settings, list(SCOPES["mail"]))
+            self._service = build_service("gmail", "v1", creds, http=self._http)
+        return self._service
+
+    def _call(self, make: Callable[[Any], Any], *, sending: bool = False) -> Any:
+        """Execute one request with retries; map every failure onto the taxonomy."""
+
+        def attempt() -> Any:
+            try:
+                with self._lock:
+                    return make(self.api).execute(num_retries=0)
+            except DeskError:
+                raise
+            except Exception as exc:  # googleapiclient/httplib2 raise a wide family; mapped below
+                raise self._signal(exc, sending) from exc
+
+        return self.retry.call(attempt)
+
+    def _signal(self, exc: Exception, sending: bool) -> DeskError | Retry:
+        from googleapiclient.errors import HttpError
+
+        if isinstance(exc, HttpError):
+            status = int(exc.resp.status)
+            reason = _reason(exc)
+            headers = {str(k).lower(): str(v) for k, v in dict(exc.resp).items()}
+            message = _message(exc)
+            if status == 429 or (status == 403 and reason in RATE_REASONS):
+                wait = retry_after_seconds(headers, self.retry.clock)
+                return Retry(RateLimited(f"Gmail is rate limiting deskmcp: {message}", {"reason": reason}), wait)
+            if status >= 500:
+                if sending:
+                    return DeliveryUnknown(
+                        f"Gmail answered {status} while sending; it may or may not have been sent.",
+                        {"status": status},
+                    )
+                return Retry(ExternalServiceError(f"Gmail failed ({status}): {message}", {"status": status}))
+            if status == 401:
+                return AuthRequired(
+                    "Gmail refused the authorisation. Run `deskmcp auth google` to authorise deskmcp again.",
+                    {"command": "deskmcp auth google"},
+                )
+            if status == 403:
+                return PermissionDenied(f"Gmail refused: {message}", {"reason": reason})
+            if status == 404:
+                return NotFound(f"Gmail has no such item: {message}. Call list_emails for valid ids.")
+            if status == 400:
+                return BadRequest(f"Gmail refused the request: {message}", {"reason": reason})
+            return ExternalServiceError(f"Gmail answered {status}: {message}", {"status": status})
+        if isinstance(exc, TimeoutError | socket.timeout):
+            if sending:
+                return DeliveryUnknown("Gmail did not answer in time while sending.", {"reason": "timeout"})
+            return Retry(Timeout("Gmail did not answer in time."))
+        if isinstance(exc, OSError):
+            if sending:
+                return DeliveryUnknown(f"The connection to Gmail failed while sending: {exc}.")
+            return Retry(ExternalServiceError(f"Gmail could not be reached: {exc}."))
+        return ExternalServiceError(f"Gmail failed: {exc}.")
+
+    # -- labels ----------------------------------------------------------------------------
+
+    def _label_names(self) -> dict[str, str]:
+        if self._labels is None:
+            found = self._call(lambda api: api.users().labels().list(userId="me"))
+            self._labels = {item["id"]: item["name"] for item in found.get("labels", [])}
+        return self._labels
+
+    def _label_id(self, name: str, *, create: bool) -> str:
+        names = self._label_names()
+        for label_id, label_name in names.items():
+            if label_name.lower() == name.lower() or label_id.lower() == name.lower():
+                return label_id
+        if not create:
+            raise NotFound(f"No Gmail label {name!r}; list_labels shows them.", {"label": name})
+        body = {"name": name, "labelListVisibility": "labelShow", "messageListVisibility": "show"}
+        made = self._call(lambda api: api.users().labels().create(userId="me", body=body))
+        names[made["id"]] = made.get("name", name)
+        return made["id"]
+
+    def labels(self) -> list[LabelInfo]:
+        self._labels = None
+        found = self._call(lambda api: api.users().labels().list(userId="me"))
+        self._labels = {item["id"]: item["name"] for item in found.get("labels", [])}
+        return [
+            LabelInfo(
+                name=item["name"],
+                kind=str(item.get("type", "user")).lower(),
+                total=item.get("messagesTotal"),
+                unread=item.get("messagesUnread"),
+            )
+            for item in found.get("labels", [])
+        ]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _summary(self, item: dict[str, Any], parsed_headers: dict[str, str] | None = None) -> EmailSummary:
+        headers = parsed_headers or {
+            h["name"].lower(): h.get("value", "") for h in item.get("payload", {}).get("headers", [])
+        }
+        names = self._label_names()
+        label_ids = item.get("labelIds", [])
+        raw_date = headers.get("date", "")
+        moment = parse_date(raw_date)
+        if moment is None and item.get("internalDate"):
+            moment = datetime.fromtimestamp(int(item["internalDate"]) / 1000, tz=UTC)
+        mime = item.get("payload", {}).get("mimeType", "")
+        return EmailSummary(
+            id=item["id"],
+            thread_id=item.get("threadId", item["id"]),
+            rfc_message_id=headers.get("message-id", ""),
+            subject=headers.get("subject", ""),
+            sender=headers.get("from", ""),
+            to=headers.get("to", ""),
+            cc=headers.get("cc", ""),
+            date=iso_utc(moment) if moment else raw_date,
+            snippet=html.unescape(item.get("snippet", "")),
+            labels=[str(names.get(i) or i) for i in label_ids],
+            unread="UNREAD" in label_ids,
+            has_attachments=mime == "multipart/mixed",
+        )
+
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+        token = self._page_tokens.get((raw, offset)) if offset else None
+        if offset and token is None:
+            token = self._walk_to(raw, offset, limit)
+        found = self._call(
+            lambda api: api.users().messages().list(userId="me", q=raw, maxResults=limit, pageToken=token)
+        )
+        next_token = found.get("nextPageToken")
+        if next_token:
+            self._page_tokens[(raw, offset + limit)] = next_token
+        summaries = []
+        for ref in found.get("messages", [])[:limit]:
+            item = self._call(
+                lambda api, mid=ref["id"]: (
+                    api.users().messages().get(userId="me", id=mid, format="metadata", metadataHeaders=HEADERS)
+                )
+            )
+            summaries.append(self._summary(item))
+        return summaries, bool(next_token)
+
+    def _walk_to(self, raw: str, offset: int, limit: int) -> str | None:
+        """The page token of `offset` when this process has not seen it (after a restart)."""
+        token: str | None = None
+        for start in range(0, offset, limit):
+            found = self._call(
+                lambda api, t=token: api.users().messages().list(userId="me", q=raw, maxResults=limit, pageToken=t)
+            )
+            token = found.get("nextPageToken")
+            if token is None:
+                return None
+            self._page_tokens[(raw, start + limit)] = token
+        return token
+
+    def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:
+        item = self._call(lambda api: api.users().messages().get(userId="me", id=message_id, format="raw"))
+        raw = base64.urlsafe_b64decode(item.get("raw", "") + "=" * (-len(item.get("raw", "")) % 4))
+        parsed = decode(parse_bytes(raw))
+        headers = {
+            "subject": parsed.subject,
+            "from": parsed.sender,
+            "to": parsed.to,
+            "cc": parsed.cc,
+            "date": "",
+            "message-id": parsed.rfc_message_id,
+        }
+        summary = self._summary(item, headers)
+        summary.date = parsed.date or summary.date
+        summary.has_attachments = bool(parsed.attachments)
+        return summary, raw
+
+    def thread(self, thread_id: str, *, limit: int) -> list[str]:
+        found = self._call(lambda api: api.users().threads().get(userId="me", id=thread_id, format="minimal"))
+        return [m["id"] for m in found.get("messages", [])][: limit + 1]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
+        body: dict[str, Any] = {"raw": _b64(message)}
+        if thread_id:
+            body["threadId"] = thread_id
+        sent = self._call(lambda api: api.users().messages().send(userId="me", body=body), sending=True)
+        return Sent(sent["id"], sent.get("threadId", sent["id"]))
+
+    def find_sent(self, rfc_message_id: str) -> Sent | None:
+        query = f"rfc822msgid:{rfc_message_id.strip('<>')} in:sent"
+        found = self._call(lambda api: api.users().messages().list(userId="me", q=query, maxResults=1))
+        refs = found.get("messages", [])
+        return Sent(refs[0]["id"], refs[0].get("threadId", refs[0]["id"])) if refs else None
+
+    def save_draft(self, message: EmailMessage, thread_id: str | None) -> Sent:
+        inner: dict[str, Any] = {"raw": _b64(message)}
+        if thread_id:
+            inner["threadId"] = thread_id
+        made = self._call(lambda api: api.users().drafts().create(userId="me", body={"message": inner}))
+        msg = made.get("message", {})
+        return Sent(msg.get("id", made["id"]), msg.get("threadId", ""))
+
+    def delete_draft(self, message_id: str) -> None:
+        found = self._call(lambda api: api.users().drafts().list(userId="me", maxResults=500))
+        for draft in found.get("drafts", []):
+            if draft.get("message", {}).get("id") == message_id:
+                self._call(lambda api, d=draft["id"]: api.users().drafts().delete(userId="me", id=d))
+                return
+
+    def _modify(self, message_id: str, add: list[str], remove: list[str]) -> Labelled:
+        body = {"addLabelIds": add, "removeLabelIds": [r for r in remove if r not in add]}
+        item = self._call(lambda api: api.users().messages().modify(userId="me", id=message_id, body=body))
+        names = self._label_names()
+        return Labelled(message_id, [str(names.get(i) or i) for i in item.get("labelIds", [])])
+
+    def move(self, message_id: str, label: str) -> Labelled:
+        target = self._label_id(label, create=True)
+        return self._modify(message_id, [target], [x for x in FOLDER_LABELS if x != target])
+
+    def add_label(self, message_id: str, label: str) -> Labelled:
+        return self._modify(message_id, [self._label_id(label, create=True)], [])
+
+    def remove_label(self, message_id: str, label: str) -> Labelled:
+        return self._modify(message_id, [], [self._label_id(label, create=False)])
+
+    def set_read(self, message_id: str, read: bool) -> Labelled:
+        return self._modify(message_id, [] if read else ["UNREAD"], ["UNREAD"] if read else [])
+
+
+def _b64(message: EmailMessage) -> str:
+    return base64.urlsafe_b64encode(bytes(message)).decode()
+
+
+def _reason(exc: Any) -> str:
+    try:
+        details = exc.error_details
+        if isinstance(details, list) and details and isinstance(details[0], dict):
+            return str(details[0].get("reason", ""))
+    except AttributeError:
+        pass
+    return ""
+
+
+def _message(exc: Any) -> str:
+    try:
+        return str(exc.reason or exc)[:300]
+    except AttributeError:
+        return str(exc)[:300]
