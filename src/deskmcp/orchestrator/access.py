@@ -11,6 +11,7 @@ nothing is fetched or sent and the items wait for the next pass.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +120,22 @@ class VaultAccess:
             cursor = page.get("next_cursor")
             if not cursor:
                 break
-        return paths
+        if filter is None:
+            # A server's index can lag a note moved in a moment ago (by Obsidian, by a person):
+            # the names on disk are added, so an approval is never missed for a poll interval.
+            paths.extend(self._names_on_disk(directory))
+        return sorted(set(paths))
+
+    def _names_on_disk(self, directory: str) -> list[str]:
+        try:
+            with os.scandir(self.root / directory) as entries:
+                return [
+                    f"{directory}/{e.name}"
+                    for e in entries
+                    if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                ]
+        except OSError:
+            return []
 
 
 class MailAccess:
