@@ -104,6 +104,8 @@ def render(result: dict[str, Any]) -> Table | str:
         "name",
         "path",
         "key",
+        "subject",
+        "sender",
         "start_ts",
         "start",
         "speaker",

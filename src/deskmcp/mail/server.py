@@ -63,7 +63,12 @@ def unavailable(settings: MailSettings) -> str | None:
 
 
 def create_server(settings: MailSettings, service: MailService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-mail", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-mail",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 

@@ -16,6 +16,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import orjson
+from pydantic import SecretStr
 
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound, PermissionDenied, Timeout
 from deskmcp.core.files import atomic_write_bytes
@@ -50,6 +51,25 @@ TEXT_TYPES = ("text/", "application/json", "application/xml", "application/csv",
 ATTACHMENT_TEXT_CHARS = 100_000
 
 
+def secret(value: SecretStr | None, kind: str, user: str | None) -> str | None:
+    """A password from the environment, else from the OS keyring (service `deskmcp`, user `kind:user`)
+    when the optional `keyring` package is installed."""
+    if value is not None:
+        return value.get_secret_value()
+    if not user:
+        return None
+    try:
+        import keyring  # type: ignore[import-not-found]
+        import keyring.errors  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        return keyring.get_password("deskmcp", f"{kind}:{user}")
+    except keyring.errors.KeyringError as exc:
+        log.warning("the OS keyring could not be read: %s", type(exc).__name__)
+        return None
+
+
 def create_backend(settings: MailSettings) -> MailBackend:
     """The one place the backend is chosen (`MAIL_BACKEND`)."""
     transport: Callable[[EmailMessage], None] | None = None
@@ -60,7 +80,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.smtp_host,
             port=settings.smtp_port,
             user=settings.smtp_user,
-            password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
+            password=secret(settings.smtp_password, "smtp", settings.smtp_user),
             security=settings.smtp_security,
             timeout=settings.timeout,
         )
@@ -89,7 +109,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.imap_host,
             port=settings.imap_port,
             user=settings.imap_user or settings.address,
-            password=settings.imap_password.get_secret_value() if settings.imap_password else None,
+            password=secret(settings.imap_password, "imap", settings.imap_user or settings.address),
             security=settings.imap_security,
             timeout=settings.timeout,
             sent_copy=settings.imap_sent_copy,

@@ -124,21 +124,25 @@ class ImapBackend:
 
     @contextmanager
     def session(self) -> Iterator[Any]:
-        """The connection, reconnected once if the server dropped it."""
+        """The connection (checked with NOOP, reconnected when the server dropped it)."""
         from imapclient.exceptions import IMAPClientError
 
         with self._lock:
-            for attempt in (1, 2):
-                if self._client is None:
-                    self._client = self._connect()
+            if self._client is not None:
                 try:
-                    yield self._client
-                    return
+                    self._client.noop()
                 except (IMAPClientError, OSError) as exc:
-                    self._drop()
-                    if attempt == 2 or not _retryable(exc):
-                        raise ExternalServiceError(f"The IMAP server failed: {exc}.") from exc
                     log.info("IMAP connection lost (%s); reconnecting", exc)
+                    self._drop()
+            if self._client is None:
+                self._client = self._connect()
+            try:
+                yield self._client
+            except (IMAPClientError, OSError) as exc:
+                self._drop()
+                if isinstance(exc, TimeoutError):
+                    raise Timeout(f"The IMAP server did not answer in {self.config.timeout:g} s.") from exc
+                raise ExternalServiceError(f"The IMAP server failed: {exc}.") from exc
 
     def _drop(self) -> None:
         client, self._client = self._client, None
@@ -506,9 +510,3 @@ def _keyword(label: str) -> bytes:
 
 def _label_from_keyword(flag: bytes) -> str:
     return flag.decode("utf-8", "replace")
-
-
-def _retryable(exc: BaseException) -> bool:
-    from imapclient.exceptions import IMAPClientAbortError
-
-    return isinstance(exc, IMAPClientAbortError | OSError)

@@ -471,10 +471,17 @@ class MaildirBackend:
             return Sent(record.key, str(record.columns["thread"]))
 
     def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
-        if self.transport is not None:
-            self.transport(message)
         data = bytes(message)
-        sent = self._file(data, mailstore.SYSTEM_FOLDERS["SENT"], "S")
+        if self.transport is None:
+            sent = self._file(data, mailstore.SYSTEM_FOLDERS["SENT"], "S")
+        else:
+            self.transport(message)
+            try:
+                sent = self._file(data, mailstore.SYSTEM_FOLDERS["SENT"], "S")
+            except IOFailure as exc:  # delivered: report it sent (never send again), without a local copy
+                log.error("sent %s but could not file it in Sent: %s", message["Message-ID"], exc.message)
+                rfc = str(message["Message-ID"])
+                return Sent(message_id_for(rfc), thread_id or thread_id_for(rfc, message_id_for(rfc)))
         recipients = {a.lower() for a in _recipients(message)}
         if self.address in recipients:
             self._file(data, "", "")
