@@ -31,8 +31,9 @@ async def test_every_demo_step_runs_one_whole_cycle(tmp_path: Path, monkeypatch:
             last = result.structured_content
             results.append(last)
     first, _drafts, approved, second, status = results
-    assert first["ingested"] == 4
-    assert first["decided"] == 4
+    inbox = len(list((tmp_path / "triage" / "mail").glob("[cn][ue][rw]/*")))
+    assert first["ingested"] == inbox > 0
+    assert first["decided"] == inbox
     assert approved["path"].startswith("Approved/")
     assert second["sent"] == 1
     assert status["folders"]["Approved"] == 0

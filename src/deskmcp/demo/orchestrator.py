@@ -1,4 +1,4 @@
-"""A demo of the triage flow: a small offline mailbox and an empty vault, and one whole cycle.
+"""A demo of the triage flow: a small offline mailbox (the mail demo's generator) and a vault.
 
 The tour ingests the mailbox into Needs_Action/, lets the rules file decide, approves the
 draft by moving it from Drafts/ to Approved/ (what a person does in Obsidian), sends it on
@@ -8,41 +8,47 @@ Done/ and shows the state with the pre-send audit line.
 
 from __future__ import annotations
 
-import mailbox
 import random
-from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid
 from pathlib import Path
 from typing import Any
 
-MAILS = [
-    (
-        "Maya Chen <maya@harbor.example>",
-        "Can we meet about the Atlas launch?",
-        "Could we meet on Tuesday to go over the launch checklist?",
-    ),
-    ("newsletter@tools.example", "This week in tooling", "Ten links about build systems and one about coffee."),
-    ("Ops Bot <ops@platform.example>", "Outage: search latency in eu-west", "Search latency is above 2s since 09:10."),
-    ("Jonas Berg <jonas@finance.example>", "Q4 numbers", "Attached are the draft Q4 numbers; anything missing?"),
-]
+from deskmcp.demo.mail import write_mailbox
+
+RULES = """\
+# Demo triage rules (the flow writes a commented example when a vault has none).
+rules:
+  - name: invoices
+    match: {subject: invoice}
+    decision: delegate
+    delegate_to: finance@example.org
+    reason: Finance pays invoices
+  - name: incidents
+    match: {subject: "latency|security"}
+    decision: urgent
+    reason: Something is broken or exposed
+    reply: |
+      Hi {sender_name},
+
+      Thanks for flagging this. I'm on it and will send an update today.
+  - name: projects
+    match: {subject: "budget|hiring|launch|offsite|pricing|revenue|research"}
+    decision: draft_reply
+    reason: A colleague's update on a project
+    reply: |
+      Hi {sender_name},
+
+      Thanks for the update on "{subject}". That works for me; let's go ahead.
+default:
+  decision: needs_info
+  reason: No rule matched
+"""
 
 
 def generate(root: Path, rng: random.Random) -> None:
-    """`root/mail`: a Maildir with a few unread mails; `root/vault`: an empty vault."""
+    """`root/mail`: a small mailbox from the mail demo's generator; `root/vault`: a vault with rules."""
     (root / "vault").mkdir(parents=True, exist_ok=True)
-    box = mailbox.Maildir(root / "mail", create=True)
-    start = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
-    for n, (sender, subject, body) in enumerate(MAILS):
-        msg = EmailMessage()
-        msg["From"] = sender
-        msg["To"] = "Me <me@localhost>"
-        msg["Subject"] = subject
-        msg["Date"] = format_datetime(start + timedelta(minutes=17 * n + rng.randint(0, 9)))
-        msg["Message-ID"] = make_msgid(domain=sender.split("@")[1].rstrip(">"))
-        msg.set_content(body + "\n")
-        box.add(msg)
-    box.close()
+    (root / "vault" / "triage-rules.yaml").write_text(RULES, encoding="utf-8")
+    write_mailbox(root / "mail", rng, messages=14)
 
 
 def environment(workspace: Path) -> dict[str, str]:
