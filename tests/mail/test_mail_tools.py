@@ -410,3 +410,25 @@ async def test_send_email_html_alternative_and_bcc_kept_on_the_sent_copy(connect
         )
         full = await call(c, "get_email", {"message_id": sent["message_id"]})
     assert full["body"] == "plain" and full["bcc"] == "hidden@example.org"
+
+
+async def test_changes_made_by_another_mail_program_are_followed(connect: Connect, workspace: Path) -> None:
+    seen_path = deliver(workspace, make_mail("Read elsewhere", "one", msgid="<e1@x>"))
+    moved_path = deliver(workspace, make_mail("Filed elsewhere", "two", msgid="<e2@x>"))
+    gone_path = deliver(workspace, make_mail("Deleted elsewhere", "three", msgid="<e3@x>"))
+    async with connect() as c:
+        before = {e["subject"]: e for e in (await call(c, "list_emails", {"query": ""}))["emails"]}
+        # Another client marks one read, files one in a folder and deletes the third.
+        seen_path.rename(workspace / "mail" / "cur" / f"{seen_path.name}:2,S")
+        archive = workspace / "mail" / ".Projects"
+        for sub in ("cur", "new", "tmp"):
+            (archive / sub).mkdir(parents=True)
+        moved_path.rename(archive / "cur" / f"{moved_path.name}:2,S")
+        gone_path.unlink()
+        after = {e["subject"]: e for e in (await call(c, "list_emails", {"query": ""}))["emails"]}
+        projects = await call(c, "list_emails", {"query": "label:Projects"})
+    assert set(after) == {"Read elsewhere", "Filed elsewhere"}
+    assert after["Read elsewhere"]["unread"] is False
+    assert after["Read elsewhere"]["id"] == before["Read elsewhere"]["id"]
+    assert [e["id"] for e in projects["emails"]] == [before["Filed elsewhere"]["id"]]
+    assert after["Filed elsewhere"]["labels"] == ["Projects"]

@@ -127,13 +127,16 @@ class MailStore:
     def path(self, entry: Entry) -> Path:
         return self.root / entry.relpath
 
-    def list_dir(self, directory: str, sub: str) -> list[Entry]:
+    def list_names(self, directory: str, sub: str) -> set[str]:
         base = (self.root / directory if directory else self.root) / sub
         try:
             names = os.listdir(base)  # noqa: PTH208 (plain names, fast on big folders)
         except FileNotFoundError:
-            return []
-        return [Entry(directory, sub, n) for n in names if not n.startswith(".")]
+            return set()
+        return {n for n in names if not n.startswith(".")}
+
+    def list_dir(self, directory: str, sub: str) -> list[Entry]:
+        return [Entry(directory, sub, n) for n in self.list_names(directory, sub)]
 
     def dir_mtime(self, directory: str, sub: str) -> int | None:
         base = (self.root / directory if directory else self.root) / sub

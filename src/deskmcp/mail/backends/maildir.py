@@ -159,6 +159,7 @@ class MaildirBackend:
         self.index = SearchIndex(index_path, SCHEMA)
         self.label_table = LabelTable(root / "deskmcp-labels.sqlite3")
         self._lock = threading.RLock()
+        self._listings: dict[tuple[str, str], set[str]] = {}
 
     def close(self) -> None:
         self.index.close()
@@ -180,46 +181,36 @@ class MaildirBackend:
             return self._rescan(changed)
 
     def _rescan(self, dirs: list[tuple[str, str, int | None]]) -> int:
+        """Compare each changed directory's file names with the last listing (or the index)."""
         now = time.time_ns()
-        seen: dict[str, Entry] = {}
+        appeared: dict[str, Entry] = {}
+        vanished: set[str] = set()
+        listings: dict[tuple[str, str], set[str]] = {}
         for directory, sub, _ in dirs:
-            for entry in self.store.list_dir(directory, sub):
-                seen[message_id_for(entry.key)] = entry
-        known: dict[str, tuple[str, str, str]] = {}
-        with self.index.reader() as conn:
-            for directory, sub, _ in dirs:
-                rows = conn.execute(
-                    "SELECT key, folder, sub, fname FROM docs WHERE folder=? AND sub=?", (directory, sub)
-                )
-                for key, folder, s, fname in rows:
-                    known[key] = (folder, s, fname)
-            missing = [k for k in seen if k not in known]
-            if missing:
-                for start in range(0, len(missing), 500):
-                    chunk = missing[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    for key, folder, s, fname in conn.execute(
-                        f"SELECT key, folder, sub, fname FROM docs WHERE key IN ({marks})", chunk
-                    ):
-                        known[key] = (folder, s, fname)
-        labels = self.label_table.all()
+            names = self.store.list_names(directory, sub)
+            before = self._listings.get((directory, sub))
+            if before is None:
+                before = self._indexed_names(directory, sub)
+            for name in names - before:
+                entry = Entry(directory, sub, name)
+                appeared[message_id_for(entry.key)] = entry
+            vanished.update(message_id_for(name.split(":", 1)[0]) for name in before - names)
+            listings[(directory, sub)] = names
+        indexed = self._indexed_keys(list(appeared))
+        gone = [key for key in vanished if key not in appeared]
+        moved = [(key, entry) for key, entry in appeared.items() if key in indexed]
+        fresh = [entry for key, entry in appeared.items() if key not in indexed]
+        labels = self.label_table.all() if fresh else {}
         batch: list[IndexRecord] = []
         added = 0
-        moved: list[tuple[str, Entry]] = []
-        for key, entry in seen.items():
-            where = known.get(key)
-            if where is None:
-                record = self._record(entry, labels.get(entry.key, []))
-                if record is not None:
-                    batch.append(record)
-                    added += 1
-                if len(batch) >= 500:  # written as they are read: memory stays flat on a big first index
-                    self.index.apply(batch)
-                    batch = []
-            elif where != (entry.folder, entry.sub, entry.name):
-                moved.append((key, entry))
-        scanned = {(d, s) for d, s, _ in dirs}
-        gone = [key for key, (folder, sub, _) in known.items() if key not in seen and (folder, sub) in scanned]
+        for entry in fresh:
+            record = self._record(entry, labels.get(entry.key, []))
+            if record is not None:
+                batch.append(record)
+                added += 1
+            if len(batch) >= 500:  # written as they are read: memory stays flat on a big first index
+                self.index.apply(batch)
+                batch = []
         meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
         self.index.apply(batch, gone)
         with self.index.transaction() as conn:
@@ -227,7 +218,28 @@ class MaildirBackend:
                 self._update_location(conn, key, entry)
             for k, v in meta.items():
                 self.index.set_meta(k, v, conn)
+        self._listings.update(listings)
         return added + len(moved) + len(gone)
+
+    def _indexed_names(self, directory: str, sub: str) -> set[str]:
+        with self.index.reader() as conn:
+            rows = conn.execute("SELECT fname FROM docs WHERE folder=? AND sub=?", (directory, sub))
+            return {row[0] for row in rows}
+
+    def _indexed_keys(self, keys: list[str]) -> set[str]:
+        found: set[str] = set()
+        with self.index.reader() as conn:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(r[0] for r in conn.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk))
+        return found
+
+    def _listed(self, entry: Entry, present: bool) -> None:
+        """Keep the last listing in step with a change this process made itself."""
+        names = self._listings.get((entry.folder, entry.sub))
+        if names is not None:
+            (names.add if present else names.discard)(entry.name)
 
     def _update_location(self, conn: sqlite3.Connection, key: str, entry: Entry) -> None:
         flags = entry.flags
@@ -464,6 +476,7 @@ class MaildirBackend:
     def _file(self, data: bytes, directory: str, flags: str) -> Sent:
         with self._lock:
             entry = self.store.deliver(data, directory, flags)
+            self._listed(entry, True)
             record = self._record(entry, [])
             if record is None:
                 raise IOFailure("The message was written but could not be read back.")
@@ -501,12 +514,15 @@ class MaildirBackend:
         entry, _ = self._entry(message_id)
         with self._lock:
             self.store.delete(entry)
+            self._listed(entry, False)
             self.index.apply((), [message_id])
 
     def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> Labelled:
         with self._lock:
             entry, _ = self._entry(message_id)
             target = self.store.rename(entry, directory=directory, flags=flags)
+            self._listed(entry, False)
+            self._listed(target, True)
             with self.index.transaction() as conn:
                 self._update_location(conn, message_id, target)
             return self._labels_of(message_id)
