@@ -277,6 +277,34 @@ def call(
 
 
 @app.command()
+def orchestrate(
+    once: Annotated[bool, typer.Option("--once", help="Run one pass and exit.")] = False,
+    watch_: Annotated[
+        bool, typer.Option("--watch", help="Run passes until stopped; approvals are sent within a second.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would happen; change nothing.")] = False,
+    vault: Annotated[Path | None, typer.Option("--vault", help="The vault (default: $VAULT_PATH).")] = None,
+    decider: Annotated[str | None, typer.Option("--decider", help="rules, llm or assistant.")] = None,
+    poll: Annotated[float | None, typer.Option("--poll", help="Seconds between passes in --watch mode.")] = None,
+    workspace: WorkspaceOpt = None,
+    log_level: LogLevelOpt = "WARNING",
+) -> None:
+    """Triage mail into the vault: ingest, decide, send approved drafts, file them in Done/.
+
+    One pass with --once, a loop with --watch (Ctrl-C stops it cleanly). The mail and vault
+    servers are started as subprocesses, or reached at ORCHESTRATOR_MCP_URL.
+    """
+    from deskmcp.orchestrator.cli import run
+
+    setup_logging(log_level)
+    if once == watch_:
+        typer.echo("Choose one of --once or --watch.", err=True)
+        raise typer.Exit(2)
+    overrides = {"workspace": workspace, "vault_path": vault, "decider": decider, "poll_seconds": poll}
+    raise typer.Exit(run(overrides, watch=watch_, dry_run=dry_run))
+
+
+@app.command()
 def demo(
     workspace: Annotated[
         Path | None,

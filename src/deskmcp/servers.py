@@ -49,6 +49,11 @@ SERVERS: dict[str, ServerSpec] = {
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
         ServerSpec("mail", "Mail: list, search, read, send (threaded, never twice), labels", "deskmcp.mail.server"),
+        ServerSpec(
+            "orchestrator",
+            "Email triage in the vault: decisions, drafts, approval, send exactly once",
+            "deskmcp.orchestrator.server",
+        ),
         ServerSpec("sheets", "Spreadsheets: local xlsx/ods/csv workbooks or Google Sheets", "deskmcp.sheets.server"),
         ServerSpec(
             "diagrams",

@@ -26,7 +26,13 @@ from rich.table import Table
 from deskmcp.core.config import default_workspace
 from deskmcp.servers import SERVERS
 
-DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents", "diagrams": "project"}
+DATA_FOLDERS = {
+    "meetings": "granola",
+    "vault": "vault",
+    "documents": "documents",
+    "orchestrator": "triage",
+    "diagrams": "project",
+}
 MAX_ROWS = 5
 
 

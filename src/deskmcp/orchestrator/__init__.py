@@ -1,0 +1,1 @@
+"""The triage orchestrator: inbox to notes, decisions, human-approved drafts, send, done."""

@@ -1,0 +1,110 @@
+"""Configuration of the triage orchestrator."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+
+from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+
+DeciderName = Literal["rules", "llm", "assistant"]
+
+
+class OrchestratorSettings(WorkspaceSettings):
+    """Environment: `VAULT_PATH`, `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider), plus the workspace's."""
+
+    vault_path: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("vault_path", "VAULT_PATH"),
+        description="The vault the flow lives in (default: <workspace>/vault).",
+    )
+    decider: DeciderName = Field(
+        default="rules",
+        validation_alias=env_alias("decider", "ORCHESTRATOR_DECIDER"),
+        description="Who decides: 'rules' (triage-rules.yaml), 'llm' (chat completions) or 'assistant' (MCP tools).",
+    )
+    mcp_url: str | None = Field(
+        default=None,
+        validation_alias=env_alias("mcp_url", "ORCHESTRATOR_MCP_URL"),
+        description="URL of a running `deskmcp serve all --http` (…/mcp); default: start stdio subprocesses.",
+    )
+    mail_command: str | None = Field(
+        default=None,
+        validation_alias=env_alias("mail_command", "ORCHESTRATOR_MAIL_COMMAND"),
+        description="Command starting the mail server over stdio (default: `deskmcp serve mail`).",
+    )
+    vault_command: str | None = Field(
+        default=None,
+        validation_alias=env_alias("vault_command", "ORCHESTRATOR_VAULT_COMMAND"),
+        description="Command starting the vault server over stdio (default: `deskmcp serve vault`).",
+    )
+    call_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias=env_alias("call_timeout", "ORCHESTRATOR_CALL_TIMEOUT"),
+        description="Seconds one MCP call (or starting a server) may take before it counts as unavailable.",
+    )
+    poll_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=env_alias("poll_seconds", "ORCHESTRATOR_POLL_SECONDS"),
+        description="Seconds between two passes in --watch mode (approvals are picked up at once).",
+    )
+    query: str = Field(
+        default="in:inbox -label:AI_PROCESSED",
+        validation_alias=env_alias("query", "ORCHESTRATOR_QUERY"),
+        description="Mail search (Gmail syntax) selecting what to ingest.",
+    )
+    processed_label: str = Field(
+        default="AI_PROCESSED",
+        validation_alias=env_alias("processed_label", "ORCHESTRATOR_LABEL"),
+        description="Label put on ingested mail so it is never ingested twice.",
+    )
+    batch: int = Field(
+        default=25,
+        ge=1,
+        le=100,
+        validation_alias=env_alias("batch", "ORCHESTRATOR_BATCH"),
+        description="Most mails ingested in one pass.",
+    )
+    max_body_chars: int = Field(
+        default=20_000,
+        ge=500,
+        validation_alias=env_alias("max_body_chars", "ORCHESTRATOR_MAX_BODY_CHARS"),
+        description="Longest mail text copied into a note (the rest is cut, with a line saying so).",
+    )
+    llm_base_url: str | None = Field(
+        default=None,
+        validation_alias=env_alias("llm_base_url", "ORCHESTRATOR_LLM_BASE_URL", "OPENAI_BASE_URL"),
+        description="OpenAI-compatible API base, e.g. http://localhost:11434/v1 (Ollama).",
+    )
+    llm_model: str | None = Field(
+        default=None,
+        validation_alias=env_alias("llm_model", "ORCHESTRATOR_LLM_MODEL", "OPENAI_MODEL"),
+        description="Model name for the LLM decider.",
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=env_alias("llm_api_key", "ORCHESTRATOR_LLM_API_KEY", "OPENAI_API_KEY"),
+        description="API key for the LLM decider (not needed for local servers).",
+    )
+    llm_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=env_alias("llm_timeout", "ORCHESTRATOR_LLM_TIMEOUT"),
+        description="Seconds one LLM answer may take; a slower one leaves the item pending.",
+    )
+
+    @property
+    def root(self) -> Path:
+        return self.vault_path or self.workspace / "vault"
+
+    def server_command(self, name: Literal["mail", "vault"]) -> list[str]:
+        configured = self.mail_command if name == "mail" else self.vault_command
+        if configured:
+            return shlex.split(configured)
+        return [sys.executable, "-m", "deskmcp.cli", "serve", name]
