@@ -12,6 +12,7 @@ explicit `overwrite=true`.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from datetime import UTC, datetime
@@ -31,6 +32,7 @@ from deskmcp.vault.links import title
 from deskmcp.vault.models import (
     Backlink,
     BacklinkList,
+    IndexingProgress,
     LinkList,
     MoveResult,
     NoteContent,
@@ -44,6 +46,11 @@ from deskmcp.vault.models import (
 from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
+
+log = logging.getLogger(__name__)
+
+WAIT_BELOW = 500
+"""A start-up scan with fewer notes than this to read is waited for (well under a second)."""
 
 
 def _modified(mtime_ns: int | None) -> str | None:
@@ -60,29 +67,84 @@ class VaultService:
         self.root = settings.root.resolve()
         self.read_only = settings.read_only
         self.limit = settings.max_note_bytes
-        self.catalog = Catalog(self.root, settings.index_path, self.limit)
+        self.catalog = Catalog(self.root, settings.index_path, self.limit, workers=settings.index_workers)
         if self.catalog.index.get_meta("root") != str(self.root):
             self.catalog.index.clear()  # an index built for another folder
             self.catalog.index.set_meta("root", str(self.root))
         self.watcher: VaultWatcher | None = None
         self.rescan_seconds = 0.5
         self._write_lock = threading.RLock()
+        self._first_index = threading.Event()  # set while the start-up scan runs
+        self._indexer: threading.Thread | None = None
 
     def close(self) -> None:
         self.stop_watching()
+        if self._indexer is not None:
+            self.catalog.cancel()
+            self._indexer.join()
         self.catalog.close()
 
     # -- keeping the index true ------------------------------------------------------------
 
     def start_watching(self) -> None:
-        """Start the watcher; its thread scans the vault once it is live.
+        """Start the start-up scan in a thread of its own, and the watcher.
 
-        The server answers `initialize` at once: a first start on a large vault builds the
-        index in that thread, and a query arriving meanwhile waits for the scan to finish.
+        Nothing waits for the scan: on a first start over a large vault, every tool answers
+        meanwhile from what is indexed so far, and says how far indexing is (`indexing`).
+        The watcher's thread scans again once it is live, to catch edits made meanwhile.
         """
+        self.start_indexing()
         if self.settings.watch and self.watcher is None:
             self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
             self.watcher.start()
+
+    def start_indexing(self, *, wait_below: int = WAIT_BELOW) -> None:
+        """Bring the index up to date in a background thread.
+
+        Returns once the vault is walked (stat only), and, when fewer than `wait_below`
+        notes need reading, once they are indexed too: a small vault is answered complete
+        from the first call, a large one at once with what is indexed so far.
+        """
+        if self._indexer is not None:
+            return
+        self._first_index.set()
+        walked = threading.Event()
+        pending: list[int] = []
+
+        def on_walked(count: int) -> None:
+            pending.append(count)
+            walked.set()
+
+        def run() -> None:
+            try:
+                self.catalog.scan(on_walked=on_walked)
+            except Exception:  # the outermost handler of the thread: later scans retry
+                log.exception("the start-up scan of the vault failed; the next call scans again")
+            finally:
+                self._first_index.clear()
+                walked.set()
+
+        self._indexer = threading.Thread(target=run, name="vault-indexer", daemon=True)
+        self._indexer.start()
+        walked.wait()
+        if not pending or pending[0] < wait_below:
+            self._indexer.join()
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait for the start-up scan to finish; False if it is still running after `timeout`."""
+        if self._indexer is not None:
+            self._indexer.join(timeout)
+            return not self._indexer.is_alive()
+        return True
+
+    def indexing(self) -> IndexingProgress | None:
+        """How far the start-up scan (or any full scan) is, or None when none is running."""
+        progress = self.catalog.progress
+        if progress is not None:
+            return IndexingProgress(done=progress.done, total=progress.total)
+        if self._first_index.is_set():  # started, still walking the folder
+            return IndexingProgress(done=0, total=0)
+        return None
 
     def _rescan(self) -> None:
         self.catalog.scan()
@@ -93,7 +155,13 @@ class VaultService:
             self.watcher = None
 
     def ensure_fresh(self) -> None:
-        """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran)."""
+        """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran).
+
+        While the start-up scan runs, nothing waits for it: answers come from what is
+        indexed so far.
+        """
+        if self._first_index.is_set() or self.catalog.progress is not None:
+            return
         if self.watcher is not None and self.watcher.running:
             return
         self.catalog.scan_if_stale(self.rescan_seconds)
@@ -310,7 +378,10 @@ class VaultService:
         hits = self.catalog.index.select(where=where, params=params, order_by="d.key", limit=limit + 1, offset=offset)
         total = self.catalog.index.count(where=where, params=params)
         return NoteList(
-            notes=[self._match(h) for h in hits[:limit]], total=total, next_cursor=page(offset, limit, len(hits), key)
+            notes=[self._match(h) for h in hits[:limit]],
+            total=total,
+            next_cursor=page(offset, limit, len(hits), key),
+            indexing=self.indexing(),
         )
 
     def search_notes(
@@ -328,13 +399,17 @@ class VaultService:
         key = query_key("search", query, folder, tag, filter)
         offset = decode_cursor(cursor, key)
         hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
-        return NoteList(notes=[self._match(h) for h in hits[:limit]], next_cursor=page(offset, limit, len(hits), key))
+        return NoteList(
+            notes=[self._match(h) for h in hits[:limit]],
+            next_cursor=page(offset, limit, len(hits), key),
+            indexing=self.indexing(),
+        )
 
     def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
         self.ensure_fresh()
         where, params = self._filters(folder, None, None)
         hits = self.catalog.index.select(where=where, params=params, order_by="d.mtime_ns DESC, d.key", limit=limit)
-        return NoteList(notes=[self._match(h) for h in hits])
+        return NoteList(notes=[self._match(h) for h in hits], indexing=self.indexing())
 
     def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
         self.ensure_fresh()
@@ -369,6 +444,7 @@ class VaultService:
             index_path=str(self.catalog.index.path),
             last_scan_seconds=round(scan.seconds, 3) if scan else None,
             max_note_bytes=self.limit,
+            indexing=self.indexing(),
         )
 
 
