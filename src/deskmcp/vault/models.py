@@ -55,6 +55,7 @@ class MoveResult(BaseModel):
     moved: bool
     source: str
     destination: str
+    updated: list[str] = Field(default=[], description="Notes whose links to it were rewritten (update_links)")
 
 
 class TagCount(BaseModel):

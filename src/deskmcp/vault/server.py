@@ -221,7 +221,10 @@ def register(server: DeskServer, service: VaultService) -> None:
     def move_note(
         source: Annotated[str, Field(description="Vault-relative path of the note to move")],
         destination: Annotated[str, Field(description="Vault-relative new path; folders are created")],
+        update_links: Annotated[
+            bool, Field(description="Also rewrite [[wikilinks]] and Markdown links to it in other notes")
+        ] = False,
     ) -> MoveResult:
-        """Move or rename a note. Never overwrites: an existing destination is a conflict.
-        Returns {"moved": true, ...}. Links elsewhere are not rewritten."""
-        return service.move_note(source, destination)
+        """Move or rename a note. Never overwrites: an existing destination is a conflict. With
+        update_links, links to it are rewritten, all or nothing; `updated` lists the notes changed."""
+        return service.move_note(source, destination, update_links=update_links)

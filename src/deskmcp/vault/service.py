@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.vault import frontmatter
-from deskmcp.vault.catalog import Catalog, filter_sql, parse_filter
+from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.links import title
 from deskmcp.vault.models import (
     Backlink,
@@ -44,6 +45,7 @@ from deskmcp.vault.models import (
     VaultStatus,
 )
 from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
+from deskmcp.vault.relink import relink
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
 
@@ -318,30 +320,97 @@ class VaultService:
                 wanted[key] = _json_values(value)
             return self._store(rel, full, self._with_frontmatter(current, wanted, rel).text(), current)
 
-    def move_note(self, source: str, destination: str) -> MoveResult:
+    def move_note(self, source: str, destination: str, *, update_links: bool = False) -> MoveResult:
+        """Move a note; with `update_links`, rewrite every link to it in the vault, all or nothing."""
         self._require_writable()
+        with self._write_lock:
+            plan = self.plan_move(source, destination, update_links=update_links)
+            return self.apply_move(plan)
+
+    def plan_move(self, source: str, destination: str, *, update_links: bool = False) -> MovePlan:
+        """Check a move and prepare the rewritten notes (nothing is written yet)."""
         src_rel, src = note_path(self.root, source)
         dst_rel, dst = note_path(self.root, destination)
         if src_rel == dst_rel:
             raise BadRequest("The source and destination are the same note.", {"source": src_rel})
+        if not src.is_file():
+            raise NotFound(f"No note {src_rel!r} to move.", {"source": src_rel})
+        if dst.exists():
+            raise Conflict(
+                f"{dst_rel!r} already exists; move_note never overwrites. Choose another destination.",
+                {"source": src_rel, "destination": dst_rel},
+            )
+        plan = MovePlan(src_rel, src, dst_rel, dst)
+        if not update_links:
+            return plan
+        self.ensure_fresh()
+        self.catalog.refresh(src_rel)
+        linking = {link["source"] for link in self.catalog.incoming(src_rel)}
+        for rel in linking:
+            self.catalog.refresh(rel)  # the index may lag behind an edit on disk
+        linking = {link["source"] for link in self.catalog.incoming(src_rel)} | {src_rel}
+        new_name = name_key(dst_rel)
+        with self.catalog.index.reader() as conn:
+            same_name = [r[0] for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (new_name,))]
+        bare_ok = not [key for key in same_name if key != src_rel]
+        cache: dict[tuple[str, str], str | None] = {}
+
+        def resolve(key: str, note: str) -> str | None:
+            return self.catalog.resolve(key, note, cache)
+
+        for rel in sorted(linking):
+            rel_path, full = note_path(self.root, rel)
+            current = self._current(rel_path, full)
+            if current is None:
+                continue
+            body = relink(current.parts.body, rel, src_rel, dst_rel, resolve, bare_ok=bare_ok)
+            if body != current.parts.body:
+                plan.rewrites.append(LinkRewrite(rel, full, current, current.parts.with_body(body).text()))
+        return plan
+
+    def apply_move(self, plan: MovePlan) -> MoveResult:
+        """Write the rewritten notes and move the note. Each note goes through the same check as
+        write_note (unchanged since it was read); on any failure every note already rewritten
+        is restored and the note is not moved."""
+        self._require_writable()
+        written: list[LinkRewrite] = []
         with self._write_lock:
-            if not src.is_file():
-                raise NotFound(f"No note {src_rel!r} to move.", {"source": src_rel})
-            if dst.exists():
-                raise Conflict(
-                    f"{dst_rel!r} already exists; move_note never overwrites. Choose another destination.",
-                    {"source": src_rel, "destination": dst_rel},
-                )
             try:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                _rename_no_replace(src, dst)
-            except FileExistsError as exc:
-                raise Conflict(f"{dst_rel!r} already exists.", {"destination": dst_rel}) from exc
-            except OSError as exc:
-                raise IOFailure(f"Could not move {src_rel!r}: {exc.strerror}. Nothing was changed.") from exc
-            self.catalog.refresh(src_rel)
-            self.catalog.refresh(dst_rel)
-        return MoveResult(moved=True, source=src_rel, destination=dst_rel)
+                for rewrite in plan.rewrites:
+                    current = self._current(rewrite.rel, rewrite.full)
+                    self._check_hash(rewrite.rel, current, rewrite.original.hash, overwrite=False)
+                    data = rewrite.text.encode("utf-8")
+                    ensure_size(data, self.limit, rewrite.rel)
+                    self._write_file(rewrite.rel, rewrite.full, data)
+                    written.append(rewrite)
+                if plan.destination_path.exists():
+                    raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination})
+                try:
+                    plan.destination_path.parent.mkdir(parents=True, exist_ok=True)
+                    _rename_no_replace(plan.source_path, plan.destination_path)
+                except FileExistsError as exc:
+                    raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination}) from exc
+                except OSError as exc:
+                    raise IOFailure(
+                        f"Could not move {plan.source!r}: {exc.strerror}. Nothing was changed.", {"source": plan.source}
+                    ) from exc
+            except BaseException:
+                for rewrite in reversed(written):
+                    self._write_file(rewrite.rel, rewrite.full, rewrite.original.data)
+                raise
+            finally:
+                for rel in {plan.source, plan.destination, *(r.rel for r in written)}:
+                    self.catalog.refresh(rel)
+        updated = sorted(plan.destination if r.rel == plan.source else r.rel for r in written)
+        return MoveResult(moved=True, source=plan.source, destination=plan.destination, updated=updated)
+
+    def _write_file(self, rel: str, full: Path, data: bytes) -> None:
+        try:
+            atomic_write_bytes(full, data)
+        except PermissionError as exc:
+            raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
+        except OSError as exc:
+            raise IOFailure(f"{rel} could not be written: {exc.strerror}.", {"path": rel}) from exc
 
     # -- finding ---------------------------------------------------------------------------
 
@@ -446,6 +515,25 @@ class VaultService:
             max_note_bytes=self.limit,
             indexing=self.indexing(),
         )
+
+
+@dataclass
+class LinkRewrite:
+    rel: str
+    full: Path
+    original: NoteFile
+    text: str
+
+
+@dataclass
+class MovePlan:
+    """A checked move and the notes whose links it rewrites (see `VaultService.plan_move`)."""
+
+    source: str
+    source_path: Path
+    destination: str
+    destination_path: Path
+    rewrites: list[LinkRewrite] = field(default_factory=list)
 
 
 def _json_values(value: Any) -> Any:
