@@ -78,11 +78,18 @@ async def timed_call(client: Client, tool: str, args: dict, *, validate: bool = 
 
 
 def _children(pid: int) -> list[int]:
+    """Children of every thread of `pid` (a worker is often started from a thread)."""
+    found: list[int] = []
     try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="utf-8")
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return []
-    return [int(p) for p in text.split()]
+        return found
+    for task in tasks:
+        try:
+            found.extend(int(p) for p in (task / "children").read_text(encoding="utf-8").split())
+        except OSError:
+            continue
+    return found
 
 
 def rss_mb(pid: int) -> float:
