@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -300,23 +301,37 @@ class Catalog:
                 yield rels, [r for rel in rels if (r := self._record(rel)) is not None]
             return
         # Spawned, not forked: the server has threads, and a fork copies their locks.
-        pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        yielded = 0
         try:
-            parts = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
-            pending: list[IndexRecord] = []
-            done: list[str] = []
-            for rels, records in zip(
-                parts, pool.map(read_records, repeat(self.root), repeat(self.max_bytes), parts), strict=True
-            ):
-                pending.extend(records)
-                done.extend(rels)
-                if len(done) >= BATCH:
+            pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        except (OSError, ValueError) as exc:
+            log.warning("cannot start processes to parse notes (%s); parsing them here", exc)
+            pool = None
+        if pool is not None:
+            try:
+                parts = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+                pending: list[IndexRecord] = []
+                done: list[str] = []
+                for rels, records in zip(
+                    parts, pool.map(read_records, repeat(self.root), repeat(self.max_bytes), parts), strict=True
+                ):
+                    pending.extend(records)
+                    done.extend(rels)
+                    if len(done) >= BATCH:
+                        yield done, pending
+                        yielded += len(done)
+                        pending, done = [], []
+                if done:
                     yield done, pending
-                    pending, done = [], []
-            if done:
-                yield done, pending
-        finally:  # also when the scan stops early: queued tasks are dropped, not waited for
-            pool.shutdown(wait=True, cancel_futures=True)
+                return
+            except (BrokenProcessPool, OSError) as exc:
+                log.warning("the processes parsing notes failed (%s); parsing the rest here", exc)
+            finally:  # also when the scan stops early: queued tasks are dropped, not waited for
+                pool.shutdown(wait=True, cancel_futures=True)
+        rest = todo[yielded:]
+        for i in range(0, len(rest), BATCH):
+            rels = rest[i : i + BATCH]
+            yield rels, [r for rel in rels if (r := self._record(rel)) is not None]
 
     def scan_if_stale(self, max_age: float) -> None:
         """Scan unless a full scan finished less than `max_age` seconds ago (checked under the lock,
