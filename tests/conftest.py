@@ -24,8 +24,8 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 
 def shared_corpus(name: str) -> Path:
-    """A folder of ../shared/corpora, or skip the test when the corpora are absent."""
+    """A folder of the shared test corpora (beside the checkout), or skip the test when they are absent."""
     path = SHARED / "corpora" / name
     if not path.is_dir():
-        pytest.skip(f"corpus {name} not available (../shared is absent)")
+        pytest.skip(f"the {name} corpus is not installed beside the checkout")
     return path

@@ -1,4 +1,8 @@
-"""The `deskmcp` command."""
+"""The `deskmcp` command.
+
+Commands that only describe (`--version`, `--help`) import neither the MCP SDK nor any server:
+everything heavy is imported inside the command that needs it.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,15 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from mcp.types import CallToolResult, TextContent
 
 from deskmcp import __version__
-from deskmcp.core.errors import BadRequest
 from deskmcp.servers import SERVERS, ServerSpec, get_spec
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
 
 app = typer.Typer(
     name="deskmcp",
@@ -27,11 +31,20 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rendering it with rich costs a second of imports
 )
 
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", "-w", help="Workspace folder (default: $DESKMCP_WORKSPACE or your data folder)."),
+]
+ToolsetsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--toolsets",
+        help="Which tools clients see (default: $DESKMCP_TOOLSETS or 'default'): default, all, dynamic, "
+        "server names, toolset ids like vault.write, and -exclusions, comma-separated.",
+    ),
 ]
 LogLevelOpt = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR. Logs go to stderr only.")]
 
@@ -66,6 +79,7 @@ ExcludeOpt = Annotated[str | None, typer.Option("--exclude", help="Comma-separat
 
 
 def _selected(name: str, only: str | None, exclude: str | None) -> list[ServerSpec]:
+    from deskmcp.core.errors import BadRequest
     from deskmcp.gateway import parse_names, select
 
     try:
@@ -94,6 +108,7 @@ def serve(
         typer.Option("--allow-host", help="Extra Host/Origin name clients may use (DNS-rebinding check)."),
     ] = None,
     max_body_mb: Annotated[float, typer.Option(help="Largest HTTP request body, in MiB (413 above).")] = 4.0,
+    toolsets: ToolsetsOpt = None,
     workspace: WorkspaceOpt = None,
     log_level: LogLevelOpt = "WARNING",
 ) -> None:
@@ -103,12 +118,13 @@ def serve(
     Binding anything but 127.0.0.1 requires a bearer token: DESKMCP_TOKEN, or one generated and
     printed once to stderr.
     """
-    from deskmcp.gateway import compose
 
     setup_logging(log_level)
     specs = _selected(name, only, exclude)
     # A server named on its own always starts: its tools then say what is missing.
-    composition = compose(specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name))
+    composition = _compose(
+        specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name), toolsets=toolsets
+    )
     if not http:
         composition.server.run("stdio")
         return
@@ -133,34 +149,64 @@ def _server_name(name: str) -> str:
     return "deskmcp" if name == "all" else f"deskmcp-{name}"
 
 
+def _compose(specs: list[ServerSpec], **kwargs: Any) -> Any:
+    """`gateway.compose`, with a bad toolset selection reported as one line and exit code 2."""
+    from deskmcp.core.errors import BadRequest
+    from deskmcp.gateway import compose
+
+    try:
+        return compose(specs, **kwargs)
+    except BadRequest as exc:
+        typer.echo(f"deskmcp: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def tools(
     as_json: Annotated[bool, typer.Option("--json", help="Machine output: the MCP tool definitions.")] = False,
+    stats: Annotated[
+        bool, typer.Option("--stats", help="What tools/list costs a model: characters and estimated tokens.")
+    ] = False,
     only: OnlyOpt = None,
     exclude: ExcludeOpt = None,
+    toolsets: ToolsetsOpt = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """List every tool of every server: name and one-line description (--json for schemas too)."""
-    import anyio
+    """List the tools a client sees, with their toolset (--toolsets all for every tool).
 
-    from deskmcp.gateway import compose
+    Describing writes nothing: no index is opened and no folder is created.
+    """
+    if stats:
+        from deskmcp.toolcost import measure, print_table
+
+        setup_logging("ERROR")
+        print_table(measure(workspace=workspace, toolsets=toolsets), typer.echo)
+        return
+    import anyio
+    import orjson
 
     setup_logging("ERROR")
-    composition = compose(_selected("all", only, exclude), workspace=workspace, keep_unavailable=True)
-    listed = anyio.run(composition.server.list_tools)
+    composition = _compose(
+        _selected("all", only, exclude), workspace=workspace, keep_unavailable=True, toolsets=toolsets
+    )
+    server = composition.server
+    listed = anyio.run(lambda: server.tool_definitions(output_schemas=True))
     if as_json:
         payload = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
         typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
     width = max((len(t.name) for t in listed), default=0)
+    sets = {t.name: server.tool_toolsets.get(t.name, "") for t in listed}
+    set_width = max((len(v) for v in sets.values()), default=0)
     for t in listed:
-        typer.echo(f"{t.name:<{width}}  {one_line(t.description)}")
+        typer.echo(f"{t.name:<{width}}  {sets[t.name]:<{set_width}}  {one_line(t.description)}")
 
 
 def one_line(description: str | None) -> str:
-    """The first paragraph of a docstring, on one line."""
-    paragraph = (description or "").strip().split("\n\n")[0]
-    return " ".join(paragraph.split())
+    """The first paragraph of a description, on one line."""
+    from deskmcp.core.schema import compact_description
+
+    return compact_description(description).split("\n")[0]
 
 
 def parse_assignments(pairs: list[str]) -> dict[str, Any]:
@@ -168,6 +214,10 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
 
     A value is JSON when it parses as JSON, else the string as typed.
     """
+    import orjson
+
+    from deskmcp.core.errors import BadRequest
+
     arguments: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -191,11 +241,15 @@ def call(
 ) -> None:
     """Call one tool in-process and print its structured result as JSON.
 
-    On a tool error the error JSON goes to stderr and the exit code is 1.
+    Every tool can be called, whatever toolsets are configured. On a tool error the error
+    JSON goes to stderr and the exit code is 1.
     """
     import anyio
+    import orjson
     from mcp import Client
+    from mcp.types import TextContent
 
+    from deskmcp.core.errors import BadRequest
     from deskmcp.gateway import compose
 
     setup_logging(log_level)
@@ -204,7 +258,7 @@ def call(
     except BadRequest as exc:
         typer.echo(exc.to_json(), err=True)
         raise typer.Exit(2) from None
-    composition = compose(workspace=workspace, keep_unavailable=True)
+    composition = compose(workspace=workspace, keep_unavailable=True, toolsets="all")
 
     async def run() -> CallToolResult:
         async with Client(composition.server) as client:
@@ -223,7 +277,15 @@ def call(
 
 @app.command()
 def demo(
-    workspace: WorkspaceOpt = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Where to generate the demo (default: the 'demo' folder in your data folder; "
+            "DESKMCP_WORKSPACE is not used, so the demo never mixes with your own data).",
+        ),
+    ] = None,
     meetings: Annotated[int, typer.Option(help="How many meetings to generate.")] = 300,
     fresh: Annotated[bool, typer.Option("--fresh", help="Regenerate the demo data even if present.")] = False,
 ) -> None:

@@ -9,7 +9,8 @@ skipped with one log line; two servers claiming one tool or prompt name is a sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,7 +20,7 @@ from mcp.server.mcpserver.prompts import Prompt
 
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.server import DeskServer
+from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerSpec
 
 log = logging.getLogger("deskmcp.gateway")
@@ -42,7 +43,6 @@ class ComposedServer(DeskServer):
 
     def __init__(self, name: str, *, instructions: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, instructions=instructions, **kwargs)
-        self.registering = ""
         self.tool_owners: dict[str, str] = {}
         self.prompt_owners: dict[str, str] = {}
 
@@ -62,6 +62,31 @@ def _claim(owners: dict[str, str], kind: str, name: str, owner: str) -> None:
             f"tool and prompt names must be unique across servers."
         )
     owners[name] = owner
+
+
+class Deferred:
+    """A server's service, built on first use: composing a server to list or describe its tools
+    opens no index and creates no folder. `settings` is at hand without building anything."""
+
+    def __init__(self, factory: Callable[[Any], Any], settings: Any) -> None:
+        self.settings = settings
+        self._factory = factory
+        self._service: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.built(), name)
+
+    def built(self) -> Any:
+        if self._service is None:
+            with self._lock:
+                if self._service is None:
+                    self._service = self._factory(self.settings)
+        return self._service
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
 
 
 @dataclass
@@ -103,12 +128,14 @@ def compose(
     workspace: Path | None = None,
     keep_unavailable: bool = False,
     name: str = "deskmcp",
+    toolsets: str | None = None,
 ) -> Composition:
     """Register every selected server on one `ComposedServer`.
 
     A server whose `unavailable(settings)` gives a reason is skipped with one warning, unless
     `keep_unavailable` (for listing tools, or a server named explicitly: its tools then explain
-    what is missing when called).
+    what is missing when called). `toolsets` overrides `DESKMCP_TOOLSETS` (see `core.toolsets`).
+    Services are `Deferred`: built when a tool or the server's lifespan first needs them.
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
     plan: list[tuple[ServerSpec, ModuleType, Any]] = []
@@ -127,13 +154,20 @@ def compose(
 
     parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
     shared = WorkspaceSettings() if workspace is None else WorkspaceSettings(workspace=workspace)
-    server = ComposedServer(name, instructions="\n\n".join(parts), tool_names=shared.tool_names)
+    server = ComposedServer(
+        name,
+        instructions="\n\n".join(parts),
+        tool_names=shared.tool_names,
+        output_schemas=shared.output_schemas,
+    )
     composition = Composition(server, skipped=skipped)
     for spec, module, settings in plan:
         server.registering = spec.name
-        module.register(server, module.create_service(settings))
+        server.declare_toolsets(spec.name, module.TOOLSETS, module.DEFAULT_TOOLSETS)
+        module.register(server, Deferred(module.create_service, settings))
         composition.included.append(spec.name)
-    server.registering = ""
+    server.registering = CORE_GROUP  # tools a host program adds later are always on
+    server.select_toolsets(toolsets if toolsets is not None else shared.toolsets, absent=SERVERS)
     if not composition.included:
         log.warning("no server is available; only the health check will answer")
     return composition

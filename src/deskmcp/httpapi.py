@@ -9,6 +9,9 @@ whichever door it was called through. Security, in order of the request's path:
 2. body size limit (413) before any handler reads the body;
 3. Host/Origin checks against DNS rebinding (the SDK's `TransportSecuritySettings`), on the
    tool API here and on `/mcp` by the SDK's session manager.
+
+Every refusal is the taxonomy's JSON body with its HTTP status (`TaxonomyErrors` rewrites the
+plain-text ones the SDK and Starlette produce).
 """
 
 from __future__ import annotations
@@ -35,10 +38,18 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskmcp import __version__
-from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, InternalError, from_payload
+from deskmcp.core.errors import (
+    AuthRequired,
+    BadRequest,
+    DeskError,
+    InternalError,
+    NotFound,
+    PermissionDenied,
+    from_payload,
+)
 from deskmcp.gateway import Composition
 from deskmcp.openapi import openapi_document
 
@@ -128,6 +139,74 @@ class BearerGate:
         await error_response(denied)(scope, receive, send)
 
 
+PLAIN_ERRORS: dict[int, tuple[type[DeskError], str]] = {
+    400: (BadRequest, "The request was refused: {text}. Send a JSON body with 'Content-Type: application/json'."),
+    403: (
+        PermissionDenied,
+        "The request was refused: {text}. Browsers may only call from an allowed origin; "
+        "start the server with --allow-host NAME to allow another.",
+    ),
+    404: (NotFound, "No such endpoint. The MCP endpoint is /mcp; the tool API is GET /tools and POST /api/tools/NAME."),
+    405: (BadRequest, "Method not allowed on this endpoint: {text}. GET /tools lists the tools; POST calls one."),
+    413: (
+        BadRequest,
+        "The request body is too large (over {limit}). Send less, or start the server with a larger --max-body-mb.",
+    ),
+    421: (
+        PermissionDenied,
+        "The request was refused: {text}. Call the server by an allowed host name (127.0.0.1, localhost), "
+        "or start it with --allow-host NAME.",
+    ),
+}
+"""Plain-text refusals from Starlette and the SDK's transport checks, and the taxonomy error each becomes."""
+
+
+class TaxonomyErrors:
+    """Answer every plain-text error (413, the Host/Origin checks, unknown routes) with the
+    taxonomy's JSON body and the same status. JSON bodies (tool errors, JSON-RPC errors on /mcp)
+    pass through untouched."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.limit = f"{max_body_bytes / 1024 / 1024:g} MiB"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] = {}
+
+        async def rewrite(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                content_type = Headers(raw=message.get("headers", [])).get("content-type", "")
+                if status in PLAIN_ERRORS and not content_type.startswith(("application/json", "text/event-stream")):
+                    held["start"] = message
+                    held["body"] = b""
+                    return
+                await send(message)
+                return
+            if "start" not in held or message["type"] != "http.response.body":
+                await send(message)
+                return
+            held["body"] += message.get("body", b"")
+            if message.get("more_body", False):
+                return
+            start = held.pop("start")
+            cls, template = PLAIN_ERRORS[start["status"]]
+            text = held.pop("body").decode("utf-8", "replace").strip() or "refused"
+            error = cls(template.format(text=text, limit=self.limit), {"status": start["status"], "reason": text})
+            body = orjson.dumps(error.to_dict())
+            headers = [
+                (k, v) for k, v in start.get("headers", []) if k.lower() not in (b"content-type", b"content-length")
+            ]
+            headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({**start, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, rewrite)
+
+
 class ToolApiBodyLimit:
     """413 for tool API bodies over the limit; `/mcp` gets the same limit from the SDK's session manager."""
 
@@ -167,14 +246,11 @@ class ToolApi:
         self.server = composition.server
         self.options = options
         self.security = TransportSecurityMiddleware(security_settings(options))
-        self._tools: list[dict[str, Any]] | None = None
-        self._openapi: dict[str, Any] | None = None
 
     async def tools(self) -> list[dict[str, Any]]:
-        if self._tools is None:  # the registry is fixed once composed
-            listed = await self.server.list_tools()
-            self._tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
-        return self._tools
+        """The enabled tools, output schemas included (programs use them); toolsets may change."""
+        listed = await self.server.tool_definitions(output_schemas=True)
+        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
 
     async def health(self, request: Request) -> Response:
         if (rejected := await self.security.validate_request(request)) is not None:
@@ -202,9 +278,7 @@ class ToolApi:
     async def openapi(self, request: Request) -> Response:
         if (rejected := await self.security.validate_request(request)) is not None:
             return rejected
-        if self._openapi is None:
-            self._openapi = openapi_document(await self.tools(), bearer=self.options.token is not None)
-        return json_response(self._openapi)
+        return json_response(openapi_document(await self.tools(), bearer=self.options.token is not None))
 
     async def call(self, request: Request) -> Response:
         # is_post: a JSON content type is required, which a cross-site form or "simple" request cannot send.
@@ -259,9 +333,12 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         Route("/api/tools/{name}", api.call, methods=["POST"]),
         *mcp_app.routes,
     ]
-    middleware = [Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes)]
+    middleware = [
+        Middleware(TaxonomyErrors, max_body_bytes=options.max_body_bytes),
+        Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes),
+    ]
     if options.token is not None:
-        middleware.insert(0, Middleware(BearerGate, token=options.token))
+        middleware.insert(1, Middleware(BearerGate, token=options.token))
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
 
 

@@ -8,7 +8,8 @@ Each server package `deskmcp.<name>` has a `server` module exposing:
 - `create_server(settings)`: a `DeskServer` with only this server's tools;
 - `unavailable(settings)`: None when it can run, else one line saying what is missing.
 
-`deskmcp serve NAME` and the all-in-one gateway both go through this table.
+`deskmcp serve NAME` and the all-in-one gateway both go through this table. Importing it costs
+nothing: the CLI reads it for its help text before any server (or the SDK) is imported.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-
-from deskmcp.core.errors import BadRequest
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,18 @@ SERVERS: dict[str, ServerSpec] = {
         ServerSpec(
             "documents", "Documents: index, search and annotate md/txt/html/pdf/docx", "deskmcp.documents.server"
         ),
+        ServerSpec(
+            "diagrams",
+            "Project files from a folder, git or GitHub; Mermaid diagrams rendered offline",
+            "deskmcp.diagrams.server",
+        ),
     )
 }
 
 
 def get_spec(name: str) -> ServerSpec:
+    from deskmcp.core.errors import BadRequest  # the errors import the SDK: only when needed
+
     try:
         return SERVERS[name]
     except KeyError:

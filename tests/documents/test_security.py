@@ -131,3 +131,31 @@ async def test_unreadable_file_is_reported_without_touching_the_index(
         target.chmod(0o644)
     assert error["error"] == "permission_denied"
     assert listing["total"] == 0
+
+
+async def test_absolute_paths_inside_the_root_are_accepted_and_answered_with_root_relative_ids(
+    settings: DocumentsSettings, docs_root: Path, tmp_path: Path
+) -> None:
+    (docs_root / "reports").mkdir()
+    (docs_root / "reports" / "q3.md").write_text("# Q3\n\nRevenue grew.\n", encoding="utf-8")
+    linked = tmp_path / "linked-docs"
+    linked.symlink_to(docs_root)
+    async with Client(create_server(settings)) as c:
+        indexed = await ok(c, "index_document", path=str(docs_root / "reports" / "q3.md"))
+        via_link = await ok(c, "extract_metadata", path=str(linked / "reports" / "q3.md"))
+        found = await ok(c, "search_documents", query="revenue")
+    assert indexed["path"] == "reports/q3.md"
+    assert via_link["path"] == "reports/q3.md"
+    assert [hit["path"] for hit in found["items"]] == ["reports/q3.md"]
+
+
+async def test_absolute_paths_that_leave_the_root_through_symlinks_or_dotdot_are_refused_security(
+    settings: DocumentsSettings, docs_root: Path, outside: Path
+) -> None:
+    (docs_root / "escape").symlink_to(outside)
+    async with Client(create_server(settings)) as c:
+        through_link = await fails(c, "index_document", path=str(docs_root / "escape" / "secret.md"))
+        through_dotdot = await fails(c, "extract_metadata", path=f"{docs_root}/../outside/secret.md")
+        listing = await ok(c, "list_documents")
+    assert through_link["error"] == through_dotdot["error"] == "permission_denied"
+    assert listing["total"] == 0

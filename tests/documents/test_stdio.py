@@ -22,7 +22,7 @@ async def test_serve_documents_over_stdio_indexes_searches_and_reports_errors(tm
     docs.mkdir()
     (docs / "report.pdf").write_bytes(pdf_bytes([["Quarterly figures for the flamingo programme"]]))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCUMENTS_", "DESKMCP_"))}
-    env.update({"DOCUMENTS_PATH": str(docs), "DESKMCP_WORKSPACE": str(tmp_path / "ws")})
+    env.update({"DOCUMENTS_PATH": str(docs), "DESKMCP_WORKSPACE": str(tmp_path / "ws"), "DESKMCP_TOOLSETS": "all"})
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", "documents"], env=env)
     with anyio.fail_after(60):
         async with Client(params) as client:

@@ -71,7 +71,7 @@ def test_select_and_parse_names_reject_an_unknown_server_with_the_valid_names() 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_composed_server_lists_and_calls_tools_in_both_protocol_modes(workspace: Path, mode: str) -> None:
-    server = compose().server
+    server = compose(toolsets="all").server
 
     async with Client(server, mode=mode) as client:
         listed = await client.list_tools()

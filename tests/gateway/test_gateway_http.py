@@ -182,6 +182,12 @@ def test_tool_api_rejects_a_foreign_host_header_against_dns_rebinding(serve: Any
     assert call.status_code == 421
     assert origin.status_code == 403
     assert mcp.status_code == 421
+    for response in (tools, call, mcp):
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["error"] == "permission_denied"
+        assert "--allow-host" in response.json()["message"]
+    assert origin.json()["error"] == "permission_denied"
+    assert origin.json()["details"]["reason"] == "Invalid Origin header"
 
 
 def test_tool_api_rejects_a_cross_site_form_post_without_json_content_type(serve: Any, workspace: Path) -> None:
@@ -194,6 +200,7 @@ def test_tool_api_rejects_a_cross_site_form_post_without_json_content_type(serve
         )
 
     assert response.status_code == 400
+    assert response.json()["error"] == "bad_request"
 
 
 def test_request_body_over_the_limit_is_refused_with_413(serve: Any, workspace: Path) -> None:
@@ -206,6 +213,23 @@ def test_request_body_over_the_limit_is_refused_with_413(serve: Any, workspace: 
     assert rest.status_code == 413
     assert mcp.status_code == 413
     assert small.status_code == 200
+    for response in (rest, mcp):
+        body = response.json()
+        assert body["error"] == "bad_request"
+        assert "--max-body-mb" in body["message"]
+        assert body["details"]["status"] == 413
+
+
+def test_unknown_endpoint_and_wrong_method_answer_with_the_error_json(serve: Any, workspace: Path) -> None:
+    with serve(create_app(compose())) as base:
+        missing = httpx2.get(base + "/nowhere", timeout=30)
+        wrong_method = httpx2.get(base + "/api/tools/granola.cache.status", timeout=30)
+
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "not_found"
+    assert "/mcp" in missing.json()["message"]
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"] == "bad_request"
 
 
 def test_create_app_refuses_a_non_loopback_bind_without_a_token(workspace: Path) -> None:

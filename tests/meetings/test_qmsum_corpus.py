@@ -1,4 +1,4 @@
-"""Real meeting transcripts (QMSum, ../shared/corpora/qmsum) shaped into a Granola cache."""
+"""Real meeting transcripts (the QMSum corpus) shaped into a Granola cache."""
 
 from __future__ import annotations
 

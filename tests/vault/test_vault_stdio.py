@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 async def test_serve_vault_over_stdio_reads_writes_and_searches(tmp_path: Path, vault: Path) -> None:
     write(vault, "Projects/Alpha.md", "---\nstatus: active\n---\nThe heliotrope plan.\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "DESKMCP_"))}
-    env.update({"VAULT_PATH": str(vault), "DESKMCP_WORKSPACE": str(tmp_path / "ws")})
+    env.update({"VAULT_PATH": str(vault), "DESKMCP_WORKSPACE": str(tmp_path / "ws"), "DESKMCP_TOOLSETS": "all"})
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", "vault"], env=env)
     with anyio.fail_after(60):
         async with Client(params) as client:

@@ -103,12 +103,14 @@ async def test_search_notes_filters_by_folder_tag_and_frontmatter(connect: Conne
     async with connect() as client:
         by_folder = await call(client, "search_notes", {"query": "rocket", "folder": "Archive"})
         assert [n["path"] for n in by_folder["notes"]] == ["Archive/Alpha old.md"]
+        assert by_folder["total"] == 1
         by_tag = await call(client, "search_notes", {"query": "rocket", "tag": "#project/alpha"})
         assert sorted(n["path"] for n in by_tag["notes"]) == ["Archive/Alpha old.md", "Projects/Alpha.md"]
         by_field = await call(client, "search_notes", {"query": "rocket", "filter": "status:active"})
         assert sorted(n["path"] for n in by_field["notes"]) == ["Projects/Alpha.md", "Projects/Gamma.md"]
         first = await call(client, "search_notes", {"query": "rocket", "limit": 2})
         assert len(first["notes"]) == 2 and first["next_cursor"]
+        assert first["total"] == 3
         rest = await call(client, "search_notes", {"query": "rocket", "limit": 2, "cursor": first["next_cursor"]})
         assert {n["path"] for n in first["notes"] + rest["notes"]} == {
             "Projects/Alpha.md",
@@ -255,16 +257,27 @@ def test_read_only_service_refuses_writes_with_permission_denied(vault: Path, se
     assert not (vault / "b.md").exists()
 
 
-async def test_a_missing_configured_vault_is_reported_and_never_created(tmp_path: Path, settings_for) -> None:
+async def test_a_missing_configured_vault_is_reported_and_never_created(
+    tmp_path: Path, settings_for, caplog: pytest.LogCaptureFixture
+) -> None:
     from deskmcp.vault.server import unavailable
 
     missing = tmp_path / "no-such-vault"
     settings = settings_for(missing)
     assert "VAULT_PATH" in (unavailable(settings) or "")
-    async with Client(create_server(settings)) as client:
-        error = await fail(client, "write_note", {"path": "a", "body": "x"})
-        assert error["error"] == "not_found"
-        assert (await call(client, "list_notes"))["notes"] == []
+    with caplog.at_level("WARNING"):
+        async with Client(create_server(settings)) as client:
+            error = await fail(client, "write_note", {"path": "a", "body": "x"})
+            listed = await fail(client, "list_notes")
+            status = await call(client, "vault_status")
+    assert error["error"] == listed["error"] == "not_found"
+    assert "VAULT_PATH" in listed["message"]
+    assert status["notes"] == 0
+    assert "does not exist" in status["problem"]
+    problems = [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+    assert len(problems) == 1
+    assert problems[0].exc_info is None
+    assert "VAULT_PATH" in problems[0].getMessage()
     assert not missing.exists()
 
 
@@ -291,3 +304,20 @@ def test_vault_is_registered_with_the_server_contract(tmp_path: Path) -> None:
         assert hasattr(module, name), name
     settings = spec.settings(workspace=tmp_path / "ws")
     assert settings.root == tmp_path / "ws" / "vault"
+
+
+async def test_absolute_note_paths_inside_the_vault_work_and_outside_are_refused_security(
+    connect: Connect, vault: Path, tmp_path: Path
+) -> None:
+    write(vault, "Projects/Alpha.md", ALPHA)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_text("secret", encoding="utf-8")
+    (vault / "escape").symlink_to(tmp_path / "outside")
+    async with connect() as client:
+        read = await call(client, "read_note", {"path": str(vault / "Projects" / "Alpha")})
+        listed = await call(client, "list_notes", {"directory": str(vault / "Projects")})
+        outside = await fail(client, "read_note", {"path": str(tmp_path / "outside" / "secret.md")})
+        escaped = await fail(client, "read_note", {"path": str(vault / "escape" / "secret.md")})
+    assert read["path"] == "Projects/Alpha.md"
+    assert [n["path"] for n in listed["notes"]] == ["Projects/Alpha.md"]
+    assert outside["error"] == escaped["error"] == "permission_denied"

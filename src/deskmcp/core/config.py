@@ -67,6 +67,16 @@ class WorkspaceSettings(BaseSettings):
         validation_alias=env_alias("tool_names", "DESKMCP_TOOL_NAMES"),
         description="'safe' publishes dotted tool names with underscores, for clients that reject dots.",
     )
+    toolsets: str = Field(
+        default="default",
+        validation_alias=env_alias("toolsets", "DESKMCP_TOOLSETS"),
+        description="Which tools clients see: default, all, dynamic, server names, toolset ids, -exclusions.",
+    )
+    output_schemas: bool = Field(
+        default=False,
+        validation_alias=env_alias("output_schemas", "DESKMCP_OUTPUT_SCHEMAS"),
+        description="Publish each tool's output schema in tools/list (results are structured either way).",
+    )
     timezone: str | None = Field(
         default=None,
         validation_alias=env_alias("timezone", "DESKMCP_TIMEZONE"),

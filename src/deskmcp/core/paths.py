@@ -32,11 +32,34 @@ def split_relative(user_path: str) -> tuple[str, ...]:
     if _WINDOWS_DRIVE.match(text):
         raise _denied(user_path, "drive paths are outside the root")
     if text.startswith("/") or PureWindowsPath(user_path).is_absolute():
-        raise _denied(user_path, "absolute paths are outside the root")
+        raise _denied(user_path, "it is an absolute path outside the root")
     parts = tuple(p for p in PurePosixPath(text).parts if p not in ("", "."))
     if ".." in parts:
         raise _denied(user_path, "'..' leaves the root")
     return parts
+
+
+def is_absolute(user_path: str) -> bool:
+    text = user_path.replace("\\", "/")
+    return text.startswith("/") or bool(_WINDOWS_DRIVE.match(text)) or PureWindowsPath(user_path).is_absolute()
+
+
+def root_relative(root: Path, user_path: str) -> str | None:
+    """The root-relative form of an absolute `user_path` that resolves (through symlinks) inside
+    `root`; None for an absolute path elsewhere. Relative paths are returned as given.
+
+    Assistants pass on whatever path the person gave them, often absolute: a path inside the
+    root names the same file as its relative form, and anything else is still refused.
+    """
+    if not isinstance(user_path, str) or "\x00" in user_path or not is_absolute(user_path):
+        return user_path
+    if user_path.replace("\\", "/").startswith("//"):
+        return None  # UNC: never inside a local root
+    real_root = root.resolve()
+    resolved = Path(user_path).resolve()
+    if not is_within(real_root, resolved):
+        return None
+    return resolved.relative_to(real_root).as_posix() if resolved != real_root else ""
 
 
 def is_within(root: Path, candidate: Path) -> bool:
@@ -50,10 +73,12 @@ def is_within(root: Path, candidate: Path) -> bool:
 def safe_join(root: Path, user_path: str, *, allow_root: bool = False) -> Path:
     """Resolve `user_path` under `root`, following symlinks, and refuse anything outside it.
 
-    Rejects NUL bytes, absolute, drive and UNC paths, `..`, and any path (existing or not)
-    whose resolved location, through symlinks, is not inside the resolved root.
+    Rejects NUL bytes, UNC paths, `..`, absolute and drive paths outside the root, and any
+    path (existing or not) whose resolved location, through symlinks, is not inside the
+    resolved root. An absolute path that resolves inside the root is accepted.
     """
-    parts = split_relative(user_path)
+    relative = root_relative(root, user_path)
+    parts = split_relative(user_path if relative is None else relative)
     if not parts and not allow_root:
         raise BadRequest("A path is required.", {"path": user_path})
     real_root = root.resolve()

@@ -1,26 +1,37 @@
-"""`DeskServer`: the SDK's `MCPServer` with deskmcp's error contract and composition hooks.
+"""`DeskServer`: the SDK's `MCPServer` with deskmcp's tool surface, the same for every server.
 
-Every server package builds its tools on a `DeskServer`. The one thing it adds to the SDK
-is that every failed tool call comes back as the taxonomy's JSON body: a `DeskError` as is,
-an argument that fails the input schema as `bad_request`, an unknown tool as `not_found`,
-and a crash as `internal_error` (traceback to the log, never to the client).
+Every server package builds its tools on a `DeskServer`. What it adds to the SDK:
+
+- every failed tool call comes back as the taxonomy's JSON body: a `DeskError` as is, an
+  argument that fails the input schema or is not a parameter at all as `bad_request` (naming
+  the valid ones), an unknown tool as `not_found`, a crash as `internal_error` (traceback to
+  the log, never to the client);
+- results carry their structured content once more as compact JSON text (no indentation);
+- tool definitions are published compactly (`core.schema`), output schemas only on request;
+- tools belong to toolsets (`core.toolsets`) that configuration, or the client itself in
+  dynamic mode, switches on and off;
+- client-safe names (`DESKMCP_TOOL_NAMES=safe`) wherever a tool name is shown.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
+import orjson
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, Icon, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from deskmcp import __version__
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound
+from deskmcp.core.schema import argument_names, compact_description, compact_schema
+from deskmcp.core.toolsets import Toolset, declare, select
 
 log = logging.getLogger("deskmcp")
 
@@ -78,18 +89,51 @@ ToolNames = Literal["spec", "safe"]
 some CLIs), although the MCP specification allows dots."""
 
 
+class ToolsetInfo(BaseModel):
+    id: str = Field(description="Toolset id, e.g. 'vault.write'")
+    description: str
+    enabled: bool
+    tools: list[str]
+
+
+class ToolsetList(BaseModel):
+    toolsets: list[ToolsetInfo]
+    changed: bool = Field(default=False, description="True when this call enabled or disabled something")
+
+
+ToolsetArg = Annotated[
+    str, Field(description="A toolset id from list_toolsets ('vault.write'), or a server name for all of its")
+]
+
+CORE_GROUP = "deskmcp"
+"""Group of the server's own tools (the dynamic-mode toolset tools), always enabled."""
+
+
 class DeskServer(MCPServer[Any]):
-    """An `MCPServer` whose tool errors follow the taxonomy and whose services can be composed."""
+    """An `MCPServer` with deskmcp's tool surface (see the module docstring)."""
 
     def __init__(
-        self, name: str, *, instructions: str | None = None, tool_names: ToolNames = "spec", **kwargs: Any
+        self,
+        name: str,
+        *,
+        instructions: str | None = None,
+        tool_names: ToolNames = "spec",
+        output_schemas: bool = False,
+        **kwargs: Any,
     ) -> None:
         self._service_contexts: list[ServiceContext] = []
         self._safe_names = tool_names == "safe"
         self._renamed: dict[str, str] = {}
         self._instructions_text = instructions
+        self.output_schemas = output_schemas
+        self.registering = name.removeprefix("deskmcp-")
+        """The server whose tools are being registered: the first part of their toolset ids."""
+        self.toolsets: dict[str, Toolset] = {}
         self.tool_toolsets: dict[str, str] = {}
-        """Published tool name -> the toolset it belongs to (`read`, `write`, `admin`, ...)."""
+        """Published tool name -> toolset id (`vault.read`)."""
+        self.enabled_toolsets: frozenset[str] | None = None
+        """None: every tool is on (a server built directly, as in tests)."""
+        self._definitions: dict[bool, list[MCPTool]] = {}
         super().__init__(
             name,
             instructions=instructions,
@@ -97,6 +141,15 @@ class DeskServer(MCPServer[Any]):
             lifespan=self._lifespan,
             **kwargs,
         )
+        # Toolsets can change while a client is connected: say so in the capabilities.
+        lowlevel = self._lowlevel_server
+        initialization_options = lowlevel.create_initialization_options
+
+        def with_tools_changed(notification_options: NotificationOptions | None = None, *args: Any, **kw: Any) -> Any:
+            options = notification_options or NotificationOptions(tools_changed=True)
+            return initialization_options(options, *args, **kw)
+
+        lowlevel.create_initialization_options = with_tools_changed  # type: ignore[method-assign]
 
     def add_service_context(self, factory: ServiceContext) -> None:
         """Run `factory()` as an async context for as long as the server runs."""
@@ -121,7 +174,7 @@ class DeskServer(MCPServer[Any]):
                 await stack.enter_async_context(factory())
             yield {}
 
-    # -- client-safe tool names ---------------------------------------------------------------
+    # -- registering ----------------------------------------------------------------------------
 
     def add_tool(
         self,
@@ -138,7 +191,8 @@ class DeskServer(MCPServer[Any]):
         """Register `fn` as a tool in `toolset` (default: `read` for read-only tools, else `write`)."""
         published = self.tool_name(name or fn.__name__)
         read_only = bool(annotations and annotations.read_only_hint)
-        self.tool_toolsets[published] = toolset or ("read" if read_only else "write")
+        self.tool_toolsets[published] = f"{self.registering}.{toolset or ('read' if read_only else 'write')}"
+        self._definitions.clear()
         super().add_tool(
             fn,
             name=published,
@@ -179,6 +233,13 @@ class DeskServer(MCPServer[Any]):
 
         return decorator
 
+    def remove_tool(self, name: str) -> None:
+        super().remove_tool(name)
+        self.tool_toolsets.pop(name, None)
+        self._definitions.clear()
+
+    # -- client-safe tool names ---------------------------------------------------------------
+
     def tool_name(self, name: str) -> str:
         """The name a tool registered as `name` is published under (a hook for subclasses)."""
         if self._safe_names and "." in name:
@@ -195,12 +256,118 @@ class DeskServer(MCPServer[Any]):
             text = text.replace(original, self._renamed[original])
         return text
 
+    def _published_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        compact = compact_schema(schema)
+        if self._renamed:  # descriptions inside the schema name tools too
+            compact = orjson.loads(self.published(orjson.dumps(compact).decode()) or "{}")
+        return compact
+
+    # -- toolsets -----------------------------------------------------------------------------
+
+    def declare_toolsets(self, server: str, toolsets: dict[str, str], defaults: tuple[str, ...]) -> None:
+        """Record the toolsets one server module declares (`TOOLSETS`, `DEFAULT_TOOLSETS`)."""
+        for toolset in declare(server, toolsets, defaults):
+            self.toolsets[toolset.id] = toolset
+
+    def select_toolsets(self, spec: str | None, absent: Iterable[str] = ()) -> None:
+        """Apply a `DESKMCP_TOOLSETS` value; in dynamic mode add the tools that switch toolsets."""
+        undeclared = sorted(
+            {t for t in self.tool_toolsets.values() if t not in self.toolsets and not t.startswith(f"{CORE_GROUP}.")}
+        )
+        if undeclared:
+            raise ValueError(f"tools are registered in undeclared toolsets: {', '.join(undeclared)}")
+        selection = select(spec, self.toolsets.values(), absent)
+        self.enabled_toolsets = selection.enabled
+        self._definitions.clear()
+        if selection.dynamic:
+            self._add_toolset_tools()
+
+    def tool_enabled(self, name: str) -> bool:
+        toolset = self.tool_toolsets.get(name)
+        if self.enabled_toolsets is None or toolset is None or toolset.startswith(f"{CORE_GROUP}."):
+            return True
+        return toolset in self.enabled_toolsets
+
+    def toolset_list(self, *, changed: bool = False) -> ToolsetList:
+        members: dict[str, list[str]] = {}
+        for tool, toolset in self.tool_toolsets.items():
+            members.setdefault(toolset, []).append(tool)
+        enabled = self.enabled_toolsets
+        return ToolsetList(
+            toolsets=[
+                ToolsetInfo(
+                    id=t.id,
+                    description=t.description,
+                    enabled=enabled is None or t.id in enabled,
+                    tools=members.get(t.id, []),
+                )
+                for t in self.toolsets.values()
+                if members.get(t.id)
+            ],
+            changed=changed,
+        )
+
+    def _add_toolset_tools(self) -> None:
+        registering, self.registering = self.registering, CORE_GROUP
+        try:
+            self._register_toolset_tools()
+        finally:
+            self.registering = registering
+
+    def _register_toolset_tools(self) -> None:
+        @self.tool("list_toolsets", annotations=READ_ONLY, toolset="dynamic")
+        def list_toolsets() -> ToolsetList:
+            """Toolsets with their tools and whether each is enabled. Enable one with enable_toolset."""
+            return self.toolset_list()
+
+        @self.tool("enable_toolset", annotations=writes(destructive=False, idempotent=True), toolset="dynamic")
+        async def enable_toolset(toolset: ToolsetArg, context: Context[Any, Any]) -> ToolsetList:
+            """Enable a toolset; its tools are listed from now on (the client is notified)."""
+            return await self._switch(toolset, True, context)
+
+        @self.tool("disable_toolset", annotations=writes(destructive=False, idempotent=True), toolset="dynamic")
+        async def disable_toolset(toolset: ToolsetArg, context: Context[Any, Any]) -> ToolsetList:
+            """Disable a toolset to shorten the tool list (the client is notified)."""
+            return await self._switch(toolset, False, context)
+
+    async def _switch(self, word: str, on: bool, context: Context[Any, Any]) -> ToolsetList:
+        named = select(word, self.toolsets.values()).enabled if word not in ("default", "dynamic") else frozenset()
+        if not named:
+            raise BadRequest(
+                f"No toolset {word!r}. Call list_toolsets for the ids.",
+                {"toolset": word, "toolsets": list(self.toolsets)},
+            )
+        current = self.enabled_toolsets or frozenset()
+        updated = current | named if on else current - named
+        changed = updated != current
+        self.enabled_toolsets = updated
+        if changed:
+            await _notify_tools_changed(context)
+        return self.toolset_list(changed=changed)
+
+    # -- listing and calling ------------------------------------------------------------------
+
+    async def tool_definitions(self, *, output_schemas: bool | None = None, enabled_only: bool = True) -> list[MCPTool]:
+        """The published tool definitions (compact; output schemas only when asked for)."""
+        with_output = self.output_schemas if output_schemas is None else output_schemas
+        if with_output not in self._definitions:
+            self._definitions[with_output] = [
+                tool.model_copy(
+                    update={
+                        "description": compact_description(self.published(tool.description)),
+                        "input_schema": {**self._published_schema(tool.input_schema), "additionalProperties": False},
+                        "output_schema": self._published_schema(tool.output_schema)
+                        if with_output and tool.output_schema
+                        else None,
+                    }
+                )
+                for tool in await super().list_tools()
+            ]
+        tools = self._definitions[with_output]
+        return [t for t in tools if self.tool_enabled(t.name)] if enabled_only else list(tools)
+
     async def list_tools(self) -> list[MCPTool]:
-        tools = await super().list_tools()
-        if self._renamed:
-            for tool in tools:
-                tool.description = self.published(tool.description)
-        return tools
+        return await self.tool_definitions()
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
@@ -212,8 +379,31 @@ class DeskServer(MCPServer[Any]):
                 content.text = self.published(content.text) or ""
         return result
 
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse a disabled tool, and arguments the tool does not take, naming what is valid."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return  # the SDK answers "Unknown tool", mapped to not_found
+        if not self.tool_enabled(name):
+            toolset = self.tool_toolsets[name]
+            raise NotFound(
+                f"Tool {name} is in toolset {toolset!r}, which is not enabled. Enable it with enable_toolset "
+                f"(when offered) or add {toolset} to DESKMCP_TOOLSETS.",
+                {"tool": name, "toolset": toolset},
+            )
+        valid = argument_names(tool.parameters)
+        unknown = [key for key in arguments if key not in valid]
+        if unknown:
+            listed = ", ".join(valid) or "none"
+            raise BadRequest(
+                f"Unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for {name}. "
+                f"Valid arguments: {listed}.",
+                {"unknown": unknown, "valid": valid},
+            )
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         try:
+            self.check_arguments(name, arguments)
             result = await super().call_tool(name, arguments, context)
         except DeskError as exc:
             exc.message = self.published(exc.message) or ""
@@ -222,4 +412,27 @@ class DeskServer(MCPServer[Any]):
             error = as_desk_error(exc, name)
             error.message = self.published(error.message) or ""
             raise error from exc
-        return result
+        return compact_result(result)
+
+
+def compact_result(result: Any) -> Any:
+    """The structured content once more as compact JSON text, in place of the SDK's indented copy."""
+    if (
+        isinstance(result, CallToolResult)
+        and result.structured_content is not None
+        and not result.is_error
+        and len(result.content) == 1
+        and isinstance(result.content[0], TextContent)
+    ):
+        text = orjson.dumps(result.structured_content).decode()
+        return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+    return result
+
+
+async def _notify_tools_changed(context: Context[Any, Any]) -> None:
+    """Tell the client the tool list changed: on its session (handshake protocol) and to
+    `subscriptions/listen` streams (the stateless protocol)."""
+    with suppress(ValueError, RuntimeError, AttributeError):  # no session: called outside MCP (tool API)
+        await context.session.send_tool_list_changed()
+    with suppress(ValueError, RuntimeError):
+        await context.notify_tools_changed()

@@ -26,7 +26,7 @@ from rich.table import Table
 from deskmcp.core.config import default_workspace
 from deskmcp.servers import SERVERS
 
-DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents"}
+DATA_FOLDERS = {"meetings": "granola", "vault": "vault", "documents": "documents", "diagrams": "project"}
 MAX_ROWS = 5
 
 
@@ -143,7 +143,8 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     from mcp.client.stdio import StdioServerParameters
 
     env = dict(os.environ)
-    env.update({"DESKMCP_WORKSPACE": str(workspace), **server.environment(workspace)})
+    # Every toolset, so the tour can show the tools a default client does not list.
+    env.update({"DESKMCP_WORKSPACE": str(workspace), "DESKMCP_TOOLSETS": "all", **server.environment(workspace)})
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", server.name], env=env)
     console.rule(f"[bold]deskmcp serve {server.name}[/bold]")
     failures = 0
@@ -177,15 +178,25 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     return failures
 
 
-def client_config() -> str:
+def client_config(environment: dict[str, str] | None = None) -> str:
+    """The `mcpServers` entry that runs `deskmcp serve all`, with `environment` in its "env"."""
     project = Path(__file__).resolve().parents[3]
     if (project / "pyproject.toml").is_file():
         base = ["uv", "run", "--directory", str(project), "deskmcp"]
     else:
         base = ["uvx", "deskmcp"]
-    entry = {"command": base[0], "args": [*base[1:], "serve", "all"], "env": {"DESKMCP_TOOL_NAMES": "safe"}}
+    env = {"DESKMCP_TOOL_NAMES": "safe", **(environment or {})}
+    entry = {"command": base[0], "args": [*base[1:], "serve", "all"], "env": env}
     config = {"mcpServers": {"deskmcp": entry}}
     return json.dumps(config, indent=2)
+
+
+def demo_environment(workspace: Path, servers: list[DemoServer]) -> dict[str, str]:
+    """What a client needs in "env" to see the demo data instead of the user's own."""
+    env = {"DESKMCP_WORKSPACE": str(workspace)}
+    for server in servers:
+        env.update(server.environment(workspace))
+    return env
 
 
 def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False) -> None:
@@ -206,17 +217,15 @@ def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False
         failures += anyio.run(tour_server, server, workspace, console)
     console.rule("[bold]Use deskmcp for real[/bold]")
     console.print(
-        "Add this to your MCP client's configuration (Claude Desktop: claude_desktop_config.json; "
-        "Cursor: .cursor/mcp.json). It runs every server in one process; `serve "
-        + " | ".join(s.name for s in servers)
-        + "` runs one alone. Without DESKMCP_WORKSPACE the servers use your own data folder and "
-        "Granola's own cache; set VAULT_PATH to your notes. DESKMCP_TOOL_NAMES=safe keeps tool names "
-        "free of dots, which Claude Desktop requires:"
+        "To explore the demo data from your MCP client, paste this into its configuration (Claude "
+        "Desktop: claude_desktop_config.json; Cursor: .cursor/mcp.json). It runs every server in one "
+        "process; `serve " + " | ".join(s.name for s in servers) + "` runs one alone. "
+        "DESKMCP_TOOL_NAMES=safe keeps tool names free of dots, which Claude Desktop requires:"
     )
-    console.print(client_config(), markup=False, highlight=False)
+    console.print(client_config(demo_environment(workspace, servers)), markup=False, highlight=False)
     console.print(
-        f'\nTo keep exploring the demo data, add "DESKMCP_WORKSPACE": "{workspace}" and '
-        f'"GRANOLA_CACHE_PATH": "{workspace / "granola"}" to its "env".',
+        '\nFor your own data, remove the other variables from "env": the servers then use your data '
+        "folder and Granola's own cache; add VAULT_PATH with your notes folder.",
         markup=False,
         highlight=False,
     )

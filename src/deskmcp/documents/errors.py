@@ -1,8 +1,4 @@
-"""The document errors of the specification, placed in the shared taxonomy.
-
-Each keeps the seed's name so the behaviour reads the same, and subclasses the core error
-whose code the client should see.
-"""
+"""The documents server's errors, each a subclass of the core error whose code the client sees."""
 
 from __future__ import annotations
 

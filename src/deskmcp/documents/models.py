@@ -1,4 +1,4 @@
-"""The documents server's data contracts (seed 002's results, made explicit)."""
+"""The documents server's data contracts: the results of its tools."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.paths import relative_posix, safe_join
+from deskmcp.core.paths import is_absolute, relative_posix, root_relative, safe_join
 from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
 
 MAIN = "documents"
@@ -78,9 +78,19 @@ class Roots:
         return [self.main, *self.extra.values()]
 
     def split(self, address: str) -> tuple[Root, str]:
-        """The root an address names and the path inside it (not yet checked)."""
+        """The root an address names and the path inside it (not yet checked).
+
+        An absolute path names the configured root it lies in (after symlinks); one outside
+        every root stays absolute, and `safe_join` refuses it.
+        """
         if not isinstance(address, str):
             raise BadRequest("A document path must be a string.")
+        if is_absolute(address):
+            for root in self.all():
+                relative = root_relative(root.path, address)
+                if relative is not None:
+                    return root, relative
+            return self.main, address
         head, sep, rest = address.partition(":")
         if sep and head in self.extra:
             return self.extra[head], rest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from pydantic import Field
@@ -44,25 +45,38 @@ Cursor = Annotated[str | None, Field(description="next_cursor from the previous 
 
 Settings = DocumentsSettings
 
+TOOLSETS = {
+    "read": "Search documents, extract metadata",
+    "write": "Index a document, create a note",
+    "more": "Read a document's text, list documents, index a folder",
+    "admin": "Tags, roots, removing documents from the index",
+}
+DEFAULT_TOOLSETS = ("read", "write")
+
 
 def create_service(settings: DocumentsSettings) -> DocumentService:
     return DocumentService(settings)
 
 
 def unavailable(settings: DocumentsSettings) -> str | None:
-    """None when the documents folder exists or can be created, else why not."""
+    """None when the documents folder exists or can be created (it is created when the server
+    first needs it, never just to answer this), else why not."""
     root = settings.root
     if root.is_dir():
         return None
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"the documents folder {root} cannot be created ({exc.strerror}); set DOCUMENTS_PATH"
+    parent = next((p for p in root.parents if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return f"the documents folder {root} cannot be created (no writable parent folder); set DOCUMENTS_PATH"
     return None
 
 
 def create_server(settings: DocumentsSettings, service: DocumentService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-documents", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-documents",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 
@@ -83,7 +97,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
         """
         return service.index_document(path, tags)
 
-    @server.tool("index_folder", annotations=writes(destructive=False, idempotent=True))
+    @server.tool("index_folder", annotations=writes(destructive=False, idempotent=True), toolset="more")
     def index_folder(
         path: Annotated[str, Field(description="Folder relative to the documents folder ('' for all of it)")] = "",
         tags: Annotated[list[str] | None, Field(description="Tags added to every file indexed")] = None,
@@ -134,7 +148,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
         file need not be indexed."""
         return service.extract_metadata(path)
 
-    @server.tool("get_document", annotations=READ_ONLY)
+    @server.tool("get_document", annotations=READ_ONLY, toolset="more")
     def get_document(
         path: DocPath,
         offset: Annotated[int, Field(ge=0, description="Start at this character (next_offset of a previous call)")] = 0,
@@ -144,7 +158,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
         DOCX text). Long documents come in parts: call again with offset=next_offset."""
         return service.get_document(path, offset=offset, max_chars=max_chars)
 
-    @server.tool("list_documents", annotations=READ_ONLY)
+    @server.tool("list_documents", annotations=READ_ONLY, toolset="more")
     def list_documents(
         tags: Annotated[list[str] | None, Field(description="Only documents carrying every one of these tags")] = None,
         kind: KindArg = None,
@@ -155,18 +169,18 @@ def register(server: DeskServer, service: DocumentService) -> None:
         """Indexed documents, most recently modified first, with their titles, tags and sizes."""
         return service.catalog.list_documents(tags=tags, kind=kind, root=root, limit=limit, cursor=cursor)
 
-    @server.tool("list_tags", annotations=READ_ONLY)
+    @server.tool("list_tags", annotations=READ_ONLY, toolset="admin")
     def list_tags() -> TagList:
         """Every tag in use with how many indexed documents carry it, most used first."""
         return service.catalog.list_tags()
 
-    @server.tool("list_roots", annotations=READ_ONLY)
+    @server.tool("list_roots", annotations=READ_ONLY, toolset="admin")
     def list_roots() -> RootList:
         """The folders this server reads: the main documents folder and any extra roots, with the
         name used as a path prefix ('name:path') and how many documents are indexed from each."""
         return service.catalog.list_roots()
 
-    @server.tool("remove_document", annotations=writes(destructive=True, idempotent=True))
+    @server.tool("remove_document", annotations=writes(destructive=True, idempotent=True), toolset="admin")
     def remove_document(path: DocPath) -> RemovedDocument:
         """Remove a document from the search index. The file on disk is not touched; index it
         again to bring it back."""

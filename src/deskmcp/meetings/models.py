@@ -1,4 +1,4 @@
-"""The meetings server's data contracts (seed 000's schemas, extended)."""
+"""The meetings server's data contracts: the results of its tools."""
 
 from __future__ import annotations
 

@@ -56,6 +56,12 @@ MeetingId = Annotated[str, Field(description="Meeting id from granola.meetings.l
 
 Settings = MeetingsSettings
 
+TOOLSETS = {
+    "read": "List, search, read, export and count meetings; cache status",
+    "more": "Transcript segments by time range, folders, people met",
+}
+DEFAULT_TOOLSETS = ("read",)
+
 
 def create_service(settings: MeetingsSettings) -> MeetingService:
     return MeetingService(settings)
@@ -71,7 +77,12 @@ def unavailable(settings: MeetingsSettings) -> str | None:
 
 
 def create_server(settings: MeetingsSettings, service: MeetingService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-meetings", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-meetings",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 
@@ -144,7 +155,7 @@ def register(server: DeskServer, service: MeetingService) -> None:
         links and notes as Markdown. The transcript is separate: granola.meetings.transcript."""
         return service.get(id, include_notes=include_notes)
 
-    @server.tool("granola.meetings.transcript", annotations=READ_ONLY)
+    @server.tool("granola.meetings.transcript", annotations=READ_ONLY, toolset="more")
     def meetings_transcript(
         id: MeetingId,
         start_seconds: Annotated[float | None, Field(ge=0, description="From this many seconds in")] = None,
@@ -202,13 +213,13 @@ def register(server: DeskServer, service: MeetingService) -> None:
         )
         return service.stats(f, group_by, limit=limit)
 
-    @server.tool("granola.folders.list", annotations=READ_ONLY)
+    @server.tool("granola.folders.list", annotations=READ_ONLY, toolset="more")
     def folders_list() -> FolderList:
         """Granola folders (document lists) with their ids and meeting counts. Pass an id or
         name as `folder` to granola.meetings.list or .search."""
         return service.folders()
 
-    @server.tool("granola.participants.list", annotations=READ_ONLY)
+    @server.tool("granola.participants.list", annotations=READ_ONLY, toolset="more")
     def participants_list(
         q: Annotated[str | None, Field(description="Part of a name or email")] = None,
         limit: Limit = 50,

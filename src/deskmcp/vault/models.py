@@ -1,4 +1,4 @@
-"""The vault server's data contracts (seed 003's Obsidian models, extended)."""
+"""The vault server's data contracts: notes, lists, links and status."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class NoteList(BaseModel):
     """Notes (returned by list_notes, search_notes and recent_notes)."""
 
     notes: list[NoteMatch]
-    total: int | None = Field(default=None, description="How many notes match in all (list_notes only)")
+    total: int | None = Field(default=None, description="How many notes match in all (list_notes, search_notes)")
     next_cursor: str | None = Field(default=None, description="Pass as cursor to get the next page; null on the last")
     indexing: IndexingProgress | None = Field(
         default=None, description="Set while the vault is still being indexed: results cover only the notes done"
@@ -104,3 +104,4 @@ class VaultStatus(BaseModel):
     last_scan_seconds: float | None = None
     max_note_bytes: int
     indexing: IndexingProgress | None = Field(default=None, description="Set while the vault is being indexed")
+    problem: str | None = Field(default=None, description="What stops the vault from working, when something does")

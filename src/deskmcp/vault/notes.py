@@ -17,7 +17,7 @@ from typing import Any
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.paths import relative_posix, safe_join, split_relative
+from deskmcp.core.paths import relative_posix, root_relative, safe_join, split_relative
 from deskmcp.vault import frontmatter
 
 NOTE_SUFFIX = ".md"
@@ -39,7 +39,8 @@ def is_hidden(rel: str) -> bool:
 
 def note_path(root: Path, user_path: str) -> tuple[str, Path]:
     """The canonical vault-relative path of a note (`.md` added when missing) and its file."""
-    parts = split_relative(user_path)
+    relative = root_relative(root, user_path)
+    parts = split_relative(user_path if relative is None else relative)
     if not parts:
         raise BadRequest("A note path is required, e.g. 'Projects/Alpha.md'.", {"path": user_path})
     if any(part.startswith(".") for part in parts):
@@ -65,7 +66,8 @@ def note_path(root: Path, user_path: str) -> tuple[str, Path]:
 def folder_path(root: Path, user_path: str | None) -> tuple[str, Path]:
     """A vault folder ("" for the root) that must exist."""
     text = (user_path or "").strip()
-    parts = split_relative(text)
+    relative = root_relative(root, text)
+    parts = split_relative(text if relative is None else relative)
     if any(part.startswith(".") for part in parts):
         raise _hidden_denied(text)
     rel = "/".join(parts)

@@ -40,6 +40,14 @@ Cursor = Annotated[str | None, Field(description="next_cursor from the previous 
 Settings = VaultSettings
 T = TypeVar("T")
 
+TOOLSETS = {
+    "read": "Read, list and search notes",
+    "write": "Write and move notes",
+    "edit": "Append to a note, set one frontmatter field",
+    "browse": "Recent notes, tags, links, backlinks, vault status",
+}
+DEFAULT_TOOLSETS = ("read", "write")
+
 
 def create_service(settings: VaultSettings) -> VaultService:
     return VaultService(settings)
@@ -53,7 +61,12 @@ def unavailable(settings: VaultSettings) -> str | None:
 
 
 def create_server(settings: VaultSettings, service: VaultService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-vault", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
+    server = DeskServer(
+        "deskmcp-vault",
+        instructions=INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
     register(server, service or create_service(settings))
     return server
 
@@ -135,7 +148,7 @@ def register(server: DeskServer, service: VaultService) -> None:
             ctx, partial(service.search_notes, query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
         )
 
-    @server.tool("recent_notes", annotations=READ_ONLY)
+    @server.tool("recent_notes", annotations=READ_ONLY, toolset="browse")
     async def recent_notes(
         ctx: Context,
         folder: FolderArg = None,
@@ -144,7 +157,7 @@ def register(server: DeskServer, service: VaultService) -> None:
         """The most recently modified notes, newest first."""
         return await indexed(ctx, partial(service.recent_notes, folder=folder, limit=limit))
 
-    @server.tool("list_note_tags", annotations=READ_ONLY)
+    @server.tool("list_note_tags", annotations=READ_ONLY, toolset="browse")
     async def list_note_tags(
         ctx: Context,
         prefix: Annotated[str | None, Field(description="Only tags starting with this (e.g. 'project/')")] = None,
@@ -154,26 +167,26 @@ def register(server: DeskServer, service: VaultService) -> None:
         most used first. Pass one as `tag` to list_notes or search_notes."""
         return await indexed(ctx, partial(service.list_note_tags, prefix=prefix, limit=limit))
 
-    @server.tool("get_links", annotations=READ_ONLY)
+    @server.tool("get_links", annotations=READ_ONLY, toolset="browse")
     async def get_links(ctx: Context, path: NotePath) -> LinkList:
         """A note's outgoing links ([[wikilinks]], [[note|alias]], [[note#heading]], embeds and
         Markdown links to .md files), each with the note it resolves to (null when missing)."""
         return await indexed(ctx, partial(service.get_links, path))
 
-    @server.tool("get_backlinks", annotations=READ_ONLY)
+    @server.tool("get_backlinks", annotations=READ_ONLY, toolset="browse")
     async def get_backlinks(ctx: Context, path: NotePath) -> BacklinkList:
         """Notes that link to this note, with the line of each link, resolved the way Obsidian does
         (exact path, then same folder, then the shortest path with that name)."""
         return await indexed(ctx, partial(service.get_backlinks, path))
 
-    @server.tool("vault_status", annotations=READ_ONLY)
+    @server.tool("vault_status", annotations=READ_ONLY, toolset="browse")
     async def vault_status(ctx: Context) -> VaultStatus:
         """The vault folder in use, how many notes are indexed (and `indexing` progress during a first
         index), whether edits on disk are watched, and whether the vault is read-only. Call this first
         when other tools fail."""
         return await indexed(ctx, service.status)
 
-    if service.read_only:
+    if service.settings.read_only:
         return
 
     @server.tool("write_note", annotations=writes(destructive=True, idempotent=True))
@@ -196,7 +209,7 @@ def register(server: DeskServer, service: VaultService) -> None:
         """
         return service.write_note(path, body, frontmatter, expected_hash=expected_hash, overwrite=overwrite)
 
-    @server.tool("append_note", annotations=writes(destructive=False, idempotent=False))
+    @server.tool("append_note", annotations=writes(destructive=False, idempotent=False), toolset="edit")
     def append_note(
         path: NotePath,
         text: Annotated[str, Field(description="Markdown to add at the end of the note")],
@@ -206,7 +219,7 @@ def register(server: DeskServer, service: VaultService) -> None:
         """Append text to the end of a note (on a new line); the rest of the note is untouched."""
         return service.append_note(path, text, create=create, expected_hash=expected_hash)
 
-    @server.tool("patch_frontmatter", annotations=writes(destructive=False, idempotent=True))
+    @server.tool("patch_frontmatter", annotations=writes(destructive=False, idempotent=True), toolset="edit")
     def patch_frontmatter(
         path: NotePath,
         key: Annotated[str, Field(min_length=1, description="The frontmatter field to set, e.g. 'status'")],

@@ -49,7 +49,7 @@ from deskmcp.vault.relink import relink
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("deskmcp.vault")
 
 WAIT_BELOW = 500
 """A start-up scan with fewer notes than this to read is waited for (well under a second)."""
@@ -95,6 +95,9 @@ class VaultService:
         meanwhile from what is indexed so far, and says how far indexing is (`indexing`).
         The watcher's thread scans again once it is live, to catch edits made meanwhile.
         """
+        if (problem := self.problem()) is not None:
+            log.warning("%s", problem)
+            return
         self.start_indexing()
         if self.settings.watch and self.watcher is None:
             self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
@@ -156,12 +159,20 @@ class VaultService:
             self.watcher.stop()
             self.watcher = None
 
+    def problem(self) -> str | None:
+        """Why the vault cannot be used (its folder is missing), or None."""
+        if not self.root.is_dir():
+            return f"The vault folder {self.root} does not exist; create it or set VAULT_PATH to your vault."
+        return None
+
     def ensure_fresh(self) -> None:
         """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran).
 
         While the start-up scan runs, nothing waits for it: answers come from what is
         indexed so far.
         """
+        if (problem := self.problem()) is not None:
+            raise NotFound(problem, {"root": str(self.root)})
         if self._first_index.is_set() or self.catalog.progress is not None:
             return
         if self.watcher is not None and self.watcher.running:
@@ -169,6 +180,8 @@ class VaultService:
         self.catalog.scan_if_stale(self.rescan_seconds)
 
     def _require_writable(self) -> None:
+        if (problem := self.problem()) is not None:
+            raise NotFound(problem, {"root": str(self.root)})
         if self.read_only:
             raise PermissionDenied(
                 "The vault is read-only (VAULT_READ_ONLY=1): notes cannot be written, moved or patched.",
@@ -468,8 +481,10 @@ class VaultService:
         key = query_key("search", query, folder, tag, filter)
         offset = decode_cursor(cursor, key)
         hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
+        total = self.catalog.index.count(where=where, params=params, query=query)
         return NoteList(
             notes=[self._match(h) for h in hits[:limit]],
+            total=total,
             next_cursor=page(offset, limit, len(hits), key),
             indexing=self.indexing(),
         )
@@ -503,7 +518,9 @@ class VaultService:
         return BacklinkList(path=rel, backlinks=[Backlink(**link) for link in self.catalog.incoming(rel)])
 
     def status(self) -> VaultStatus:
-        self.ensure_fresh()
+        problem = self.problem()
+        if problem is None:
+            self.ensure_fresh()
         scan = self.catalog.last_scan
         return VaultStatus(
             root=str(self.root),
@@ -514,6 +531,7 @@ class VaultService:
             last_scan_seconds=round(scan.seconds, 3) if scan else None,
             max_note_bytes=self.limit,
             indexing=self.indexing(),
+            problem=problem,
         )
 
 

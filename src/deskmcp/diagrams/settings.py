@@ -1,0 +1,85 @@
+"""Configuration of the diagrams server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+
+
+class DiagramsSettings(WorkspaceSettings):
+    """Environment: `PROJECT_ROOT`, `DIAGRAM_OUT_DIR`, `KROKI_BASE_URL`, `GITHUB_TOKEN`, `GITHUB_API_URL`,
+    `DIAGRAM_RENDER_TIMEOUT`, `DIAGRAM_RENDER_MEMORY_MB`, `DIAGRAM_MAX_PNG_PIXELS`, `GIT_CACHE_TTL`,
+    `DIAGRAMS_HTTP_TIMEOUT`, `DIAGRAMS_MAX_WAIT`, plus the workspace's (`MAX_FILE_CHARS` bounds reads)."""
+
+    project_root: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("project_root", "PROJECT_ROOT"),
+        description="Folder the local source reads (default: <workspace>/project, created when missing).",
+    )
+    out_dir: Path = Field(
+        default=Path("diagrams"),
+        validation_alias=env_alias("out_dir", "DIAGRAM_OUT_DIR"),
+        description="Where render_mermaid saves images: a folder inside PROJECT_ROOT (relative to it).",
+    )
+    kroki_base_url: str | None = Field(
+        default=None,
+        validation_alias=env_alias("kroki_base_url", "KROKI_BASE_URL"),
+        description="Render through Kroki (e.g. https://kroki.io or a self-hosted one) instead of offline.",
+    )
+    github_token: str | None = Field(
+        default=None,
+        validation_alias=env_alias("github_token", "GITHUB_TOKEN"),
+        description="GitHub token (optional; raises the rate limit and reaches private repositories).",
+    )
+    github_api_url: str = Field(
+        default="https://api.github.com",
+        validation_alias=env_alias("github_api_url", "GITHUB_API_URL"),
+        description="GitHub REST API base (GitHub Enterprise: https://HOST/api/v3).",
+    )
+    render_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=env_alias("render_timeout", "DIAGRAM_RENDER_TIMEOUT"),
+        description="Seconds one render may take before it is stopped with a timeout error.",
+    )
+    render_memory_mb: int = Field(
+        default=2048,
+        ge=256,
+        validation_alias=env_alias("render_memory_mb", "DIAGRAM_RENDER_MEMORY_MB"),
+        description="Address-space limit of the render worker process, in MiB.",
+    )
+    max_png_pixels: int = Field(
+        default=16_000_000,
+        ge=10_000,
+        validation_alias=env_alias("max_png_pixels", "DIAGRAM_MAX_PNG_PIXELS"),
+        description="Largest PNG (width x height); bigger diagrams are scaled down to fit.",
+    )
+    git_cache_ttl: float = Field(
+        default=300.0,
+        ge=0,
+        validation_alias=env_alias("git_cache_ttl", "GIT_CACHE_TTL"),
+        description="Seconds a cloned remote repository is used before it is fetched again.",
+    )
+    http_timeout: float = Field(
+        default=20.0,
+        gt=0,
+        validation_alias=env_alias("http_timeout", "DIAGRAMS_HTTP_TIMEOUT"),
+        description="Seconds to wait for GitHub or Kroki to answer one request.",
+    )
+    max_wait: float = Field(
+        default=30.0,
+        ge=0,
+        validation_alias=env_alias("max_wait", "DIAGRAMS_MAX_WAIT"),
+        description="Longest wait for a rate limit before answering rate_limited instead.",
+    )
+
+    @property
+    def root(self) -> Path:
+        return self.project_root or self.workspace / "project"
+
+    @property
+    def git_cache(self) -> Path:
+        return self.workspace / ".deskmcp" / "git"

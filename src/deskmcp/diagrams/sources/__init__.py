@@ -1,0 +1,1 @@
+"""Sources of project files: the contract, the factory and the backends (local, git, github)."""

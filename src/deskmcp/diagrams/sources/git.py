@@ -1,0 +1,262 @@
+"""The git source: any repository, read from its object store at a ref, never checked out.
+
+A repository is either a folder inside the project (`.` for the project itself) or a clone URL.
+Remote repositories are cloned bare under the workspace once and fetched again when older than
+`GIT_CACHE_TTL`; the working folder of a local repository is never touched. Pure Python (dulwich).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import shutil
+import stat
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+from urllib.parse import urlsplit, urlunsplit
+
+from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, PermissionDenied, Timeout
+from deskmcp.core.paths import is_within, safe_join
+from deskmcp.core.policies import SYSTEM_CLOCK, Clock, TTLCache
+from deskmcp.diagrams.sources.contract import FileInfo
+
+if TYPE_CHECKING:
+    from dulwich.repo import Repo
+
+    from deskmcp.diagrams.settings import DiagramsSettings
+
+_REMOTE = re.compile(r"^(?:https?|git|ssh)://|^[\w.-]+@[\w.-]+:")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def is_remote(repo: str) -> bool:
+    return bool(_REMOTE.match(repo.strip()))
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials, for messages and labels."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return url
+
+
+def _remote_failure(url: str, exc: Exception) -> Exception:
+    from dulwich.errors import HangupException, NotGitRepository
+
+    shown = public_url(url)
+    if isinstance(exc, TimeoutError):
+        return Timeout(f"Cloning or fetching {shown} timed out; try again later.", {"repo": shown})
+    if isinstance(exc, NotGitRepository):
+        return NotFound(f"{shown} is not a git repository (or needs credentials).", {"repo": shown})
+    if isinstance(exc, HangupException):
+        return ExternalServiceError(f"{shown} hung up during the transfer; try again later.", {"repo": shown})
+    return ExternalServiceError(f"Could not clone or fetch {shown}: {exc}.", {"repo": shown})
+
+
+class GitRepositories:
+    """Opens repositories (project folders or cached clones) and remembers their listings."""
+
+    def __init__(self, settings: DiagramsSettings, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.settings = settings
+        self.cache_dir = settings.git_cache
+        self.ttl = settings.git_cache_ttl
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._fetched: dict[str, float] = {}
+        self._listings: TTLCache[tuple[str, str], list[FileInfo]] = TTLCache(3600, max_entries=8, clock=clock)
+
+    def open(self, repo: str, ref: str | None) -> GitSource:
+        from dulwich.errors import NotGitRepository
+        from dulwich.repo import Repo
+
+        if is_remote(repo):
+            path = self._clone(repo.strip())
+            label = public_url(repo.strip())
+            remote = True
+        else:
+            path = safe_join(self.settings.root, repo, allow_root=True)
+            label = repo if repo not in ("", ".") else "."
+            remote = False
+            if not path.is_dir():
+                raise NotFound(f"No folder {repo!r} in the project.", {"repo": repo})
+        try:
+            handle = Repo(str(path))
+        except NotGitRepository as exc:
+            raise NotFound(
+                f"{label!r} is not a git repository. Pass a folder holding one, or a clone URL.", {"repo": repo}
+            ) from exc
+        if not remote:
+            # a `.git` file or symlink may point anywhere: the repository itself must be in the project
+            root = self.settings.root.resolve()
+            for folder in (handle.controldir(), handle.commondir()):
+                if not is_within(root, Path(folder).resolve()):
+                    handle.close()
+                    raise PermissionDenied(
+                        f"The repository of {label!r} is stored outside the project; it is not read.", {"repo": repo}
+                    )
+        try:
+            return GitSource(self, handle, str(path), label, ref, remote=remote)
+        except BaseException:
+            handle.close()
+            raise
+
+    def _clone(self, url: str) -> Path:
+        from dulwich import porcelain
+        from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+
+        target = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:20]
+        with self._lock:
+            now = self.clock.monotonic()
+            sink = io.BytesIO()
+            try:
+                if not (target / "objects").is_dir():
+                    self.cache_dir.mkdir(parents=True, exist_ok=True)
+                    staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.cache_dir))
+                    try:
+                        porcelain.clone(url, str(staging), bare=True, checkout=False, errstream=sink).close()
+                        if target.exists():
+                            shutil.rmtree(target)
+                        staging.replace(target)
+                    finally:
+                        if staging.exists():
+                            shutil.rmtree(staging, ignore_errors=True)
+                    self._fetched[url] = now
+                elif now - self._fetched.get(url, -float("inf")) >= self.ttl:
+                    result = porcelain.fetch(str(target), url, errstream=sink, outstream=io.StringIO(), quiet=True)
+                    _store_remote_refs(target, result.refs)
+                    self._fetched[url] = now
+            except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
+                raise _remote_failure(url, exc) from exc
+        return target
+
+    def listing(self, key: tuple[str, str], compute: Any) -> list[FileInfo]:
+        return self._listings.get_or_set(key, compute)
+
+
+def _store_remote_refs(target: Path, refs: Any) -> None:
+    """Record what the remote's branches and tags point at now (a fetch by URL leaves refs alone)."""
+    from dulwich.refs import Ref
+    from dulwich.repo import Repo
+
+    with Repo(str(target)) as repo:
+        for name, sha in dict(refs or {}).items():
+            if sha is None or not isinstance(name, bytes):
+                continue
+            if name.startswith(b"refs/heads/"):
+                repo.refs[Ref(b"refs/remotes/origin/" + name.removeprefix(b"refs/heads/"))] = sha
+            elif name.startswith(b"refs/tags/") and not name.endswith(b"^{}"):
+                repo.refs[Ref(name)] = sha
+
+
+def _resolve(repo: Repo, ref: str | None, *, remote: bool) -> bytes:
+    """The commit id `ref` names: branch, tag, remote branch, or (abbreviated) commit id."""
+    from dulwich.objects import Commit, ObjectID, Tag
+    from dulwich.refs import Ref
+
+    names: list[bytes] = []
+    if ref is None:
+        head = repo.refs.read_ref(Ref(b"HEAD"))
+        if remote and head and head.startswith(b"ref: refs/heads/"):
+            names.append(b"refs/remotes/origin/" + head.removeprefix(b"ref: refs/heads/"))
+        names.append(b"HEAD")
+    else:
+        raw = ref.encode()
+        if remote:
+            names.append(b"refs/remotes/origin/" + raw)
+        names += [raw, b"refs/heads/" + raw, b"refs/tags/" + raw, b"refs/remotes/" + raw]
+    for name in names:
+        try:
+            sha = repo.refs[Ref(name)]
+        except KeyError:
+            continue
+        obj = repo[sha]
+        while isinstance(obj, Tag):
+            obj = repo[obj.object[1]]
+        if isinstance(obj, Commit):
+            return obj.id
+    if ref is not None and re.fullmatch(r"[0-9a-fA-F]{4,40}", ref):
+        wanted = ObjectID(ref.lower().encode())
+        if _SHA.match(ref.lower()) and repo.object_store.contains_loose(wanted) | repo.object_store.contains_packed(
+            wanted
+        ):
+            obj = repo[wanted]
+            if isinstance(obj, Commit):
+                return obj.id
+        matches = [sha for sha in repo.object_store if sha.startswith(wanted)]
+        commits = [sha for sha in matches if isinstance(repo[sha], Commit)]
+        if len(commits) == 1:
+            return commits[0]
+        if len(commits) > 1:
+            raise BadRequest(f"The commit id {ref!r} is ambiguous; give more digits.", {"ref": ref})
+    if ref is None:
+        raise NotFound("The repository has no commits yet.", {})
+    raise NotFound(f"No branch, tag or commit {ref!r}. Omit ref for the current HEAD.", {"ref": ref})
+
+
+class GitSource:
+    kind: str = "git"
+
+    def __init__(
+        self, repos: GitRepositories, repo: Repo, path: str, label: str, ref: str | None, *, remote: bool
+    ) -> None:
+        self.repos = repos
+        self.repo = repo
+        self.path = path
+        commit_id = _resolve(repo, ref, remote=remote)
+        self.ref: str | None = commit_id.decode()
+        self.label = f"git:{label}@{ref or 'HEAD'}"
+        self._tree = repo[commit_id].tree  # type: ignore[attr-defined]
+
+    def _lookup(self, path: str) -> tuple[int, bytes] | None:
+        from dulwich.object_store import tree_lookup_path
+
+        try:
+            mode, sha = tree_lookup_path(self.repo.object_store.__getitem__, self._tree, path.encode())
+        except (KeyError, NotADirectoryError):
+            return None
+        return mode, sha
+
+    def _files(self) -> list[FileInfo]:
+        from dulwich.object_store import iter_tree_contents
+
+        out: list[FileInfo] = []
+        for entry in iter_tree_contents(self.repo.object_store, self._tree):
+            if entry.path is None or entry.mode is None or stat.S_ISDIR(entry.mode) or entry.mode == 0o160000:
+                continue  # 0o160000: a submodule, another repository
+            out.append(FileInfo(entry.path.decode("utf-8", "replace")))
+        return out
+
+    def walk(self, root: str, *, include_ignored: bool) -> list[FileInfo]:
+        try:
+            if root:
+                found = self._lookup(root)
+                if found is None:
+                    raise NotFound(f"No folder {root!r} at {self.ref}. Call list_files with root='.'.", {"root": root})
+                if not stat.S_ISDIR(found[0]):
+                    raise BadRequest(f"{root!r} is a file, not a folder; read it with read_file.", {"root": root})
+            assert self.ref is not None
+            return self.repos.listing((self.path, self.ref), self._files)
+        finally:
+            self.repo.close()
+
+    def open(self, path: str) -> tuple[BinaryIO, int | None]:
+        try:
+            found = self._lookup(path)
+            if found is None:
+                raise NotFound(f"No file {path!r} at {self.ref}. Call list_files for valid paths.", {"path": path})
+            mode, sha = found
+            if stat.S_ISDIR(mode):
+                raise BadRequest(f"{path!r} is a folder; list it with list_files(root={path!r}).", {"path": path})
+            if mode == 0o160000:
+                raise BadRequest(f"{path!r} is a submodule (another repository).", {"path": path})
+            data = self.repo[sha].as_raw_string()
+        finally:
+            self.repo.close()
+        return io.BytesIO(data), len(data)

@@ -1,0 +1,88 @@
+"""Shared fixtures of the diagrams tests: a project folder in tmp_path and an MCP client over it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from deskmcp.diagrams.server import Settings, create_server
+from deskmcp.diagrams.service import DiagramsService
+
+ENVIRONMENT = (
+    "PROJECT_ROOT",
+    "DIAGRAM_OUT_DIR",
+    "KROKI_BASE_URL",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
+    "DIAGRAM_RENDER_TIMEOUT",
+    "DIAGRAM_RENDER_MEMORY_MB",
+    "DIAGRAM_MAX_PNG_PIXELS",
+    "GIT_CACHE_TTL",
+    "DIAGRAMS_HTTP_TIMEOUT",
+    "DIAGRAMS_MAX_WAIT",
+    "MAX_FILE_CHARS",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_diagrams_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from the tests alone, not from the environment of whoever runs them."""
+    for name in ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def settings_for(tmp_path: Path) -> Callable[..., Settings]:
+    def build(root: Path, **overrides: Any) -> Settings:
+        return Settings(workspace=tmp_path / "ws", project_root=root, **overrides)
+
+    return build
+
+
+Connect = Callable[..., Client]
+
+
+@pytest.fixture
+def connect(project: Path, settings_for: Callable[..., Settings]) -> Connect:
+    """An in-memory client over a fresh server on `project` (enter it after writing the test data)."""
+
+    def build(root: Path | None = None, service: DiagramsService | None = None, **overrides: Any) -> Client:
+        settings = settings_for(root or project, **overrides)
+        return Client(create_server(settings, service))
+
+    return build
+
+
+async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The structured result of a tool call that must succeed."""
+    result = await client.call_tool(name, args or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The taxonomy error body of a tool call that must fail."""
+    result = await client.call_tool(name, args or {})
+    assert result.is_error, result.structured_content
+    text = result.content[0].text  # type: ignore[union-attr]
+    return json.loads(text)
+
+
+def write(root: Path, rel: str, data: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path

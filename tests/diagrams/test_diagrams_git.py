@@ -1,0 +1,175 @@
+"""The git source: repositories the tests create, read at a ref without checkout; remote clones cached."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import pytest
+from dulwich import porcelain
+from dulwich.repo import Repo
+
+from deskmcp.core.policies import ManualClock
+from deskmcp.diagrams.service import DiagramsService
+from deskmcp.diagrams.sources.git import GitRepositories, public_url
+from tests.diagrams.conftest import Connect, call, fail, write
+
+pytestmark = pytest.mark.anyio
+
+WHO = b"Test <test@example.com>"
+
+
+def commit(repo: Path, files: dict[str, str | bytes], message: str) -> str:
+    for rel, data in files.items():
+        write(repo, rel, data)
+    porcelain.add(str(repo), paths=[str(repo / rel) for rel in files])
+    sha = porcelain.commit(str(repo), message.encode(), author=WHO, committer=WHO)
+    return sha.decode()
+
+
+@pytest.fixture
+def history(project: Path) -> dict[str, str]:
+    """The project folder as a repository: v1 (tagged), then a second commit on main."""
+    porcelain.init(str(project))
+    first = commit(project, {"README.md": "first\n", "src/app.py": "print(1)\n", "logo.bin": b"\x00\x01"}, "one")
+    porcelain.tag_create(str(project), b"v1", annotated=True, message=b"v1", author=WHO)
+    second = commit(project, {"README.md": "second\n", "docs/guide.md": "guide\n"}, "two")
+    # the working folder differs from every commit: the git source must not read it
+    write(project, "README.md", "uncommitted edit\n")
+    write(project, "scratch.txt", "not committed\n")
+    return {"first": first, "second": second}
+
+
+async def test_list_files_reads_the_repository_at_head_not_the_working_folder(
+    connect: Connect, history: dict[str, str]
+) -> None:
+    async with connect() as client:
+        listed = await call(client, "list_files", {"source": "git"})
+        text = await call(client, "read_file", {"source": "git", "path": "README.md"})
+    assert [f["path"] for f in listed["files"]] == ["README.md", "docs/guide.md", "logo.bin", "src/app.py"]
+    assert listed["ref"] == history["second"]
+    assert text["content"] == "second\n"
+
+
+async def test_git_source_reads_any_ref_branch_tag_or_commit(
+    connect: Connect, project: Path, history: dict[str, str]
+) -> None:
+    porcelain.branch_create(str(project), "old", objectish=history["first"])
+    current = porcelain.active_branch(str(project)).decode()
+    async with connect() as client:
+        by_tag = await call(client, "read_file", {"source": "git", "path": "README.md", "ref": "v1"})
+        by_branch = await call(client, "list_files", {"source": "git", "ref": "old"})
+        by_short_sha = await call(
+            client, "read_file", {"source": "git", "path": "README.md", "ref": history["first"][:8]}
+        )
+        binary = await call(client, "read_file", {"source": "git", "path": "logo.bin", "ref": "v1"})
+        missing_ref = await fail(client, "list_files", {"source": "git", "ref": "nope"})
+        missing_file = await fail(client, "read_file", {"source": "git", "path": "docs/guide.md", "ref": "v1"})
+        folder = await fail(client, "read_file", {"source": "git", "path": "src"})
+        sub = await call(client, "list_files", {"source": "git", "root": "src", "ref": current})
+    assert by_tag["content"] == "first\n"
+    assert by_tag["ref"] == history["first"]
+    assert [f["path"] for f in by_branch["files"]] == ["README.md", "logo.bin", "src/app.py"]
+    assert by_short_sha["content"] == "first\n"
+    assert binary["binary"] is True
+    assert missing_ref["error"] == "not_found"
+    assert missing_file["error"] == "not_found"
+    assert folder["error"] == "bad_request"
+    assert [f["path"] for f in sub["files"]] == ["src/app.py"]
+
+
+async def test_git_source_opens_a_repository_in_a_project_folder_and_refuses_escapes(
+    connect: Connect, project: Path, tmp_path: Path
+) -> None:
+    inner = project / "libs" / "inner"
+    inner.mkdir(parents=True)
+    porcelain.init(str(inner))
+    commit(inner, {"x.py": "x = 1\n"}, "inner")
+    write(project, "plain/a.txt", "a")
+    async with connect() as client:
+        listed = await call(client, "list_files", {"source": "git", "repo": "libs/inner"})
+        not_repo = await fail(client, "list_files", {"source": "git", "repo": "plain"})
+        outside = await fail(client, "list_files", {"source": "git", "repo": str(tmp_path)})
+        traversal = await fail(client, "list_files", {"source": "git", "repo": "../"})
+    assert [f["path"] for f in listed["files"]] == ["x.py"]
+    assert not_repo["error"] == "not_found"
+    assert outside["error"] == "permission_denied"
+    assert traversal["error"] == "permission_denied"
+
+
+async def test_git_source_rejects_a_gitfile_pointing_outside_the_project(
+    connect: Connect, project: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    porcelain.init(str(elsewhere))
+    commit(elsewhere, {"secret.txt": "top secret\n"}, "private")
+    write(project, "decoy/.git", f"gitdir: {elsewhere / '.git'}\n")
+    async with connect() as client:
+        error = await fail(client, "read_file", {"source": "git", "repo": "decoy", "path": "secret.txt"})
+    assert error["error"] == "permission_denied"
+    assert "top secret" not in str(error)
+
+
+def test_public_url_hides_credentials() -> None:
+    assert public_url("https://user:tok@example.com:8443/a/b.git") == "https://example.com:8443/a/b.git"
+    assert public_url("https://example.com/a.git") == "https://example.com/a.git"
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A repository served over git's smart HTTP protocol on loopback."""
+    from dulwich.server import DictBackend
+    from dulwich.web import make_wsgi_chain
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    porcelain.init(str(origin))
+    commit(origin, {"main.py": "v = 1\n"}, "first")
+    app = make_wsgi_chain(DictBackend({b"/": Repo(str(origin))}))
+    server: WSGIServer = make_server("127.0.0.1", 0, app, handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", origin
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_remote_repository_is_cloned_once_and_fetched_again_after_the_ttl(
+    connect: Connect, settings_for: Any, project: Path, remote: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, origin = remote
+    clock = ManualClock()
+    settings = settings_for(project, git_cache_ttl=300)
+    repos = GitRepositories(settings, clock=clock)
+    async with connect(service=DiagramsService(settings, git=repos)) as client:
+        first = await call(client, "read_file", {"source": "git", "repo": url, "path": "main.py"})
+        commit(origin, {"main.py": "v = 2\n"}, "second")
+        cached = await call(client, "read_file", {"source": "git", "repo": url, "path": "main.py"})
+        clock.advance(301)
+        fresh = await call(client, "read_file", {"source": "git", "repo": url, "path": "main.py"})
+        listed = await call(client, "list_files", {"source": "git", "repo": url})
+    assert first["content"] == "v = 1\n"
+    assert cached["content"] == "v = 1\n"  # within the TTL: the cached clone answers
+    assert fresh["content"] == "v = 2\n"
+    assert [f["path"] for f in listed["files"]] == ["main.py"]
+    clones = list(settings.git_cache.iterdir())
+    assert len(clones) == 1 and (clones[0] / "objects").is_dir()
+    assert not (clones[0] / "main.py").exists()  # bare: nothing checked out
+
+
+async def test_an_unreachable_remote_is_an_external_service_error(connect: Connect) -> None:
+    async with connect() as client:
+        error = await fail(client, "list_files", {"source": "git", "repo": "http://127.0.0.1:9/nothing.git"})
+    assert error["error"] in ("external_service_error", "not_found")
+    assert "127.0.0.1:9" in error["message"]

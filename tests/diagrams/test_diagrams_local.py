@@ -1,0 +1,235 @@
+"""list_files and read_file over the local source, through the in-memory client."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from deskmcp.diagrams.sources.contract import glob_regex
+from tests.diagrams.conftest import Connect, call, fail, write
+
+pytestmark = pytest.mark.anyio
+
+
+def _tree(root: Path) -> None:
+    write(root, "README.md", "# Demo\n")
+    write(root, "src/app/main.py", "print('hi')\n")
+    write(root, "src/app/util.py", "x = 1\n")
+    write(root, "src/lib/core.ts", "export {}\n")
+    write(root, "docs/guide.md", "guide\n")
+
+
+async def test_list_files_returns_sorted_forward_slash_paths_relative_to_the_project(
+    connect: Connect, project: Path
+) -> None:
+    _tree(project)
+    async with connect() as client:
+        listed = await call(client, "list_files")
+    paths = [f["path"] for f in listed["files"]]
+    assert paths == ["README.md", "docs/guide.md", "src/app/main.py", "src/app/util.py", "src/lib/core.ts"]
+    assert listed["total"] == 5
+    assert listed["files"][0] == {"path": "README.md", "type": "file", "size": 7}
+    assert listed["next_cursor"] is None
+
+
+async def test_list_files_applies_root_glob_and_recursive_the_same_way(connect: Connect, project: Path) -> None:
+    _tree(project)
+    async with connect() as client:
+        py = await call(client, "list_files", {"root": "src", "glob": "**/*.py"})
+        assert [f["path"] for f in py["files"]] == ["src/app/main.py", "src/app/util.py"]
+        by_name = await call(client, "list_files", {"glob": "*.md"})
+        assert [f["path"] for f in by_name["files"]] == ["README.md", "docs/guide.md"]
+        anchored = await call(client, "list_files", {"root": "./src/", "glob": "app/*"})
+        assert [f["path"] for f in anchored["files"]] == ["src/app/main.py", "src/app/util.py"]
+        flat = await call(client, "list_files", {"recursive": False})
+        assert [(f["path"], f["type"]) for f in flat["files"]] == [
+            ("README.md", "file"),
+            ("docs", "dir"),
+            ("src", "dir"),
+        ]
+        braces = await call(client, "list_files", {"glob": "**/*.{py,ts}"})
+        assert braces["total"] == 3
+
+
+def test_glob_double_star_matches_zero_or_more_folders() -> None:
+    assert glob_regex("**/*.py").match("a.py")
+    assert glob_regex("**/*.py").match("a/b/c.py")
+    assert glob_regex("src/**/x.py").match("src/x.py")
+    assert glob_regex("src/**/x.py").match("src/a/b/x.py")
+    assert not glob_regex("src/*.py").match("src/a/x.py")
+    assert glob_regex("docs/**").match("docs/a/b.md")
+    assert glob_regex("file?.txt").match("file1.txt")
+    assert not glob_regex("[!a]*.txt").match("abc.txt")
+
+
+async def test_list_files_pages_through_a_large_folder_with_cursors(connect: Connect, project: Path) -> None:
+    for i in range(25):
+        write(project, f"f/{i:03}.txt", "x")
+    seen: list[str] = []
+    async with connect() as client:
+        cursor = None
+        while True:
+            args: dict[str, object] = {"limit": 10}
+            if cursor:
+                args["cursor"] = cursor
+            page = await call(client, "list_files", args)
+            assert page["total"] == 25
+            seen += [f["path"] for f in page["files"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        error = await fail(client, "list_files", {"glob": "*.md", "cursor": page_cursor_of(seen)})
+    assert seen == [f"f/{i:03}.txt" for i in range(25)]
+    assert error["error"] == "bad_request"
+
+
+def page_cursor_of(_seen: list[str]) -> str:
+    from deskmcp.core.pagination import encode_cursor
+
+    return encode_cursor(10, "another-query")
+
+
+async def test_list_files_leaves_out_git_folder_and_gitignored_paths(connect: Connect, project: Path) -> None:
+    write(project, ".git/HEAD", "ref: refs/heads/main\n")
+    write(project, ".gitignore", "build/\n*.log\n!keep.log\n")
+    write(project, "build/out.js", "x")
+    write(project, "a.log", "x")
+    write(project, "keep.log", "x")
+    write(project, "src/.gitignore", "generated.py\n")
+    write(project, "src/generated.py", "x")
+    write(project, "src/main.py", "x")
+    async with connect() as client:
+        listed = await call(client, "list_files")
+        everything = await call(client, "list_files", {"include_ignored": True})
+        in_src = await call(client, "list_files", {"root": "src"})
+    assert [f["path"] for f in listed["files"]] == [".gitignore", "keep.log", "src/.gitignore", "src/main.py"]
+    assert "build/out.js" in [f["path"] for f in everything["files"]]
+    assert "src/generated.py" in [f["path"] for f in everything["files"]]
+    assert not any(f["path"].startswith(".git/") for f in everything["files"])
+    assert [f["path"] for f in in_src["files"]] == ["src/.gitignore", "src/main.py"]
+
+
+async def test_list_files_reports_a_missing_root_as_not_found(connect: Connect, project: Path) -> None:
+    write(project, "a.txt", "x")
+    async with connect() as client:
+        missing = await fail(client, "list_files", {"root": "nope"})
+        a_file = await fail(client, "list_files", {"root": "a.txt"})
+    assert missing["error"] == "not_found"
+    assert a_file["error"] == "bad_request"
+
+
+async def test_list_files_rejects_traversal_and_absolute_roots(connect: Connect) -> None:
+    async with connect() as client:
+        assert (await fail(client, "list_files", {"root": "../"}))["error"] == "permission_denied"
+        assert (await fail(client, "list_files", {"root": "/etc"}))["error"] == "permission_denied"
+
+
+async def test_list_files_skips_symlinks_that_leave_the_project(
+    connect: Connect, project: Path, tmp_path: Path
+) -> None:
+    outside = write(tmp_path, "secret.txt", "top secret")
+    write(project, "inside.txt", "ok")
+    os.symlink(outside, project / "leak.txt")
+    os.symlink(project / "inside.txt", project / "alias.txt")
+    async with connect() as client:
+        listed = await call(client, "list_files")
+    assert [f["path"] for f in listed["files"]] == ["alias.txt", "inside.txt"]
+
+
+async def test_read_file_returns_text_with_line_numbers(connect: Connect, project: Path) -> None:
+    write(project, "src/a.py", "one\ntwo\nthree\n")
+    async with connect() as client:
+        whole = await call(client, "read_file", {"path": "src/a.py"})
+        part = await call(client, "read_file", {"path": "./src//a.py", "start_line": 2, "end_line": 2})
+        tail = await call(client, "read_file", {"path": "src\\a.py", "start_line": 3})
+    assert whole["content"] == "one\ntwo\nthree\n"
+    assert whole["truncated"] is False
+    assert whole["end_line"] == 3
+    assert whole["size"] == 14
+    assert part["content"] == "two\n"
+    assert part["path"] == "src/a.py"
+    assert tail["content"] == "three\n"
+
+
+async def test_read_file_cuts_at_max_chars_and_says_where_to_read_on(connect: Connect, project: Path) -> None:
+    write(project, "big.txt", "".join(f"line {i}\n" for i in range(1, 2001)))
+    async with connect(max_chars=1000) as client:
+        capped = await call(client, "read_file", {"path": "big.txt", "max_chars": 50_000})
+        small = await call(client, "read_file", {"path": "big.txt", "max_chars": 20})
+        later = await call(client, "read_file", {"path": "big.txt", "start_line": 1999})
+    assert len(capped["content"]) == 1000
+    assert capped["truncated"] is True
+    assert small["content"] == "line 1\nline 2\nline 3"
+    assert small["end_line"] == 3
+    assert later["content"] == "line 1999\nline 2000\n"
+    assert later["truncated"] is False
+
+
+async def test_read_file_reports_binary_files_instead_of_decoding_them(connect: Connect, project: Path) -> None:
+    write(project, "logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    write(project, "latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"))
+    async with connect() as client:
+        png = await call(client, "read_file", {"path": "logo.png"})
+        latin = await call(client, "read_file", {"path": "latin1.txt"})
+    assert png["binary"] is True
+    assert png["content"] == ""
+    assert png["size"] == 16 + 256
+    assert latin["binary"] is True
+
+
+async def test_read_file_keeps_multibyte_text_whole_across_chunks(connect: Connect, project: Path) -> None:
+    text = "é€😀\r\n" * 20_000
+    write(project, "u.txt", text)
+    async with connect() as client:
+        read = await call(client, "read_file", {"path": "u.txt", "start_line": 19_999})
+    assert read["content"] == "é€😀\r\n" * 2
+    assert read["binary"] is False
+
+
+async def test_read_file_reports_missing_files_and_folders(connect: Connect, project: Path) -> None:
+    write(project, "src/a.py", "x")
+    async with connect() as client:
+        missing = await fail(client, "read_file", {"path": "src/b.py"})
+        folder = await fail(client, "read_file", {"path": "src"})
+        bad_range = await fail(client, "read_file", {"path": "src/a.py", "start_line": 5, "end_line": 2})
+    assert missing["error"] == "not_found"
+    assert "list_files" in missing["message"]
+    assert folder["error"] == "bad_request"
+    assert bad_range["error"] == "bad_request"
+
+
+async def test_read_file_rejects_traversal_absolute_and_nul_paths(connect: Connect, project: Path) -> None:
+    async with connect() as client:
+        for path in ("../secret.txt", "src/../../secret.txt", "/etc/passwd", "C:/Windows/win.ini", "a\x00b"):
+            error = await fail(client, "read_file", {"path": path})
+            assert error["error"] == "permission_denied", path
+
+
+async def test_read_file_rejects_symlink_escape(connect: Connect, project: Path, tmp_path: Path) -> None:
+    write(tmp_path, "secret.txt", "top secret")
+    os.symlink(tmp_path / "secret.txt", project / "leak.txt")
+    os.symlink(tmp_path, project / "outside")
+    async with connect() as client:
+        for path in ("leak.txt", "outside/secret.txt"):
+            error = await fail(client, "read_file", {"path": path})
+            assert error["error"] == "permission_denied"
+            assert "top secret" not in str(error)
+
+
+async def test_absolute_paths_inside_the_project_name_the_same_file(connect: Connect, project: Path) -> None:
+    write(project, "src/a.py", "x = 1\n")
+    async with connect() as client:
+        read = await call(client, "read_file", {"path": str(project / "src" / "a.py")})
+        listed = await call(client, "list_files", {"root": str(project / "src")})
+    assert read["path"] == "src/a.py"
+    assert [f["path"] for f in listed["files"]] == ["src/a.py"]
+
+
+async def test_local_source_refuses_repo_and_ref(connect: Connect) -> None:
+    async with connect() as client:
+        error = await fail(client, "list_files", {"ref": "main"})
+        unknown = await fail(client, "list_files", {"source": "ftp"})
+    assert error["error"] == "bad_request"
+    assert unknown["error"] == "bad_request"

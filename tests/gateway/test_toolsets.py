@@ -1,0 +1,108 @@
+"""Toolsets across the composed servers: the default list fits the token budget and keeps every
+specified tool; configuration and the CLI choose what a client sees; describing writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from deskmcp.cli import app
+from deskmcp.gateway import compose
+from deskmcp.servers import SERVERS
+from deskmcp.toolcost import TOKEN_BUDGET, measure
+
+runner = CliRunner()
+
+SPECIFIED_TOOLS = {
+    "meetings": {
+        "granola.meetings.list",
+        "granola.meetings.get",
+        "granola.meetings.search",
+        "granola.meetings.export_markdown",
+        "granola.meetings.stats",
+        "granola.cache.status",
+    },
+    "vault": {"read_note", "write_note", "list_notes", "move_note", "search_notes"},
+    "documents": {"index_document", "create_note", "search_documents", "extract_metadata"},
+}
+
+
+def listed_names(**kwargs: object) -> set[str]:
+    server = compose(keep_unavailable=True, **kwargs).server  # type: ignore[arg-type]
+    return {t.name for t in anyio.run(server.list_tools)}
+
+
+def test_default_toolsets_hold_every_specified_tool(workspace: Path) -> None:
+    names = listed_names()
+
+    for server, tools in SPECIFIED_TOOLS.items():
+        if server in SERVERS:
+            assert tools <= names, f"{server}: {sorted(tools - names)} missing from the default toolsets"
+
+
+def test_serve_all_with_default_toolsets_fits_the_token_budget(workspace: Path) -> None:
+    rows = measure(workspace=workspace)
+    everything = next(r for r in rows if r.servers == "all" and r.toolsets == "configured")
+    every_tool = next(r for r in rows if r.servers == "all" and r.toolsets == "all")
+
+    assert everything.tokens < TOKEN_BUDGET, everything
+    assert everything.tools < every_tool.tools
+    assert everything.output_schema_chars == 0
+
+
+def test_every_tool_belongs_to_a_declared_toolset(workspace: Path) -> None:
+    server = compose(keep_unavailable=True, toolsets="all").server
+    tools = anyio.run(server.list_tools)
+
+    assert {server.tool_toolsets[t.name] for t in tools} <= set(server.toolsets)
+    assert len(tools) == len(server.tool_toolsets)
+
+
+def test_toolsets_setting_and_option_choose_the_listed_tools(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DESKMCP_TOOLSETS", "vault.browse")
+    assert listed_names() == {"recent_notes", "list_note_tags", "get_links", "get_backlinks", "vault_status"}
+
+    result = runner.invoke(app, ["tools", "--toolsets", "meetings,-meetings.more"])
+    assert result.exit_code == 0, result.output
+    assert {line.split()[0] for line in result.stdout.splitlines()} == SPECIFIED_TOOLS["meetings"]
+    assert all(line.split()[1] == "meetings.read" for line in result.stdout.splitlines())
+
+
+def test_an_unknown_toolset_is_one_clear_line_and_exit_code_2(workspace: Path) -> None:
+    result = runner.invoke(app, ["tools", "--toolsets", "vault.everything"])
+
+    assert result.exit_code == 2
+    assert "Unknown toolset 'vault.everything'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_call_reaches_a_tool_outside_the_default_toolsets(workspace: Path) -> None:
+    result = runner.invoke(app, ["call", "granola.folders.list"])
+
+    assert result.exit_code == 0, result.output
+    assert "folders" in json.loads(result.stdout)
+
+
+def test_tools_stats_prints_the_cost_table(workspace: Path) -> None:
+    result = runner.invoke(app, ["tools", "--stats"])
+
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.stdout.splitlines()[1:-1]]
+    assert {(r[0], r[1]) for r in rows} >= {("all", "configured"), ("all", "all"), ("vault", "all")}
+    assert all(int(r[4]) > 0 for r in rows)
+
+
+def test_describing_tools_writes_nothing_in_the_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "home" / ".local" / "share"
+    before = sorted(p for p in tmp_path.rglob("*"))
+
+    for command in (["tools"], ["tools", "--json"], ["tools", "--stats"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 0, result.output
+
+    assert sorted(p for p in tmp_path.rglob("*")) == before
+    assert not (data / "deskmcp").exists()
