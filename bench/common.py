@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -74,3 +75,76 @@ async def timed_call(client: Client, tool: str, args: dict, *, validate: bool = 
     if result.is_error:
         raise RuntimeError(f"{tool} failed: {result.content}")
     return elapsed
+
+
+def _children(pid: int) -> list[int]:
+    """Children of every thread of `pid` (a worker is often started from a thread)."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            found.extend(int(p) for p in (task / "children").read_text(encoding="utf-8").split())
+        except OSError:
+            continue
+    return found
+
+
+def rss_mb(pid: int) -> float:
+    """Current resident set (VmRSS) of one process, 0 when it is gone (Linux only)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        return 0.0
+    return 0.0
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident set of a process and all its descendants (a worker it started counts too)."""
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        total += rss_mb(current)
+        stack.extend(_children(current))
+    return total
+
+
+class PeakSampler:
+    """Samples the resident set of a process tree every few milliseconds in a thread; `peak`
+    is the largest sum seen. Sampling can miss a spike shorter than the interval."""
+
+    def __init__(self, pid_of: Callable[[], int | None], interval: float = 0.005) -> None:
+        self._pid_of = pid_of
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.peak = 0.0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pid = self._pid_of()
+            if pid is not None:
+                self.peak = max(self.peak, tree_rss_mb(pid))
+            self._stop.wait(self._interval)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def pid_from(pidfile: Path) -> Callable[[], int | None]:
+    def read() -> int | None:
+        try:
+            return int(pidfile.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
+
+    return read

@@ -3,10 +3,16 @@
 For each size (default 1,000, 5,000 and 10,000 meetings with transcripts) it generates a
 Granola cache and measures: index build time (in-process), cold start (spawn to first search
 result) without and with a persisted index, warm search p50/p95 over varied queries,
-list/filter latency, re-index time after one meeting changes, and the server's peak RSS.
+list/filter latency, re-index time after one meeting changes, and memory: the peak RSS of
+the server and any process it starts (sampled), the server's resident set after the first
+index, and the peak while one changed meeting is taken in.
 A bare `MCPServer` hello-world's cold start is measured in the same run for the ratio.
 
     uv run python bench/meetings.py [--sizes 1000,5000,10000] [--rounds 30]
+
+A heavy user's cache (10,000 meetings with full transcripts, about 340 MB as `cache-v3.json`):
+
+    uv run python bench/meetings.py --sizes 10000 --transcript-words 1300 --cache-version 3
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import anyio
 
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench.common import peak_rss_mb, session, stdio_params, summary, timed_call
+from bench.common import PeakSampler, peak_rss_mb, pid_from, session, stdio_params, summary, timed_call, tree_rss_mb
 from deskmcp.demo.meetings import build_state, write_cache
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
@@ -66,14 +72,24 @@ async def cold_start(args: list[str], env: dict[str, str], tool: str, tool_args:
         return (time.perf_counter() - started) * 1000
 
 
-async def bench_size(count: int, rounds: int, work: Path, hello_ms: float) -> None:
+def transcript_range(words: int) -> tuple[int, int] | None:
+    """Segments per transcript for about `words` words each (a generated line is ~11 words)."""
+    if words <= 0:
+        return None
+    mean = max(1, round(words / 11))
+    return max(1, round(mean * 2 / 3)), max(1, round(mean * 4 / 3))
+
+
+async def bench_size(count: int, rounds: int, work: Path, hello_ms: float, words: int, version: int) -> None:
     folder = work / f"m{count}"
     cache_dir = folder / "granola"
-    state = build_state(count, seed=count)
-    path = write_cache(cache_dir / "cache-v6.json", state)
+    segments = transcript_range(words)
+    extra = {"transcript_segments": segments} if segments else {}
+    state = build_state(count, seed=count, **extra)
+    path = write_cache(cache_dir / f"cache-v{version}.json", state, version=version)
     size_mb = path.stat().st_size / 1e6
     env = {"GRANOLA_CACHE_PATH": str(cache_dir), "DESKMCP_WORKSPACE": str(folder / "ws"), "DESKMCP_TIMEZONE": "UTC"}
-    print(f"\n== {count:,} meetings ({size_mb:.1f} MB cache) ==")
+    print(f"\n== {count:,} meetings ({size_mb:.1f} MB cache-v{version}.json) ==")
 
     settings = MeetingsSettings(workspace=folder / "inproc", cache_path=cache_dir, timezone="UTC")
     service = MeetingService(settings)
@@ -84,9 +100,16 @@ async def bench_size(count: int, rounds: int, work: Path, hello_ms: float) -> No
 
     pidfile = folder / "server.pid"
     server_args = ["-m", "deskmcp.cli", "serve", "meetings"]
-    cold_empty = await cold_start(server_args, env, "granola.meetings.search", {"q": "budget"}, pidfile)
+    with PeakSampler(pid_from(pidfile)) as first_peak:
+        started = time.perf_counter()
+        async with session(stdio_params(server_args, env, pidfile)) as client:
+            await timed_call(client, "granola.meetings.search", {"q": "budget"})
+            cold_empty = (time.perf_counter() - started) * 1000
+            pid = pid_from(pidfile)()
+            settled = tree_rss_mb(pid) if pid else float("nan")
     cold_persisted = await cold_start(server_args, env, "granola.meetings.search", {"q": "budget"}, pidfile)
     print(f"cold start, no index yet:        {cold_empty:8.0f} ms (spawn to first search result)")
+    print(f"  peak RSS (server + workers):   {first_peak.peak:8.1f} MB; resident afterwards {settled:.1f} MB")
     print(f"cold start, persisted index:     {cold_persisted:8.0f} ms")
     print(f"bare MCPServer hello-world:      {hello_ms:8.0f} ms  -> difference {cold_persisted - hello_ms:+.0f} ms")
 
@@ -116,19 +139,25 @@ async def bench_size(count: int, rounds: int, work: Path, hello_ms: float) -> No
         # Change one meeting's notes on disk; the next call re-indexes incrementally.
         doc_id = next(iter(state["documents"]))
         state["documents"][doc_id]["notes_markdown"] = "zanzibarian quokka strategy"
-        write_cache(path, state)
-        reindex_ms = await timed_call(client, "granola.meetings.search", {"q": "zanzibarian quokka"})
+        write_cache(path, state, version=version)
+        with PeakSampler(pid_from(pidfile)) as change_peak:
+            reindex_ms = await timed_call(client, "granola.meetings.search", {"q": "zanzibarian quokka"})
         after = await client.call_tool("granola.meetings.search", {"q": "zanzibarian quokka"})
         assert after.structured_content and after.structured_content["items"][0]["id"] == doc_id
         print(f"one meeting changed -> searchable: {reindex_ms:6.0f} ms (re-parse + incremental index)")
+        print(f"  peak RSS meanwhile (server + workers): {change_peak.peak:8.1f} MB")
         rss = peak_rss_mb(pidfile)
-    print(f"server peak RSS:                 {rss:8.1f} MB" if rss else "server peak RSS: n/a")
+    print(f"server peak RSS (VmHWM, server alone, whole run): {rss:8.1f} MB" if rss else "server peak RSS: n/a")
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,5000,10000")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--transcript-words", type=int, default=0, help="about this many words per transcript (default: short ones)"
+    )
+    parser.add_argument("--cache-version", type=int, default=6, choices=(3, 4, 6), help="cache file format")
     opts = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="deskmcp-bench-"))
     try:
@@ -136,7 +165,7 @@ async def main() -> None:
         hello_ms = sorted(hello_runs)[1]
         print(f"bare MCPServer hello-world cold start (median of 3): {hello_ms:.0f} ms")
         for size in (int(s) for s in opts.sizes.split(",")):
-            await bench_size(size, opts.rounds, work, hello_ms)
+            await bench_size(size, opts.rounds, work, hello_ms, opts.transcript_words, opts.cache_version)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

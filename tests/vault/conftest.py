@@ -23,7 +23,14 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True)
 def _no_vault_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings come from the tests alone, not from the environment of whoever runs them."""
-    for name in ("VAULT_PATH", "VAULT_READ_ONLY", "VAULT_MAX_NOTE_BYTES", "VAULT_WATCH", "DESKMCP_INDEX_DIR"):
+    for name in (
+        "VAULT_PATH",
+        "VAULT_READ_ONLY",
+        "VAULT_MAX_NOTE_BYTES",
+        "VAULT_WATCH",
+        "VAULT_INDEX_WORKERS",
+        "DESKMCP_INDEX_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

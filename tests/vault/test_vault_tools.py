@@ -210,7 +210,7 @@ async def test_move_note_moves_creates_folders_and_refuses_to_overwrite(connect:
     write(vault, "b.md", "B\n")
     async with connect() as client:
         moved = await call(client, "move_note", {"source": "a", "destination": "Done/2026/a.md"})
-        assert moved == {"moved": True, "source": "a.md", "destination": "Done/2026/a.md"}
+        assert moved == {"moved": True, "source": "a.md", "destination": "Done/2026/a.md", "updated": []}
         assert not (vault / "a.md").exists()
         assert (vault / "Done/2026/a.md").read_text(encoding="utf-8") == "A\n"
         error = await fail(client, "move_note", {"source": "Done/2026/a.md", "destination": "b.md"})

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from deskmcp.core.dates import iso, parse_timestamp
 from deskmcp.meetings.models import FolderRef, Meeting, Participant, Platform
@@ -218,20 +221,63 @@ def transcript_segments(raw: object) -> list[Segment]:
 _SPEAKERS = {"microphone": "me", "system": "them"}
 
 
+@dataclass(frozen=True)
+class TranscriptDigest:
+    """What the index needs of a transcript: its words, how many final segments it has and
+    when the last one ends. The segments themselves are normalised when they are read."""
+
+    text: str
+    segments: int
+    end: str | None
+
+
+class _Segment(msgspec.Struct):
+    text: str | None = None
+    is_final: bool | None = None
+    end_timestamp: str | int | float | None = None
+    end: str | int | float | None = None
+
+
+_SEGMENT_LIST = msgspec.json.Decoder(list[_Segment])
+
+
+def transcript_digest(raw: bytes | memoryview) -> TranscriptDigest:
+    """The digest of a transcript's raw JSON. A list of segment objects (what Granola writes)
+    is decoded field by field without building the other fields; any other shape goes
+    through `transcript_segments`, with the same result."""
+    try:
+        items = _SEGMENT_LIST.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        try:
+            segments = transcript_segments(msgspec.json.decode(raw))
+        except msgspec.DecodeError:
+            segments = []
+        end = segments[-1]["end"] if segments else None
+        return TranscriptDigest("\n".join(s["text"] for s in segments), len(segments), end)
+    kept = [item for item in items if item.text and item.is_final is not False]
+    texts = [item.text.strip() for item in kept if item.text]
+    if len(texts) != len(kept) or not all(texts):  # blank texts are rare: filter them only then
+        pairs = [(t, item) for t, item in zip(texts, kept, strict=True) if t]
+        texts, kept = [t for t, _ in pairs], [item for _, item in pairs]
+    end = _segment_time(kept[-1].end_timestamp or kept[-1].end)[0] if kept else None
+    return TranscriptDigest("\n".join(texts), len(texts), end)
+
+
 def build_meeting(
     doc_id: str,
     doc: dict[str, Any],
     meta: dict[str, Any],
     panels: dict[str, Any],
-    segments: list[Segment],
+    segment_count: int,
+    transcript_end: str | None,
     folders: list[FolderRef],
 ) -> Meeting:
     event = as_dict(doc.get("google_calendar_event"))
     created = parse_timestamp(doc.get("created_at"))
     start = _event_time(event, "start") or parse_timestamp(meta.get("start_time")) or created
     end = _event_time(event, "end") or parse_timestamp(meta.get("end_time"))
-    if end is None and segments and segments[-1]["end"]:
-        end = parse_timestamp(segments[-1]["end"])
+    if end is None and transcript_end:
+        end = parse_timestamp(transcript_end)
     duration = round((end - start).total_seconds() / 60, 1) if start and end and end > start else None
     links = _links(doc, meta)
     title = text_of(doc.get("title")) or text_of(event.get("summary")) or "(untitled meeting)"
@@ -248,6 +294,6 @@ def build_meeting(
         folders=folders,
         links=links,
         notes=_notes(doc, panels),
-        has_transcript=bool(segments),
-        transcript_segments=len(segments),
+        has_transcript=segment_count > 0,
+        transcript_segments=segment_count,
     )

@@ -22,10 +22,11 @@ from typing import Any
 import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
-from deskmcp.core.errors import BadRequest, NotFound, ParseError
-from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.errors import BadRequest, IOFailure, NotFound, from_payload
+from deskmcp.core.index import ApplyStats, Hit, IndexRecord, IndexSchema, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.meetings import granola_cache
+from deskmcp.meetings import cache_file, granola_cache
+from deskmcp.meetings.cache_file import CacheReadError
 from deskmcp.meetings.filters import GROUPS, Filters, time_bucket
 from deskmcp.meetings.markdown import DEFAULT_SECTIONS, render_markdown
 from deskmcp.meetings.models import (
@@ -46,13 +47,15 @@ from deskmcp.meetings.models import (
     TranscriptOutput,
     TranscriptSegment,
 )
+from deskmcp.meetings.normalize import transcript_segments
 from deskmcp.meetings.settings import MeetingsSettings
+from deskmcp.meetings.worker import WorkerRun, changes
 
 log = logging.getLogger(__name__)
 
 SCHEMA = IndexSchema(
     name="meetings",
-    version=2,
+    version=3,
     text_fields=("title", "participants", "folders", "notes", "transcript"),
     weights=(10.0, 5.0, 3.0, 2.0, 1.0),
     columns=(
@@ -76,49 +79,13 @@ SCHEMA = IndexSchema(
 )
 
 
-def _summary(meeting: Meeting) -> MeetingSummary:
-    return MeetingSummary(
-        id=meeting.id,
-        title=meeting.title,
-        start_ts=meeting.start_ts,
-        platform=meeting.platform,
-        participants=[p.name or p.email or "" for p in meeting.participants],
-        folders=[f.name for f in meeting.folders],
-        has_transcript=meeting.has_transcript,
-    )
-
-
 def _summary_of(hit: Hit) -> MeetingSummary:
     return MeetingSummary.model_validate_json(hit.columns["summary"] or b"{}")
 
 
-def _record(meeting: Meeting, segments: list[dict[str, Any]], fingerprint: str) -> IndexRecord:
-    data = orjson.dumps(meeting.model_dump(mode="json"))
-    transcript = orjson.dumps(segments) if segments else None
-    people = [(p.name, p.name.lower() if p.name else None, p.email) for p in meeting.participants]
-    return IndexRecord(
-        key=meeting.id,
-        fingerprint=fingerprint,
-        texts={
-            "title": meeting.title,
-            "participants": " ".join(f"{p.name or ''} {p.email or ''}" for p in meeting.participants),
-            "folders": " ".join(f.name for f in meeting.folders),
-            "notes": meeting.notes,
-            "transcript": "\n".join(s["text"] for s in segments),
-        },
-        columns={
-            "start_ts": meeting.start_ts,
-            "platform": meeting.platform,
-            "minutes": meeting.duration_minutes,
-            "summary": _summary(meeting).model_dump_json().encode(),
-            "transcript_json": transcript,
-        },
-        data=data,
-        side={
-            "people": people,
-            "folder_members": [(f.id, f.name, f.name.lower()) for f in meeting.folders],
-        },
-    )
+def _segments(raw: bytes | None) -> list[dict[str, Any]]:
+    """A stored transcript (the cache's raw JSON) as normalised segments."""
+    return transcript_segments(orjson.loads(raw)) if raw else []
 
 
 class MeetingService:
@@ -129,6 +96,10 @@ class MeetingService:
         self.index_path = settings.index_folder / "meetings.sqlite3"
         self.index = SearchIndex(self.index_path, SCHEMA)
         self._sync_lock = threading.Lock()
+        self.worker_command: list[str] | None = None
+        """How the worker process is started (default `python -m deskmcp.meetings.worker`)."""
+        self.worker_timeout = 600.0
+        """Seconds a worker may take before it is stopped."""
         self._source = self.index.get_meta("source")
         self._last_sync: float | None = None
         self.zone = resolve_zone(settings.timezone)
@@ -148,7 +119,7 @@ class MeetingService:
     def refresh(self) -> None:
         """Bring the index up to date with the cache file, if the file changed."""
         path = granola_cache.require_location(self.location())
-        fingerprint = _fingerprint(path)
+        fingerprint = cache_file.fingerprint(path)
         if fingerprint == self._source:
             return
         with self._sync_lock:
@@ -157,57 +128,25 @@ class MeetingService:
             self._reindex(path)
 
     def _reindex(self, path: Path) -> None:
-        # Parsing creates millions of small objects; the cyclic GC would rescan them over and
-        # over (2-3x the parse time) although none of them form cycles.
-        with gc_paused():
-            self._reindex_unpaused(path)
-
-    def _reindex_unpaused(self, path: Path) -> None:
         started = time.perf_counter()
         max_bytes = self.settings.max_cache_mb * 1024 * 1024
-        # A file replaced while we read it is read again, so we never index a mix.
-        for attempt in range(3):
-            before = _fingerprint(path)
-            try:
-                state, fmt = granola_cache.load_state(path, max_bytes, lazy=True)
-            except ParseError:
-                if _fingerprint(path) != before and attempt < 2:
-                    continue
-                raise
-            if _fingerprint(path) == before:
-                break
-        else:  # pragma: no cover - the loop breaks or raises
-            raise ParseError(f"{path.name} kept changing while being read; try again.")
-        raws, folders = granola_cache.raw_meetings(state)
         known = self.index.fingerprints()
-        changed: list[IndexRecord] = []
-        live: set[str] = set()
-        for raw in raws:
-            fingerprint = raw.fingerprint()
-            if known.get(raw.id) == fingerprint:
-                live.add(raw.id)
-                continue
-            built = raw.normalize()
-            if built is not None:
-                live.add(raw.id)
-                changed.append(_record(*built, fingerprint))
-        gone = [key for key in known if key not in live]
-        folder_rows = [
-            {"id": f.id, "name": f.name, "description": f.description, "meetings": f.meeting_ids} for f in folders
-        ]
-        stats = self.index.apply(
-            changed,
-            gone,
-            meta={
-                "source": before,
-                "format": fmt,
-                "indexed_at": iso(datetime.now(UTC)) or "",
-                "folders": orjson.dumps(folder_rows).decode(),
-            },
-        )
+        try:
+            if path.stat().st_size >= self.settings.worker_min_mb * 1024 * 1024:
+                with WorkerRun(path, max_bytes, known, command=self.worker_command, timeout=self.worker_timeout) as run:
+                    stats, head = self._apply(run.messages())
+            else:
+                # Parsing creates many small objects; the cyclic GC would rescan them over and
+                # over although none of them form cycles.
+                with gc_paused():
+                    stats, head = self._apply(changes(path, max_bytes, known))
+        except CacheReadError as exc:
+            raise from_payload(exc.payload()) from exc
+        except OSError as exc:
+            raise IOFailure(f"{path.name} could not be read: {exc.strerror}.", {"path": str(path)}) from exc
         # Counted once per change of the file, so the status call stays cheap.
         self.index.set_meta("transcripts", str(self.index.count(where="d.transcript_json IS NOT NULL")))
-        self._source = before
+        self._source = head["source"]
         self._last_sync = time.perf_counter() - started
         log.info(
             "indexed %s: %d added, %d updated, %d removed, %d unchanged in %.2fs",
@@ -215,9 +154,33 @@ class MeetingService:
             stats.added,
             stats.updated,
             stats.deleted,
-            len(live) - len(changed),
+            head["unchanged"],
             self._last_sync,
         )
+
+    def _apply(self, messages: Iterator[tuple[str, dict[str, Any]]]) -> tuple[ApplyStats, dict[str, Any]]:
+        """Apply a stream of changes (see `worker.changes`) in one transaction. The entries are
+        written as they arrive; a stream that fails before `done` rolls everything back."""
+        kind, head = next(messages)
+        if kind != "head":
+            raise CacheReadError("internal_error", f"The cache reader sent {kind!r} before its summary.")
+
+        def entries() -> Iterator[IndexRecord]:
+            for kind, fields in messages:
+                if kind == "entry":
+                    yield IndexRecord(**fields)
+
+        stats = self.index.apply(
+            entries(),
+            head["deletes"],
+            meta={
+                "source": head["source"],
+                "format": head["format"],
+                "indexed_at": iso(datetime.now(UTC)) or "",
+                "folders": orjson.dumps(head["folders"]).decode(),
+            },
+        )
+        return stats, head
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -288,7 +251,7 @@ class MeetingService:
         if start_seconds is not None and end_seconds is not None and end_seconds <= start_seconds:
             raise BadRequest("end_seconds must be after start_seconds.")
         meeting, raw = self._meeting(meeting_id)
-        segments: list[dict[str, Any]] = orjson.loads(raw) if raw else []
+        segments = _segments(raw)
         budget = min(max_chars or self.settings.max_chars, self.settings.max_chars)
         chosen: list[TranscriptSegment] = []
         used = 0
@@ -319,7 +282,7 @@ class MeetingService:
     ) -> ExportMarkdownOutput:
         meeting, raw = self._meeting(meeting_id)
         wanted = list(dict.fromkeys(sections or DEFAULT_SECTIONS))
-        segments = orjson.loads(raw) if raw and "transcript" in wanted else []
+        segments = _segments(raw) if "transcript" in wanted else []
         text = render_markdown(meeting, wanted, segments, self.zone)
         budget = min(max_chars or self.settings.max_chars, self.settings.max_chars)
         truncated = len(text) > budget
@@ -443,13 +406,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _fingerprint(path: Path) -> str:
-    """What identifies one version of the cache file. The inode and ctime catch a file
-    replaced within the same mtime tick at the same size."""
-    st = path.stat()
-    return f"{path}|{st.st_ino}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}"
 
 
 def _check_limit(limit: int) -> None:

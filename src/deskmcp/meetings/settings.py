@@ -10,7 +10,8 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 
 class MeetingsSettings(WorkspaceSettings):
-    """Environment: `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `MAX_FILE_CHARS`, plus the workspace's."""
+    """Environment: `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
+    `MAX_FILE_CHARS`, plus the workspace's."""
 
     cache_path: OptionalPath = Field(
         default=None,
@@ -22,6 +23,12 @@ class MeetingsSettings(WorkspaceSettings):
         ge=1,
         validation_alias=env_alias("max_cache_mb", "GRANOLA_MAX_CACHE_MB"),
         description="Refuse cache files larger than this many MiB.",
+    )
+    worker_min_mb: int = Field(
+        default=32,
+        ge=0,
+        validation_alias=env_alias("worker_min_mb", "GRANOLA_WORKER_MIN_MB"),
+        description="Read caches of at least this many MiB in a short-lived worker process (0: always).",
     )
 
     @property

@@ -9,17 +9,22 @@ refreshed the same way. Side tables hold tags, frontmatter key/values and links 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import posixpath
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.index import ApplyStats, IndexRecord, IndexSchema, SearchIndex
 from deskmcp.vault import links as md
 from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_index, walk
 
@@ -57,7 +62,18 @@ SCHEMA = IndexSchema(
     ),
 )
 
-BATCH = 500
+BATCH = 1000
+"""Notes written per transaction during a scan (each batch is searchable once written)."""
+CHUNK = 100
+"""Notes a worker process reads and parses per task."""
+PARALLEL_MIN = 2000
+"""Fewer notes than this to index are parsed in the scanning thread: starting processes costs more."""
+
+
+@dataclass
+class ScanProgress:
+    done: int = 0
+    total: int = 0
 
 
 @dataclass
@@ -126,6 +142,23 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
     )
 
 
+def read_record(root: Path, rel: str, max_bytes: int) -> IndexRecord | None:
+    """The record of the note at `rel`, None when it is gone or unreadable."""
+    try:
+        data, mtime_ns, size = read_for_index(root / rel, max_bytes)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s for the index: %s", rel, exc)
+        return None
+    return build_record(rel, data, mtime_ns, size)
+
+
+def read_records(root: Path, max_bytes: int, rels: list[str]) -> list[IndexRecord]:
+    """`read_record` for several notes: one task of a worker process."""
+    return [r for rel in rels if (r := read_record(root, rel, max_bytes)) is not None]
+
+
 def parse_filter(text: str | None) -> tuple[str, str] | None:
     """`field:value` (split at the first colon); `field:` matches notes that have the field."""
     if text is None or not text.strip():
@@ -172,47 +205,74 @@ def filter_sql(
 class Catalog:
     """The index of one vault. Thread-safe: one writer at a time, readers in parallel."""
 
-    def __init__(self, root: Path, index_path: Path, max_bytes: int) -> None:
+    def __init__(self, root: Path, index_path: Path, max_bytes: int, *, workers: int = 1) -> None:
         self.root = root
         self.index = SearchIndex(index_path, SCHEMA)
         self.max_bytes = max_bytes
-        self._lock = threading.RLock()
+        self.workers = workers
+        """Processes that read and parse notes when many need indexing (1: in this thread)."""
+        self.parallel_min = PARALLEL_MIN
+        self._lock = threading.RLock()  # one scan at a time
+        self._apply_lock = threading.Lock()  # one write to the index at a time, and `_touched`
+        self._touched: set[str] | None = None
+        self._cancelled = threading.Event()
+        self.progress: ScanProgress | None = None
+        """Set while a full scan runs: notes up to date so far, and notes found."""
         self.last_scan: ScanStats | None = None
         self.last_scan_at: float | None = None
+
+    def cancel(self) -> None:
+        """Make a running scan stop after its current batch (the server is closing)."""
+        self._cancelled.set()
 
     def close(self) -> None:
         self.index.close()
 
     def _record(self, rel: str) -> IndexRecord | None:
-        try:
-            data, mtime_ns, size = read_for_index(self.root / rel, self.max_bytes)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-        except OSError as exc:
-            log.warning("cannot read %s for the index: %s", rel, exc)
-            return None
-        return build_record(rel, data, mtime_ns, size)
+        return read_record(self.root, rel, self.max_bytes)
 
-    def scan(self, folder: str = "") -> ScanStats:
-        """Make the index match the notes under `folder` (the whole vault by default)."""
+    def scan(self, folder: str = "", *, on_walked: Callable[[int], None] | None = None) -> ScanStats:
+        """Make the index match the notes under `folder` (the whole vault by default).
+
+        The folder is walked first (stat only), then the new and changed notes are read and
+        parsed, in worker processes when there are many, and written in batches: what is
+        indexed is searchable at once. A note refreshed on its own meanwhile (a write, a
+        watcher event) is not overwritten by the scan's older reading of it. `on_walked` is
+        told how many notes need reading once the walk is done.
+        """
         started = time.perf_counter()
         stats = ScanStats()
         with self._lock:
-            known = self._fingerprints(folder)
-            batch: list[IndexRecord] = []
-            for rel, mtime_ns, size in walk(self.root, folder):
-                stats.seen += 1
-                if known.pop(rel, None) == f"{mtime_ns}:{size}":
-                    continue
-                record = self._record(rel)
-                if record is not None:
-                    batch.append(record)
-                if len(batch) >= BATCH:
-                    stats.indexed += self.index.apply(batch).changed
-                    batch = []
-            applied = self.index.apply(batch, list(known))
-            stats.indexed += applied.added + applied.updated
-            stats.removed = applied.deleted
+            progress = ScanProgress()
+            if not folder:
+                self.progress = progress
+            with self._apply_lock:
+                self._touched = set()
+            try:
+                known = self._fingerprints(folder)
+                todo: list[str] = []
+                for rel, mtime_ns, size in walk(self.root, folder):
+                    progress.total += 1
+                    if known.pop(rel, None) == f"{mtime_ns}:{size}":
+                        progress.done += 1
+                    else:
+                        todo.append(rel)
+                stats.seen = progress.total
+                if on_walked is not None:
+                    on_walked(len(todo))
+                for rels, records in self._parsed(todo):
+                    if self._cancelled.is_set():
+                        return stats  # closing: what is written stays, the next start resumes
+                    applied = self._apply(records, ())
+                    stats.indexed += applied.added + applied.updated
+                    progress.done += len(rels)
+                applied = self._apply((), list(known))
+                stats.removed = applied.deleted
+            finally:
+                with self._apply_lock:
+                    self._touched = None
+                if not folder:
+                    self.progress = None
         stats.seconds = time.perf_counter() - started
         if not folder:
             self.last_scan, self.last_scan_at = stats, time.monotonic()
@@ -225,6 +285,53 @@ class Catalog:
                 stats.seconds,
             )
         return stats
+
+    def _apply(self, records: Sequence[IndexRecord], deletes: Sequence[str]) -> ApplyStats:
+        with self._apply_lock:
+            touched = self._touched or set()
+            return self.index.apply(
+                [r for r in records if r.key not in touched], [k for k in deletes if k not in touched]
+            )
+
+    def _parsed(self, todo: list[str]) -> Iterator[tuple[list[str], list[IndexRecord]]]:
+        """(paths, their records) batch by batch, parsed in worker processes when it pays."""
+        batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
+        if self.workers <= 1 or len(todo) < self.parallel_min:
+            for rels in batches:
+                yield rels, [r for rel in rels if (r := self._record(rel)) is not None]
+            return
+        # Spawned, not forked: the server has threads, and a fork copies their locks.
+        yielded = 0
+        try:
+            pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        except (OSError, ValueError) as exc:
+            log.warning("cannot start processes to parse notes (%s); parsing them here", exc)
+            pool = None
+        if pool is not None:
+            try:
+                parts = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+                pending: list[IndexRecord] = []
+                done: list[str] = []
+                for rels, records in zip(
+                    parts, pool.map(read_records, repeat(self.root), repeat(self.max_bytes), parts), strict=True
+                ):
+                    pending.extend(records)
+                    done.extend(rels)
+                    if len(done) >= BATCH:
+                        yield done, pending
+                        yielded += len(done)
+                        pending, done = [], []
+                if done:
+                    yield done, pending
+                return
+            except (BrokenProcessPool, OSError) as exc:
+                log.warning("the processes parsing notes failed (%s); parsing the rest here", exc)
+            finally:  # also when the scan stops early: queued tasks are dropped, not waited for
+                pool.shutdown(wait=True, cancel_futures=True)
+        rest = todo[yielded:]
+        for i in range(0, len(rest), BATCH):
+            rels = rest[i : i + BATCH]
+            yield rels, [r for rel in rels if (r := self._record(rel)) is not None]
 
     def scan_if_stale(self, max_age: float) -> None:
         """Scan unless a full scan finished less than `max_age` seconds ago (checked under the lock,
@@ -245,7 +352,11 @@ class Catalog:
         """Re-index one note path: added, changed, or gone."""
         if is_hidden(rel) or not rel.lower().endswith(NOTE_SUFFIX):
             return
-        with self._lock:
+        # Not under the scan lock: a write answers at once even during a first index; the
+        # running scan then leaves this path alone (see `_touched`).
+        with self._apply_lock:
+            if self._touched is not None:
+                self._touched.add(rel)
             full = self.root / rel
             try:
                 st = full.lstat()
@@ -275,7 +386,7 @@ class Catalog:
                 gone = [r[0] for r in conn.execute("SELECT key FROM docs WHERE key >= ? AND key < ?", (low, high))]
             if gone:
                 with self._lock:
-                    self.index.apply((), gone)
+                    self._apply((), gone)
 
     def tag_counts(self, prefix: str, limit: int) -> list[tuple[str, int]]:
         """(tag, notes carrying it), most used first; `prefix` is lower case ("" for all)."""

@@ -19,6 +19,8 @@ _MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.md)(#[^)\s>]*)?>?(?:\
 _TAG = re.compile(r"(?:^|(?<=[\s(\[,;]))#([\w\-/]+)", re.UNICODE)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*:", re.IGNORECASE)
+WIKILINK, MD_LINK, URL_SCHEME = _WIKILINK, _MD_LINK, _URL_SCHEME
+"""Exported for rewriting links (`relink`): the same patterns find and rewrite them."""
 
 
 @dataclass(frozen=True)

@@ -33,18 +33,29 @@ class NoteMatch(BaseModel):
     modified: str | None = Field(default=None, description="Last modification time, ISO 8601 UTC")
 
 
+class IndexingProgress(BaseModel):
+    """The vault is being indexed (a first start): answers cover the notes indexed so far."""
+
+    done: int = Field(description="Notes indexed so far")
+    total: int = Field(description="Notes found in the vault so far")
+
+
 class NoteList(BaseModel):
     """Notes (returned by list_notes, search_notes and recent_notes)."""
 
     notes: list[NoteMatch]
     total: int | None = Field(default=None, description="How many notes match in all (list_notes, search_notes)")
     next_cursor: str | None = Field(default=None, description="Pass as cursor to get the next page; null on the last")
+    indexing: IndexingProgress | None = Field(
+        default=None, description="Set while the vault is still being indexed: results cover only the notes done"
+    )
 
 
 class MoveResult(BaseModel):
     moved: bool
     source: str
     destination: str
+    updated: list[str] = Field(default=[], description="Notes whose links to it were rewritten (update_links)")
 
 
 class TagCount(BaseModel):
@@ -92,4 +103,5 @@ class VaultStatus(BaseModel):
     index_path: str
     last_scan_seconds: float | None = None
     max_note_bytes: int
+    indexing: IndexingProgress | None = Field(default=None, description="Set while the vault is being indexed")
     problem: str | None = Field(default=None, description="What stops the vault from working, when something does")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
@@ -35,6 +38,7 @@ FolderArg = Annotated[str | None, Field(description="Only notes under this vault
 Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
 
 Settings = VaultSettings
+T = TypeVar("T")
 
 TOOLSETS = {
     "read": "Read, list and search notes",
@@ -80,6 +84,18 @@ def register(server: DeskServer, service: VaultService) -> None:
 
     server.add_service_context(watching)
 
+    async def indexed(ctx: Context, answer: Callable[[], T]) -> T:
+        """`answer()` in a worker thread; while the vault is being indexed, a client that
+        asked for progress (a progressToken) is told how far it is first."""
+        progress = service.indexing()
+        if progress is not None:
+            await ctx.report_progress(
+                progress.done,
+                progress.total or None,
+                f"Indexing the vault: {progress.done:,} of {progress.total:,} notes; results cover those so far.",
+            )
+        return await anyio.to_thread.run_sync(answer)
+
     @server.tool("read_note", annotations=READ_ONLY)
     def read_note(
         path: NotePath,
@@ -95,7 +111,8 @@ def register(server: DeskServer, service: VaultService) -> None:
         return service.read_note(path, strict=strict)
 
     @server.tool("list_notes", annotations=READ_ONLY)
-    def list_notes(
+    async def list_notes(
+        ctx: Context,
         directory: Annotated[str | None, Field(description="Vault folder, e.g. 'Projects'; omit for all")] = None,
         filter: FilterArg = None,
         tag: TagArg = None,
@@ -107,10 +124,14 @@ def register(server: DeskServer, service: VaultService) -> None:
 
         Returns the total matching and next_cursor for the next page. Read one with read_note.
         """
-        return service.list_notes(directory, filter, tag=tag, recursive=recursive, limit=limit, cursor=cursor)
+        return await indexed(
+            ctx,
+            partial(service.list_notes, directory, filter, tag=tag, recursive=recursive, limit=limit, cursor=cursor),
+        )
 
     @server.tool("search_notes", annotations=READ_ONLY)
-    def search_notes(
+    async def search_notes(
+        ctx: Context,
         query: Annotated[str, Field(min_length=1, description='Words or "quoted phrases"; all must match')],
         folder: FolderArg = None,
         tag: TagArg = None,
@@ -121,43 +142,49 @@ def register(server: DeskServer, service: VaultService) -> None:
         """Full-text search over titles, paths, headings, tags, frontmatter values and bodies.
 
         Best match first; each hit has a snippet with the matching words marked ⟦like this⟧.
+        While the vault is first being indexed, `indexing` says how far and results cover the notes done.
         """
-        return service.search_notes(query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
+        return await indexed(
+            ctx, partial(service.search_notes, query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
+        )
 
     @server.tool("recent_notes", annotations=READ_ONLY, toolset="browse")
-    def recent_notes(
+    async def recent_notes(
+        ctx: Context,
         folder: FolderArg = None,
         limit: Annotated[int, Field(ge=1, le=200, description="How many notes")] = 20,
     ) -> NoteList:
         """The most recently modified notes, newest first."""
-        return service.recent_notes(folder=folder, limit=limit)
+        return await indexed(ctx, partial(service.recent_notes, folder=folder, limit=limit))
 
     @server.tool("list_note_tags", annotations=READ_ONLY, toolset="browse")
-    def list_note_tags(
+    async def list_note_tags(
+        ctx: Context,
         prefix: Annotated[str | None, Field(description="Only tags starting with this (e.g. 'project/')")] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most tags returned")] = 200,
     ) -> TagList:
         """Tags used in the vault (frontmatter tags and inline #tags) with how many notes carry each,
         most used first. Pass one as `tag` to list_notes or search_notes."""
-        return service.list_note_tags(prefix=prefix, limit=limit)
+        return await indexed(ctx, partial(service.list_note_tags, prefix=prefix, limit=limit))
 
     @server.tool("get_links", annotations=READ_ONLY, toolset="browse")
-    def get_links(path: NotePath) -> LinkList:
+    async def get_links(ctx: Context, path: NotePath) -> LinkList:
         """A note's outgoing links ([[wikilinks]], [[note|alias]], [[note#heading]], embeds and
         Markdown links to .md files), each with the note it resolves to (null when missing)."""
-        return service.get_links(path)
+        return await indexed(ctx, partial(service.get_links, path))
 
     @server.tool("get_backlinks", annotations=READ_ONLY, toolset="browse")
-    def get_backlinks(path: NotePath) -> BacklinkList:
+    async def get_backlinks(ctx: Context, path: NotePath) -> BacklinkList:
         """Notes that link to this note, with the line of each link, resolved the way Obsidian does
         (exact path, then same folder, then the shortest path with that name)."""
-        return service.get_backlinks(path)
+        return await indexed(ctx, partial(service.get_backlinks, path))
 
     @server.tool("vault_status", annotations=READ_ONLY, toolset="browse")
-    def vault_status() -> VaultStatus:
-        """The vault folder in use, how many notes are indexed, whether edits on disk are being
-        watched, and whether the vault is read-only. Call this first when other tools fail."""
-        return service.status()
+    async def vault_status(ctx: Context) -> VaultStatus:
+        """The vault folder in use, how many notes are indexed (and `indexing` progress during a first
+        index), whether edits on disk are watched, and whether the vault is read-only. Call this first
+        when other tools fail."""
+        return await indexed(ctx, service.status)
 
     if service.settings.read_only:
         return
@@ -207,7 +234,10 @@ def register(server: DeskServer, service: VaultService) -> None:
     def move_note(
         source: Annotated[str, Field(description="Vault-relative path of the note to move")],
         destination: Annotated[str, Field(description="Vault-relative new path; folders are created")],
+        update_links: Annotated[
+            bool, Field(description="Also rewrite [[wikilinks]] and Markdown links to it in other notes")
+        ] = False,
     ) -> MoveResult:
-        """Move or rename a note. Never overwrites: an existing destination is a conflict.
-        Returns {"moved": true, ...}. Links elsewhere are not rewritten."""
-        return service.move_note(source, destination)
+        """Move or rename a note. Never overwrites: an existing destination is a conflict. With
+        update_links, links to it are rewritten, all or nothing; `updated` lists the notes changed."""
+        return service.move_note(source, destination, update_links=update_links)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,12 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.vault import frontmatter
-from deskmcp.vault.catalog import Catalog, filter_sql, parse_filter
+from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.links import title
 from deskmcp.vault.models import (
     Backlink,
     BacklinkList,
+    IndexingProgress,
     LinkList,
     MoveResult,
     NoteContent,
@@ -43,10 +45,14 @@ from deskmcp.vault.models import (
     VaultStatus,
 )
 from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
+from deskmcp.vault.relink import relink
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
 
 log = logging.getLogger("deskmcp.vault")
+
+WAIT_BELOW = 500
+"""A start-up scan with fewer notes than this to read is waited for (well under a second)."""
 
 
 def _modified(mtime_ns: int | None) -> str | None:
@@ -63,32 +69,87 @@ class VaultService:
         self.root = settings.root.resolve()
         self.read_only = settings.read_only
         self.limit = settings.max_note_bytes
-        self.catalog = Catalog(self.root, settings.index_path, self.limit)
+        self.catalog = Catalog(self.root, settings.index_path, self.limit, workers=settings.index_workers)
         if self.catalog.index.get_meta("root") != str(self.root):
             self.catalog.index.clear()  # an index built for another folder
             self.catalog.index.set_meta("root", str(self.root))
         self.watcher: VaultWatcher | None = None
         self.rescan_seconds = 0.5
         self._write_lock = threading.RLock()
+        self._first_index = threading.Event()  # set while the start-up scan runs
+        self._indexer: threading.Thread | None = None
 
     def close(self) -> None:
         self.stop_watching()
+        if self._indexer is not None:
+            self.catalog.cancel()
+            self._indexer.join()
         self.catalog.close()
 
     # -- keeping the index true ------------------------------------------------------------
 
     def start_watching(self) -> None:
-        """Start the watcher; its thread scans the vault once it is live.
+        """Start the start-up scan in a thread of its own, and the watcher.
 
-        The server answers `initialize` at once: a first start on a large vault builds the
-        index in that thread, and a query arriving meanwhile waits for the scan to finish.
+        Nothing waits for the scan: on a first start over a large vault, every tool answers
+        meanwhile from what is indexed so far, and says how far indexing is (`indexing`).
+        The watcher's thread scans again once it is live, to catch edits made meanwhile.
         """
         if (problem := self.problem()) is not None:
             log.warning("%s", problem)
             return
+        self.start_indexing()
         if self.settings.watch and self.watcher is None:
             self.watcher = VaultWatcher(self.root, self.catalog.refresh_path, self._rescan)
             self.watcher.start()
+
+    def start_indexing(self, *, wait_below: int = WAIT_BELOW) -> None:
+        """Bring the index up to date in a background thread.
+
+        Returns once the vault is walked (stat only), and, when fewer than `wait_below`
+        notes need reading, once they are indexed too: a small vault is answered complete
+        from the first call, a large one at once with what is indexed so far.
+        """
+        if self._indexer is not None:
+            return
+        self._first_index.set()
+        walked = threading.Event()
+        pending: list[int] = []
+
+        def on_walked(count: int) -> None:
+            pending.append(count)
+            walked.set()
+
+        def run() -> None:
+            try:
+                self.catalog.scan(on_walked=on_walked)
+            except Exception:  # the outermost handler of the thread: later scans retry
+                log.exception("the start-up scan of the vault failed; the next call scans again")
+            finally:
+                self._first_index.clear()
+                walked.set()
+
+        self._indexer = threading.Thread(target=run, name="vault-indexer", daemon=True)
+        self._indexer.start()
+        walked.wait()
+        if not pending or pending[0] < wait_below:
+            self._indexer.join()
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait for the start-up scan to finish; False if it is still running after `timeout`."""
+        if self._indexer is not None:
+            self._indexer.join(timeout)
+            return not self._indexer.is_alive()
+        return True
+
+    def indexing(self) -> IndexingProgress | None:
+        """How far the start-up scan (or any full scan) is, or None when none is running."""
+        progress = self.catalog.progress
+        if progress is not None:
+            return IndexingProgress(done=progress.done, total=progress.total)
+        if self._first_index.is_set():  # started, still walking the folder
+            return IndexingProgress(done=0, total=0)
+        return None
 
     def _rescan(self) -> None:
         self.catalog.scan()
@@ -105,9 +166,15 @@ class VaultService:
         return None
 
     def ensure_fresh(self) -> None:
-        """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran)."""
+        """Re-scan by mtime unless the watcher keeps the index true (or a scan just ran).
+
+        While the start-up scan runs, nothing waits for it: answers come from what is
+        indexed so far.
+        """
         if (problem := self.problem()) is not None:
             raise NotFound(problem, {"root": str(self.root)})
+        if self._first_index.is_set() or self.catalog.progress is not None:
+            return
         if self.watcher is not None and self.watcher.running:
             return
         self.catalog.scan_if_stale(self.rescan_seconds)
@@ -266,30 +333,97 @@ class VaultService:
                 wanted[key] = _json_values(value)
             return self._store(rel, full, self._with_frontmatter(current, wanted, rel).text(), current)
 
-    def move_note(self, source: str, destination: str) -> MoveResult:
+    def move_note(self, source: str, destination: str, *, update_links: bool = False) -> MoveResult:
+        """Move a note; with `update_links`, rewrite every link to it in the vault, all or nothing."""
         self._require_writable()
+        with self._write_lock:
+            plan = self.plan_move(source, destination, update_links=update_links)
+            return self.apply_move(plan)
+
+    def plan_move(self, source: str, destination: str, *, update_links: bool = False) -> MovePlan:
+        """Check a move and prepare the rewritten notes (nothing is written yet)."""
         src_rel, src = note_path(self.root, source)
         dst_rel, dst = note_path(self.root, destination)
         if src_rel == dst_rel:
             raise BadRequest("The source and destination are the same note.", {"source": src_rel})
+        if not src.is_file():
+            raise NotFound(f"No note {src_rel!r} to move.", {"source": src_rel})
+        if dst.exists():
+            raise Conflict(
+                f"{dst_rel!r} already exists; move_note never overwrites. Choose another destination.",
+                {"source": src_rel, "destination": dst_rel},
+            )
+        plan = MovePlan(src_rel, src, dst_rel, dst)
+        if not update_links:
+            return plan
+        self.ensure_fresh()
+        self.catalog.refresh(src_rel)
+        linking = {link["source"] for link in self.catalog.incoming(src_rel)}
+        for rel in linking:
+            self.catalog.refresh(rel)  # the index may lag behind an edit on disk
+        linking = {link["source"] for link in self.catalog.incoming(src_rel)} | {src_rel}
+        new_name = name_key(dst_rel)
+        with self.catalog.index.reader() as conn:
+            same_name = [r[0] for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (new_name,))]
+        bare_ok = not [key for key in same_name if key != src_rel]
+        cache: dict[tuple[str, str], str | None] = {}
+
+        def resolve(key: str, note: str) -> str | None:
+            return self.catalog.resolve(key, note, cache)
+
+        for rel in sorted(linking):
+            rel_path, full = note_path(self.root, rel)
+            current = self._current(rel_path, full)
+            if current is None:
+                continue
+            body = relink(current.parts.body, rel, src_rel, dst_rel, resolve, bare_ok=bare_ok)
+            if body != current.parts.body:
+                plan.rewrites.append(LinkRewrite(rel, full, current, current.parts.with_body(body).text()))
+        return plan
+
+    def apply_move(self, plan: MovePlan) -> MoveResult:
+        """Write the rewritten notes and move the note. Each note goes through the same check as
+        write_note (unchanged since it was read); on any failure every note already rewritten
+        is restored and the note is not moved."""
+        self._require_writable()
+        written: list[LinkRewrite] = []
         with self._write_lock:
-            if not src.is_file():
-                raise NotFound(f"No note {src_rel!r} to move.", {"source": src_rel})
-            if dst.exists():
-                raise Conflict(
-                    f"{dst_rel!r} already exists; move_note never overwrites. Choose another destination.",
-                    {"source": src_rel, "destination": dst_rel},
-                )
             try:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                _rename_no_replace(src, dst)
-            except FileExistsError as exc:
-                raise Conflict(f"{dst_rel!r} already exists.", {"destination": dst_rel}) from exc
-            except OSError as exc:
-                raise IOFailure(f"Could not move {src_rel!r}: {exc.strerror}. Nothing was changed.") from exc
-            self.catalog.refresh(src_rel)
-            self.catalog.refresh(dst_rel)
-        return MoveResult(moved=True, source=src_rel, destination=dst_rel)
+                for rewrite in plan.rewrites:
+                    current = self._current(rewrite.rel, rewrite.full)
+                    self._check_hash(rewrite.rel, current, rewrite.original.hash, overwrite=False)
+                    data = rewrite.text.encode("utf-8")
+                    ensure_size(data, self.limit, rewrite.rel)
+                    self._write_file(rewrite.rel, rewrite.full, data)
+                    written.append(rewrite)
+                if plan.destination_path.exists():
+                    raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination})
+                try:
+                    plan.destination_path.parent.mkdir(parents=True, exist_ok=True)
+                    _rename_no_replace(plan.source_path, plan.destination_path)
+                except FileExistsError as exc:
+                    raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination}) from exc
+                except OSError as exc:
+                    raise IOFailure(
+                        f"Could not move {plan.source!r}: {exc.strerror}. Nothing was changed.", {"source": plan.source}
+                    ) from exc
+            except BaseException:
+                for rewrite in reversed(written):
+                    self._write_file(rewrite.rel, rewrite.full, rewrite.original.data)
+                raise
+            finally:
+                for rel in {plan.source, plan.destination, *(r.rel for r in written)}:
+                    self.catalog.refresh(rel)
+        updated = sorted(plan.destination if r.rel == plan.source else r.rel for r in written)
+        return MoveResult(moved=True, source=plan.source, destination=plan.destination, updated=updated)
+
+    def _write_file(self, rel: str, full: Path, data: bytes) -> None:
+        try:
+            atomic_write_bytes(full, data)
+        except PermissionError as exc:
+            raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
+        except OSError as exc:
+            raise IOFailure(f"{rel} could not be written: {exc.strerror}.", {"path": rel}) from exc
 
     # -- finding ---------------------------------------------------------------------------
 
@@ -326,7 +460,10 @@ class VaultService:
         hits = self.catalog.index.select(where=where, params=params, order_by="d.key", limit=limit + 1, offset=offset)
         total = self.catalog.index.count(where=where, params=params)
         return NoteList(
-            notes=[self._match(h) for h in hits[:limit]], total=total, next_cursor=page(offset, limit, len(hits), key)
+            notes=[self._match(h) for h in hits[:limit]],
+            total=total,
+            next_cursor=page(offset, limit, len(hits), key),
+            indexing=self.indexing(),
         )
 
     def search_notes(
@@ -346,14 +483,17 @@ class VaultService:
         hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
         total = self.catalog.index.count(where=where, params=params, query=query)
         return NoteList(
-            notes=[self._match(h) for h in hits[:limit]], total=total, next_cursor=page(offset, limit, len(hits), key)
+            notes=[self._match(h) for h in hits[:limit]],
+            total=total,
+            next_cursor=page(offset, limit, len(hits), key),
+            indexing=self.indexing(),
         )
 
     def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
         self.ensure_fresh()
         where, params = self._filters(folder, None, None)
         hits = self.catalog.index.select(where=where, params=params, order_by="d.mtime_ns DESC, d.key", limit=limit)
-        return NoteList(notes=[self._match(h) for h in hits])
+        return NoteList(notes=[self._match(h) for h in hits], indexing=self.indexing())
 
     def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
         self.ensure_fresh()
@@ -390,8 +530,28 @@ class VaultService:
             index_path=str(self.catalog.index.path),
             last_scan_seconds=round(scan.seconds, 3) if scan else None,
             max_note_bytes=self.limit,
+            indexing=self.indexing(),
             problem=problem,
         )
+
+
+@dataclass
+class LinkRewrite:
+    rel: str
+    full: Path
+    original: NoteFile
+    text: str
+
+
+@dataclass
+class MovePlan:
+    """A checked move and the notes whose links it rewrites (see `VaultService.plan_move`)."""
+
+    source: str
+    source_path: Path
+    destination: str
+    destination_path: Path
+    rewrites: list[LinkRewrite] = field(default_factory=list)
 
 
 def _json_values(value: Any) -> Any:

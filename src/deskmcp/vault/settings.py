@@ -10,7 +10,8 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 
 class VaultSettings(WorkspaceSettings):
-    """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`, plus the workspace's."""
+    """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`,
+    `VAULT_INDEX_WORKERS`, plus the workspace's."""
 
     vault_path: OptionalPath = Field(
         default=None,
@@ -27,6 +28,13 @@ class VaultSettings(WorkspaceSettings):
         ge=1024,
         validation_alias=env_alias("max_note_bytes", "VAULT_MAX_NOTE_BYTES"),
         description="Largest note read, written or indexed in full (bigger notes are indexed by name only).",
+    )
+    index_workers: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        validation_alias=env_alias("index_workers", "VAULT_INDEX_WORKERS"),
+        description="Processes that read and parse notes when thousands need indexing (1: none).",
     )
     watch: bool = Field(
         default=True,

@@ -1,0 +1,54 @@
+"""What one meeting becomes in the search index: its texts, filter columns and side rows.
+
+Plain data (no index types), so the worker process can build entries and send them over a
+pipe; the service turns each into an `IndexRecord`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskmcp.meetings.models import Meeting, MeetingSummary
+from deskmcp.meetings.normalize import TranscriptDigest
+
+
+def summary(meeting: Meeting) -> MeetingSummary:
+    return MeetingSummary(
+        id=meeting.id,
+        title=meeting.title,
+        start_ts=meeting.start_ts,
+        platform=meeting.platform,
+        participants=[p.name or p.email or "" for p in meeting.participants],
+        folders=[f.name for f in meeting.folders],
+        has_transcript=meeting.has_transcript,
+    )
+
+
+def index_entry(
+    meeting: Meeting, transcript: bytes | memoryview | None, digest: TranscriptDigest, fingerprint: str
+) -> dict[str, Any]:
+    """The fields of the meeting's `IndexRecord`. `transcript` is the raw JSON from the cache,
+    stored as is and normalised when read."""
+    return {
+        "key": meeting.id,
+        "fingerprint": fingerprint,
+        "texts": {
+            "title": meeting.title,
+            "participants": " ".join(f"{p.name or ''} {p.email or ''}" for p in meeting.participants),
+            "folders": " ".join(f.name for f in meeting.folders),
+            "notes": meeting.notes,
+            "transcript": digest.text,
+        },
+        "columns": {
+            "start_ts": meeting.start_ts,
+            "platform": meeting.platform,
+            "minutes": meeting.duration_minutes,
+            "summary": summary(meeting).model_dump_json().encode(),
+            "transcript_json": transcript,
+        },
+        "data": meeting.model_dump_json().encode(),
+        "side": {
+            "people": [(p.name, p.name.lower() if p.name else None, p.email) for p in meeting.participants],
+            "folder_members": [(f.id, f.name, f.name.lower()) for f in meeting.folders],
+        },
+    }

@@ -1,0 +1,198 @@
+"""Turning a cache file into index changes, in this process or in a short-lived worker.
+
+`changes` reads the cache, compares each meeting's fingerprint with what the index holds,
+and yields a head (the file's fingerprint and format, folders, the keys to delete) followed
+by one entry per new or changed meeting and a closing `done`. The service applies them in
+one transaction, so an index is never left half old, half new.
+
+A big cache is read by `python -m deskmcp.meetings.worker`: the parse costs a few hundred
+megabytes for a second or two, and a process that exits gives that memory back to the
+operating system, which a long-running server would not. The worker reads its request
+(msgpack) on stdin and writes length-prefixed msgpack frames on stdout. It imports nothing
+from the MCP SDK, so it starts quickly.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from deskmcp.meetings import cache_file
+from deskmcp.meetings.cache_file import CacheReadError
+from deskmcp.meetings.cache_records import lazy_state, raw_meetings, tolerant_state
+from deskmcp.meetings.entries import index_entry
+
+Message = tuple[str, dict[str, Any]]
+_LENGTH = struct.Struct(">I")
+COMMAND = [sys.executable, "-m", "deskmcp.meetings.worker"]
+
+
+def changes(
+    path: Path, max_bytes: int, known: Mapping[str, str], *, after_chunk: Callable[[int], None] | None = None
+) -> Iterator[Message]:
+    """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {})."""
+    document = cache_file.read_document(path, max_bytes, after_chunk=after_chunk)
+    state, fmt = lazy_state(document.data, inner=document.inner) or tolerant_state(
+        document.data, path.name, inner=document.inner
+    )
+    raws, folders = raw_meetings(state)
+    live: set[str] = set()
+    pending = []
+    for raw in raws:
+        fingerprint = raw.fingerprint()
+        if known.get(raw.id) == fingerprint:
+            live.add(raw.id)
+        elif raw.is_meeting():
+            live.add(raw.id)
+            pending.append((raw, fingerprint))
+    match = cache_file.VERSIONED_NAME.match(path.name)
+    yield (
+        "head",
+        {
+            "source": document.source,
+            "format": f"cache-v{match.group(1)} ({fmt})" if match else fmt,
+            "folders": [
+                {"id": f.id, "name": f.name, "description": f.description, "meetings": f.meeting_ids} for f in folders
+            ],
+            "deletes": [key for key in known if key not in live],
+            "changed": len(pending),
+            "unchanged": len(live) - len(pending),
+        },
+    )
+    for raw, fingerprint in pending:
+        built = raw.for_index()
+        if built is not None:
+            meeting, transcript, digest = built
+            yield "entry", index_entry(meeting, transcript, digest, fingerprint)
+    yield "done", {}
+
+
+# -- the worker process ----------------------------------------------------------------------
+
+
+def _write(out: IO[bytes], encoder: msgspec.msgpack.Encoder, kind: str, body: dict[str, Any]) -> None:
+    payload = encoder.encode((kind, body))
+    out.write(_LENGTH.pack(len(payload)))
+    out.write(payload)
+
+
+def main() -> int:
+    gc.disable()  # a short-lived process building millions of acyclic objects
+    request = msgspec.msgpack.decode(sys.stdin.buffer.read())
+    out = sys.stdout.buffer
+    encoder = msgspec.msgpack.Encoder()
+    try:
+        for kind, body in changes(Path(request["path"]), int(request["max_bytes"]), request["known"]):
+            _write(out, encoder, kind, body)
+    except CacheReadError as exc:
+        _write(out, encoder, "error", exc.payload())
+    out.flush()
+    return 0
+
+
+# -- the server's side -----------------------------------------------------------------------
+
+
+class WorkerRun:
+    """One worker process, its messages read as they arrive. Use as a context manager: the
+    process is killed and reaped on exit, whatever happened."""
+
+    def __init__(
+        self,
+        path: Path,
+        max_bytes: int,
+        known: Mapping[str, str],
+        *,
+        command: list[str] | None = None,
+        timeout: float = 300.0,
+    ) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
+        self._timed_out = threading.Event()
+        self.timeout = timeout
+        try:
+            self._proc = subprocess.Popen(
+                command or COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise CacheReadError("io_error", f"Could not start the cache reader: {exc}.") from exc
+        self._timer = threading.Timer(timeout, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+        request = msgspec.msgpack.encode({"path": str(path), "max_bytes": max_bytes, "known": dict(known)})
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(request)
+            self._proc.stdin.close()
+        except OSError:
+            pass  # the process died already: reading says how
+        self._out = self._proc.stdout
+
+    def _expire(self) -> None:
+        self._timed_out.set()
+        self._proc.kill()
+
+    def __enter__(self) -> WorkerRun:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._timer.cancel()
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+        self._stderr.close()
+
+    def _read(self, n: int) -> bytes | None:
+        data = self._out.read(n)
+        return data if len(data) == n else None
+
+    def _failure(self) -> CacheReadError:
+        code = self._proc.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-2000:].decode("utf-8", errors="replace").strip()
+        if self._timed_out.is_set():
+            return CacheReadError(
+                "timeout",
+                f"Reading the Granola cache took longer than {self.timeout:.0f} s and was stopped; "
+                "the index was left as it was. Try again.",
+                {"timeout_seconds": self.timeout},
+            )
+        return CacheReadError(
+            "io_error",
+            f"The cache reader stopped unexpectedly (exit code {code}); the index was left as it was. "
+            "Try again; the server log has the details.",
+            {"exit_code": code, "stderr": tail[-500:]},
+        )
+
+    def messages(self) -> Iterator[Message]:
+        """Every message up to `done`; raises `CacheReadError` on an error message or when the
+        process ends, is killed or writes garbage before `done`."""
+        while True:
+            header = self._read(_LENGTH.size)
+            body = self._read(_LENGTH.unpack(header)[0]) if header is not None else None
+            if body is None:
+                raise self._failure()
+            try:
+                kind, fields = msgspec.msgpack.decode(body)
+            except (msgspec.DecodeError, ValueError, TypeError):
+                self._proc.kill()
+                raise self._failure() from None
+            if kind == "error":
+                raise CacheReadError(fields["error"], fields["message"], fields.get("details"))
+            yield kind, fields
+            if kind == "done":
+                return
+
+
+if __name__ == "__main__":
+    sys.exit(main())

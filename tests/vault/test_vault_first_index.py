@@ -1,0 +1,105 @@
+"""A first start on a vault too big to index before answering."""
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from deskmcp.vault.catalog import Catalog
+from deskmcp.vault.server import create_server
+from deskmcp.vault.service import WAIT_BELOW, VaultService
+
+from .conftest import call
+
+pytestmark = pytest.mark.anyio
+
+
+def many_notes(root: Path, count: int) -> None:
+    for i in range(count):
+        folder = root / f"f{i % 7}"
+        folder.mkdir(exist_ok=True)
+        tags = "tags: [bulk]\n" if i % 2 else ""
+        (folder / f"note {i}.md").write_text(
+            f"---\n{tags}n: {i}\n---\n# Note {i}\n\nAbout quokkas and [[note {i + 1}]]. #bulk\n", encoding="utf-8"
+        )
+
+
+async def test_reads_answer_during_the_first_index_with_how_far_it_is(vault: Path, settings_for: Any):
+    many_notes(vault, WAIT_BELOW + 100)
+    total = WAIT_BELOW + 100
+    service = VaultService(settings_for(vault, watch=False))
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    with ExitStack() as writer:
+        # Hold the index's writer: the start-up scan walks the vault, then waits to write.
+        writer.enter_context(service.catalog.index.transaction())
+        async with Client(create_server(settings_for(vault, watch=False), service)) as client:
+            try:
+                with anyio.fail_after(10):
+                    found = await client.call_tool("search_notes", {"query": "quokkas"}, progress_callback=on_progress)
+                    status = await call(client, "vault_status")
+                    listed = await call(client, "list_notes", {"limit": 5})
+            finally:
+                writer.close()
+            assert found.structured_content is not None
+            assert found.structured_content["notes"] == []
+            assert found.structured_content["indexing"] == {"done": 0, "total": total}
+            assert status["indexing"] == {"done": 0, "total": total}
+            assert listed["indexing"]["total"] == total
+            assert progress and progress[0][:2] == (0, total)
+            assert "Indexing the vault" in (progress[0][2] or "")
+            # The writer is free again: the scan finishes, and the answers are complete and say so.
+            with anyio.fail_after(30):
+                await anyio.to_thread.run_sync(service.wait_indexed)
+            found_all = await call(client, "search_notes", {"query": "quokkas", "limit": 200})
+            status = await call(client, "vault_status")
+    assert len(found_all["notes"]) == 200 and found_all.get("indexing") is None
+    assert status["notes"] == total and status.get("indexing") is None
+
+
+async def test_a_small_vault_is_indexed_before_the_first_answer(vault: Path, connect: Any):
+    many_notes(vault, 20)
+    async with connect(vault, watch=False) as client:
+        found = await call(client, "search_notes", {"query": "quokkas", "limit": 50})
+    assert len(found["notes"]) == 20 and found.get("indexing") is None
+
+
+def test_notes_parsed_in_worker_processes_are_indexed_like_the_others(vault: Path, tmp_path: Path):
+    many_notes(vault, 120)
+    parallel = Catalog(vault, tmp_path / "a.sqlite3", 1 << 20, workers=2)
+    parallel.parallel_min = 50
+    inline = Catalog(vault, tmp_path / "b.sqlite3", 1 << 20, workers=1)
+    try:
+        assert parallel.scan().indexed == inline.scan().indexed == 120
+        for rel in ("f0/note 0.md", "f3/note 59.md"):
+            a, b = parallel.index.get(rel), inline.index.get(rel)
+            assert a is not None and b is not None and (a.data, a.columns) == (b.data, b.columns)
+        assert parallel.incoming("f1/note 1.md") == inline.incoming("f1/note 1.md")
+        assert parallel.tag_counts("", 10) == inline.tag_counts("", 10) == [("bulk", 120)]
+    finally:
+        parallel.close()
+        inline.close()
+
+
+def test_a_note_written_during_the_first_index_is_not_overwritten_by_it(vault: Path, settings_for: Any):
+    many_notes(vault, WAIT_BELOW + 10)
+    service = VaultService(settings_for(vault, watch=False))
+    try:
+        with service.catalog.index.transaction():
+            service.start_indexing()  # walked; the scan now waits to write
+            assert service.indexing() is not None
+        # The write waits for the scan's first batch, then wins over the scan's older reading.
+        note = service.read_note("f0/note 0")
+        service.write_note("f0/note 0", "Rewritten during the first index: wombats.", expected_hash=note.content_hash)
+        assert service.wait_indexed(30)
+        hits = service.search_notes("wombats").notes
+        assert [h.path for h in hits] == ["f0/note 0.md"]
+        assert service.search_notes("quokkas", limit=200).notes
+    finally:
+        service.close()
