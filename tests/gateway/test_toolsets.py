@@ -28,6 +28,9 @@ SPECIFIED_TOOLS = {
     },
     "vault": {"read_note", "write_note", "list_notes", "move_note", "search_notes"},
     "documents": {"index_document", "create_note", "search_documents", "extract_metadata"},
+    "mail": {"list_emails", "get_email", "send_email", "move_email", "add_label"},
+    "diagrams": {"list_files", "read_file", "render_mermaid"},
+    "sheets": {"create_spreadsheet", "read_values", "update_values", "append_rows"},
 }
 
 
