@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -43,11 +44,13 @@ def llm() -> Iterator[tuple[str, Stub]]:
             if stub.hang:
                 stub.release.wait(10)
             body = json.dumps({"choices": [{"message": {"role": "assistant", "content": stub.answer}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            # After a timeout the client has gone: the late answer has nowhere to go.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -34,7 +34,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
 
 
 def replace_file(src: Path, dst: Path) -> None:
@@ -46,8 +46,8 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename durable on POSIX; directories cannot be opened on Windows.
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new file in `folder` durable (POSIX; directories cannot be opened on Windows)."""
     if os.name != "posix":
         return
     try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
+from deskmcp.core.files import fsync_dir
 
 INBOX = "INBOX"
 SYSTEM_FOLDERS = {"SENT": ".Sent", "DRAFT": ".Drafts", "TRASH": ".Trash", "SPAM": ".Junk"}
@@ -157,7 +158,7 @@ class MailStore:
                 os.fsync(handle.fileno())
             entry = Entry(directory, "cur", f"{key}:2,{_sorted(flags)}") if flags else Entry(directory, "new", key)
             tmp.replace(self.path(entry))
-            _fsync_dir(self.path(entry).parent)
+            fsync_dir(self.path(entry).parent)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
@@ -186,7 +187,7 @@ class MailStore:
             ) from exc
         except OSError as exc:
             raise IOFailure(f"The message could not be moved: {exc.strerror}.") from exc
-        _fsync_dir(self.path(target).parent)
+        fsync_dir(self.path(target).parent)
         return target
 
     def delete(self, entry: Entry) -> None:
@@ -196,18 +197,3 @@ class MailStore:
 
 def _sorted(flags: str) -> str:
     return "".join(sorted(set(flags)))
-
-
-def _fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
