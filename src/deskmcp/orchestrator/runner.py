@@ -30,10 +30,12 @@ log = logging.getLogger("deskmcp.orchestrator")
 
 
 def server_environment(settings: OrchestratorSettings) -> dict[str, str]:
-    """The environment the mail and vault subprocesses get: ours, pointed at the same vault."""
+    """The environment the mail and vault subprocesses get: ours, pointed at the same vault, with
+    every toolset on (the user's DESKMCP_TOOLSETS is about what a model sees, not this client)."""
     env = dict(os.environ)
     env["DESKMCP_WORKSPACE"] = str(settings.workspace)
     env["VAULT_PATH"] = str(settings.root)
+    env["DESKMCP_TOOLSETS"] = "all"
     return env
 
 
