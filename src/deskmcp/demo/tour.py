@@ -202,8 +202,9 @@ def client_config(environment: dict[str, str] | None = None) -> str:
 def demo_environment(workspace: Path, servers: list[DemoServer]) -> dict[str, str]:
     """What a client needs in "env" to see the demo data instead of the user's own."""
     env = {"DESKMCP_WORKSPACE": str(workspace)}
-    for server in servers:
-        env.update(server.environment(workspace))
+    for server in servers:  # one process serves all: a server's own data comes first (the vault's VAULT_PATH)
+        for key, value in server.environment(workspace).items():
+            env.setdefault(key, value)
     return env
 
 
