@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,8 @@ from mcp import Client
 
 from deskmcp.diagrams.server import Settings, create_server
 from deskmcp.diagrams.service import DiagramsService
+from tests.tool_calls import call as call
+from tests.tool_calls import fail as fail
 
 ENVIRONMENT = (
     "PROJECT_ROOT",
@@ -63,22 +64,6 @@ def connect(project: Path, settings_for: Callable[..., Settings]) -> Connect:
         return Client(create_server(settings, service))
 
     return build
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The structured result of a tool call that must succeed."""
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The taxonomy error body of a tool call that must fail."""
-    result = await client.call_tool(name, args or {})
-    assert result.is_error, result.structured_content
-    text = result.content[0].text  # type: ignore[union-attr]
-    return json.loads(text)
 
 
 def write(root: Path, rel: str, data: str | bytes) -> Path:

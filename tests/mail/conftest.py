@@ -17,6 +17,8 @@ import pytest
 from mcp import Client
 
 from deskmcp.mail.server import Settings, create_server
+from tests.tool_calls import call as call
+from tests.tool_calls import fail as fail
 
 MAIL_ENV = (
     "MAIL_BACKEND", "MAIL_MAILDIR", "MAIL_ADDRESS", "MAIL_SMTP_HOST", "MAIL_SMTP_PORT", "MAIL_SMTP_USER",
@@ -98,19 +100,6 @@ def deliver(workspace: Path, raw: bytes, folder: str = "", name: str | None = No
 
 
 deliver.counter = 0  # type: ignore[attr-defined]
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert result.is_error, result.structured_content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
 
 
 def audit_lines(workspace: Path) -> list[dict[str, Any]]:

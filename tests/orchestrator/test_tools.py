@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -13,23 +11,11 @@ from mcp import Client
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from tests.orchestrator.conftest import add_mail, sent
+from tests.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def fail(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert result.is_error
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
 
 
 def settings(tmp_path: Path, vault: Path, store: Path) -> OrchestratorSettings:

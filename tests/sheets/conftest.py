@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,8 @@ import pytest
 from mcp import Client
 
 from deskmcp.sheets.server import Settings, create_server
+from tests.tool_calls import call as call
+from tests.tool_calls import fail as fail
 
 ENVIRONMENT = (
     "SHEETS_BACKEND",
@@ -72,19 +73,6 @@ def connect(root: Path, settings_for: Callable[..., Settings]) -> Connect:
 async def client(connect: Connect) -> AsyncIterator[Client]:
     async with connect() as c:
         yield c
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    result = await client.call_tool(name, args or {})
-    assert result.is_error, result.structured_content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
 
 
 def make_xlsx(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,8 @@ import pytest
 from mcp import Client
 
 from deskmcp.vault.server import Settings, create_server
+from tests.tool_calls import call as call
+from tests.tool_calls import fail as fail
 
 QUARTZ = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "quartz-docs"
 
@@ -60,22 +61,6 @@ def connect(vault: Path, settings_for: Callable[..., Settings]) -> Connect:
         return Client(create_server(settings_for(root or vault, **overrides)))
 
     return build
-
-
-async def call(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The structured result of a tool call that must succeed."""
-    result = await client.call_tool(name, args or {})
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def fail(client: Client, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The taxonomy error body of a tool call that must fail."""
-    result = await client.call_tool(name, args or {})
-    assert result.is_error, result.structured_content
-    text = result.content[0].text  # type: ignore[union-attr]
-    return json.loads(text)
 
 
 def write(root: Path, rel: str, text: str) -> Path:
