@@ -157,15 +157,13 @@ def test_concurrent_readers_and_a_writer_see_consistent_results(index: SearchInd
 
 
 def test_any_prefix_filter_matches_any_value_by_word_prefix(index: SearchIndex):
-    from deskmcp.core.index import fts_any_prefix
+    from deskmcp.core.index import TEXT_MATCH, fts_any_prefix
 
     index.sync([rec("a", "Alice Okafor", "alice@example.com"), rec("b", "Bob Stone", ""), rec("c", "Carol", "")])
     query = fts_any_prefix("title", ["ali", "BOB st"])
     with index.reader() as conn:
-        keys = {
-            r[0]
-            for r in conn.execute("SELECT d.key FROM fts JOIN docs d ON d.id = fts.rowid WHERE fts MATCH ?", (query,))
-        }
+        keys = {r[0] for r in conn.execute(f"SELECT d.key FROM docs d WHERE {TEXT_MATCH}", (query,))}
     assert keys == {"a", "b"}
+    assert [h.key for h in index.select(where=TEXT_MATCH, params=[fts_any_prefix("title", ["alice"])])] == ["a"]
     with pytest.raises(BadRequest):
         fts_any_prefix("title", ["--", "  "])

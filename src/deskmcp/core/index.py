@@ -1,13 +1,23 @@
-"""The SQLite FTS5 search engine every indexed server uses.
+"""The search engine every indexed server uses: SQLite for records, tantivy for ranking.
 
-One database file per index: a `docs` table (one row per record: key, fingerprint, payload,
-typed columns), an FTS5 table over the record's text fields (porter stemming, bm25 ranking,
-snippets), and side tables a server declares for its filters (`doc_id` first, rows deleted
-with their record). WAL mode, one writer at a time, a small pool of readers.
+One SQLite database per index holds the truth: a `docs` table (one row per record: key,
+fingerprint, payload, typed columns), the record's text fields (compressed, in `texts`), side
+tables a server declares for its filters (`doc_id` first, rows deleted with their record), and
+a generation counter bumped by every change. WAL mode, one writer at a time, many readers.
 
-User text never reaches FTS5 syntax: `fts_query` quotes every term. Updates are
-incremental: `sync` compares fingerprints (content hash or mtime) and touches only
-what changed. An index that cannot be opened is derived data: it is moved aside and rebuilt.
+Ranking is done by a tantivy index beside the database (`<name>.text/`, see `textindex.py`):
+bm25 with per-field weights, English stemming, diacritics folded, phrases, top-k without
+scoring every match. It is derived data, stamped with the generation it reflects: on open a
+stamp that differs from SQLite's (a crash between the two commits) or an unreadable index is
+rebuilt from SQLite's texts, without going back to the sources.
+
+Filters stay SQL over `docs d` and the side tables, exact as ever. A filtered search first
+ranks a few more than a page and keeps those passing the filter; when too few pass, SQLite
+resolves the filter to its record ids and tantivy ranks the top k among those only.
+
+User text never reaches a query parser: it is analysed into words and phrases. Updates are
+incremental: `sync` compares fingerprints (content hash or mtime) and touches only what
+changed. A database that cannot be opened is derived data too: moved aside and rebuilt.
 """
 
 from __future__ import annotations
@@ -15,16 +25,24 @@ from __future__ import annotations
 import logging
 import queue
 import re
+import secrets
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
+from deskmcp.core.textindex import ENGINE, TextIndex
+
+if TYPE_CHECKING:
+    import tantivy
 
 log = logging.getLogger(__name__)
 
@@ -104,23 +122,24 @@ def fts_query(text: str) -> str:
     return " ".join(phrases)
 
 
+TEXT_MATCH = "d.id IN (SELECT value FROM json_each(text_match(?)))"
+"""SQL over `docs d` keeping the records a text match selects; its parameter comes from
+`fts_any_prefix`. Works in `where` clauses and on any `reader()` connection."""
+
+
 def fts_any_prefix(column: str, values: Sequence[str]) -> str:
-    """An FTS5 query matching records whose `column` contains any of `values`, each as a
-    phrase whose last word may be a prefix ("ali" finds "Alice"). Values are quoted."""
+    """The parameter of `TEXT_MATCH` for records whose text field `column` contains any of
+    `values`, each as words whose last one may be a prefix ("ali" finds "Alice")."""
     if not column.isidentifier():
         raise ValueError(f"bad column name {column!r}")
-    phrases = []
-    for value in values:
-        words = " ".join(w for w in re.split(r"\W+", value) if w)
-        if words:
-            phrases.append('"' + words.replace('"', '""') + '"*')
+    phrases = [words for value in values if (words := " ".join(w for w in re.split(r"\W+", value) if w))]
     if not phrases:
         raise BadRequest("Nothing to match: the values have no letters or digits.", {"values": list(values)})
-    return f"{column} : ({' OR '.join(phrases)})"
+    return orjson.dumps({"field": column, "any_prefix": phrases}).decode()
 
 
 class SearchIndex:
-    """A persistent FTS5 index. Safe to use from several threads."""
+    """A persistent search index: SQLite records plus a tantivy text index. Safe to use from several threads."""
 
     def __init__(self, path: Path, schema: IndexSchema, *, readers: int = 4) -> None:
         self.path = path
@@ -130,16 +149,17 @@ class SearchIndex:
         self._max_readers = readers
         self._all: list[sqlite3.Connection] = []
         self._closed = False
+        self._columns = [name for name, _ in schema.columns]
+        self._side_names = [name for ddl in schema.side_tables if (name := _table_name(ddl))]
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._writer = self._open_writer()
         except sqlite3.DatabaseError as exc:
             self._quarantine(exc)
             self._writer = self._open_writer()
-        self._columns = [name for name, _ in schema.columns]
-        weights = ", ".join(str(float(w)) for w in schema.weights)
-        self._bm25 = f"bm25(fts, {weights})" if weights else "bm25(fts)"
-        self._side_names = [name for ddl in schema.side_tables if (name := _table_name(ddl))]
+        self.text_path = path.with_name(f"{path.name}.text")
+        self._text = TextIndex(self.text_path, schema.text_fields, schema.weights)
+        self._check_text()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -147,6 +167,7 @@ class SearchIndex:
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
+        conn.create_function("text_match", 1, self._text_match, deterministic=True)
         self._all.append(conn)
         return conn
 
@@ -159,7 +180,7 @@ class SearchIndex:
             row = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         except sqlite3.OperationalError:
             row = None
-        wanted = f"{self.schema.name}:{self.schema.version}"
+        wanted = f"{self.schema.name}:{self.schema.version}:{STORAGE}"
         if row is None or row[0] != wanted:
             self._create(conn, wanted)
         conn.execute("PRAGMA quick_check(1)").fetchone()
@@ -185,13 +206,13 @@ class SearchIndex:
                 "CREATE TABLE docs (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,"
                 f" fingerprint TEXT NOT NULL, data BLOB{extra})"
             )
-            fields = ", ".join(s.text_fields)
-            conn.execute(
-                f"CREATE VIRTUAL TABLE fts USING fts5({fields}, tokenize='porter unicode61 remove_diacritics 2')"
-            )
+            # The text fields, compressed: what the text index is rebuilt from.
+            conn.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
             for ddl in s.side_tables:
                 conn.execute(ddl)
             conn.execute("INSERT INTO meta(key, value) VALUES('schema', ?)", (schema_id,))
+            conn.execute("INSERT INTO meta(key, value) VALUES(?, ?)", (_EPOCH, secrets.token_hex(8)))
+            conn.execute("INSERT INTO meta(key, value) VALUES(?, '0')", (_GENERATION,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -208,9 +229,55 @@ class SearchIndex:
             if src.exists():
                 src.replace(Path(f"{aside}{suffix}"))
 
+    def _stamp(self, conn: sqlite3.Connection) -> str:
+        """What the text index must say it reflects: this database's epoch and generation."""
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_EPOCH, _GENERATION)))
+        return f"{ENGINE}:{rows.get(_EPOCH)}:{rows.get(_GENERATION)}"
+
+    def _bump(self, conn: sqlite3.Connection) -> str:
+        conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = ?", (_GENERATION,))
+        return self._stamp(conn)
+
+    def _check_text(self) -> None:
+        """Rebuild the text index from SQLite when it does not reflect the current generation."""
+        with self._write_lock:
+            wanted = self._stamp(self._writer)
+            found = self._text.stamp()
+            if found != wanted:
+                log.info("text index %s is at %s, the records at %s: rebuilding it", self.text_path, found, wanted)
+                self.rebuild_text()
+
+    def rebuild_text(self) -> int:
+        """Rebuild the text index from the texts SQLite holds (no source is read again)."""
+        started = time.perf_counter()
+        with self._write_lock:
+            self._text.reset()
+            conn = self._writer
+            conn.execute("BEGIN")
+            try:
+                stamp = self._stamp(conn)
+                count = 0
+                batch: list[tuple[int, Sequence[str]]] = []
+                for doc_id, body in conn.execute("SELECT id, body FROM texts"):
+                    batch.append((int(doc_id), _unpack(body)))
+                    if len(batch) >= 1000:
+                        self._text.write((), batch, stamp)
+                        count += len(batch)
+                        batch = []
+                self._text.write((), batch, stamp)
+                count += len(batch)
+            finally:
+                conn.execute("COMMIT")
+            self._text.commit()
+        log.info("text index %s rebuilt: %d records in %.2fs", self.text_path, count, time.perf_counter() - started)
+        return count
+
     def close(self) -> None:
         with self._write_lock:
+            if self._closed:
+                return
             self._closed = True
+            self._text.close()
             for conn in self._all:
                 conn.close()
             self._all.clear()
@@ -235,7 +302,9 @@ class SearchIndex:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """The writer connection inside BEGIN IMMEDIATE ... COMMIT (rolled back on error)."""
+        """The writer connection inside BEGIN IMMEDIATE ... COMMIT (rolled back on error).
+
+        Records changed here directly bypass the text index; use `apply` for records."""
         with self._write_lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
@@ -267,7 +336,7 @@ class SearchIndex:
         with self.reader() as conn:
             return dict(conn.execute("SELECT key, fingerprint FROM docs"))
 
-    def _write_record(self, conn: sqlite3.Connection, record: IndexRecord, doc_id: int | None) -> None:
+    def _write_record(self, conn: sqlite3.Connection, record: IndexRecord, doc_id: int | None) -> tuple[int, list[str]]:
         cols = self._columns
         values = [record.columns.get(c) for c in cols]
         if doc_id is None:
@@ -281,23 +350,20 @@ class SearchIndex:
         else:
             sets = ", ".join(f"{c}=?" for c in ["fingerprint", "data", *cols])
             conn.execute(f"UPDATE docs SET {sets} WHERE id=?", (record.fingerprint, record.data, *values, doc_id))
-            conn.execute("DELETE FROM fts WHERE rowid=?", (doc_id,))
             for table in self._side_names:
                 conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
-        fields = self.schema.text_fields
-        conn.execute(
-            f"INSERT INTO fts(rowid, {', '.join(fields)}) VALUES(?{', ?' * len(fields)})",
-            (doc_id, *(record.texts.get(f, "") or "" for f in fields)),
-        )
+        texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
+        conn.execute("INSERT OR REPLACE INTO texts(id, body) VALUES(?, ?)", (doc_id, _pack(texts)))
         for table, rows in record.side.items():
             if table not in self._side_names:
                 raise ValueError(f"unknown side table {table!r}")
             for row in rows:
                 marks = ", ".join("?" * (len(row) + 1))
                 conn.execute(f"INSERT INTO {table} VALUES({marks})", (doc_id, *row))
+        return doc_id, texts
 
     def _delete(self, conn: sqlite3.Connection, doc_id: int) -> None:
-        conn.execute("DELETE FROM fts WHERE rowid=?", (doc_id,))
+        conn.execute("DELETE FROM texts WHERE id=?", (doc_id,))
         conn.execute("DELETE FROM docs WHERE id=?", (doc_id,))
 
     def apply(
@@ -307,24 +373,37 @@ class SearchIndex:
         *,
         meta: Mapping[str, str] | None = None,
     ) -> ApplyStats:
-        """Insert or replace `upserts` and remove `deletes` in one transaction."""
+        """Insert or replace `upserts` and remove `deletes` in one transaction.
+
+        SQLite commits first; the text index follows (a crash in between is repaired on open)."""
         started = time.perf_counter()
         stats = ApplyStats()
-        with self.transaction() as conn:
-            for record in upserts:
-                row = conn.execute("SELECT id FROM docs WHERE key=?", (record.key,)).fetchone()
-                self._write_record(conn, record, None if row is None else int(row[0]))
-                if row is None:
-                    stats.added += 1
-                else:
-                    stats.updated += 1
-            for key in deletes:
-                row = conn.execute("SELECT id FROM docs WHERE key=?", (key,)).fetchone()
-                if row is not None:
-                    self._delete(conn, int(row[0]))
-                    stats.deleted += 1
-            for k, v in (meta or {}).items():
-                self.set_meta(k, v, conn)
+        removed: list[int] = []
+        added: list[tuple[int, Sequence[str]]] = []
+        with self._write_lock:
+            stamp = ""
+            with self.transaction() as conn:
+                for record in upserts:
+                    row = conn.execute("SELECT id FROM docs WHERE key=?", (record.key,)).fetchone()
+                    doc_id, texts = self._write_record(conn, record, None if row is None else int(row[0]))
+                    added.append((doc_id, texts))
+                    if row is None:
+                        stats.added += 1
+                    else:
+                        removed.append(doc_id)
+                        stats.updated += 1
+                for key in deletes:
+                    row = conn.execute("SELECT id FROM docs WHERE key=?", (key,)).fetchone()
+                    if row is not None:
+                        self._delete(conn, int(row[0]))
+                        removed.append(int(row[0]))
+                        stats.deleted += 1
+                for k, v in (meta or {}).items():
+                    self.set_meta(k, v, conn)
+                if stats.changed:
+                    stamp = self._bump(conn)
+            if stats.changed:
+                self._text.write(removed, added, stamp)
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -353,11 +432,18 @@ class SearchIndex:
         return stats
 
     def clear(self) -> None:
-        with self.transaction() as conn:
-            conn.execute("DELETE FROM fts")
-            for table in self._side_names:
-                conn.execute(f"DELETE FROM {table}")
-            conn.execute("DELETE FROM docs")
+        with self._write_lock:
+            with self.transaction() as conn:
+                for table in self._side_names:
+                    conn.execute(f"DELETE FROM {table}")
+                conn.execute("DELETE FROM texts")
+                conn.execute("DELETE FROM docs")
+                stamp = self._bump(conn)
+            self._text.clear(stamp)
+
+    def flush(self) -> None:
+        """Commit pending text-index writes now (they are otherwise committed before the next search)."""
+        self._text.commit()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -396,12 +482,19 @@ class SearchIndex:
 
     def count(self, *, where: str = "", params: Sequence[Any] = (), query: str | None = None) -> int:
         clause = f"AND ({where})" if where else ""
-        with self.reader() as conn:
-            if query is None:
+        if query is None:
+            with self.reader() as conn:
                 sql = f"SELECT count(*) FROM docs d WHERE 1=1 {clause}"
                 return int(conn.execute(sql, tuple(params)).fetchone()[0])
-            sql = f"SELECT count(*) FROM fts JOIN docs d ON d.id=fts.rowid WHERE fts MATCH ? {clause}"
-            return int(conn.execute(sql, (fts_query(query), *params)).fetchone()[0])
+        parsed = self._text.parse(query)
+        if not where:
+            return self._text.count(parsed)
+        ids = self._text.ids(parsed)
+        if not ids:
+            return 0
+        with self.reader() as conn:
+            sql = f"SELECT count(*) FROM docs d WHERE d.id IN (SELECT value FROM json_each(?)) {clause}"
+            return int(conn.execute(sql, (_ids_json(ids), *params)).fetchone()[0])
 
     def search(
         self,
@@ -418,40 +511,107 @@ class SearchIndex:
 
         `where` filters over `docs d` with `params`; snippets mark matches with ⟦...⟧.
         """
-        match = fts_query(query)
-        # bm25() with the weights spelled out is cheaper than FTS5's configured `rank`; with
-        # another order the score is not needed, so it is not computed. Without filters the
-        # FTS table is ranked alone: joining `docs` first would cost a lookup per match.
-        score = self._bm25 if order_by is None else "NULL"
-        if where or order_by:
-            sql = (
-                f"SELECT d.id, {score} AS score FROM fts JOIN docs d ON d.id = fts.rowid"
-                f" WHERE fts MATCH ? AND ({where or '1'}) ORDER BY {order_by or 'score'}, d.id LIMIT ? OFFSET ?"
-            )
-        else:
-            sql = f"SELECT rowid, {score} AS score FROM fts WHERE fts MATCH ? ORDER BY score, rowid LIMIT ? OFFSET ?"
+        parsed = self._text.parse(query)
+        if limit <= 0:
+            return []
         with self.reader() as conn:
             try:
-                ranked = conn.execute(sql, (match, *params, limit, offset)).fetchall()
+                if order_by:
+                    ranked = self._ordered(conn, parsed, where, params, order_by, limit, offset)
+                elif where:
+                    ranked = self._filtered(conn, parsed, where, params, limit, offset)
+                else:
+                    ranked = [(i, s) for i, s in self._text.top(parsed, limit, offset)]
             except sqlite3.OperationalError as exc:
                 raise BadRequest(f"The search query {query!r} could not be run: {exc}.", {"query": query}) from exc
             if not ranked:
                 return []
-            ids = [int(r[0]) for r in ranked]
+            ids = [i for i, _ in ranked]
             marks = ", ".join("?" * len(ids))
-            snippets = dict(
-                conn.execute(
-                    f"SELECT rowid, snippet(fts, -1, ?, ?, '…', ?) FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
-                    (SNIPPET_OPEN, SNIPPET_CLOSE, snippet_tokens, match, *ids),
-                )
-            )
             rows = {
                 int(r[0]): r[1:]
                 for r in conn.execute(f"SELECT d.id, {self._select_cols()} FROM docs d WHERE d.id IN ({marks})", ids)
             }
-        return [
-            self._hit(rows[i], None if raw is None else -float(raw), snippets.get(i)) for i, raw in ranked if i in rows
-        ]
+            texts = {
+                int(i): _unpack(body)
+                for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", ids)
+            }
+        snippets = self._text.snippets(parsed, texts, snippet_tokens, (SNIPPET_OPEN, SNIPPET_CLOSE))
+        return [self._hit(rows[i], score, snippets.get(i)) for i, score in ranked if i in rows]
+
+    def _ordered(
+        self,
+        conn: sqlite3.Connection,
+        parsed: tantivy.Query,
+        where: str,
+        params: Sequence[Any],
+        order_by: str,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[int, float | None]]:
+        """Every text match, filtered and ordered by SQL (no score)."""
+        ids = self._text.ids(parsed)
+        if not ids:
+            return []
+        sql = (
+            "SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?))"
+            f" AND ({where or '1'}) ORDER BY {order_by}, d.id LIMIT ? OFFSET ?"
+        )
+        return [(int(r[0]), None) for r in conn.execute(sql, (_ids_json(ids), *params, limit, offset))]
+
+    def _filtered(
+        self,
+        conn: sqlite3.Connection,
+        parsed: tantivy.Query,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        offset: int,
+    ) -> list[tuple[int, float | None]]:
+        """The top `limit` after `offset` among the records passing SQL `where`.
+
+        A broad filter: the best few pages are ranked and checked, which is exact as long as
+        enough of them pass. A narrow one: SQLite lists the records passing it and tantivy
+        ranks the top k among those only."""
+        wanted = offset + limit
+        reach = max(4 * wanted, wanted + 64)
+        candidates = self._text.top(parsed, reach)
+        if candidates:
+            sql = f"SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?)) AND ({where})"
+            passing = {int(r[0]) for r in conn.execute(sql, (_ids_json([i for i, _ in candidates]), *params))}
+            kept = [(i, s) for i, s in candidates if i in passing]
+            if len(kept) >= wanted or len(candidates) < reach:
+                return list(kept[offset:wanted])
+        allowed = [int(r[0]) for r in conn.execute(f"SELECT d.id FROM docs d WHERE {where}", tuple(params))]
+        if not allowed:
+            return []
+        return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, allowed), limit, offset)]
+
+    def _text_match(self, spec: str | None) -> str:
+        """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
+        if spec is None:
+            return "[]"
+        wanted = orjson.loads(spec)
+        query = self._text.any_prefix(wanted["field"], wanted["any_prefix"])
+        return _ids_json(self._text.ids(query))
+
+
+STORAGE = "tantivy1"
+"""Part of the schema id in SQLite: a database laid out for another engine is recreated."""
+_EPOCH = "_index_epoch"
+_GENERATION = "_index_generation"
+
+
+def _pack(texts: Sequence[str]) -> bytes:
+    return zlib.compress(orjson.dumps(list(texts)), 6)
+
+
+def _unpack(body: bytes) -> list[str]:
+    return orjson.loads(zlib.decompress(body))
+
+
+def _ids_json(ids: Sequence[int]) -> str:
+    return orjson.dumps(list(ids)).decode()
 
 
 def _table_name(ddl: str) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from deskmcp.core.dates import iso, parse_timestamp, parse_user_time
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import fts_any_prefix
+from deskmcp.core.index import TEXT_MATCH, fts_any_prefix
 
 
 class Filters:
@@ -50,9 +50,9 @@ class Filters:
             clauses.append("d.start_ts < ?")
             params.append(iso(self.end))
         if self.participants:
-            # Through the FTS index's participants column: a word-prefix match on names and
+            # Through the text index's participants field: a word-prefix match on names and
             # emails ("ali" finds Alice, alice@x.com), without scanning every attendee row.
-            clauses.append("d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
+            clauses.append(TEXT_MATCH)
             params.append(fts_any_prefix("participants", self.participants))
         if self.platform:
             clauses.append("d.platform = ?")

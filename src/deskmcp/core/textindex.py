@@ -1,0 +1,356 @@
+"""The text side of a `SearchIndex`: a tantivy index that ranks the top k without scoring every match.
+
+It holds no truth of its own. SQLite keeps the records, their texts and a generation counter;
+this index is derived from them, stamped with the generation it reflects, and rebuilt from
+SQLite whenever the stamp differs (a crash between the two commits) or it cannot be opened.
+
+Writes are added to a long-lived writer and committed lazily: before the next read, or when
+the index is closed. A bulk load of many batches therefore pays for one commit, and a crash
+before that commit only means a rebuild from SQLite on the next open.
+
+Queries are built from analysed terms (`Query.term_query`, `Query.phrase_query`), never by
+handing the user's text to tantivy's query parser, so no character is ever syntax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import shutil
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from deskmcp.core.errors import BadRequest, IOFailure
+
+if TYPE_CHECKING:
+    import tantivy
+
+log = logging.getLogger(__name__)
+
+ENGINE = "tantivy-1"
+"""Bumped when the analyser or the field layout changes: every text index is rebuilt."""
+
+ID = "__id"
+STAMP = "__stamp"
+TOKENIZER = "deskmcp_en"
+STAMP_ID = 0
+"""The record id of the document carrying the stamp; SQLite ids start at 1."""
+WRITER_HEAP = 96_000_000
+TERM = re.compile(r'"([^"]*)"|(\S+)')
+WORD = re.compile(r"\w", re.UNICODE)
+
+
+def analyzer() -> tantivy.TextAnalyzer:
+    """Words split on anything that is not a letter or digit, lower-cased, diacritics folded
+    (é -> e), English-stemmed (meetings -> meet), overlong tokens dropped."""
+    import tantivy as tv
+
+    return (
+        tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
+        .filter(tv.Filter.remove_long(64))
+        .filter(tv.Filter.lowercase())
+        .filter(tv.Filter.ascii_fold())
+        .filter(tv.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _folder() -> tantivy.TextAnalyzer:
+    import tantivy as tv
+
+    return (
+        tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
+        .filter(tv.Filter.remove_long(64))
+        .filter(tv.Filter.lowercase())
+        .filter(tv.Filter.ascii_fold())
+        .build()
+    )
+
+
+class TextIndex:
+    """A tantivy index over `fields` (weighted), keyed by the SQLite record id."""
+
+    def __init__(self, folder: Path, fields: Sequence[str], weights: Sequence[float]) -> None:
+        import tantivy as tv
+
+        self._tv = tv
+        self.folder = folder
+        self.fields = tuple(fields)
+        self.weights = tuple(weights) if weights else tuple(1.0 for _ in fields)
+        self._analyzer = analyzer()
+        self._plain = _folder()
+        builder = tv.SchemaBuilder()
+        builder.add_unsigned_field(ID, indexed=True, fast=True)
+        builder.add_text_field(STAMP, stored=True, tokenizer_name="raw")
+        for name in self.fields:
+            builder.add_text_field(name, tokenizer_name=TOKENIZER)
+        self.schema = builder.build()
+        self._lock = threading.RLock()
+        self._writer: tantivy.IndexWriter | None = None
+        self._pending = False
+        self._pending_stamp: str | None = None
+        self.index = self._open()
+        self._searcher = self.index.searcher()
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _open(self) -> tantivy.Index:
+        tv = self._tv
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            index = tv.Index(self.schema, path=str(self.folder), reuse=True)
+        except ValueError as exc:  # a schema that differs, or files tantivy cannot read
+            log.warning("text index %s is unreadable (%s); recreating it", self.folder, exc)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            index = tv.Index(self.schema, path=str(self.folder), reuse=False)
+        index.register_tokenizer(TOKENIZER, self._analyzer)
+        index.config_reader("manual")
+        return index
+
+    def stamp(self) -> str | None:
+        """The generation this index reflects (None when it has never been committed)."""
+        tv = self._tv
+        try:
+            result = self._searcher.search(tv.Query.term_query(self.schema, ID, STAMP_ID), 1)
+            if not result.hits:
+                return None
+            value = self._searcher.doc(result.hits[0][1]).get_first(STAMP)
+        except ValueError as exc:
+            log.warning("text index %s cannot be read (%s)", self.folder, exc)
+            return None
+        return value if isinstance(value, str) else None
+
+    def reset(self) -> None:
+        """Throw the index away and start an empty one (before a rebuild)."""
+        with self._lock:
+            self._drop_writer()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.index = self._open()
+            self._searcher = self.index.searcher()
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self.commit()
+            finally:
+                self._drop_writer()
+
+    def _drop_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        self._pending = False
+        if writer is not None:
+            with contextlib.suppress(ValueError):  # nothing to roll back
+                writer.rollback()
+            del writer
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _get_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            try:
+                self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=2)
+            except ValueError as exc:
+                raise IOFailure(
+                    f"The search index {self.folder} is in use by another process; stop it and try again.",
+                    {"index": str(self.folder)},
+                ) from exc
+        return self._writer
+
+    def write(self, deletes: Iterable[int], adds: Iterable[tuple[int, Sequence[str]]], stamp: str) -> None:
+        """Queue deletes (by record id) then additions; visible after the next `commit`."""
+        tv = self._tv
+        with self._lock:
+            writer = self._get_writer()
+            gone = list(deletes)
+            if gone:  # by query: tantivy's delete by term does not match an unsigned field from Python
+                writer.delete_documents_by_query(tv.Query.term_set_query(self.schema, ID, gone))
+            for doc_id, texts in adds:
+                doc = tv.Document()
+                doc.add_unsigned(ID, doc_id)
+                for name, text in zip(self.fields, texts, strict=True):
+                    if text:
+                        doc.add_text(name, text)
+                writer.add_document(doc)
+            self._pending = True
+            self._pending_stamp = stamp
+
+    def clear(self, stamp: str) -> None:
+        with self._lock:
+            self._get_writer().delete_all_documents()
+            self._pending = True
+            self._pending_stamp = stamp
+
+    def commit(self) -> None:
+        """Make queued writes searchable, stamped with the generation they reflect."""
+        tv = self._tv
+        with self._lock:
+            if not self._pending or self._writer is None:
+                return
+            writer = self._writer
+            writer.delete_documents_by_query(tv.Query.term_query(self.schema, ID, STAMP_ID))
+            doc = tv.Document()
+            doc.add_unsigned(ID, STAMP_ID)
+            doc.add_text(STAMP, self._pending_stamp or "")
+            writer.add_document(doc)
+            writer.commit()
+            self._pending = False
+            self.index.reload()
+            self._searcher = self.index.searcher()
+
+    @property
+    def pending(self) -> bool:
+        return self._pending
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def searcher(self) -> tantivy.Searcher:
+        with self._lock:
+            if self._pending:
+                self.commit()
+            return self._searcher
+
+    def parse(self, text: str) -> tantivy.Query:
+        """Every term (or "quoted phrase") of the user's text must match in some field.
+
+        The text is only ever analysed into words: operators, field names, stars and stray
+        quotes are searched as the words they contain.
+        """
+        tv = self._tv
+        musts: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        saw_word = False
+        for match in TERM.finditer(text):
+            chunk = match.group(1) if match.group(1) is not None else match.group(2)
+            if not WORD.search(chunk):
+                continue
+            saw_word = True
+            words = self._analyzer.analyze(chunk)
+            if not words:
+                continue
+            musts.append((tv.Occur.Must, self._any_field(words)))
+        if not saw_word:
+            raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
+        if not musts:
+            return tv.Query.empty_query()
+        return musts[0][1] if len(musts) == 1 else tv.Query.boolean_query(musts)
+
+    def _any_field(self, words: list[str]) -> tantivy.Query:
+        tv = self._tv
+        shoulds: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for name, weight in zip(self.fields, self.weights, strict=True):
+            if len(words) == 1:
+                query = tv.Query.term_query(self.schema, name, words[0])
+            else:
+                query = tv.Query.phrase_query(self.schema, name, list(words))
+            if weight != 1.0:
+                query = tv.Query.boost_query(query, float(weight))
+            shoulds.append((tv.Occur.Should, query))
+        return shoulds[0][1] if len(shoulds) == 1 else tv.Query.boolean_query(shoulds)
+
+    def any_prefix(self, field: str, values: Sequence[str]) -> tantivy.Query:
+        """Records whose `field` holds any of `values` as words, the last one as a prefix
+        ("ali" finds Alice, "bob st" finds Bob Stone)."""
+        tv = self._tv
+        if field not in self.fields:
+            raise ValueError(f"unknown text field {field!r}")
+        shoulds: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        for value in values:
+            plain = self._plain.analyze(value)
+            if not plain:
+                continue
+            stemmed = self._analyzer.analyze(" ".join(plain[:-1])) if len(plain) > 1 else []
+            # The index holds stemmed words: a whole last word ("alice") is matched by its
+            # stem ("alic"), a partial one ("ali") as typed.
+            for last in dict.fromkeys([plain[-1], *self._analyzer.analyze(plain[-1])]):
+                shoulds.append((tv.Occur.Should, tv.Query.phrase_prefix_query(self.schema, field, [*stemmed, last])))
+        if not shoulds:
+            return tv.Query.empty_query()
+        return tv.Query.boolean_query(shoulds)
+
+    def restrict(self, query: tantivy.Query, ids: Sequence[int]) -> tantivy.Query:
+        """`query` limited to the records `ids` (a filter resolved by SQLite), still ranked top-k."""
+        tv = self._tv
+        allowed = tv.Query.term_set_query(self.schema, ID, list(ids))
+        return tv.Query.boolean_query([(tv.Occur.Must, query), (tv.Occur.Must, allowed)])
+
+    def top(self, query: tantivy.Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
+        """(record id, score) of the best `limit` matches after `offset`, best first."""
+        if limit <= 0:
+            return []
+        searcher = self.searcher()
+        result = searcher.search(query, limit, count=False, offset=offset)
+        if not result.hits:
+            return []
+        ids = searcher.fast_field_values(ID, [addr for _, addr in result.hits])
+        return [(int(i), float(score)) for (score, _), i in zip(result.hits, ids, strict=True) if i is not None]
+
+    def ids(self, query: tantivy.Query) -> list[int]:
+        """Every matching record id, unranked."""
+        searcher = self.searcher()
+        total = searcher.num_docs
+        if total == 0:
+            return []
+        result = searcher.search(query, total, count=False, order_by_field=ID)
+        return [int(value) for value, _ in result.hits]
+
+    def count(self, query: tantivy.Query) -> int:
+        result = self.searcher().search(query, 1, count=True)
+        return int(getattr(result, "count", 0) or 0)  # `count` is missing from the type stubs
+
+    # -- snippets --------------------------------------------------------------------------
+
+    def snippets(
+        self, query: tantivy.Query, texts: Mapping[int, Sequence[str]], tokens: int, marks: tuple[str, str]
+    ) -> dict[int, str]:
+        """One snippet per record: the field passage with the most matches, matches marked."""
+        tv = self._tv
+        searcher = self.searcher()
+        generators = []
+        for name in self.fields:
+            generator = tv.SnippetGenerator.create(searcher, query, self.schema, name)
+            generator.set_max_num_chars(max(40, tokens * 8))
+            generators.append(generator)
+        out: dict[int, str] = {}
+        for doc_id, values in texts.items():
+            best: tuple[int, int, str] | None = None
+            for name, generator, text in zip(self.fields, generators, values, strict=True):
+                if not text:
+                    continue
+                snippet = generator.snippet_from_doc(tv.Document(**{name: text}))
+                ranges = [(r.start, r.end) for r in snippet.highlighted()]
+                fragment = snippet.fragment()
+                if not fragment:
+                    continue
+                where = snippet.fragment_range()
+                rendered = _mark(fragment, ranges, marks)
+                if where.start > 0:
+                    rendered = "…" + rendered
+                if where.end < len(text.encode()):
+                    rendered += "…"
+                candidate = (len(ranges), len(fragment), rendered)
+                if best is None or candidate[:2] > best[:2]:
+                    best = candidate
+            if best is None:
+                first = next((t for t in values if t), "")
+                limit = max(40, tokens * 8)
+                best = (0, 0, first[:limit] + ("…" if len(first) > limit else ""))
+            out[doc_id] = best[2]
+        return out
+
+
+def _mark(fragment: str, ranges: Sequence[tuple[int, int]], marks: tuple[str, str]) -> str:
+    """Wrap each highlighted range (UTF-8 byte offsets, as tantivy reports them) in `marks`."""
+    raw = fragment.encode()
+    parts: list[str] = []
+    at = 0
+    for start, end in sorted(ranges):
+        if start < at:
+            continue
+        parts.append(raw[at:start].decode(errors="replace"))
+        parts.append(marks[0] + raw[start:end].decode(errors="replace") + marks[1])
+        at = end
+    parts.append(raw[at:].decode(errors="replace"))
+    return "".join(parts)
