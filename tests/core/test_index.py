@@ -1,3 +1,5 @@
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -167,3 +169,147 @@ def test_any_prefix_filter_matches_any_value_by_word_prefix(index: SearchIndex):
     assert [h.key for h in index.select(where=TEXT_MATCH, params=[fts_any_prefix("title", ["alice"])])] == ["a"]
     with pytest.raises(BadRequest):
         fts_any_prefix("title", ["--", "  "])
+
+
+def test_search_folds_diacritics_both_ways_and_marks_accented_words(index: SearchIndex):
+    index.sync([rec("a", "Dessert", "The crème brûlée at the café was naïve."), rec("b", "Plain", "creme fraiche")])
+    assert [h.key for h in index.search("brulee")] == ["a"]
+    hits = index.search("café")
+    assert [h.key for h in hits] == ["a"]
+    assert "⟦café⟧" in (hits[0].snippet or "")
+    assert {h.key for h in index.search("crème")} == {"a", "b"}
+
+
+def test_a_quoted_phrase_matches_its_words_in_order_only(index: SearchIndex):
+    index.sync([rec("a", "", "annual renewals are due"), rec("b", "", "renewals annual report")])
+    assert [h.key for h in index.search('"annual renewals"')] == ["a"]
+    assert {h.key for h in index.search("annual renewals")} == {"a", "b"}
+    assert [h.key for h in index.search('"annual renewal"')] == ["a"]  # stemmed inside phrases too
+
+
+def test_a_search_pages_with_offsets_without_gaps_or_repeats(index: SearchIndex):
+    index.sync([rec(f"{i:02}", f"doc {i}", "word " * (i % 7 + 1)) for i in range(30)])
+    everything = [h.key for h in index.search("word", limit=30)]
+    pages = [h.key for off in range(0, 30, 7) for h in index.search("word", limit=7, offset=off)]
+    assert pages == everything
+    assert sorted(everything) == [f"{i:02}" for i in range(30)]
+    assert index.count(query="word") == 30
+
+
+def test_a_narrow_filter_still_finds_its_low_ranked_matches(index: SearchIndex):
+    strong = [rec(f"s{i:03}", "budget", "budget budget", day="2024-01-01") for i in range(300)]
+    weak = [
+        rec(f"w{i}", "other", "a long body that mentions the budget once " + "filler " * 50, day="2025-06-01")
+        for i in range(3)
+    ]
+    index.sync(strong + weak)
+    hits = index.search("budget", where="d.day >= ?", params=["2025-01-01"], limit=2)
+    assert [h.key for h in hits] == ["w0", "w1"] or {h.key for h in hits} <= {"w0", "w1", "w2"}
+    rest = index.search("budget", where="d.day >= ?", params=["2025-01-01"], limit=2, offset=2)
+    assert {h.key for h in hits + rest} == {"w0", "w1", "w2"}
+    assert all("⟦budget⟧" in (h.snippet or "") for h in hits + rest)
+    assert index.count(query="budget", where="d.day >= ?", params=["2025-01-01"]) == 3
+
+
+def test_a_broad_filter_keeps_the_best_ranked_first(index: SearchIndex):
+    index.sync([rec(f"{i:02}", "plan" if i == 7 else "other", "plan", tags=("t",)) for i in range(40)])
+    where = "EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND t.tag = ?)"
+    hits = index.search("plan", where=where, params=["t"], limit=5)
+    assert hits[0].key == "07"
+    assert len(hits) == 5
+
+
+def test_a_text_search_can_be_ordered_by_a_column_instead_of_score(index: SearchIndex):
+    index.sync([rec(k, "plan", "", day=f"2024-01-0{i}") for i, k in enumerate("abcde", start=1)] + [rec("z", "x", "")])
+    hits = index.search("plan", where="d.day < ?", params=["2024-01-05"], order_by="d.day DESC", limit=2, offset=1)
+    assert [h.key for h in hits] == ["c", "b"]
+    assert hits[0].score is None
+
+
+def test_updated_and_deleted_records_leave_the_text_index(index: SearchIndex):
+    index.sync([rec("a", "alpha", "first words"), rec("b", "beta", "gone soon")])
+    index.sync([rec("a", "alpha", "second words")])
+    assert index.search("first") == []
+    assert index.search("gone") == []
+    assert [h.key for h in index.search("second")] == ["a"]
+    assert index.count(query="words") == 1
+    index.clear()
+    assert index.search("second") == []
+    assert index.count() == 0
+
+
+def test_a_crash_between_the_record_and_text_commits_loses_nothing(tmp_path: Path):
+    path = tmp_path / "c.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec("a", "", "old words"), rec("b", "", "doomed record")])
+    idx.close()
+    # A real process that commits records, then dies before the text index commits.
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_index import SCHEMA, rec\n"
+        "from deskmcp.core.index import SearchIndex\n"
+        "idx = SearchIndex(Path(sys.argv[1]), SCHEMA)\n"
+        "idx.apply([rec('a', '', 'new words'), rec('c', '', 'added late')], ['b'])\n"
+        "assert idx._text.pending\n"
+        "os._exit(0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    again = SearchIndex(path, SCHEMA)
+    assert [h.key for h in again.search("new")] == ["a"]
+    assert again.search("old") == []
+    assert again.search("doomed") == []
+    assert [h.key for h in again.search("late")] == ["c"]
+    again.close()
+
+
+def test_an_unreadable_text_index_is_rebuilt_from_the_records(tmp_path: Path):
+    path = tmp_path / "u.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec("a", "kept", "words survive")])
+    idx.close()
+    for file in (tmp_path / "u.sqlite3.text").iterdir():
+        if file.is_file():
+            file.write_bytes(b"garbage")
+    again = SearchIndex(path, SCHEMA)
+    assert [h.key for h in again.search("survive")] == ["a"]
+    assert "⟦survive⟧" in (again.search("survive")[0].snippet or "")
+    again.close()
+
+
+def test_a_rebuild_reads_the_stored_texts_not_the_sources(tmp_path: Path):
+    path = tmp_path / "r.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec(str(i), f"title {i}", f"body {i} shared") for i in range(50)])
+    assert idx.rebuild_text() == 50
+    assert idx.count(query="shared") == 50
+    assert [h.key for h in idx.search("title 7", limit=1)] == ["7"]
+    idx.close()
+
+
+def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(tmp_path: Path):
+    path = tmp_path / "l.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.apply([rec("a", "one", "shared")])
+    second = SearchIndex(path, SCHEMA)  # waits for the first one's pending commit, rebuilds nothing
+    second.apply([rec("b", "two", "shared")])
+    assert {h.key for h in second.search("shared")} == {"a", "b"}
+    assert {h.key for h in first.search("shared")} == {"a", "b"}
+    first.apply([], ["b"])
+    assert [h.key for h in second.search("shared")] == ["a"]
+    second.close()
+    first.close()
+
+
+def test_user_text_with_query_parser_syntax_is_searched_as_words(index: SearchIndex):
+    index.sync([rec("a", "title", "field:value (group) +must -not ~fuzzy [range TO x] ^2 \\escape")])
+    for text in ("field:value", "(group)", "+must", "-not", "~fuzzy", "[range TO x]", "^2", "\\escape", "body:*"):
+        hits = index.search(text)
+        assert [h.key for h in hits] == (["a"] if text != "body:*" else []), text

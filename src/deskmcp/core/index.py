@@ -241,21 +241,32 @@ class SearchIndex:
     def _check_text(self) -> None:
         """Rebuild the text index from SQLite when it does not reflect the current generation."""
         with self._write_lock:
-            wanted = self._stamp(self._writer)
-            found = self._text.stamp()
-            if found != wanted:
-                log.info("text index %s is at %s, the records at %s: rebuilding it", self.text_path, found, wanted)
-                self.rebuild_text()
+            if self._text.stamp() == self._stamp(self._writer):
+                return
+            self._text.begin()  # another process may be between its two commits: wait for it
+            try:
+                found, wanted = self._text.stamp(), self._stamp(self._writer)
+                if found != wanted:
+                    log.info("text index %s is at %s, the records at %s: rebuilding it", self.text_path, found, wanted)
+                    try:
+                        self.rebuild_text()
+                    except ValueError as exc:  # tantivy cannot write what it has: start afresh
+                        log.warning("text index %s cannot be rebuilt in place (%s); recreating it", self.text_path, exc)
+                        self._text.reset()
+                        self.rebuild_text()
+            finally:
+                self._text.end()
 
     def rebuild_text(self) -> int:
         """Rebuild the text index from the texts SQLite holds (no source is read again)."""
         started = time.perf_counter()
         with self._write_lock:
-            self._text.reset()
+            self._text.begin()
             conn = self._writer
             conn.execute("BEGIN")
             try:
                 stamp = self._stamp(conn)
+                self._text.clear(stamp)
                 count = 0
                 batch: list[tuple[int, Sequence[str]]] = []
                 for doc_id, body in conn.execute("SELECT id, body FROM texts"):
@@ -380,7 +391,10 @@ class SearchIndex:
         stats = ApplyStats()
         removed: list[int] = []
         added: list[tuple[int, Sequence[str]]] = []
+        upserts, deletes = list(upserts), list(deletes)
         with self._write_lock:
+            if upserts or deletes:
+                self._text.begin()
             stamp = ""
             with self.transaction() as conn:
                 for record in upserts:
@@ -404,6 +418,8 @@ class SearchIndex:
                     stamp = self._bump(conn)
             if stats.changed:
                 self._text.write(removed, added, stamp)
+            if upserts or deletes:
+                self._text.end()
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -433,6 +449,7 @@ class SearchIndex:
 
     def clear(self) -> None:
         with self._write_lock:
+            self._text.begin()
             with self.transaction() as conn:
                 for table in self._side_names:
                     conn.execute(f"DELETE FROM {table}")
@@ -440,6 +457,7 @@ class SearchIndex:
                 conn.execute("DELETE FROM docs")
                 stamp = self._bump(conn)
             self._text.clear(stamp)
+            self._text.end()
 
     def flush(self) -> None:
         """Commit pending text-index writes now (they are otherwise committed before the next search)."""
@@ -487,6 +505,8 @@ class SearchIndex:
                 sql = f"SELECT count(*) FROM docs d WHERE 1=1 {clause}"
                 return int(conn.execute(sql, tuple(params)).fetchone()[0])
         parsed = self._text.parse(query)
+        with self.reader() as conn:
+            self._text.refresh(self._stamp(conn))
         if not where:
             return self._text.count(parsed)
         ids = self._text.ids(parsed)
@@ -515,6 +535,7 @@ class SearchIndex:
         if limit <= 0:
             return []
         with self.reader() as conn:
+            self._text.refresh(self._stamp(conn))
             try:
                 if order_by:
                     ranked = self._ordered(conn, parsed, where, params, order_by, limit, offset)
@@ -570,22 +591,27 @@ class SearchIndex:
     ) -> list[tuple[int, float | None]]:
         """The top `limit` after `offset` among the records passing SQL `where`.
 
-        A broad filter: the best few pages are ranked and checked, which is exact as long as
-        enough of them pass. A narrow one: SQLite lists the records passing it and tantivy
-        ranks the top k among those only."""
+        The best few pages are ranked and checked against the filter, which is exact as soon
+        as enough of them pass. When too few pass (a filter that keeps few of the matches),
+        SQLite lists the records passing the filter and tantivy ranks the top k among those
+        only, so the cost follows the filter's size, not the number of matches."""
         wanted = offset + limit
         reach = max(4 * wanted, wanted + 64)
         candidates = self._text.top(parsed, reach)
-        if candidates:
-            sql = f"SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?)) AND ({where})"
-            passing = {int(r[0]) for r in conn.execute(sql, (_ids_json([i for i, _ in candidates]), *params))}
-            kept = [(i, s) for i, s in candidates if i in passing]
-            if len(kept) >= wanted or len(candidates) < reach:
-                return list(kept[offset:wanted])
-        allowed = [int(r[0]) for r in conn.execute(f"SELECT d.id FROM docs d WHERE {where}", tuple(params))]
-        if not allowed:
+        if not candidates:
             return []
-        return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, allowed), limit, offset)]
+        # CROSS JOIN makes the few candidate ids drive: SQLite looks each one up instead of
+        # walking an index the filter could use.
+        sql = f"SELECT d.id FROM json_each(?) AS j CROSS JOIN docs d ON d.id = j.value WHERE {where}"
+        passing = {int(r[0]) for r in conn.execute(sql, (_ids_json([i for i, _ in candidates]), *params))}
+        kept = [(i, s) for i, s in candidates if i in passing]
+        if len(kept) >= wanted or len(candidates) < reach:
+            return list(kept[offset:wanted])
+        row = conn.execute(f"SELECT json_group_array(d.id) FROM docs d WHERE {where}", tuple(params)).fetchone()
+        runs = _runs(sorted(orjson.loads(row[0]))) if row and row[0] else []
+        if not runs:
+            return []
+        return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, runs), limit, offset)]
 
     def _text_match(self, spec: str | None) -> str:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
@@ -608,6 +634,17 @@ def _pack(texts: Sequence[str]) -> bytes:
 
 def _unpack(body: bytes) -> list[str]:
     return orjson.loads(zlib.decompress(body))
+
+
+def _runs(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted ids as inclusive runs of consecutive values."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [(a, b) for a, b in runs]
 
 
 def _ids_json(ids: Sequence[int]) -> str:

@@ -19,6 +19,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +40,12 @@ TOKENIZER = "deskmcp_en"
 STAMP_ID = 0
 """The record id of the document carrying the stamp; SQLite ids start at 1."""
 WRITER_HEAP = 96_000_000
+LOCK_WAIT = 30.0
+"""Seconds a write waits for another process's writer before giving up."""
+IDLE_COMMIT = 1.0
+"""Queued writes are committed once writes pause this long (or at the next read)."""
+RUN = 16
+"""Consecutive ids from this many on are matched as a range rather than one term each."""
 TERM = re.compile(r'"([^"]*)"|(\S+)')
 WORD = re.compile(r"\w", re.UNICODE)
 
@@ -92,6 +99,8 @@ class TextIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
         self._pending_stamp: str | None = None
+        self._timer: threading.Timer | None = None
+        self._reloaded_for: str | None = None
         self.index = self._open()
         self._searcher = self.index.searcher()
 
@@ -125,9 +134,9 @@ class TextIndex:
         return value if isinstance(value, str) else None
 
     def reset(self) -> None:
-        """Throw the index away and start an empty one (before a rebuild)."""
+        """Throw an index that cannot be written away and start an empty one."""
         with self._lock:
-            self._drop_writer()
+            self._release()
             shutil.rmtree(self.folder, ignore_errors=True)
             self.index = self._open()
             self._searcher = self.index.searcher()
@@ -137,9 +146,13 @@ class TextIndex:
             try:
                 self.commit()
             finally:
-                self._drop_writer()
+                self._release()
 
-    def _drop_writer(self) -> None:
+    def _release(self) -> None:
+        """Drop the writer (and with it the lock other processes wait for); queued writes are lost."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         writer, self._writer = self._writer, None
         self._pending = False
         if writer is not None:
@@ -149,22 +162,58 @@ class TextIndex:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def _get_writer(self) -> tantivy.IndexWriter:
-        if self._writer is None:
-            try:
-                self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=2)
-            except ValueError as exc:
-                raise IOFailure(
-                    f"The search index {self.folder} is in use by another process; stop it and try again.",
-                    {"index": str(self.folder)},
-                ) from exc
-        return self._writer
+    def begin(self) -> None:
+        """Take the writer before the records change, waiting while another process holds it.
+
+        Records and text are then committed in the same order in every process."""
+        deadline = time.monotonic() + LOCK_WAIT
+        delay = 0.01
+        while True:
+            with self._lock:
+                if self._writer is not None:
+                    return
+                try:
+                    self._writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=2)
+                except ValueError as exc:
+                    if "LockBusy" not in str(exc) or time.monotonic() > deadline:
+                        raise IOFailure(
+                            f"The search index {self.folder} stayed locked by another process for"
+                            f" {LOCK_WAIT:.0f} s; try again, or stop the other deskmcp using it.",
+                            {"index": str(self.folder)},
+                        ) from exc
+                else:
+                    self.index.reload()  # what another process committed before we took the lock
+                    self._searcher = self.index.searcher()
+                    return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def end(self) -> None:
+        """After a change: commit soon (on the next read, or when writes pause)."""
+        with self._lock:
+            if not self._pending:
+                self._release()
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(IDLE_COMMIT, self._idle_commit)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _idle_commit(self) -> None:
+        try:
+            self.commit()
+        except (ValueError, OSError) as exc:  # the next open finds the stamp behind and rebuilds
+            log.warning("text index %s: commit failed (%s)", self.folder, exc)
 
     def write(self, deletes: Iterable[int], adds: Iterable[tuple[int, Sequence[str]]], stamp: str) -> None:
         """Queue deletes (by record id) then additions; visible after the next `commit`."""
         tv = self._tv
         with self._lock:
-            writer = self._get_writer()
+            if self._writer is None:
+                self.begin()
+            writer = self._writer
+            assert writer is not None
             gone = list(deletes)
             if gone:  # by query: tantivy's delete by term does not match an unsigned field from Python
                 writer.delete_documents_by_query(tv.Query.term_set_query(self.schema, ID, gone))
@@ -180,12 +229,18 @@ class TextIndex:
 
     def clear(self, stamp: str) -> None:
         with self._lock:
-            self._get_writer().delete_all_documents()
+            if self._writer is None:
+                self.begin()
+            assert self._writer is not None
+            if self._pending:  # queued additions would survive delete_all_documents
+                self._writer.rollback()
+            self._writer.delete_all_documents()
             self._pending = True
             self._pending_stamp = stamp
 
     def commit(self) -> None:
-        """Make queued writes searchable, stamped with the generation they reflect."""
+        """Make queued writes searchable, stamped with the generation they reflect, and let
+        the writer go."""
         tv = self._tv
         with self._lock:
             if not self._pending or self._writer is None:
@@ -198,8 +253,20 @@ class TextIndex:
             writer.add_document(doc)
             writer.commit()
             self._pending = False
+            self._release()
             self.index.reload()
             self._searcher = self.index.searcher()
+
+    def refresh(self, expected: str) -> None:
+        """Pick up what another process committed when the records say the text moved on."""
+        if self._pending or expected == self._reloaded_for:
+            return
+        with self._lock:
+            if self._pending:
+                return
+            self.index.reload()
+            self._searcher = self.index.searcher()
+            self._reloaded_for = expected
 
     @property
     def pending(self) -> bool:
@@ -208,10 +275,9 @@ class TextIndex:
     # -- queries ---------------------------------------------------------------------------
 
     def searcher(self) -> tantivy.Searcher:
-        with self._lock:
-            if self._pending:
-                self.commit()
-            return self._searcher
+        if self._pending:
+            self.commit()
+        return self._searcher
 
     def parse(self, text: str) -> tantivy.Query:
         """Every term (or "quoted phrase") of the user's text must match in some field.
@@ -270,11 +336,22 @@ class TextIndex:
             return tv.Query.empty_query()
         return tv.Query.boolean_query(shoulds)
 
-    def restrict(self, query: tantivy.Query, ids: Sequence[int]) -> tantivy.Query:
-        """`query` limited to the records `ids` (a filter resolved by SQLite), still ranked top-k."""
+    def restrict(self, query: tantivy.Query, runs: Sequence[tuple[int, int]]) -> tantivy.Query:
+        """`query` limited to the records whose ids lie in `runs` (inclusive, from a filter
+        SQLite resolved), still ranked top-k.
+
+        Long runs (records indexed together: a folder, a batch) become range queries over
+        the id column, which cost far less than one term per record."""
         tv = self._tv
-        allowed = tv.Query.term_set_query(self.schema, ID, list(ids))
-        return tv.Query.boolean_query([(tv.Occur.Must, query), (tv.Occur.Must, allowed)])
+        ranges = [(a, b) for a, b in runs if b - a >= RUN]
+        singles = [i for a, b in runs if b - a < RUN for i in range(a, b + 1)]
+        allowed: list[tuple[tantivy.Occur, tantivy.Query]] = [
+            (tv.Occur.Should, tv.Query.range_query(self.schema, ID, tv.FieldType.Unsigned, a, b)) for a, b in ranges
+        ]
+        if singles:
+            allowed.append((tv.Occur.Should, tv.Query.term_set_query(self.schema, ID, singles)))
+        within = allowed[0][1] if len(allowed) == 1 else tv.Query.boolean_query(allowed)
+        return tv.Query.boolean_query([(tv.Occur.Must, query), (tv.Occur.Must, within)])
 
     def top(self, query: tantivy.Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
         """(record id, score) of the best `limit` matches after `offset`, best first."""
