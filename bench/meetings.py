@@ -65,6 +65,10 @@ FILTERS = [
 ]
 
 
+def disk_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+
+
 async def cold_start(args: list[str], env: dict[str, str], tool: str, tool_args: dict, pidfile: Path) -> float:
     started = time.perf_counter()
     async with session(stdio_params(args, env, pidfile)) as client:
@@ -95,8 +99,10 @@ async def bench_size(count: int, rounds: int, work: Path, hello_ms: float, words
     service = MeetingService(settings)
     started = time.perf_counter()
     service.refresh()
+    service.index.flush()  # the text index commits lazily: count its commit too
     print(f"index build (in-process, from scratch): {time.perf_counter() - started:.2f} s")
     service.close()
+    print(f"index on disk:                   {disk_mb(service.index_path.parent):8.1f} MB")
 
     pidfile = folder / "server.pid"
     server_args = ["-m", "deskmcp.cli", "serve", "meetings"]

@@ -313,3 +313,23 @@ def test_user_text_with_query_parser_syntax_is_searched_as_words(index: SearchIn
     for text in ("field:value", "(group)", "+must", "-not", "~fuzzy", "[range TO x]", "^2", "\\escape", "body:*"):
         hits = index.search(text)
         assert [h.key for h in hits] == (["a"] if text != "body:*" else []), text
+
+
+def test_texts_compressed_with_a_trained_dictionary_survive_reopen_and_rebuild(tmp_path: Path):
+    path = tmp_path / "z.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync(
+        [
+            rec(f"{i:03}", f"Weekly sync {i}", f"## Notes\nWe reviewed the budget ({i}) and the roadmap.")
+            for i in range(100)
+        ]
+    )
+    with idx.reader() as conn:
+        assert conn.execute("SELECT count(*) FROM zdicts").fetchone()[0] == 1
+    idx.apply([rec("new", "Late entry", "crème brûlée after the dictionary")])
+    idx.close()
+    again = SearchIndex(path, SCHEMA)
+    assert again.rebuild_text() == 101
+    assert "⟦roadmap⟧" in (again.search("roadmap", limit=1)[0].snippet or "")
+    assert "⟦brûlée⟧" in (again.search("brulee")[0].snippet or "")
+    again.close()

@@ -157,6 +157,8 @@ class SearchIndex:
         except sqlite3.DatabaseError as exc:
             self._quarantine(exc)
             self._writer = self._open_writer()
+        self._codec = _Codec()
+        self._codec.load(self._writer)
         self.text_path = path.with_name(f"{path.name}.text")
         self._text = TextIndex(self.text_path, schema.text_fields, schema.weights)
         self._check_text()
@@ -208,6 +210,7 @@ class SearchIndex:
             )
             # The text fields, compressed: what the text index is rebuilt from.
             conn.execute("CREATE TABLE texts (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+            conn.execute("CREATE TABLE zdicts (id INTEGER PRIMARY KEY, dict BLOB NOT NULL)")
             for ddl in s.side_tables:
                 conn.execute(ddl)
             conn.execute("INSERT INTO meta(key, value) VALUES('schema', ?)", (schema_id,))
@@ -270,7 +273,7 @@ class SearchIndex:
                 count = 0
                 batch: list[tuple[int, Sequence[str]]] = []
                 for doc_id, body in conn.execute("SELECT id, body FROM texts"):
-                    batch.append((int(doc_id), _unpack(body)))
+                    batch.append((int(doc_id), self._codec.unpack(body, conn)))
                     if len(batch) >= 1000:
                         self._text.write((), batch, stamp)
                         count += len(batch)
@@ -364,7 +367,7 @@ class SearchIndex:
             for table in self._side_names:
                 conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
         texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
-        conn.execute("INSERT OR REPLACE INTO texts(id, body) VALUES(?, ?)", (doc_id, _pack(texts)))
+        conn.execute("INSERT OR REPLACE INTO texts(id, body) VALUES(?, ?)", (doc_id, self._codec.pack(texts)))
         for table, rows in record.side.items():
             if table not in self._side_names:
                 raise ValueError(f"unknown side table {table!r}")
@@ -397,6 +400,8 @@ class SearchIndex:
                 self._text.begin()
             stamp = ""
             with self.transaction() as conn:
+                if self._codec.zdict is None and len(upserts) >= _TRAIN_AT:
+                    self._codec.train(conn, upserts, self.schema.text_fields)
                 for record in upserts:
                     row = conn.execute("SELECT id FROM docs WHERE key=?", (record.key,)).fetchone()
                     doc_id, texts = self._write_record(conn, record, None if row is None else int(row[0]))
@@ -554,7 +559,7 @@ class SearchIndex:
                 for r in conn.execute(f"SELECT d.id, {self._select_cols()} FROM docs d WHERE d.id IN ({marks})", ids)
             }
             texts = {
-                int(i): _unpack(body)
+                int(i): self._codec.unpack(body, conn)
                 for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", ids)
             }
         snippets = self._text.snippets(parsed, texts, snippet_tokens, (SNIPPET_OPEN, SNIPPET_CLOSE))
@@ -628,12 +633,42 @@ _EPOCH = "_index_epoch"
 _GENERATION = "_index_generation"
 
 
-def _pack(texts: Sequence[str]) -> bytes:
-    return zlib.compress(orjson.dumps(list(texts)), 6)
+_TRAIN_AT = 64
+"""A batch this large trains the compression dictionary (once per index)."""
 
 
-def _unpack(body: bytes) -> list[str]:
-    return orjson.loads(zlib.decompress(body))
+class _Codec:
+    """Texts compressed with zlib and, once the index has seen a large enough batch, a preset
+    dictionary sampled from it: short records share most of their words and layout, which
+    zlib alone cannot exploit one record at a time (about half the size on notes)."""
+
+    def __init__(self) -> None:
+        self.zdict: bytes | None = None
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT dict FROM zdicts WHERE id = 1").fetchone()
+        self.zdict = bytes(row[0]) if row else None
+
+    def train(self, conn: sqlite3.Connection, records: Sequence[IndexRecord], fields: Sequence[str]) -> None:
+        step = max(1, len(records) // 64)
+        samples = [orjson.dumps([r.texts.get(f, "") or "" for f in fields])[:512] for r in records[::step][:64]]
+        conn.execute("INSERT OR IGNORE INTO zdicts(id, dict) VALUES(1, ?)", (b"".join(samples)[-32768:],))
+        self.load(conn)  # another process may have trained one first: use that one
+
+    def pack(self, texts: Sequence[str]) -> bytes:
+        raw = orjson.dumps(list(texts))
+        if self.zdict is None:
+            return b"\0" + zlib.compress(raw, 6)
+        packer = zlib.compressobj(6, zdict=self.zdict)
+        return b"\1" + packer.compress(raw) + packer.flush()
+
+    def unpack(self, body: bytes, conn: sqlite3.Connection) -> list[str]:
+        if body[:1] == b"\0":
+            return orjson.loads(zlib.decompress(body[1:]))
+        if self.zdict is None:
+            self.load(conn)
+        unpacker = zlib.decompressobj(zdict=self.zdict or b"")
+        return orjson.loads(unpacker.decompress(body[1:]) + unpacker.flush())
 
 
 def _runs(ids: Sequence[int]) -> list[tuple[int, int]]:

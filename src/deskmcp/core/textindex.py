@@ -42,8 +42,9 @@ STAMP_ID = 0
 WRITER_HEAP = 96_000_000
 LOCK_WAIT = 30.0
 """Seconds a write waits for another process's writer before giving up."""
-IDLE_COMMIT = 1.0
-"""Queued writes are committed once writes pause this long (or at the next read)."""
+IDLE_RELEASE = 3.0
+"""Seconds without writes after which queued writes are committed (reads commit them at
+once) and the writer is let go for other processes."""
 RUN = 16
 """Consecutive ids from this many on are matched as a range rather than one term each."""
 TERM = re.compile(r'"([^"]*)"|(\S+)')
@@ -145,6 +146,7 @@ class TextIndex:
         with self._lock:
             try:
                 self.commit()
+                self._settle()
             finally:
                 self._release()
 
@@ -170,6 +172,9 @@ class TextIndex:
         delay = 0.01
         while True:
             with self._lock:
+                if self._timer is not None:  # no idle release while a change is under way
+                    self._timer.cancel()
+                    self._timer = None
                 if self._writer is not None:
                     return
                 try:
@@ -189,22 +194,38 @@ class TextIndex:
             delay = min(delay * 2, 0.25)
 
     def end(self) -> None:
-        """After a change: commit soon (on the next read, or when writes pause)."""
+        """After a change: the writer stays for the next batch; once writes pause it commits,
+        lets its merges finish and goes, so another process can write."""
         with self._lock:
-            if not self._pending:
-                self._release()
-                return
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(IDLE_COMMIT, self._idle_commit)
-            self._timer.daemon = True
-            self._timer.start()
+            self._arm()
 
-    def _idle_commit(self) -> None:
-        try:
-            self.commit()
-        except (ValueError, OSError) as exc:  # the next open finds the stamp behind and rebuilds
-            log.warning("text index %s: commit failed (%s)", self.folder, exc)
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(IDLE_RELEASE, self._idle)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _idle(self) -> None:
+        with self._lock:
+            try:
+                self.commit()
+                self._settle()
+            except (ValueError, OSError) as exc:  # the next open finds the stamp behind and rebuilds
+                log.warning("text index %s: commit failed (%s)", self.folder, exc)
+                self._release()
+
+    def _settle(self) -> None:
+        """Let the writer's segment merges finish, then drop it (and its lock)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.wait_merging_threads()
+            del writer
+            self.index.reload()
+            self._searcher = self.index.searcher()
 
     def write(self, deletes: Iterable[int], adds: Iterable[tuple[int, Sequence[str]]], stamp: str) -> None:
         """Queue deletes (by record id) then additions; visible after the next `commit`."""
@@ -253,9 +274,9 @@ class TextIndex:
             writer.add_document(doc)
             writer.commit()
             self._pending = False
-            self._release()
             self.index.reload()
             self._searcher = self.index.searcher()
+            self._arm()
 
     def refresh(self, expected: str) -> None:
         """Pick up what another process committed when the records say the text moved on."""
