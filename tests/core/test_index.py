@@ -333,3 +333,17 @@ def test_texts_compressed_with_a_trained_dictionary_survive_reopen_and_rebuild(t
     assert "⟦roadmap⟧" in (again.search("roadmap", limit=1)[0].snippet or "")
     assert "⟦brûlée⟧" in (again.search("brulee")[0].snippet or "")
     again.close()
+
+
+def test_a_snippet_from_a_long_field_shows_the_match_far_into_it(index: SearchIndex):
+    filler = "lorem ipsum dolor sit amet " * 400
+    index.sync(
+        [
+            rec("a", "Transcript", filler + "then the companies discussed budgets at length " + filler),
+            rec("b", "Résumé", "é " + filler + "the café budget " + filler),
+        ]
+    )
+    snippet = index.search("company budget")[0].snippet or ""
+    assert "⟦companies⟧" in snippet or "⟦budgets⟧" in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+    assert "⟦café⟧" in (index.search("cafe")[0].snippet or "")

@@ -562,7 +562,8 @@ class SearchIndex:
                 int(i): self._codec.unpack(body, conn)
                 for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", ids)
             }
-        snippets = self._text.snippets(parsed, texts, snippet_tokens, (SNIPPET_OPEN, SNIPPET_CLOSE))
+        marks = (SNIPPET_OPEN, SNIPPET_CLOSE)
+        snippets = self._text.snippets(parsed, texts, snippet_tokens, marks, self._text.words(query))
         return [self._hit(rows[i], score, snippets.get(i)) for i, score in ranked if i in rows]
 
     def _ordered(

@@ -45,6 +45,8 @@ LOCK_WAIT = 30.0
 IDLE_RELEASE = 3.0
 """Seconds without writes after which queued writes are committed (reads commit them at
 once) and the writer is let go for other processes."""
+WINDOW = 2000
+"""Characters of a long field analysed for its snippet, around the first possible match."""
 RUN = 16
 """Consecutive ids from this many on are matched as a range rather than one term each."""
 TERM = re.compile(r'"([^"]*)"|(\S+)')
@@ -400,16 +402,33 @@ class TextIndex:
 
     # -- snippets --------------------------------------------------------------------------
 
+    def words(self, text: str) -> list[str]:
+        """The analysed words of the user's text (what `parse` searches for)."""
+        return [w for m in TERM.finditer(text) for w in self._analyzer.analyze(m.group(1) or m.group(2) or "")]
+
     def snippets(
-        self, query: tantivy.Query, texts: Mapping[int, Sequence[str]], tokens: int, marks: tuple[str, str]
+        self,
+        query: tantivy.Query,
+        texts: Mapping[int, Sequence[str]],
+        tokens: int,
+        marks: tuple[str, str],
+        words: Sequence[str] = (),
     ) -> dict[int, str]:
-        """One snippet per record: the field passage with the most matches, matches marked."""
+        """One snippet per record: the field passage with the most matches, matches marked.
+
+        An ASCII field where none of `words` can occur is skipped, and a long one (a
+        transcript) is cut to a window around the first place one may occur before it is
+        analysed, so a snippet costs the same for 2 KB or 2 MB."""
         tv = self._tv
         searcher = self.searcher()
+        width = max(40, tokens * 8)
+        # A stem is a prefix of its word save for a letter or two ("compani" <- "company").
+        stems = sorted({w[: max(3, len(w) - 2)] for w in words}, key=len, reverse=True)
+        finder = re.compile(r"\b(?:" + "|".join(map(re.escape, stems)) + ")", re.IGNORECASE) if stems else None
         generators = []
         for name in self.fields:
             generator = tv.SnippetGenerator.create(searcher, query, self.schema, name)
-            generator.set_max_num_chars(max(40, tokens * 8))
+            generator.set_max_num_chars(width)
             generators.append(generator)
         out: dict[int, str] = {}
         for doc_id, values in texts.items():
@@ -417,24 +436,32 @@ class TextIndex:
             for name, generator, text in zip(self.fields, generators, values, strict=True):
                 if not text:
                     continue
-                snippet = generator.snippet_from_doc(tv.Document(**{name: text}))
+                head = 0
+                piece = text
+                if finder is not None and text.isascii():
+                    found = finder.search(text)
+                    if found is None:
+                        continue  # none of the words can be in this field
+                    if len(text) > 2 * WINDOW:
+                        head = max(0, found.start() - WINDOW // 2)
+                        piece = text[head : found.start() + WINDOW]
+                snippet = generator.snippet_from_doc(tv.Document(**{name: piece}))
                 ranges = [(r.start, r.end) for r in snippet.highlighted()]
                 fragment = snippet.fragment()
                 if not fragment:
                     continue
                 where = snippet.fragment_range()
                 rendered = _mark(fragment, ranges, marks)
-                if where.start > 0:
+                if head > 0 or where.start > 0:
                     rendered = "…" + rendered
-                if where.end < len(text.encode()):
+                if head + len(piece) < len(text) or where.end < len(piece.encode()):
                     rendered += "…"
                 candidate = (len(ranges), len(fragment), rendered)
                 if best is None or candidate[:2] > best[:2]:
                     best = candidate
             if best is None:
                 first = next((t for t in values if t), "")
-                limit = max(40, tokens * 8)
-                best = (0, 0, first[:limit] + ("…" if len(first) > limit else ""))
+                best = (0, 0, first[:width] + ("…" if len(first) > width else ""))
             out[doc_id] = best[2]
         return out
 
