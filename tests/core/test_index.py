@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex, fts_query
+from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 
 SCHEMA = IndexSchema(
     name="test",
@@ -60,8 +60,16 @@ def test_user_text_with_fts_syntax_is_searched_as_words(index: SearchIndex):
         index.search('*** "" ---')
 
 
-def test_fts_query_quotes_terms_and_keeps_phrases():
-    assert fts_query('budget "next week" x"y') == '"budget" "next week" "x""y"'
+def test_text_match_selects_records_by_words_in_any_field_or_one_field(index: SearchIndex):
+    index.sync([rec("a", "budget review", "next week"), rec("b", "weekly notes", "budget NOT approved")])
+    keys = lambda spec: [h.key for h in index.select(where=TEXT_MATCH, params=[spec])]  # noqa: E731
+    assert keys(text_match("budget")) == ["a", "b"]
+    assert keys(text_match('"next week"')) == ["a"]
+    assert keys(text_match("budget", "title")) == ["a"]
+    assert keys(text_match("NOT approved")) == ["b"]  # operators are words
+    assert index.match_count(text_match("budget")) == 2
+    with pytest.raises(BadRequest):
+        text_match('*** "" ---')
 
 
 def test_sync_touches_only_changed_records_and_removes_missing_ones(index: SearchIndex):

@@ -106,25 +106,20 @@ class ApplyStats:
         return self.added + self.updated + self.deleted
 
 
-def fts_query(text: str) -> str:
-    """Quote user text into an FTS5 query: every term (or "quoted phrase") must match.
-
-    Operators, column filters and stray quotes in the user's text are treated as words.
-    """
-    phrases: list[str] = []
-    for match in _TERM.finditer(text):
-        chunk = match.group(1) if match.group(1) is not None else match.group(2)
-        if not _WORD.search(chunk):
-            continue
-        phrases.append('"' + chunk.replace('"', '""') + '"')
-    if not phrases:
-        raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
-    return " ".join(phrases)
-
-
 TEXT_MATCH = "d.id IN (SELECT value FROM json_each(text_match(?)))"
 """SQL over `docs d` keeping the records a text match selects; its parameter comes from
-`fts_any_prefix`. Works in `where` clauses and on any `reader()` connection."""
+`text_match` or `fts_any_prefix`. Works in `where` clauses and on any `reader()` connection."""
+
+
+def text_match(text: str, field: str | None = None) -> str:
+    """The parameter of `TEXT_MATCH` for records matching every term (or "quoted phrase") of
+    the user's `text`, in any text field or in `field` alone. The text is analysed into
+    words, never parsed as syntax; text with no words is a `bad_request`."""
+    if field is not None and not field.isidentifier():
+        raise ValueError(f"bad column name {field!r}")
+    if not any(_WORD.search(m.group(1) if m.group(1) is not None else m.group(2)) for m in _TERM.finditer(text)):
+        raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
+    return orjson.dumps({"field": field, "query": text}).decode()
 
 
 def fts_any_prefix(column: str, values: Sequence[str]) -> str:
@@ -500,6 +495,8 @@ class SearchIndex:
         clause = f"WHERE {where}" if where else ""
         sql = f"SELECT {self._select_cols()} FROM docs d {clause} ORDER BY {order_by} LIMIT ? OFFSET ?"
         with self.reader() as conn:
+            if "text_match(" in clause:  # see what other processes committed to the text index
+                self._text.refresh(self._stamp(conn))
             rows = conn.execute(sql, (*params, limit, offset)).fetchall()
         return [self._hit(r, None, None) for r in rows]
 
@@ -623,9 +620,38 @@ class SearchIndex:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
         if spec is None:
             return "[]"
+        return _ids_json(self._text.ids(self._spec_query(spec)))
+
+    def _spec_query(self, spec: str) -> tantivy.Query:
         wanted = orjson.loads(spec)
-        query = self._text.any_prefix(wanted["field"], wanted["any_prefix"])
-        return _ids_json(self._text.ids(query))
+        if "query" in wanted:
+            return self._text.parse(wanted["query"], wanted.get("field"))
+        return self._text.any_prefix(wanted["field"], wanted["any_prefix"])
+
+    def match_count(self, spec: str) -> int:
+        """How many records the `TEXT_MATCH` parameter `spec` selects (no SQL filter)."""
+        query = self._spec_query(spec)
+        with self.reader() as conn:
+            self._text.refresh(self._stamp(conn))
+        return self._text.count(query)
+
+    def snippets(self, keys: Sequence[str], query: str, *, tokens: int = 16) -> dict[str, str]:
+        """A snippet per record key for the user's `query` (matches marked ⟦...⟧), from the
+        stored texts; records where nothing matches get their first text."""
+        if not keys:
+            return {}
+        parsed = self._text.parse(query)
+        marks = ", ".join("?" * len(keys))
+        with self.reader() as conn:
+            self._text.refresh(self._stamp(conn))
+            ids = {int(i): k for i, k in conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", list(keys))}
+            id_marks = ", ".join("?" * len(ids))
+            texts = {
+                int(i): self._codec.unpack(body, conn)
+                for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({id_marks})", list(ids))
+            }
+        found = self._text.snippets(parsed, texts, tokens, (SNIPPET_OPEN, SNIPPET_CLOSE), self._text.words(query))
+        return {ids[i]: text for i, text in found.items()}
 
 
 STORAGE = "tantivy1"

@@ -49,18 +49,20 @@ WINDOW = 2000
 """Characters of a long field analysed for its snippet, around the first possible match."""
 RUN = 16
 """Consecutive ids from this many on are matched as a range rather than one term each."""
+MAX_TOKEN_BYTES = 256
+"""Longer words (in UTF-8 bytes: 85 CJK characters, a long URL path) are not indexed."""
 TERM = re.compile(r'"([^"]*)"|(\S+)')
 WORD = re.compile(r"\w", re.UNICODE)
 
 
 def analyzer() -> tantivy.TextAnalyzer:
     """Words split on anything that is not a letter or digit, lower-cased, diacritics folded
-    (é -> e), English-stemmed (meetings -> meet), overlong tokens dropped."""
+    (é -> e), English-stemmed (meetings -> meet), words over MAX_TOKEN_BYTES dropped."""
     import tantivy as tv
 
     return (
         tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
-        .filter(tv.Filter.remove_long(64))
+        .filter(tv.Filter.remove_long(MAX_TOKEN_BYTES))
         .filter(tv.Filter.lowercase())
         .filter(tv.Filter.ascii_fold())
         .filter(tv.Filter.stemmer("english"))
@@ -73,7 +75,7 @@ def _folder() -> tantivy.TextAnalyzer:
 
     return (
         tv.TextAnalyzerBuilder(tv.Tokenizer.simple())
-        .filter(tv.Filter.remove_long(64))
+        .filter(tv.Filter.remove_long(MAX_TOKEN_BYTES))
         .filter(tv.Filter.lowercase())
         .filter(tv.Filter.ascii_fold())
         .build()
@@ -302,8 +304,9 @@ class TextIndex:
             self.commit()
         return self._searcher
 
-    def parse(self, text: str) -> tantivy.Query:
-        """Every term (or "quoted phrase") of the user's text must match in some field.
+    def parse(self, text: str, field: str | None = None) -> tantivy.Query:
+        """Every term (or "quoted phrase") of the user's text must match in some field (in
+        `field` alone when given).
 
         The text is only ever analysed into words: operators, field names, stars and stray
         quotes are searched as the words they contain.
@@ -319,17 +322,21 @@ class TextIndex:
             words = self._analyzer.analyze(chunk)
             if not words:
                 continue
-            musts.append((tv.Occur.Must, self._any_field(words)))
+            musts.append((tv.Occur.Must, self._any_field(words, field)))
         if not saw_word:
             raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
         if not musts:
             return tv.Query.empty_query()
         return musts[0][1] if len(musts) == 1 else tv.Query.boolean_query(musts)
 
-    def _any_field(self, words: list[str]) -> tantivy.Query:
+    def _any_field(self, words: list[str], field: str | None = None) -> tantivy.Query:
         tv = self._tv
+        if field is not None and field not in self.fields:
+            raise ValueError(f"unknown text field {field!r}")
         shoulds: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for name, weight in zip(self.fields, self.weights, strict=True):
+            if field is not None and name != field:
+                continue
             if len(words) == 1:
                 query = tv.Query.term_query(self.schema, name, words[0])
             else:

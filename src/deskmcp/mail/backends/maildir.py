@@ -23,7 +23,7 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import SNIPPET_CLOSE, SNIPPET_OPEN, IndexRecord, IndexSchema, SearchIndex, fts_query
+from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.base import Labelled, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
@@ -340,19 +340,10 @@ class MaildirBackend:
         if not keys or not words:
             return {}
         try:
-            match = " OR ".join(f"({fts_query(w)})" for w in words)
+            found = self.index.snippets(keys, " ".join(f'"{w}"' if " " in w else w for w in words))
         except BadRequest:
             return {}
-        marks = ",".join("?" * len(keys))
-        with self.index.reader() as conn:
-            ids = dict(conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", keys).fetchall())
-            rowids = ",".join(str(int(i)) for i in ids)
-            sql = f"SELECT rowid, snippet(fts, -1, ?, ?, '…', 16) FROM fts WHERE fts MATCH ? AND rowid IN ({rowids})"
-            try:
-                rows = conn.execute(sql, (SNIPPET_OPEN, SNIPPET_CLOSE, match)).fetchall()
-            except sqlite3.OperationalError:
-                return {}
-        return {ids[rowid]: " ".join(text.split()) for rowid, text in rows}
+        return {key: " ".join(text.split()) for key, text in found.items()}
 
     def _common(self, node: Node) -> bool:
         """Whether the query's words match many messages.
@@ -364,11 +355,10 @@ class MaildirBackend:
         for term in terms:
             alternatives = term.nodes if isinstance(term, Or) else (term,)
             if all(isinstance(t, Term) and t.op in _FTS_COLUMNS for t in alternatives):
-                match = " OR ".join(f"({self._term(t, False)[1][0]})" for t in alternatives if isinstance(t, Term))
-                params = [match]
-                with self.index.reader() as conn:
-                    sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
-                    found = conn.execute(sql, (params[0], _COMMON_MATCHES)).fetchone()[0]
+                found = 0
+                for t in alternatives:
+                    if isinstance(t, Term):
+                        found += self.index.match_count(self._term(t, False)[1][0])
                 return found >= _COMMON_MATCHES
         return False
 
@@ -384,11 +374,11 @@ class MaildirBackend:
 
     def _term(self, term: Term, common: bool = False) -> tuple[str, list[Any]]:
         # A leading + keeps SQLite from driving the query by the matches' rowids.
-        fts = ("+" if common else "") + "d.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
+        fts = ("+" if common else "") + TEXT_MATCH
         value = term.value
         op = term.op
         if op is None:
-            return fts, [fts_query(value)]
+            return fts, [text_match(value)]
         if op in ("from", "to", "cc", "bcc", "subject", "filename"):
             column = {
                 "from": "sender",
@@ -398,7 +388,7 @@ class MaildirBackend:
                 "subject": "subject",
                 "filename": "filenames",
             }[op]
-            return fts, [f"{column} : ({fts_query(value)})"]
+            return fts, [text_match(value, column)]
         if op == "is":
             return {
                 "unread": ("d.unread = 1", []),
