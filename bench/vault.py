@@ -11,6 +11,8 @@ For each size it generates a vault, then measures:
 - ripgrep (`rg -l -i -F`) over the same vault for the same queries, and the ratio.
 
     uv run python bench/vault.py --sizes 10000,50000
+
+Long notes (about 5 KB each, 269 MB for 50,000 notes) with `--note-words 700`.
 """
 
 from __future__ import annotations
@@ -68,14 +70,14 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def generate(root: Path, size: int) -> float:
-    marker = root / f".generated-{size}"
+def generate(root: Path, size: int, words: int) -> float:
+    marker = root / (f".generated-{size}" + (f"-{words}" if words else ""))
     if marker.exists():
         return 0.0
     if root.exists():
         shutil.rmtree(root)
     started = time.perf_counter()
-    write_vault(root, random.Random(size), notes=size)
+    write_vault(root, random.Random(size), notes=size, extra_words=words)
     marker.write_text("ok\n", encoding="utf-8")
     return time.perf_counter() - started
 
@@ -139,13 +141,21 @@ async def first_start(root: Path, workspace: Path) -> dict[str, float]:
     if index_dir.exists():
         shutil.rmtree(index_dir)
     env = dict(os.environ)
-    env.update({"VAULT_PATH": str(root), "DESKMCP_WORKSPACE": str(workspace), "DESKMCP_INDEX_DIR": str(index_dir)})
+    env.update(
+        {
+            "VAULT_PATH": str(root),
+            "DESKMCP_WORKSPACE": str(workspace),
+            "DESKMCP_INDEX_DIR": str(index_dir),
+            "DESKMCP_TOOLSETS": "all",  # vault_status is outside the default toolsets
+        }
+    )
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", "vault"], env=env)
     started = time.perf_counter()
     slowest = 0.0
     async with Client(params) as client:
         t0 = time.perf_counter()
-        await client.call_tool("vault_status", {})
+        status = await client.call_tool("vault_status", {})
+        assert not status.is_error, status.content
         first_status = time.perf_counter() - started
         first_call = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -157,6 +167,7 @@ async def first_start(root: Path, workspace: Path) -> dict[str, float]:
                 t0 = time.perf_counter()
                 result = await client.call_tool(name, args)
                 slowest = max(slowest, time.perf_counter() - t0)
+                assert not result.is_error, result.content
             if not (result.structured_content or {}).get("indexing"):
                 break
             await anyio.sleep(0.2)
@@ -178,6 +189,7 @@ async def serve_and_measure(root: Path, workspace: Path, rounds: int, edits: int
             "VAULT_PATH": str(root),
             "DESKMCP_WORKSPACE": str(workspace),
             "DESKMCP_INDEX_DIR": str(workspace / "index"),
+            "DESKMCP_TOOLSETS": "all",
         }
     )
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", "vault"], env=env)
@@ -249,20 +261,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="passes over the query list per size")
     parser.add_argument("--rg-rounds", type=int, default=3, help="passes over the query list with ripgrep")
     parser.add_argument("--edits", type=int, default=10, help="edits on disk timed until searchable")
+    parser.add_argument(
+        "--note-words", type=int, default=0, help="words added to every dated note (0: the demo's short notes)"
+    )
     parser.add_argument("--dir", type=Path, default=Path(".bench/vault"), help="where vaults are generated")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",") if s.strip()):
-        base = args.dir.resolve() / str(size)
+        base = args.dir.resolve() / (f"{size}x{args.note_words}" if args.note_words else str(size))
         root, workspace = base / "vault", base / "ws"
         workspace.mkdir(parents=True, exist_ok=True)
-        gen = generate(root, size)
+        gen = generate(root, size, args.note_words)
         first = anyio.run(first_start, root, workspace)
         cold, warm, notes, in_process = build_index(root, workspace)
         measured = anyio.run(serve_and_measure, root, workspace, args.rounds, args.edits)
         rg50, rg95 = ripgrep(root, args.rg_rounds)
         p50 = measured["p50_ms"] or 0.0
         origin = f"generated in {gen:.1f}s" if gen else "reused"
-        print(f"\n== vault of {notes:,} notes ({origin})")
+        text_mb = sum(f.stat().st_size for f in root.rglob("*.md")) / 1e6
+        print(f"\n== vault of {notes:,} notes, {text_mb:.0f} MB of Markdown ({origin})")
         print(f"first start, no index: status answered {first['first_status_s']:.2f} s after spawn")
         print(
             f"  calls while indexing: first {first['first_call_s'] * 1000:.0f} ms,"

@@ -25,7 +25,7 @@ CORE = {
     "config": "Workspace settings shared by every server.",
     "paths": "safe_join: user paths resolved under a root.",
     "policies": "Bounded reads, TTL cache, throttling and retries.",
-    "index": "SQLite FTS5 search with bm25 ranking.",
+    "index": "SQLite records with tantivy top-k bm25 ranking.",
     "server": "DeskServer: the SDK server with the error contract.",
 }
 
@@ -47,7 +47,7 @@ ARCHITECTURE = """flowchart LR
     errors[errors]
     paths[paths.safe_join]
     policies[policies]
-    index[(SQLite FTS5 index)]
+    index[(SQLite + tantivy index)]
   end
   servers --> core
   diagrams --> sources{{local / git / GitHub}}

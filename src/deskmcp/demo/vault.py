@@ -76,6 +76,12 @@ def _sentence(rng: random.Random, extra: list[str]) -> str:
     return " ".join(words).capitalize() + "."
 
 
+def _paragraphs(rng: random.Random, extra: list[str], words: int) -> str:
+    """About `words` words of sentences, five to a paragraph."""
+    sentences = [_sentence(rng, extra) for _ in range(max(1, words // 8))]
+    return "".join(" ".join(sentences[i : i + 5]) + "\n\n" for i in range(0, len(sentences), 5))
+
+
 def _people(rng: random.Random, count: int) -> list[tuple[str, str]]:
     names: list[str] = []
     seen: set[str] = set()
@@ -105,8 +111,11 @@ def _write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def write_vault(root: Path, rng: random.Random, notes: int = 150) -> None:
-    """Write about `notes` linked notes under `root`: 10% people, 10% projects, the rest dated notes."""
+def write_vault(root: Path, rng: random.Random, notes: int = 150, extra_words: int = 0) -> None:
+    """Write about `notes` linked notes under `root`: 10% people, 10% projects, the rest dated notes.
+
+    `extra_words` adds a `## Notes` section of about that many words to every dated note
+    (benchmarks use it for vaults of long notes)."""
     people = _people(rng, max(4, notes // 10))
     projects = _projects(rng, max(3, notes // 10))
     statuses = ["active", "planning", "on-hold", "done"]
@@ -163,6 +172,8 @@ def write_vault(root: Path, rng: random.Random, notes: int = 150) -> None:
                 f"priority: {rng.choice(['low', 'normal', 'urgent'])}\n---\n{who[0][0]} asks about {theme} on "
                 f"[[{project}]]. {_sentence(rng, [theme])}\n"
             )
+        if extra_words > 0:
+            text += "\n## Notes\n\n" + _paragraphs(rng, [theme, project.split()[0].lower()], extra_words)
         _write(root, rel, text)
     _write(
         root,

@@ -1,4 +1,4 @@
-"""The vault's search index: every note mirrored into SQLite FTS5, kept true incrementally.
+"""The vault's search index: every note mirrored into the core search index, kept true incrementally.
 
 A note's fingerprint is `mtime_ns:size`. A scan stats every note (no reads) and reads only
 the ones whose fingerprint changed, so a start-up over 50,000 unchanged notes touches no

@@ -1,4 +1,4 @@
-"""The local backend: a Maildir++ tree, an FTS5 index over it, and a label table.
+"""The local backend: a Maildir++ tree, a search index over it, and a label table.
 
 Folders carry the folder labels (INBOX, SENT, DRAFT, TRASH, SPAM, user folders); any other
 label a message has is a row in `deskmcp-labels.sqlite3` at the Maildir's root (user data:
