@@ -422,6 +422,8 @@ class TextIndex:
         words: Sequence[str] = (),
     ) -> dict[int, str]:
         """One snippet per record: the field passage with the most matches, matches marked.
+        Fields are tried in the schema's order, and the first passage showing as many matches as
+        the query has words is taken.
 
         An ASCII field where none of `words` can occur is skipped, and a long one (a
         transcript) is cut to a window around the first place one may occur before it is
@@ -437,6 +439,7 @@ class TextIndex:
             generator = tv.SnippetGenerator.create(searcher, query, self.schema, name)
             generator.set_max_num_chars(width)
             generators.append(generator)
+        wanted = max(1, len(set(words)))
         out: dict[int, str] = {}
         for doc_id, values in texts.items():
             best: tuple[int, int, str] | None = None
@@ -466,6 +469,8 @@ class TextIndex:
                 candidate = (len(ranges), len(fragment), rendered)
                 if best is None or candidate[:2] > best[:2]:
                     best = candidate
+                if len(ranges) >= wanted:
+                    break  # every word is shown: a later (lighter) field cannot do better
             if best is None:
                 first = next((t for t in values if t), "")
                 best = (0, 0, first[:width] + ("…" if len(first) > width else ""))
