@@ -555,10 +555,7 @@ class SearchIndex:
                 int(r[0]): r[1:]
                 for r in conn.execute(f"SELECT d.id, {self._select_cols()} FROM docs d WHERE d.id IN ({marks})", ids)
             }
-            texts = {
-                int(i): self._codec.unpack(body, conn)
-                for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", ids)
-            }
+            texts = self._texts(conn, ids)
         marks = (SNIPPET_OPEN, SNIPPET_CLOSE)
         snippets = self._text.snippets(parsed, texts, snippet_tokens, marks, self._text.words(query))
         return [self._hit(rows[i], score, snippets.get(i)) for i, score in ranked if i in rows]
@@ -616,6 +613,12 @@ class SearchIndex:
             return []
         return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, runs), limit, offset)]
 
+    def _texts(self, conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
+        """The stored text fields of the records `ids`."""
+        marks = ", ".join("?" * len(ids))
+        rows = conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", list(ids))
+        return {int(i): self._codec.unpack(body, conn) for i, body in rows}
+
     def _text_match(self, spec: str | None) -> str:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
         if spec is None:
@@ -645,11 +648,7 @@ class SearchIndex:
         with self.reader() as conn:
             self._text.refresh(self._stamp(conn))
             ids = {int(i): k for i, k in conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", list(keys))}
-            id_marks = ", ".join("?" * len(ids))
-            texts = {
-                int(i): self._codec.unpack(body, conn)
-                for i, body in conn.execute(f"SELECT id, body FROM texts WHERE id IN ({id_marks})", list(ids))
-            }
+            texts = self._texts(conn, list(ids))
         found = self._text.snippets(parsed, texts, tokens, (SNIPPET_OPEN, SNIPPET_CLOSE), self._text.words(query))
         return {ids[i]: text for i, text in found.items()}
 
