@@ -152,12 +152,27 @@ async def test_get_backlinks_lists_notes_that_resolve_to_the_note(connect: Conne
     write(vault, "Daily/2026-01-02.md", "Lunch with [[People/Ann Lee]].\n")
     write(vault, "Other/Sub/Ann Lee.md", "A different Ann, deeper in the vault.\n")
     write(vault, "Other/Sub/links.md", "[[Ann Lee]] here means Other/Sub/Ann Lee (same folder).\n")
+    write(vault, "Daily/code.md", "intro\n  Ask [[People/Ann Lee]] about `[[Beta]]` first.  \n")
     async with connect() as client:
         backlinks = await call(client, "get_backlinks", {"path": "People/Ann Lee.md"})
-        sources = sorted((b["source"], b["line"]) for b in backlinks["backlinks"])
-        assert sources == [("Daily/2026-01-02.md", 1), ("Projects/Alpha.md", 3)]
+        found = sorted((b["source"], b["line"], b["context"]) for b in backlinks["backlinks"])
+        assert found == [
+            ("Daily/2026-01-02.md", 1, "Lunch with [[People/Ann Lee]]."),
+            ("Daily/code.md", 2, "Ask [[People/Ann Lee]] about " + " " * len("`[[Beta]]`") + " first."),
+            ("Projects/Alpha.md", 3, "Kick-off with [[Ann Lee|Ann]] about the **rocket** engine. See [[Beta#Risks]]."),
+        ]
         other = await call(client, "get_backlinks", {"path": "Other/Sub/Ann Lee"})
         assert [b["source"] for b in other["backlinks"]] == ["Other/Sub/links.md"]
+
+
+async def test_frontmatter_keys_differing_in_case_filter_as_one(connect: Connect, vault: Path) -> None:
+    write(vault, "a.md", "---\nStatus: Done\nstatus: done\nSTATUS: [done, later]\n---\nbody\n")
+    write(vault, "b.md", "---\nstatus: later\n---\nbody\n")
+    async with connect() as client:
+        done = await call(client, "list_notes", {"filter": "status:done"})
+        later = await call(client, "list_notes", {"filter": "status:later"})
+    assert [n["path"] for n in done["notes"]] == ["a.md"]
+    assert sorted(n["path"] for n in later["notes"]) == ["a.md", "b.md"]
 
 
 async def test_append_note_adds_text_on_a_new_line_and_keeps_the_rest(connect: Connect, vault: Path) -> None:

@@ -619,6 +619,14 @@ class SearchIndex:
         rows = conn.execute(f"SELECT id, body FROM texts WHERE id IN ({marks})", list(ids))
         return {int(i): self._codec.unpack(body, conn) for i, body in rows}
 
+    def stored_texts(self, conn: sqlite3.Connection, ids: Sequence[int], field: str) -> dict[int, str]:
+        """One stored text field of the records `ids` (their `docs.id`), read on `conn`."""
+        at = self.schema.text_fields.index(field)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 5000):  # under SQLite's limit on bound parameters
+            out.update((i, texts[at]) for i, texts in self._texts(conn, ids[start : start + 5000]).items())
+        return out
+
     def _text_match(self, spec: str | None) -> str:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
         if spec is None:

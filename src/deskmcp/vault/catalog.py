@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA = IndexSchema(
     name="vault",
-    version=1,
+    version=2,
     text_fields=("title", "path", "headings", "tags", "properties", "body"),
     weights=(10.0, 6.0, 4.0, 4.0, 2.0, 1.0),
     columns=(
@@ -45,16 +45,15 @@ SCHEMA = IndexSchema(
     ),
     side_tables=(
         "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
-        " tag TEXT NOT NULL, tag_lc TEXT NOT NULL)",
+        " tag TEXT NOT NULL, tag_lc TEXT NOT NULL, PRIMARY KEY (doc_id, tag_lc)) WITHOUT ROWID",
         "CREATE INDEX tags_tag ON tags(tag_lc)",
-        "CREATE INDEX tags_doc ON tags(doc_id)",
         "CREATE TABLE props (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
-        " key_lc TEXT NOT NULL, value_lc TEXT NOT NULL)",
+        " key_lc TEXT NOT NULL, value_lc TEXT NOT NULL, PRIMARY KEY (doc_id, key_lc, value_lc)) WITHOUT ROWID",
         "CREATE INDEX props_kv ON props(key_lc, value_lc)",
-        "CREATE INDEX props_doc ON props(doc_id)",
+        # a link's context line is not stored: it is read back from the note's stored body
         "CREATE TABLE links (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
         " target_lc TEXT NOT NULL, target TEXT NOT NULL, heading TEXT, alias TEXT, embed INTEGER,"
-        " line INTEGER, context TEXT)",
+        " line INTEGER)",
         "CREATE INDEX links_target ON links(target_lc)",
         "CREATE INDEX links_doc ON links(doc_id)",
         "CREATE INDEX docs_name ON docs(name_lc)",
@@ -116,7 +115,7 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
     tags = md.unique_tags(md.frontmatter_tags(note.frontmatter) + md.inline_tags(lines))
     found = md.links(lines, folder_of(rel))
     title = md.title(note.frontmatter, rel)
-    props = [(key.lower(), value) for key, raw in note.frontmatter.items() for value in set(md.scalar_values(raw))]
+    props = sorted({(key.lower(), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw)})
     columns.update(title=title, hash=note.hash)
     return IndexRecord(
         key=rel,
@@ -135,8 +134,7 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
             "tags": [(t, t.lower()) for t in tags],
             "props": props,
             "links": [
-                (link.target_key, link.target, link.heading, link.alias, int(link.embed), link.line, link.context)
-                for link in found
+                (link.target_key, link.target, link.heading, link.alias, int(link.embed), link.line) for link in found
             ],
         },
     )
@@ -438,7 +436,7 @@ class Catalog:
     def outgoing(self, rel: str) -> list[dict[str, Any]]:
         with self.index.reader() as conn:
             rows = conn.execute(
-                "SELECT l.target_lc, l.target, l.heading, l.alias, l.embed, l.line, l.context FROM links l"
+                "SELECT l.target_lc, l.target, l.heading, l.alias, l.embed, l.line FROM links l"
                 " JOIN docs d ON d.id = l.doc_id WHERE d.key = ? ORDER BY l.line, l.rowid",
                 (rel,),
             ).fetchall()
@@ -456,18 +454,22 @@ class Catalog:
         ]
 
     def incoming(self, rel: str) -> list[dict[str, Any]]:
-        """Links from other notes that resolve to `rel`."""
+        """Links from other notes that resolve to `rel`, each with its line's text as `context`
+        (taken from the linking note's stored body, code blanked out as when it was indexed)."""
         stem = rel[: -len(NOTE_SUFFIX)].lower()
         parts = stem.split("/")
         forms = ["/".join(parts[i:]) for i in range(len(parts))]
         marks = ", ".join("?" * len(forms))
+        cache: dict[tuple[str, str], str | None] = {}
         with self.index.reader() as conn:
             rows = conn.execute(
-                f"SELECT d.key, l.target_lc, l.heading, l.alias, l.embed, l.line, l.context FROM links l"
+                f"SELECT d.key, l.target_lc, l.heading, l.alias, l.embed, l.line, d.id FROM links l"
                 f" JOIN docs d ON d.id = l.doc_id WHERE l.target_lc IN ({marks}) ORDER BY d.key, l.line",
                 forms,
             ).fetchall()
-        cache: dict[tuple[str, str], str | None] = {}
+            rows = [row for row in rows if self.resolve(row[1], row[0], cache) == rel]
+            bodies = self.index.stored_texts(conn, sorted({row[6] for row in rows}), "body")
+        lines = {doc_id: md.blank_code(body) for doc_id, body in bodies.items()}
         return [
             {
                 "source": row[0],
@@ -475,8 +477,7 @@ class Catalog:
                 "alias": row[3],
                 "embed": bool(row[4]),
                 "line": row[5],
-                "context": row[6],
+                "context": md.line_context(lines.get(row[6], []), row[5]),
             }
             for row in rows
-            if self.resolve(row[1], row[0], cache) == rel
         ]

@@ -33,7 +33,11 @@ class Link:
     alias: str | None
     embed: bool
     line: int
-    context: str
+
+
+def line_context(lines: list[str], number: int) -> str:
+    """What a link's `context` shows: its line (1-based in `lines`), trimmed to 240 characters."""
+    return lines[number - 1].strip()[:240] if 0 < number <= len(lines) else ""
 
 
 def blank_code(body: str) -> list[str]:
@@ -75,7 +79,6 @@ def links(lines: list[str], source_folder: str) -> list[Link]:
     for number, line in enumerate(lines, start=1):
         if "[" not in line:
             continue
-        context = line.strip()[:240]
         for match in _WIKILINK.finditer(line):
             inner = match.group(2)
             target_part, _, alias = inner.partition("|")
@@ -90,7 +93,6 @@ def links(lines: list[str], source_folder: str) -> list[Link]:
                     alias=alias.strip() or None,
                     embed=bool(match.group(1)),
                     line=number,
-                    context=context,
                 )
             )
         for match in _MD_LINK.finditer(line):
@@ -106,7 +108,6 @@ def links(lines: list[str], source_folder: str) -> list[Link]:
                     alias=match.group(2).strip() or None,
                     embed=bool(match.group(1)),
                     line=number,
-                    context=context,
                 )
             )
     return found
