@@ -40,13 +40,20 @@ def line_context(lines: list[str], number: int) -> str:
     return lines[number - 1].strip()[:240] if 0 < number <= len(lines) else ""
 
 
+def _spaces(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
 def blank_code(body: str) -> list[str]:
     """The body's lines with code replaced by spaces (line count unchanged)."""
     lines = body.split("\n")
+    if "\r" in body:
+        lines = [line.rstrip("\r") for line in lines]
+    if "`" not in body and "~~~" not in body:
+        return lines  # no code to blank: most notes
     fence: str | None = None
     out: list[str] = []
-    for raw in lines:
-        line = raw.rstrip("\r")
+    for line in lines:
         match = _FENCE.match(line)
         if fence is not None:
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
@@ -57,7 +64,7 @@ def blank_code(body: str) -> list[str]:
             fence = match.group(1)
             out.append("")
             continue
-        out.append(_INLINE_CODE.sub(lambda m: " " * len(m.group(0)), line))
+        out.append(_INLINE_CODE.sub(_spaces, line) if "`" in line else line)
     return out
 
 
