@@ -355,3 +355,24 @@ def test_a_snippet_from_a_long_field_shows_the_match_far_into_it(index: SearchIn
     assert "⟦companies⟧" in snippet or "⟦budgets⟧" in snippet
     assert snippet.startswith("…") and snippet.endswith("…")
     assert "⟦café⟧" in (index.search("cafe")[0].snippet or "")
+
+
+def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_once(
+    index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+):
+    import deskmcp.core.textindex as textindex
+
+    index.apply([rec("a", "alpha", "first batch")])
+    assert [h.key for h in index.search("alpha")] == ["a"]
+    monkeypatch.setattr(textindex, "DEFERRED_COMMIT", 3600.0)
+    index.apply([rec("b", "beta", "second batch")], deferred=True)
+    assert index.search("beta") == []  # a bulk batch waits for the interval...
+    assert index.count() == 2  # ...while the records themselves are there
+    index.apply([rec("c", "gamma", "a write of its own")])
+    assert sorted(h.key for h in index.search("batch")) == ["a", "b"]  # ...or for a write that cannot wait
+    index.apply([rec("d", "delta", "third batch")], deferred=True)
+    index.flush()
+    assert [h.key for h in index.search("delta")] == ["d"]
+    monkeypatch.setattr(textindex, "DEFERRED_COMMIT", 0.0)
+    index.apply([rec("e", "epsilon", "fourth batch")], deferred=True)
+    assert [h.key for h in index.search("epsilon")] == ["e"]

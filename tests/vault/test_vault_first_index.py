@@ -59,7 +59,11 @@ async def test_reads_answer_during_the_first_index_with_how_far_it_is(vault: Pat
                 await anyio.to_thread.run_sync(service.wait_indexed)
             found_all = await call(client, "search_notes", {"query": "quokkas", "limit": 200})
             status = await call(client, "vault_status")
+            # every batch of the scan is searchable once it is done, however recent
+            each = [await call(client, "search_notes", {"query": f'"note {i}"'}) for i in (0, total // 2, total - 1)]
     assert len(found_all["notes"]) == 200 and found_all.get("indexing") is None
+    for i, hits in zip((0, total // 2, total - 1), each, strict=True):
+        assert f"f{i % 7}/note {i}.md" in [n["path"] for n in hits["notes"]]
     assert status["notes"] == total and status.get("indexing") is None
 
 

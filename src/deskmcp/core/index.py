@@ -381,10 +381,13 @@ class SearchIndex:
         deletes: Iterable[str] = (),
         *,
         meta: Mapping[str, str] | None = None,
+        deferred: bool = False,
     ) -> ApplyStats:
         """Insert or replace `upserts` and remove `deletes` in one transaction.
 
-        SQLite commits first; the text index follows (a crash in between is repaired on open)."""
+        SQLite commits first; the text index follows (a crash in between is repaired on open).
+        `deferred` (for bulk loads): text searches may see these records up to
+        `textindex.DEFERRED_COMMIT` seconds later; everything else sees them at once."""
         started = time.perf_counter()
         stats = ApplyStats()
         removed: list[int] = []
@@ -417,7 +420,7 @@ class SearchIndex:
                 if stats.changed:
                     stamp = self._bump(conn)
             if stats.changed:
-                self._text.write(removed, added, stamp)
+                self._text.write(removed, added, stamp, deferred=deferred)
             if upserts or deletes:
                 self._text.end()
         stats.seconds = time.perf_counter() - started

@@ -46,6 +46,10 @@ LOCK_WAIT = 30.0
 IDLE_RELEASE = 3.0
 """Seconds without writes after which queued writes are committed (reads commit them at
 once) and the writer is let go for other processes."""
+DEFERRED_COMMIT = 2.0
+"""Seconds that writes queued as deferrable (a bulk load) may wait for a commit: a search
+during the load then sees what was committed up to that long ago, instead of committing a
+small segment of its own that merges would have to rewrite."""
 WINDOW = 2000
 """Characters of a long field analysed for its snippet, around the first possible match."""
 RUN = 16
@@ -104,6 +108,9 @@ class TextIndex:
         self._lock = threading.RLock()
         self._writer: tantivy.IndexWriter | None = None
         self._pending = False
+        self._urgent = False
+        """Something queued must be searchable by the next read (not only deferrable writes)."""
+        self._committed_at = time.monotonic()
         self._pending_stamp: str | None = None
         self._timer: threading.Timer | None = None
         self._reloaded_for: str | None = None
@@ -233,8 +240,17 @@ class TextIndex:
             self._searcher = self.index.searcher()
             _trim()
 
-    def write(self, deletes: Iterable[int], adds: Iterable[tuple[int, Sequence[str]]], stamp: str) -> None:
-        """Queue deletes (by record id) then additions; visible after the next `commit`."""
+    def write(
+        self,
+        deletes: Iterable[int],
+        adds: Iterable[tuple[int, Sequence[str]]],
+        stamp: str,
+        *,
+        deferred: bool = False,
+    ) -> None:
+        """Queue deletes (by record id) then additions; visible after the next `commit`, which
+        the next read makes at once unless every queued write is `deferred` (then it commits
+        once DEFERRED_COMMIT seconds have passed since the last commit)."""
         tv = self._tv
         with self._lock:
             if self._writer is None:
@@ -252,6 +268,7 @@ class TextIndex:
                         doc.add_text(name, text)
                 writer.add_document(doc)
             self._pending = True
+            self._urgent = self._urgent or not deferred
             self._pending_stamp = stamp
 
     def clear(self, stamp: str) -> None:
@@ -263,6 +280,7 @@ class TextIndex:
                 self._writer.rollback()
             self._writer.delete_all_documents()
             self._pending = True
+            self._urgent = True
             self._pending_stamp = stamp
 
     def commit(self) -> None:
@@ -279,7 +297,8 @@ class TextIndex:
             doc.add_text(STAMP, self._pending_stamp or "")
             writer.add_document(doc)
             writer.commit()
-            self._pending = False
+            self._pending = self._urgent = False
+            self._committed_at = time.monotonic()
             self.index.reload()
             self._searcher = self.index.searcher()
             self._arm()
@@ -302,7 +321,7 @@ class TextIndex:
     # -- queries ---------------------------------------------------------------------------
 
     def searcher(self) -> tantivy.Searcher:
-        if self._pending:
+        if self._pending and (self._urgent or time.monotonic() - self._committed_at >= DEFERRED_COMMIT):
             self.commit()
         return self._searcher
 

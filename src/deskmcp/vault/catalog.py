@@ -229,14 +229,18 @@ class Catalog:
     def _record(self, rel: str) -> IndexRecord | None:
         return read_record(self.root, rel, self.max_bytes)
 
-    def scan(self, folder: str = "", *, on_walked: Callable[[int], None] | None = None) -> ScanStats:
+    def scan(
+        self, folder: str = "", *, on_walked: Callable[[int], None] | None = None, deferred: bool = False
+    ) -> ScanStats:
         """Make the index match the notes under `folder` (the whole vault by default).
 
         The folder is walked first (stat only), then the new and changed notes are read and
         parsed, in worker processes when there are many, and written in batches: what is
         indexed is searchable at once. A note refreshed on its own meanwhile (a write, a
         watcher event) is not overwritten by the scan's older reading of it. `on_walked` is
-        told how many notes need reading once the walk is done.
+        told how many notes need reading once the walk is done. `deferred` (the start-up
+        scan): text searches during the scan see its batches up to a few seconds late, all of
+        them once it returns.
         """
         started = time.perf_counter()
         stats = ScanStats()
@@ -261,10 +265,11 @@ class Catalog:
                 for rels, records in self._parsed(todo):
                     if self._cancelled.is_set():
                         return stats  # closing: what is written stays, the next start resumes
-                    applied = self._apply(records, ())
+                    applied = self._apply(records, (), deferred=deferred)
                     stats.indexed += applied.added + applied.updated
                     progress.done += len(rels)
                 applied = self._apply((), list(known))
+                self.index.flush()
                 stats.removed = applied.deleted
             finally:
                 with self._apply_lock:
@@ -284,11 +289,13 @@ class Catalog:
             )
         return stats
 
-    def _apply(self, records: Sequence[IndexRecord], deletes: Sequence[str]) -> ApplyStats:
+    def _apply(self, records: Sequence[IndexRecord], deletes: Sequence[str], *, deferred: bool = False) -> ApplyStats:
         with self._apply_lock:
             touched = self._touched or set()
             return self.index.apply(
-                [r for r in records if r.key not in touched], [k for k in deletes if k not in touched]
+                [r for r in records if r.key not in touched],
+                [k for k in deletes if k not in touched],
+                deferred=deferred,
             )
 
     def _parsed(self, todo: list[str]) -> Iterator[tuple[list[str], list[IndexRecord]]]:

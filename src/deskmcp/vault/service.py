@@ -122,7 +122,7 @@ class VaultService:
 
         def run() -> None:
             try:
-                self.catalog.scan(on_walked=on_walked)
+                self.catalog.scan(on_walked=on_walked, deferred=True)
             except Exception:  # the outermost handler of the thread: later scans retry
                 log.exception("the start-up scan of the vault failed; the next call scans again")
             finally:
