@@ -376,3 +376,13 @@ def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_
     monkeypatch.setattr(textindex, "DEFERRED_COMMIT", 0.0)
     index.apply([rec("e", "epsilon", "fourth batch")], deferred=True)
     assert [h.key for h in index.search("epsilon")] == ["e"]
+
+
+def test_one_apply_with_a_key_twice_keeps_the_last_record(index: SearchIndex):
+    index.apply([rec("a", "first", "old text", tags=("x",)), rec("b", "other", "")])
+    stats = index.apply([rec("a", "second", "new text", tags=("y",)), rec("c", "third", ""), rec("a", "third", "")])
+    assert (stats.added, stats.updated) == (1, 1)
+    assert index.count() == 3
+    assert sorted(h.key for h in index.search("third")) == ["a", "c"]
+    assert index.search("second") == [] and index.search("first") == []
+    assert index.count(where="EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id)") == 0

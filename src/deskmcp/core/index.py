@@ -345,31 +345,57 @@ class SearchIndex:
         with self.reader() as conn:
             return dict(conn.execute("SELECT key, fingerprint FROM docs"))
 
-    def _write_record(self, conn: sqlite3.Connection, record: IndexRecord, doc_id: int | None) -> tuple[int, list[str]]:
+    def _write_records(
+        self, conn: sqlite3.Connection, records: Sequence[IndexRecord], stats: ApplyStats
+    ) -> tuple[list[tuple[int, list[str]]], list[int]]:
+        """Insert or update `records` (the last one of a key wins) with one statement per table.
+
+        Returns (id, text fields) of each record written and the ids whose old text they replace."""
         cols = self._columns
-        values = [record.columns.get(c) for c in cols]
-        if doc_id is None:
-            names = ", ".join(["key", "fingerprint", "data", *cols])
-            marks = ", ".join("?" * (3 + len(cols)))
-            cur = conn.execute(
-                f"INSERT INTO docs({names}) VALUES({marks})",
-                (record.key, record.fingerprint, record.data, *values),
-            )
-            doc_id = int(cur.lastrowid or 0)
-        else:
+        latest = {record.key: record for record in records}
+        keys = list(latest)
+        ids: dict[str, int] = {}
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            ids.update(conn.execute(f"SELECT key, id FROM docs WHERE key IN ({marks})", chunk))
+        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]) + 1
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        text_rows: list[tuple[int, bytes]] = []
+        side_rows: dict[str, list[tuple[Any, ...]]] = {}
+        written: list[tuple[int, list[str]]] = []
+        for record in latest.values():
+            values = [record.columns.get(c) for c in cols]
+            doc_id = ids.get(record.key)
+            if doc_id is None:
+                doc_id, next_id = next_id, next_id + 1
+                inserts.append((doc_id, record.key, record.fingerprint, record.data, *values))
+            else:
+                updates.append((record.fingerprint, record.data, *values, doc_id))
+            texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
+            text_rows.append((doc_id, self._codec.pack(texts)))
+            for table, rows in record.side.items():
+                if table not in self._side_names:
+                    raise ValueError(f"unknown side table {table!r}")
+                side_rows.setdefault(table, []).extend((doc_id, *row) for row in rows)
+            written.append((doc_id, texts))
+        replaced = [row[-1] for row in updates]
+        if updates:
             sets = ", ".join(f"{c}=?" for c in ["fingerprint", "data", *cols])
-            conn.execute(f"UPDATE docs SET {sets} WHERE id=?", (record.fingerprint, record.data, *values, doc_id))
+            conn.executemany(f"UPDATE docs SET {sets} WHERE id=?", updates)
             for table in self._side_names:
-                conn.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))
-        texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
-        conn.execute("INSERT OR REPLACE INTO texts(id, body) VALUES(?, ?)", (doc_id, self._codec.pack(texts)))
-        for table, rows in record.side.items():
-            if table not in self._side_names:
-                raise ValueError(f"unknown side table {table!r}")
+                conn.executemany(f"DELETE FROM {table} WHERE doc_id=?", [(i,) for i in replaced])
+        if inserts:
+            names = ", ".join(["id", "key", "fingerprint", "data", *cols])
+            conn.executemany(f"INSERT INTO docs({names}) VALUES({', '.join('?' * (4 + len(cols)))})", inserts)
+        conn.executemany("INSERT OR REPLACE INTO texts(id, body) VALUES(?, ?)", text_rows)
+        for table, rows in side_rows.items():
             if rows:
-                marks = ", ".join("?" * (len(rows[0]) + 1))
-                conn.executemany(f"INSERT INTO {table} VALUES({marks})", [(doc_id, *row) for row in rows])
-        return doc_id, texts
+                conn.executemany(f"INSERT INTO {table} VALUES({', '.join('?' * len(rows[0]))})", rows)
+        stats.added += len(inserts)
+        stats.updated += len(updates)
+        return written, replaced
 
     def _delete(self, conn: sqlite3.Connection, doc_id: int) -> None:
         conn.execute("DELETE FROM texts WHERE id=?", (doc_id,))
@@ -391,7 +417,7 @@ class SearchIndex:
         started = time.perf_counter()
         stats = ApplyStats()
         removed: list[int] = []
-        added: list[tuple[int, Sequence[str]]] = []
+        added: list[tuple[int, list[str]]] = []
         upserts, deletes = list(upserts), list(deletes)
         with self._write_lock:
             if upserts or deletes:
@@ -400,15 +426,8 @@ class SearchIndex:
             with self.transaction() as conn:
                 if self._codec.zdict is None and len(upserts) >= _TRAIN_AT:
                     self._codec.train(conn, upserts, self.schema.text_fields)
-                for record in upserts:
-                    row = conn.execute("SELECT id FROM docs WHERE key=?", (record.key,)).fetchone()
-                    doc_id, texts = self._write_record(conn, record, None if row is None else int(row[0]))
-                    added.append((doc_id, texts))
-                    if row is None:
-                        stats.added += 1
-                    else:
-                        removed.append(doc_id)
-                        stats.updated += 1
+                if upserts:
+                    added, removed = self._write_records(conn, upserts, stats)
                 for key in deletes:
                     row = conn.execute("SELECT id FROM docs WHERE key=?", (key,)).fetchone()
                     if row is not None:
@@ -626,8 +645,8 @@ class SearchIndex:
         """One stored text field of the records `ids` (their `docs.id`), read on `conn`."""
         at = self.schema.text_fields.index(field)
         out: dict[int, str] = {}
-        for start in range(0, len(ids), 5000):  # under SQLite's limit on bound parameters
-            out.update((i, texts[at]) for i, texts in self._texts(conn, ids[start : start + 5000]).items())
+        for start in range(0, len(ids), _CHUNK):
+            out.update((i, texts[at]) for i, texts in self._texts(conn, ids[start : start + _CHUNK]).items())
         return out
 
     def _text_match(self, spec: str | None) -> str:
@@ -669,6 +688,9 @@ STORAGE = "tantivy2"
 _EPOCH = "_index_epoch"
 _GENERATION = "_index_generation"
 
+
+_CHUNK = 5000
+"""Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""
 
 _TRAIN_AT = 64
 """A batch this large trains the compression dictionary (once per index)."""
