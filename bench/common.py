@@ -103,19 +103,25 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident set of a process and all its descendants (a worker it started counts too)."""
-    total, stack = 0.0, [pid]
+def tree_rss_each_mb(pid: int) -> list[float]:
+    """Resident set of a process and of each of its descendants."""
+    sizes, stack = [], [pid]
     while stack:
         current = stack.pop()
-        total += rss_mb(current)
+        sizes.append(rss_mb(current))
         stack.extend(_children(current))
-    return total
+    return sizes
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident set of a process and all its descendants (a worker it started counts too)."""
+    return sum(tree_rss_each_mb(pid))
 
 
 class PeakSampler:
     """Samples the resident set of a process tree every few milliseconds in a thread; `peak`
-    is the largest sum seen. Sampling can miss a spike shorter than the interval."""
+    is the largest sum seen, `peak_one` the largest single process (a worker, or the server).
+    Sampling can miss a spike shorter than the interval."""
 
     def __init__(self, pid_of: Callable[[], int | None], interval: float = 0.005) -> None:
         self._pid_of = pid_of
@@ -123,12 +129,15 @@ class PeakSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.peak = 0.0
+        self.peak_one = 0.0
 
     def _run(self) -> None:
         while not self._stop.is_set():
             pid = self._pid_of()
             if pid is not None:
-                self.peak = max(self.peak, tree_rss_mb(pid))
+                sizes = tree_rss_each_mb(pid)
+                self.peak = max(self.peak, sum(sizes))
+                self.peak_one = max(self.peak_one, *sizes, 0.0)
             self._stop.wait(self._interval)
 
     def __enter__(self) -> PeakSampler:

@@ -62,6 +62,16 @@ class CacheDocument:
     """The fingerprint of the version read (see `fingerprint_of`)."""
 
 
+@dataclass(frozen=True)
+class TranscriptSpan:
+    """One transcript as it stands, escaped, in a string cache: where, and a hash of its bytes
+    (see `cache_scan`)."""
+
+    offset: int
+    length: int
+    digest: bytes
+
+
 def fingerprint_of(path: Path, st: os.stat_result) -> str:
     """What identifies one version of the cache file. The inode and ctime catch a file
     replaced within the same mtime tick at the same size."""
@@ -128,12 +138,11 @@ def _read_once(
                 limit=max_bytes,
             )
         try:
-            head = handle.read(4096)
-            match = _STRING_CACHE.match(head)
-            closing = _closing_quote(handle, before.st_size) if match is not None else None
-            if match is not None and closing is not None:
-                handle.seek(match.end())
-                data = _unescape(handle, closing, path, chunk_bytes, after_chunk)
+            opening = string_cache_start(handle.read(4096))
+            closing = closing_quote(handle, before.st_size) if opening is not None else None
+            if opening is not None and closing is not None:
+                handle.seek(opening)
+                data = unescape(handle, closing, path, chunk_bytes, after_chunk)
                 inner = True
             else:
                 handle.seek(0)
@@ -153,7 +162,13 @@ def _read_once(
     return CacheDocument(data, inner, fingerprint_of(path, before))
 
 
-def _closing_quote(handle: BufferedReader, size: int) -> int | None:
+def string_cache_start(head: bytes) -> int | None:
+    """Where the cache string's content starts, when the file's first bytes open one."""
+    match = _STRING_CACHE.match(head)
+    return match.end() if match is not None else None
+
+
+def closing_quote(handle: BufferedReader, size: int) -> int | None:
     """Where the string's closing quote is, when the file ends with it and the object's brace."""
     start = max(0, size - 64)
     handle.seek(start)
@@ -229,7 +244,7 @@ def _utf8_cut(buf: bytes | bytearray, cut: int) -> int:
     return cut
 
 
-def _unescape(
+def unescape(
     handle: BufferedReader, end: int, path: Path, chunk_bytes: int, after_chunk: Callable[[int], None] | None
 ) -> memoryview:
     """The string value's content (from the handle's position up to `end`, its closing quote),

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from deskmcp.meetings.cache_file import CacheReadError
+from deskmcp.meetings.cache_file import CacheReadError, TranscriptSpan
 from deskmcp.meetings.models import FolderRef, Meeting
 from deskmcp.meetings.normalize import (
     Segment,
@@ -136,7 +136,9 @@ def _raw_bytes(value: Any) -> bytes | memoryview | None:
 class RawMeeting:
     """One document's raw pieces from the cache, before normalisation.
 
-    Pieces are JSON values, or `msgspec.Raw` bytes when the cache was read lazily.
+    Pieces are JSON values, or `msgspec.Raw` bytes when the cache was read lazily; a
+    transcript may be a `TranscriptSpan` (see `cache_scan`), which must be read into
+    `msgspec.Raw` before the meeting is built.
     """
 
     id: str
@@ -152,7 +154,11 @@ class RawMeeting:
         digest = hashlib.sha256(PARSER_VERSION.encode())
         for part in (self.doc, self.meta, self.panels, self.transcript):
             digest.update(b"\x1e")
-            digest.update(part if isinstance(part, msgspec.Raw) else orjson.dumps(part))
+            if isinstance(part, TranscriptSpan):
+                # The hash of the escaped bytes: never confused with JSON, which cannot start with NUL.
+                digest.update(b"\x00escaped:" + part.digest)
+            else:
+                digest.update(part if isinstance(part, msgspec.Raw) else orjson.dumps(part))
         digest.update(orjson.dumps([(f.id, f.name) for f in self.folders]))
         return digest.hexdigest()[:32]
 

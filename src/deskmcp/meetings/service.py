@@ -9,6 +9,7 @@ content hash is unchanged is not rewritten.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import threading
 import time
@@ -52,6 +53,12 @@ from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.meetings.worker import WorkerRun, changes
 
 log = logging.getLogger(__name__)
+
+IN_PROCESS_CHANGES = 200
+"""Up to this many changed meetings of a big cache are built in the server itself: the scan
+that found them took little memory, and a worker would take longer to start than they take."""
+BATCH = 500
+"""Entries per transaction when an empty index is filled."""
 
 SCHEMA = IndexSchema(
     name="meetings",
@@ -132,14 +139,13 @@ class MeetingService:
         max_bytes = self.settings.max_cache_mb * 1024 * 1024
         known = self.index.fingerprints()
         try:
-            if path.stat().st_size >= self.settings.worker_min_mb * 1024 * 1024:
-                with WorkerRun(path, max_bytes, known, command=self.worker_command, timeout=self.worker_timeout) as run:
-                    stats, head = self._apply(run.messages())
-            else:
-                # Parsing creates many small objects; the cyclic GC would rescan them over and
-                # over although none of them form cycles.
-                with gc_paused():
-                    stats, head = self._apply(changes(path, max_bytes, known))
+            try:
+                stats, head = self._take_in(path, max_bytes, known, scan=True)
+            except CacheReadError as exc:
+                if not exc.details.get("reread"):
+                    raise
+                log.info("%s: %s", path.name, exc.message)
+                stats, head = self._take_in(path, max_bytes, known, scan=False)
         except CacheReadError as exc:
             raise from_payload(exc.payload()) from exc
         except OSError as exc:
@@ -158,9 +164,41 @@ class MeetingService:
             self._last_sync,
         )
 
-    def _apply(self, messages: Iterator[tuple[str, dict[str, Any]]]) -> tuple[ApplyStats, dict[str, Any]]:
-        """Apply a stream of changes (see `worker.changes`) in one transaction. The entries are
-        written as they arrive; a stream that fails before `done` rolls everything back."""
+    def _take_in(
+        self, path: Path, max_bytes: int, known: dict[str, str], *, scan: bool
+    ) -> tuple[ApplyStats, dict[str, Any]]:
+        """Read the cache's changes and apply them: here when the file is small or only a few
+        meetings changed (a string cache is scanned in little memory), else in a worker."""
+        # Parsing creates many small objects; the cyclic GC would rescan them over and over
+        # although none of them form cycles.
+        if path.stat().st_size < self.settings.worker_min_mb * 1024 * 1024:
+            with gc_paused():
+                return self._apply(changes(path, max_bytes, known, scan=scan), batched=not known)
+        if known and scan:
+            with gc_paused():
+                stream = changes(path, max_bytes, known, whole=False)
+                try:
+                    head = next(stream, None)
+                    if head is not None and head[1]["changed"] <= IN_PROCESS_CHANGES:
+                        return self._apply(itertools.chain([head], stream), batched=False)
+                finally:
+                    stream.close()
+        with WorkerRun(
+            path, max_bytes, known, command=self.worker_command, timeout=self.worker_timeout, scan=scan
+        ) as run:
+            return self._apply(run.messages(), batched=not known)
+
+    def _apply(
+        self, messages: Iterator[tuple[str, dict[str, Any]]], *, batched: bool
+    ) -> tuple[ApplyStats, dict[str, Any]]:
+        """Apply a stream of changes (see `worker.changes`) in one transaction; a stream that
+        fails before `done` rolls everything back.
+
+        `batched` (an empty index: nothing old to keep) writes every `BATCH` entries in a
+        transaction of their own instead: memory stays bounded and the text index works on
+        one batch while the next is read. A stream that fails then leaves some meetings in,
+        but not the cache's fingerprint, so the next call reads the cache again and finds
+        those meetings unchanged."""
         kind, head = next(messages)
         if kind != "head":
             raise CacheReadError("internal_error", f"The cache reader sent {kind!r} before its summary.")
@@ -170,8 +208,15 @@ class MeetingService:
                 if kind == "entry":
                     yield IndexRecord(**fields)
 
+        records = entries()
+        total = ApplyStats()
+        if batched:
+            while batch := list(itertools.islice(records, BATCH)):
+                stats = self.index.apply(batch)
+                total.added += stats.added
+                total.updated += stats.updated
         stats = self.index.apply(
-            entries(),
+            records,
             head["deletes"],
             meta={
                 "source": head["source"],
@@ -180,6 +225,8 @@ class MeetingService:
                 "folders": orjson.dumps(head["folders"]).decode(),
             },
         )
+        stats.added += total.added
+        stats.updated += total.updated
         return stats, head
 
     # -- reading ---------------------------------------------------------------------------

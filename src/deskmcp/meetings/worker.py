@@ -5,9 +5,12 @@ and yields a head (the file's fingerprint and format, folders, the keys to delet
 by one entry per new or changed meeting and a closing `done`. The service applies them in
 one transaction, so an index is never left half old, half new.
 
-A big cache is read by `python -m deskmcp.meetings.worker`: the parse costs a few hundred
-megabytes for a second or two, and a process that exits gives that memory back to the
-operating system, which a long-running server would not. The worker reads its request
+A string cache is scanned with its transcripts left in the file (`cache_scan`): finding the
+few meetings that changed takes a fraction of a second and little memory, so the server does
+it itself. Many changes (a first index) are built by `python -m deskmcp.meetings.worker`,
+in parallel with the server writing them, and a cache read whole costs a few hundred
+megabytes: a process that exits gives that memory back to the operating system, which a
+long-running server would not. The worker reads its request
 (msgpack) on stdin and writes length-prefixed msgpack frames on stdout. It imports nothing
 from the MCP SDK, so it starts quickly.
 """
@@ -20,15 +23,16 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
-from deskmcp.meetings import cache_file
-from deskmcp.meetings.cache_file import CacheReadError
-from deskmcp.meetings.cache_records import lazy_state, raw_meetings, tolerant_state
+from deskmcp.meetings import cache_file, cache_scan
+from deskmcp.meetings.cache_file import CacheReadError, TranscriptSpan
+from deskmcp.meetings.cache_records import FolderInfo, RawMeeting, lazy_state, raw_meetings, tolerant_state
+from deskmcp.meetings.cache_scan import ScannedCache
 from deskmcp.meetings.entries import index_entry
 
 Message = tuple[str, dict[str, Any]]
@@ -37,9 +41,28 @@ COMMAND = [sys.executable, "-m", "deskmcp.meetings.worker"]
 
 
 def changes(
-    path: Path, max_bytes: int, known: Mapping[str, str], *, after_chunk: Callable[[int], None] | None = None
-) -> Iterator[Message]:
-    """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {})."""
+    path: Path,
+    max_bytes: int,
+    known: Mapping[str, str],
+    *,
+    after_chunk: Callable[[int], None] | None = None,
+    scan: bool = True,
+    whole: bool = True,
+) -> Generator[Message]:
+    """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}).
+
+    A string cache is first read with its transcripts left in the file (`cache_scan`); with
+    `scan` False, or when that reader cannot follow the file, it is read whole. With `whole`
+    False nothing is yielded then (the caller reads it whole elsewhere). A `SpanError` while
+    the entries are built means: call again with `scan` False.
+    """
+    scanned = cache_scan.scan(path, max_bytes) if scan else None
+    if scanned is not None:
+        with scanned:
+            yield from _changes_of_scan(scanned, path, known)
+        return
+    if not whole:
+        return
     document = cache_file.read_document(path, max_bytes, after_chunk=after_chunk)
     state, fmt = lazy_state(document.data, inner=document.inner) or tolerant_state(
         document.data, path.name, inner=document.inner
@@ -54,11 +77,63 @@ def changes(
         elif raw.is_meeting():
             live.add(raw.id)
             pending.append((raw, fingerprint))
+    yield _head(path, document.source, fmt, folders, known, live, pending)
+    for raw, fingerprint in pending:
+        built = raw.for_index()
+        if built is not None:
+            meeting, transcript, digest = built
+            yield "entry", index_entry(meeting, transcript, digest, fingerprint)
+    yield "done", {}
+
+
+def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
+    raws, folders = raw_meetings(scanned.state)
+    live: set[str] = set()
+    pending = []
+    used: set[int] = set()
+    for raw in raws:
+        if isinstance(raw.transcript, TranscriptSpan):
+            used.add(raw.transcript.offset)
+        fingerprint = raw.fingerprint()
+        if known.get(raw.id) == fingerprint:
+            live.add(raw.id)  # its spans were decoded whole when it was indexed
+            continue
+        if raw.is_meeting():
+            live.add(raw.id)
+            pending.append((raw, fingerprint))
+        elif isinstance(raw.transcript, TranscriptSpan):
+            scanned.read(raw.transcript)  # not indexed, but must be valid JSON all the same
+    # Transcripts no document takes must be valid JSON too.
+    for span in scanned.state["transcripts"].values():
+        if span.offset not in used:
+            scanned.read(span)
+    yield _head(path, scanned.source, "string", folders, known, live, pending)
+    for raw, fingerprint in pending:
+        if isinstance(raw.transcript, TranscriptSpan):
+            raw.transcript = scanned.read(raw.transcript)
+        built = raw.for_index()
+        raw.transcript = None  # its bytes go as soon as the entry is sent
+        if built is not None:
+            meeting, transcript, digest = built
+            yield "entry", index_entry(meeting, transcript, digest, fingerprint)
+    scanned.check_unchanged()
+    yield "done", {}
+
+
+def _head(
+    path: Path,
+    source: str,
+    fmt: str,
+    folders: list[FolderInfo],
+    known: Mapping[str, str],
+    live: set[str],
+    pending: list[tuple[RawMeeting, str]],
+) -> Message:
     match = cache_file.VERSIONED_NAME.match(path.name)
-    yield (
+    return (
         "head",
         {
-            "source": document.source,
+            "source": source,
             "format": f"cache-v{match.group(1)} ({fmt})" if match else fmt,
             "folders": [
                 {"id": f.id, "name": f.name, "description": f.description, "meetings": f.meeting_ids} for f in folders
@@ -68,12 +143,6 @@ def changes(
             "unchanged": len(live) - len(pending),
         },
     )
-    for raw, fingerprint in pending:
-        built = raw.for_index()
-        if built is not None:
-            meeting, transcript, digest = built
-            yield "entry", index_entry(meeting, transcript, digest, fingerprint)
-    yield "done", {}
 
 
 # -- the worker process ----------------------------------------------------------------------
@@ -91,7 +160,10 @@ def main() -> int:
     out = sys.stdout.buffer
     encoder = msgspec.msgpack.Encoder()
     try:
-        for kind, body in changes(Path(request["path"]), int(request["max_bytes"]), request["known"]):
+        stream = changes(
+            Path(request["path"]), int(request["max_bytes"]), request["known"], scan=bool(request.get("scan", True))
+        )
+        for kind, body in stream:
             _write(out, encoder, kind, body)
     except CacheReadError as exc:
         _write(out, encoder, "error", exc.payload())
@@ -114,6 +186,7 @@ class WorkerRun:
         *,
         command: list[str] | None = None,
         timeout: float = 300.0,
+        scan: bool = True,
     ) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         self._timed_out = threading.Event()
@@ -128,7 +201,9 @@ class WorkerRun:
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
-        request = msgspec.msgpack.encode({"path": str(path), "max_bytes": max_bytes, "known": dict(known)})
+        request = msgspec.msgpack.encode(
+            {"path": str(path), "max_bytes": max_bytes, "known": dict(known), "scan": scan}
+        )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         try:
             self._proc.stdin.write(request)
