@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import zstandard
+
 from deskmcp.meetings.models import Meeting, MeetingSummary
 from deskmcp.meetings.normalize import TranscriptDigest
 
@@ -28,7 +30,7 @@ def index_entry(
     meeting: Meeting, transcript: bytes | memoryview | None, digest: TranscriptDigest, fingerprint: str
 ) -> dict[str, Any]:
     """The fields of the meeting's `IndexRecord`. `transcript` is the raw JSON from the cache,
-    stored as is and normalised when read."""
+    stored compressed and normalised when read."""
     return {
         "key": meeting.id,
         "fingerprint": fingerprint,
@@ -44,7 +46,7 @@ def index_entry(
             "platform": meeting.platform,
             "minutes": meeting.duration_minutes,
             "summary": summary(meeting).model_dump_json().encode(),
-            "transcript_json": transcript,
+            "transcript_json": pack_transcript(transcript),
         },
         "data": meeting.model_dump_json().encode(),
         "side": {
@@ -52,3 +54,17 @@ def index_entry(
             "folder_members": [(f.id, f.name, f.name.lower()) for f in meeting.folders],
         },
     }
+
+
+TRANSCRIPT_LEVEL = 1
+"""zstd level for stored transcripts: raw cache JSON shrinks several times even at the
+fastest level, and a first index compresses every transcript of the cache."""
+
+
+def pack_transcript(raw: bytes | memoryview | None) -> bytes | None:
+    """The transcript JSON as stored in the index (a zstd frame)."""
+    return None if raw is None else zstandard.ZstdCompressor(level=TRANSCRIPT_LEVEL).compress(raw)
+
+
+def unpack_transcript(stored: bytes | None) -> bytes | None:
+    return None if stored is None else zstandard.ZstdDecompressor().decompress(stored)

@@ -28,6 +28,7 @@ from deskmcp.core.index import ApplyStats, Hit, IndexRecord, IndexSchema, Search
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.meetings import cache_file, granola_cache
 from deskmcp.meetings.cache_file import CacheReadError
+from deskmcp.meetings.entries import unpack_transcript
 from deskmcp.meetings.filters import GROUPS, Filters, time_bucket
 from deskmcp.meetings.markdown import DEFAULT_SECTIONS, render_markdown
 from deskmcp.meetings.models import (
@@ -62,7 +63,7 @@ BATCH = 500
 
 SCHEMA = IndexSchema(
     name="meetings",
-    version=3,
+    version=4,
     text_fields=("title", "participants", "folders", "notes", "transcript"),
     weights=(10.0, 5.0, 3.0, 2.0, 1.0),
     columns=(
@@ -241,7 +242,7 @@ class MeetingService:
                 f"No meeting {meeting_id!r}. Call granola.meetings.list or granola.meetings.search for valid ids.",
                 {"id": meeting_id},
             )
-        return Meeting.model_validate_json(hit.data), hit.columns.get("transcript_json")
+        return Meeting.model_validate_json(hit.data), unpack_transcript(hit.columns.get("transcript_json"))
 
     def filters(self, **kwargs: Any) -> Filters:
         return Filters(zone=self.zone, **kwargs)
