@@ -78,11 +78,7 @@ def changes(
             live.add(raw.id)
             pending.append((raw, fingerprint))
     yield _head(path, document.source, fmt, folders, known, live, pending)
-    for raw, fingerprint in pending:
-        built = raw.for_index()
-        if built is not None:
-            meeting, transcript, digest = built
-            yield "entry", index_entry(meeting, transcript, digest, fingerprint)
+    yield from _entries(pending)
     yield "done", {}
 
 
@@ -108,16 +104,22 @@ def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]
         if span.offset not in used:
             scanned.read(span)
     yield _head(path, scanned.source, "string", folders, known, live, pending)
+    yield from _entries(pending, scanned)
+    scanned.check_unchanged()
+    yield "done", {}
+
+
+def _entries(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None = None) -> Iterator[Message]:
+    """An ("entry", fields) per changed meeting; a transcript left in the file is read from
+    `scanned` first."""
     for raw, fingerprint in pending:
-        if isinstance(raw.transcript, TranscriptSpan):
+        if scanned is not None and isinstance(raw.transcript, TranscriptSpan):
             raw.transcript = scanned.read(raw.transcript)
         built = raw.for_index()
         raw.transcript = None  # its bytes go as soon as the entry is sent
         if built is not None:
             meeting, transcript, digest = built
             yield "entry", index_entry(meeting, transcript, digest, fingerprint)
-    scanned.check_unchanged()
-    yield "done", {}
 
 
 def _head(
