@@ -467,14 +467,15 @@ class Catalog:
         parts = stem.split("/")
         forms = ["/".join(parts[i:]) for i in range(len(parts))]
         marks = ", ".join("?" * len(forms))
-        cache: dict[tuple[str, str], str | None] = {}
         with self.index.reader() as conn:
             rows = conn.execute(
                 f"SELECT d.key, l.target_lc, l.heading, l.alias, l.embed, l.line, d.id FROM links l"
                 f" JOIN docs d ON d.id = l.doc_id WHERE l.target_lc IN ({marks}) ORDER BY d.key, l.line",
                 forms,
             ).fetchall()
-            rows = [row for row in rows if self.resolve(row[1], row[0], cache) == rel]
+        cache: dict[tuple[str, str], str | None] = {}
+        rows = [row for row in rows if self.resolve(row[1], row[0], cache) == rel]
+        with self.index.reader() as conn:
             bodies = self.index.stored_texts(conn, sorted({row[6] for row in rows}), "body")
         lines = {doc_id: md.blank_code(body) for doc_id, body in bodies.items()}
         return [
