@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import zstandard
@@ -355,8 +355,7 @@ class SearchIndex:
         latest = {record.key: record for record in records}
         keys = list(latest)
         ids: dict[str, int] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
+        for chunk in _chunks(keys):
             marks = ", ".join("?" * len(chunk))
             ids.update(conn.execute(f"SELECT key, id FROM docs WHERE key IN ({marks})", chunk))
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]) + 1
@@ -645,8 +644,8 @@ class SearchIndex:
         """One stored text field of the records `ids` (their `docs.id`), read on `conn`."""
         at = self.schema.text_fields.index(field)
         out: dict[int, str] = {}
-        for start in range(0, len(ids), _CHUNK):
-            out.update((i, texts[at]) for i, texts in self._texts(conn, ids[start : start + _CHUNK]).items())
+        for chunk in _chunks(ids):
+            out.update((i, texts[at]) for i, texts in self._texts(conn, chunk).items())
         return out
 
     def _text_match(self, spec: str | None) -> str:
@@ -691,6 +690,7 @@ _GENERATION = "_index_generation"
 
 _CHUNK = 5000
 """Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""
+_T = TypeVar("_T")
 
 _TRAIN_AT = 64
 """A batch this large trains the compression dictionary (once per index)."""
@@ -751,6 +751,12 @@ class _Codec:
             )
             local.zdict = self.zdict
         return orjson.loads(unpacker.decompress(body[1:]))
+
+
+def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """`items` in slices short enough for one `IN (...)` list."""
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
 
 
 def _runs(ids: Sequence[int]) -> list[tuple[int, int]]:
