@@ -164,8 +164,120 @@ def jsonable(value: Any, budget: list[int] | None = None) -> Any:
     return str(value)
 
 
+# The common shape of frontmatter, read without the YAML machinery: top-level `key: value`
+# lines, `key: [a, b]` and `key:` followed by `- item` lines, every value a single-line
+# scalar that is quoted without escapes, a plain word-led string, a whole number, a date or
+# a time of day. Anything else (comments, tabs, nesting, multi-line scalars, a leading
+# indicator, `: ` or ` #` inside a value...) returns None and goes to the YAML parser. The
+# scalar rules are the YAML 1.2 core ones `_Loader` applies; tests check that both agree.
+_NOT_PRINTABLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_LEAD = rf"(?![{_NOT_PRINTABLE}])[A-Za-z\u00a0-\U0010ffff]"
+_QUOTED = rf"\"[^\"\\\t{_NOT_PRINTABLE}]*\"|'[^'\t{_NOT_PRINTABLE}]*'"
+_NUMERIC = r"[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{1,2}(?::[0-9]{2}){1,2}"
+_PLAIN = rf"{_LEAD}(?:[^:#\t{_NOT_PRINTABLE}]|:(?=[^\s]))*"
+_SCALAR = re.compile(rf"{_PLAIN}|{_QUOTED}|{_NUMERIC}")
+_FLOW_ITEM = re.compile(rf" *({_LEAD}[^:#,\[\]{{}}\t{_NOT_PRINTABLE}]*|{_QUOTED}|{_NUMERIC}) *(,|\Z)")
+_ENTRY = re.compile(rf"({_PLAIN}):(?: +(.*?))? *")
+_ITEM = re.compile(r"( *)- +(.*?) *")
+_WORDS: dict[str, Any] = {
+    **dict.fromkeys(("true", "True", "TRUE"), True),
+    **dict.fromkeys(("false", "False", "FALSE"), False),
+    **dict.fromkeys(("null", "Null", "NULL"), None),
+}
+
+
+class _NotSimple(Exception):
+    """The frontmatter is not in the common shape: the YAML parser reads it."""
+
+
+def _scalar(text: str) -> Any:
+    """A scalar `_SCALAR` matched, as `_Loader` constructs it."""
+    first = text[0]
+    if first in "\"'":
+        return text[1:-1]
+    if "0" <= first <= "9":
+        if ":" in text:
+            return text  # a time of day stays a string under YAML 1.2
+        try:
+            if len(text) == 10 and text[4] == "-":
+                return dt.date(int(text[:4]), int(text[5:7]), int(text[8:])).isoformat()
+            return int(text)
+        except ValueError:  # an impossible date, a number too long to convert: YAML's error
+            raise _NotSimple from None
+    text = text.rstrip(" ")
+    return _WORDS.get(text, text)
+
+
+def _value(text: str) -> Any:
+    """The value after `key: ` or `- `: one scalar, or a one-line list of scalars."""
+    if not text.startswith("["):
+        if _SCALAR.fullmatch(text) is None:
+            raise _NotSimple
+        return _scalar(text)
+    if not text.endswith("]"):
+        raise _NotSimple
+    inner = text[1:-1]
+    items: list[Any] = []
+    at = 0
+    while inner.strip(" "):
+        found = _FLOW_ITEM.match(inner, at)
+        if found is None:
+            raise _NotSimple
+        items.append(_scalar(found.group(1)))
+        at = found.end()
+        if not found.group(2):
+            break
+        if not inner[at:].strip(" "):
+            raise _NotSimple  # a trailing comma
+    return items
+
+
+def _parse_simple(yaml_text: str) -> dict[str, Any] | None:
+    """The values of frontmatter in the common shape, None when it is not (see above)."""
+    if "\t" in yaml_text or "\r" in yaml_text:
+        return None
+    values: dict[str, Any] = {}
+    items: list[Any] | None = None  # the list of the last `key:` written without a value
+    opened: list[str] = []
+    indent = -1
+    try:
+        for line in yaml_text.split("\n"):
+            if not line.strip(" "):
+                continue
+            if line[0] in " -":
+                item = _ITEM.fullmatch(line) if items is not None else None
+                if item is None or indent not in (-1, len(item.group(1))):
+                    return None
+                indent = len(item.group(1))
+                items.append(_value(item.group(2)))  # type: ignore[union-attr]
+                continue
+            entry = _ENTRY.fullmatch(line)
+            if entry is None:
+                return None
+            key = entry.group(1).rstrip(" ")
+            if key in _WORDS or key in values or len(key) > 1000:
+                return None
+            items, indent = None, -1
+            if not entry.group(2):
+                items = values[key] = []
+                opened.append(key)
+            else:
+                values[key] = _value(entry.group(2))
+    except _NotSimple:
+        return None
+    for key in opened:
+        if not values[key]:
+            values[key] = None  # `key:` with no item under it
+    return values
+
+
 def parse(yaml_text: str, label: str) -> dict[str, Any]:
     """The frontmatter's values. Corrupt YAML is a ParseError naming `label` and the file line."""
+    simple = _parse_simple(yaml_text)
+    return simple if simple is not None else _parse_yaml(yaml_text, label)
+
+
+def _parse_yaml(yaml_text: str, label: str) -> dict[str, Any]:
     try:
         loaded = yaml.load(yaml_text, Loader=_Loader)  # a SafeLoader subclass
         values = jsonable(loaded)
