@@ -46,6 +46,17 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
 
 
+def append_durably(path: Path, data: bytes, mode: int) -> None:
+    """Append `data` to `path` (created with `mode`) in one write, fsynced before returning:
+    a log line that announces an action is on disk before the action starts."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(folder: Path) -> None:
     """Make a rename or a new file in `folder` durable (POSIX; directories cannot be opened on Windows)."""
     if os.name != "posix":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import orjson
 
 from deskmcp.core.errors import IOFailure
+from deskmcp.core.files import append_durably
 from deskmcp.mail.models import AuditLogEntry
 
 _lock = threading.Lock()
@@ -29,12 +29,7 @@ def append(folder: Path, entry: AuditLogEntry) -> Path:
     with _lock:
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            append_durably(path, line, 0o600)
         except OSError as exc:
             raise IOFailure(
                 f"The audit log {path} could not be written ({exc.strerror}); nothing was sent.", {"path": str(path)}

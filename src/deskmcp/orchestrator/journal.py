@@ -9,12 +9,13 @@ full) is reported on stderr and never stops the loop.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from deskmcp.core.files import append_durably
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -34,12 +35,7 @@ class Journal:
         log.log(level, "%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items()))
         try:
             self.logs.mkdir(exist_ok=True)  # never re-creates a vault that vanished
-            fd = os.open(self.path_for(now), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            append_durably(self.path_for(now), line, 0o644)
         except OSError as exc:
             log.error("could not write the event log in %s: %s; event was %s", self.logs, exc, line.decode())
         return entry
