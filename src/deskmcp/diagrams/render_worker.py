@@ -65,6 +65,17 @@ def _line_of(message: str, hash_: Any) -> int | None:
     return None
 
 
+def _syntax_error(code: str, message: str, mermaid_line: int | None) -> dict[str, Any]:
+    """The failure for a diagram mermaid.js could not parse, with the line in the user's code."""
+    return {
+        "ok": False,
+        "kind": "syntax",
+        "message": message,
+        "line": code_line(code, mermaid_line),
+        "mermaid_line": mermaid_line,
+    }
+
+
 def _frontmatter_lines(lines: list[str]) -> int:
     """How many lines a leading `---` frontmatter block takes (Mermaid numbers lines after it)."""
     if not lines or lines[0].strip() != "---":
@@ -133,14 +144,7 @@ class Worker:
                     "diagram_type": keyword,
                     "message": f"The offline renderer (mermaid.js 11) does not know the diagram type {keyword!r}.",
                 }
-            mermaid_line = _line_of(message, failure.get("hash"))
-            return {
-                "ok": False,
-                "kind": "syntax",
-                "message": message,
-                "line": code_line(code, mermaid_line),
-                "mermaid_line": mermaid_line,
-            }
+            return _syntax_error(code, message, _line_of(message, failure.get("hash")))
         parsed = json.loads(result) if result else {}
         return {"ok": True, "diagram_type": parsed.get("diagramType")}
 
@@ -155,14 +159,7 @@ class Worker:
             svg = self.engine.render_svg(code, "default", None, None)
         except MermaidRenderError as exc:
             message = str(exc).removeprefix("Error: ")
-            mermaid_line = _line_of(message, None)
-            return {
-                "ok": False,
-                "kind": "syntax",
-                "message": message,
-                "line": code_line(code, mermaid_line),
-                "mermaid_line": mermaid_line,
-            }
+            return _syntax_error(code, message, _line_of(message, None))
         width, height = _svg_size(svg)
         scaled = False
         if fmt == "svg":
