@@ -30,6 +30,7 @@ def _no_vault_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         "VAULT_MAX_NOTE_BYTES",
         "VAULT_WATCH",
         "VAULT_INDEX_WORKERS",
+        "VAULT_PROTECTED_FOLDERS",
         "DESKMCP_INDEX_DIR",
     ):
         monkeypatch.delenv(name, raising=False)

@@ -224,16 +224,16 @@ async def test_move_note_moves_creates_folders_and_refuses_to_overwrite(connect:
     write(vault, "a.md", "A\n")
     write(vault, "b.md", "B\n")
     async with connect() as client:
-        moved = await call(client, "move_note", {"source": "a", "destination": "Done/2026/a.md"})
-        assert moved == {"moved": True, "source": "a.md", "destination": "Done/2026/a.md", "updated": []}
+        moved = await call(client, "move_note", {"source": "a", "destination": "Archive/2026/a.md"})
+        assert moved == {"moved": True, "source": "a.md", "destination": "Archive/2026/a.md", "updated": []}
         assert not (vault / "a.md").exists()
-        assert (vault / "Done/2026/a.md").read_text(encoding="utf-8") == "A\n"
-        error = await fail(client, "move_note", {"source": "Done/2026/a.md", "destination": "b.md"})
+        assert (vault / "Archive/2026/a.md").read_text(encoding="utf-8") == "A\n"
+        error = await fail(client, "move_note", {"source": "Archive/2026/a.md", "destination": "b.md"})
         assert error["error"] == "conflict"
         assert (vault / "b.md").read_text(encoding="utf-8") == "B\n"
-        assert (vault / "Done/2026/a.md").exists()
+        assert (vault / "Archive/2026/a.md").exists()
         listed = await call(client, "list_notes")
-        assert [n["path"] for n in listed["notes"]] == ["Done/2026/a.md", "b.md"]
+        assert [n["path"] for n in listed["notes"]] == ["Archive/2026/a.md", "b.md"]
 
 
 async def test_vault_status_reports_the_root_and_note_count(connect: Connect, vault: Path) -> None:

@@ -105,3 +105,6 @@ class VaultStatus(BaseModel):
     max_note_bytes: int
     indexing: IndexingProgress | None = Field(default=None, description="Set while the vault is being indexed")
     problem: str | None = Field(default=None, description="What stops the vault from working, when something does")
+    protected_folders: list[str] = Field(
+        default=[], description="Folders the writing tools refuse (the email triage flow's, by default)"
+    )

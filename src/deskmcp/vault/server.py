@@ -22,6 +22,8 @@ INSTRUCTIONS = """Access to the user's notes vault (Obsidian-style Markdown with
 those results. To change a note, read it first and pass its content_hash as expected_hash
 to write_note, append_note or patch_frontmatter: a note changed by someone else meanwhile is
 refused with a conflict instead of being overwritten. Paths are vault-relative ('.md' optional).
+The email triage folders (Needs_Action, Drafts, Approved, Done, Logs by default) are read-only here:
+only the person approves a reply, by moving it to Approved/ themselves or by asking for triage_approve.
 Errors are JSON objects with an `error` code and a `message` saying how to recover."""
 
 NotePath = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Alpha.md' ('.md' optional)")]
@@ -204,8 +206,9 @@ def register(server: DeskServer, service: VaultService) -> None:
     ) -> NoteContent:
         """Create a note, or replace one you have read (pass its content_hash as expected_hash).
 
-        Folders are created as needed. Frontmatter keys whose value did not change keep their
-        original lines exactly; only changed keys are rewritten. Returns the note as written.
+        Folders are created as needed; protected folders (see vault_status) are refused. Frontmatter
+        keys whose value did not change keep their original lines exactly; only changed keys are
+        rewritten. Returns the note as written.
         """
         return service.write_note(path, body, frontmatter, expected_hash=expected_hash, overwrite=overwrite)
 
@@ -238,6 +241,7 @@ def register(server: DeskServer, service: VaultService) -> None:
             bool, Field(description="Also rewrite [[wikilinks]] and Markdown links to it in other notes")
         ] = False,
     ) -> MoveResult:
-        """Move or rename a note. Never overwrites: an existing destination is a conflict. With
+        """Move or rename a note. Never overwrites: an existing destination is a conflict; protected
+        folders (see vault_status) are refused as source and destination. With
         update_links, links to it are rewritten, all or nothing; `updated` lists the notes changed."""
         return service.move_note(source, destination, update_links=update_links)

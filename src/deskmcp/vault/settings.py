@@ -8,10 +8,14 @@ from pydantic import Field
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
+TRIAGE_FOLDERS = ("Needs_Action", "Drafts", "Approved", "Done", "Logs")
+"""Where the email triage flow keeps mail, drafts, approvals and its logs: only that flow and the person
+change them, so that a reply is never approved by the assistant through the vault tools."""
+
 
 class VaultSettings(WorkspaceSettings):
     """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`,
-    `VAULT_INDEX_WORKERS`, plus the workspace's."""
+    `VAULT_INDEX_WORKERS`, `VAULT_PROTECTED_FOLDERS`, plus the workspace's."""
 
     vault_path: OptionalPath = Field(
         default=None,
@@ -41,6 +45,19 @@ class VaultSettings(WorkspaceSettings):
         validation_alias=env_alias("watch", "VAULT_WATCH"),
         description="Watch the vault for edits while serving (else re-scan by mtime before answering).",
     )
+
+    protected_folders: str = Field(
+        default=",".join(TRIAGE_FOLDERS),
+        validation_alias=env_alias("protected_folders", "VAULT_PROTECTED_FOLDERS"),
+        description=(
+            "Comma-separated top-level folders the writing tools refuse to write into, out of or within "
+            "(default: the email triage folders, changed only by the triage flow and the person); empty for none."
+        ),
+    )
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return tuple(name.strip().strip("/") for name in self.protected_folders.split(",") if name.strip().strip("/"))
 
     @property
     def root(self) -> Path:
