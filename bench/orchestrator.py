@@ -58,7 +58,9 @@ def fill(maildir: Path, count: int) -> None:
 
 
 async def flow(workspace: Path, count: int, *, vault_over_mcp: bool) -> tuple[float, float, int]:
-    settings = OrchestratorSettings(workspace=workspace, vault_path=workspace / "vault")
+    # every mail of the generated mailbox, whatever its date (the default query takes the last week)
+    query = "in:inbox -label:AI_PROCESSED"
+    settings = OrchestratorSettings(workspace=workspace, vault_path=workspace / "vault", query=query)
     os.environ.update(server_environment(settings))
     env = dict(os.environ)
     mail_client = MCPClient("mail", settings.server_command("mail"), settings.root, timeout=120, env=env)

@@ -137,12 +137,23 @@ async def test_llm_decider_leaves_the_item_pending_when_nothing_listens() -> Non
 @pytest.mark.anyio
 async def test_rules_file_is_written_with_a_commented_example_on_first_use(tmp_path: Path) -> None:
     decider = RulesDecider(tmp_path)
+    assert not (tmp_path / RULES_FILE).exists()  # made by a real pass, not by creating the decider
+    result = await decider.decide(ITEM)
     text = (tmp_path / RULES_FILE).read_text(encoding="utf-8")
     assert text.startswith("# Triage rules")
-    result = await decider.decide(ITEM)
     assert isinstance(result, TriageDecision)
     assert result.decision == "draft_reply"
     assert result.reply is not None and result.reply.startswith("Hi Ana,")
+
+
+@pytest.mark.anyio
+async def test_a_dry_run_decides_with_the_example_rules_in_memory_and_writes_nothing(tmp_path: Path) -> None:
+    decider = RulesDecider(tmp_path, write_example=False)
+    decider.prepare()
+    result = await decider.decide(ITEM)
+    assert isinstance(result, TriageDecision)
+    assert result.decision == "draft_reply"
+    assert not (tmp_path / RULES_FILE).exists()
 
 
 @pytest.mark.anyio

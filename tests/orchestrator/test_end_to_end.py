@@ -62,6 +62,7 @@ def environment(workspace: Path, vault: Path, sink: Sink, **extra: str) -> dict[
         MAIL_SMTP_PORT=str(sink.port),
         MAIL_SMTP_SECURITY="none",
         ORCHESTRATOR_CALL_TIMEOUT="60",
+        ORCHESTRATOR_QUERY="in:inbox -label:AI_PROCESSED",  # the test mail has a fixed date
         **extra,
     )
     return env

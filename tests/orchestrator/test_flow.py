@@ -165,12 +165,12 @@ async def test_a_failed_send_stays_in_approved_with_the_error(orchestrator, vaul
     assert len(sent(store)) == 1
 
 
-async def test_a_draft_written_by_hand_in_approved_gets_an_id_before_it_is_sent(
+async def test_a_reply_written_by_hand_to_an_allowed_recipient_gets_an_id_before_it_is_sent(
     orchestrator, vault: Path, store: Path
 ) -> None:
     (vault / "Approved").mkdir()
     (vault / "Approved" / "hello.md").write_text("---\nto: bob@example.org\nsubject: Hello\n---\nHi Bob\n")
-    async with orchestrator(decider="assistant") as o:
+    async with orchestrator(decider="assistant", allowed_recipients="@example.org") as o:
         await o.run_pass()
     done = frontmatter(vault / "Done" / "hello.md")
     assert done["draft_id"].startswith("draft-")

@@ -58,6 +58,8 @@ def environment(workspace: Path) -> dict[str, str]:
         "MAIL_MAILDIR": str(base / "mail"),
         "MAIL_ADDRESS": "me@localhost",
         "ORCHESTRATOR_DECIDER": "rules",
+        # the demo mailbox is dated around 2026-11-20, older than the default query's last week
+        "ORCHESTRATOR_QUERY": "in:inbox -label:AI_PROCESSED",
     }
 
 

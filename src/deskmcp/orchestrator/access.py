@@ -38,6 +38,7 @@ class VaultAccess:
                 vault_path=self.root,
                 watch=False,
                 index_dir=self.workspace / ".deskmcp" / "orchestrator-index",
+                protected_folders="",  # the flow's own folders: this service is the orchestrator's
             )
             self._local = VaultService(settings)
             self._local.rescan_seconds = 0.0

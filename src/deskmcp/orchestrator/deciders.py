@@ -10,6 +10,9 @@ from deskmcp.orchestrator.settings import OrchestratorSettings
 
 
 class Decider(Protocol):
+    """A decider may also have `prepare()`, called at the start of every real pass (the rules decider
+    writes its example file there)."""
+
     name: str
 
     async def decide(self, item: TriageItem) -> TriageDecision | Deferred | None:
@@ -26,7 +29,8 @@ class AssistantDecider:
         return None
 
 
-def create_decider(settings: OrchestratorSettings) -> Decider:
+def create_decider(settings: OrchestratorSettings, *, dry_run: bool = False) -> Decider:
+    """The configured decider; for a dry run it writes nothing (the rules example is read in memory)."""
     if settings.decider == "llm":
         if not settings.llm_base_url or not settings.llm_model:
             raise BadRequest(
@@ -42,4 +46,4 @@ def create_decider(settings: OrchestratorSettings) -> Decider:
         return AssistantDecider()
     from deskmcp.orchestrator.rules import RulesDecider
 
-    return RulesDecider(settings.root)
+    return RulesDecider(settings.root, write_example=not dry_run)

@@ -21,8 +21,9 @@ log = logging.getLogger("deskmcp.orchestrator")
 
 
 class Journal:
-    def __init__(self, logs: Path) -> None:
+    def __init__(self, logs: Path, *, enabled: bool = True) -> None:
         self.logs = logs
+        self.enabled = enabled  # False for a dry run: events go to the process log only, nothing is written
 
     def path_for(self, when: datetime) -> Path:
         return self.logs / f"orchestrator_{when:%Y-%m-%d}.jsonl"
@@ -33,6 +34,8 @@ class Journal:
         line = orjson.dumps(entry, default=str) + b"\n"
         level = logging.WARNING if severity in ("WARNING", "ERROR") else logging.INFO
         log.log(level, "%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items()))
+        if not self.enabled:
+            return entry
         try:
             self.logs.mkdir(exist_ok=True)  # never re-creates a vault that vanished
             append_durably(self.path_for(now), line, 0o644)

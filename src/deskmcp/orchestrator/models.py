@@ -122,3 +122,4 @@ class StateView(BaseModel):
         default=[], description="The mail server's pre-send audit lines, newest first"
     )
     recent_events: list[dict[str, object]] = Field(default=[], description="The orchestrator's events, newest first")
+    problem: str | None = Field(default=None, description="What stops a pass from running, when something does")

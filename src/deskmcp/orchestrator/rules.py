@@ -125,9 +125,14 @@ def ensure_rules_file(root: Path) -> Path:
     return path
 
 
-def load_rules(path: Path) -> RuleSet:
+def load_rules(path: Path, *, example_when_missing: bool = False) -> RuleSet:
+    """The rules in `path`; with `example_when_missing`, a missing file reads as the example (in memory)."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError as exc:
+        if not example_when_missing:
+            raise IOFailure(f"Cannot read {path.name}: {exc.strerror}.", {"path": str(path)}) from exc
+        data = yaml.safe_load(EXAMPLE)
     except OSError as exc:
         raise IOFailure(f"Cannot read {path.name}: {exc.strerror}.", {"path": str(path)}) from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
@@ -177,14 +182,24 @@ def apply_rule(rule: Rule, item: TriageItem) -> TriageDecision | Deferred:
 
 
 class RulesDecider:
+    """`write_example`: a missing rules file is written with the commented example when a real pass
+    starts (`prepare`) or first decides; otherwise (a dry run) the example is used in memory."""
+
     name = "rules"
 
-    def __init__(self, root: Path) -> None:
-        self.path = ensure_rules_file(root)
+    def __init__(self, root: Path, *, write_example: bool = True) -> None:
+        self.root = root
+        self.path = root / RULES_FILE
+        self.write_example = write_example
+
+    def prepare(self) -> None:
+        if self.write_example:
+            ensure_rules_file(self.root)
 
     async def decide(self, item: TriageItem) -> TriageDecision | Deferred | None:
         try:
-            ruleset = load_rules(self.path)
+            self.prepare()
+            ruleset = load_rules(self.path, example_when_missing=not self.write_example)
         except (ParseError, IOFailure) as exc:
             return Deferred(reason=exc.message)
         for rule in ruleset.rules:

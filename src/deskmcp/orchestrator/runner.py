@@ -8,6 +8,7 @@ second signal stops at once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -31,17 +32,24 @@ log = logging.getLogger("deskmcp.orchestrator")
 
 def server_environment(settings: OrchestratorSettings) -> dict[str, str]:
     """The environment the mail and vault subprocesses get: ours, pointed at the same vault, with
-    every toolset on (the user's DESKMCP_TOOLSETS is about what a model sees, not this client)."""
+    every toolset on (the user's DESKMCP_TOOLSETS is about what a model sees, not this client) and
+    no protected vault folders: this vault server's only client is the orchestrator, which owns them."""
     env = dict(os.environ)
     env["DESKMCP_WORKSPACE"] = str(settings.workspace)
     env["VAULT_PATH"] = str(settings.root)
     env["DESKMCP_TOOLSETS"] = "all"
+    env["VAULT_PROTECTED_FOLDERS"] = ""
     return env
 
 
 @asynccontextmanager
 async def open_orchestrator(settings: OrchestratorSettings, *, dry_run: bool = False) -> AsyncIterator[Orchestrator]:
-    """An `Orchestrator` talking to the mail and vault servers over MCP, closed on exit."""
+    """An `Orchestrator` talking to the mail server over MCP, closed on exit.
+
+    The vault is reached through a `deskmcp serve vault` of its own, or in this process when the
+    servers are shared (`ORCHESTRATOR_MCP_URL`: that vault server refuses writes into the triage
+    folders to every client) or for a dry run (which only reads, and starts no server for it).
+    """
     env = server_environment(settings)
 
     def client(name: str) -> MCPClient:
@@ -54,11 +62,13 @@ async def open_orchestrator(settings: OrchestratorSettings, *, dry_run: bool = F
             env=env,
         )
 
-    mail_client, vault_client = client("mail"), client("vault")
+    mail_client = client("mail")
+    vault_client = None if settings.mcp_url or dry_run else client("vault")
     vault = VaultAccess(settings.root, settings.workspace, vault_client)
-    async with mail_client, vault_client:
+    async with mail_client, vault_client or contextlib.nullcontext():
         try:
-            yield Orchestrator(settings, vault, MailAccess(mail_client), create_decider(settings), dry_run=dry_run)
+            decider = create_decider(settings, dry_run=dry_run)
+            yield Orchestrator(settings, vault, MailAccess(mail_client), decider, dry_run=dry_run)
         finally:
             vault.close()
 
@@ -110,7 +120,8 @@ async def watch(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(signals, tg.cancel_scope)
-        orchestrator.ensure_layout()
+        if not orchestrator.dry_run:
+            orchestrator.ensure_layout()
         tg.start_soon(_approvals, orchestrator.root, hints, wake_up, stop)
         next_full = 0.0
         while not stop.is_set():

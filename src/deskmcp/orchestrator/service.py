@@ -24,15 +24,17 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound, PermissionDenied
 from deskmcp.core.paths import safe_join
 from deskmcp.orchestrator import layout
 from deskmcp.orchestrator.access import MailAccess, VaultAccess
 from deskmcp.orchestrator.deciders import Decider
 from deskmcp.orchestrator.journal import Journal
 from deskmcp.orchestrator.layout import APPROVED, DONE, DRAFTS, FOLDERS, NEEDS_ACTION
+from deskmcp.orchestrator.ledger import DraftLedger, addresses
 from deskmcp.orchestrator.models import (
     REPLY_DECISIONS,
+    ApprovedDraft,
     Deferred,
     ItemResult,
     PassSummary,
@@ -71,7 +73,8 @@ class Orchestrator:
         self.mail = mail
         self.decider = decider
         self.dry_run = dry_run
-        self.journal = Journal(self.logs)
+        self.journal = Journal(self.logs, enabled=not dry_run)
+        self.ledger = DraftLedger(self.logs)
         self._state: State | None = None
 
     # -- the state file ---------------------------------------------------------------------
@@ -79,8 +82,18 @@ class Orchestrator:
     @property
     def state(self) -> State:
         if self._state is None:
-            self._state = State.load(self.logs)
+            self._state = State.load(self.logs, set_aside=not self.dry_run)
         return self._state
+
+    def check_vault(self) -> str | None:
+        """Why a pass cannot run on the vault (a configured folder that is missing), writing nothing;
+        a missing default vault is fine: a real pass creates it."""
+        if self.root.is_dir() or self.settings.vault_path is None:
+            return None
+        return (
+            f"The vault folder {self.root} does not exist (moved, unmounted or deleted?). "
+            "Nothing was done; the next pass tries again."
+        )
 
     def ensure_layout(self) -> None:
         if not self.root.is_dir():
@@ -100,8 +113,15 @@ class Orchestrator:
         """Send approved drafts, then (unless `approved_only`) ingest and decide."""
         summary = PassSummary(dry_run=self.dry_run)
         try:
-            self.ensure_layout()
-            self._state = State.load(self.logs)
+            if self.dry_run:  # a dry run writes nothing: no folder, no rules file, no state, no log
+                if (problem := self.check_vault()) is not None:
+                    raise NotFound(problem, {"root": str(self.root)})
+            else:
+                self.ensure_layout()
+                prepare = getattr(self.decider, "prepare", None)
+                if prepare is not None:
+                    prepare()
+            self._state = State.load(self.logs, set_aside=not self.dry_run)
         except (DeskError, OSError) as exc:
             message = exc.message if isinstance(exc, DeskError) else str(exc)
             self.journal.write("pass_skipped", "ERROR", reason=message)
@@ -145,6 +165,8 @@ class Orchestrator:
                 summary.waiting += 1
                 summary.events.append(f"waiting: {path}: {exc.message}")
                 return  # the mail server is down: every other draft would wait too
+            except PermissionDenied as exc:
+                self._failed(summary, "send_refused", path, exc)
             except (DeskError, OSError) as exc:
                 self._failed(summary, "send_failed", path, exc)
 
@@ -165,11 +187,15 @@ class Orchestrator:
             if not self.dry_run and front.get("send_error") != exc.message:
                 await self.vault.update_note(path, {"send_error": exc.message, "last_attempt": now_iso()})
             raise
+        record = self.state.sent.get(draft.draft_id) if draft.draft_id else None
+        if record is None and (refusal := self.refusal(draft)) is not None:
+            if not self.dry_run and front.get("send_error") != refusal:
+                await self.vault.update_note(path, {"send_error": refusal, "last_attempt": now_iso()})
+            raise PermissionDenied(refusal, {"path": path})
         if not draft.draft_id:
             draft.draft_id = "draft-" + layout.short_id(f"{path}:{note['content_hash']}")
             if not self.dry_run:  # the key must be on disk before anything is sent with it
                 await self.vault.update_note(path, {"draft_id": draft.draft_id})
-        record = self.state.sent.get(draft.draft_id)
         if self.dry_run:
             verb = "would file" if record else "would send"
             summary.events.append(f"{verb}: {path} to {draft.to}: {draft.subject}")
@@ -219,6 +245,11 @@ class Orchestrator:
             _fault("after_send")
         await self._file_sent(path, draft.draft_id, record, draft.source_note)
         summary.done += 1
+
+    def refusal(self, draft: ApprovedDraft, *, approving: bool = False) -> str | None:
+        """Why a reply must not be sent (deskmcp did not draft it, or its recipients were changed,
+        and MAIL_ALLOWED_RECIPIENTS does not cover them), or None."""
+        return self.ledger.refusal(draft.draft_id, draft.to, draft.cc, self.settings.allowlist, approving=approving)
 
     async def _finish_interrupted(self, approved: set[str]) -> None:
         """Finish sends whose draft reached Done/ but whose bookkeeping was cut short by a crash."""
@@ -293,7 +324,8 @@ class Orchestrator:
         if self.mail is None:
             return
         try:
-            await self._retry_labels()
+            if not self.dry_run:
+                await self._retry_labels()
             emails = await self.mail.list_emails(self.settings.query, self.settings.batch)
         except MCPUnavailable as exc:
             summary.waiting += 1
@@ -481,6 +513,8 @@ class Orchestrator:
             "created": now_iso(),
         }
         body = (decision.reply or "").strip() + "\n"
+        # Recorded before the note exists: only what is in the ledger is ever sent (see ledger.py).
+        self.ledger.record(str(draft_front["draft_id"]), draft_path, addresses(str(draft_front["to"])))
         await self._write_new(draft_path, body, draft_front)
         return draft_path
 
@@ -495,7 +529,9 @@ class Orchestrator:
         note = await self.vault.read_note(path)
         if note.get("frontmatter_error"):
             raise BadRequest(f"{path} has corrupt frontmatter ({note['frontmatter_error']}); fix it first.")
-        layout.approved_draft(self.root, path, note)  # refuses a draft without recipient, subject or text
+        draft = layout.approved_draft(self.root, path, note)  # refuses a draft without recipient, subject or text
+        if (refusal := self.refusal(draft, approving=True)) is not None:
+            raise PermissionDenied(refusal, {"path": path})
         await self.vault.update_note(path, {"approved": now_iso()})
         dest = f"{APPROVED}/{layout.name_of(path)}"
         await self.vault.move_note(path, dest)
@@ -509,6 +545,8 @@ class Orchestrator:
         front = note["frontmatter"]
         if str(front.get("draft_id") or "") in self.state.sent:
             raise Conflict(f"{path} was already sent; it can no longer be rejected.", {"path": path})
+        if front.get("draft_id"):
+            self.ledger.reject(str(front["draft_id"]))
         await self.vault.update_note(path, {"status": "rejected", "rejected": now_iso(), "reject_reason": reason})
         done = await self._move_to_done(path)
         source = front.get("source_note")

@@ -13,6 +13,9 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 DeciderName = Literal["rules", "llm", "assistant"]
 
+DEFAULT_QUERY = "in:inbox newer_than:7d -label:AI_PROCESSED"
+"""The last week of the inbox: a first run does not draft replies to years of old mail."""
+
 
 class OrchestratorSettings(WorkspaceSettings):
     """Environment: `VAULT_PATH`, `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider), plus the workspace's."""
@@ -55,7 +58,7 @@ class OrchestratorSettings(WorkspaceSettings):
         description="Seconds between two passes in --watch mode (approvals are picked up at once).",
     )
     query: str = Field(
-        default="in:inbox -label:AI_PROCESSED",
+        default=DEFAULT_QUERY,
         validation_alias=env_alias("query", "ORCHESTRATOR_QUERY"),
         description="Mail search (Gmail syntax) selecting what to ingest.",
     )
@@ -76,6 +79,14 @@ class OrchestratorSettings(WorkspaceSettings):
         ge=500,
         validation_alias=env_alias("max_body_chars", "ORCHESTRATOR_MAX_BODY_CHARS"),
         description="Longest mail text copied into a note (the rest is cut, with a line saying so).",
+    )
+    allowed_recipients: str = Field(
+        default="",
+        validation_alias=env_alias("allowed_recipients", "MAIL_ALLOWED_RECIPIENTS"),
+        description=(
+            "Comma-separated addresses and @domains a reply deskmcp did not draft (or whose recipients were "
+            "changed) may still go to; empty: such replies are never sent."
+        ),
     )
     llm_base_url: str | None = Field(
         default=None,
@@ -98,6 +109,10 @@ class OrchestratorSettings(WorkspaceSettings):
         validation_alias=env_alias("llm_timeout", "ORCHESTRATOR_LLM_TIMEOUT"),
         description="Seconds one LLM answer may take; a slower one leaves the item pending.",
     )
+
+    @property
+    def allowlist(self) -> tuple[str, ...]:
+        return tuple(p.strip().lower() for p in self.allowed_recipients.split(",") if p.strip())
 
     @property
     def root(self) -> Path:

@@ -47,7 +47,9 @@ class State:
         self.last_pass: dict[str, Any] | None = data.get("last_pass")
 
     @classmethod
-    def load(cls, logs: Path) -> State:
+    def load(cls, logs: Path, *, set_aside: bool = True) -> State:
+        """The state in `logs`; a corrupt file is renamed aside (unless `set_aside` is False: a dry
+        run or a status query writes nothing) and an empty state returned."""
         path = logs / STATE_FILE
         try:
             raw = path.read_bytes()
@@ -60,6 +62,9 @@ class State:
             if not isinstance(data, dict):
                 raise ValueError("not an object")
         except (orjson.JSONDecodeError, ValueError) as exc:
+            if not set_aside:
+                log.error("the state file %s is corrupt (%s); read as empty", path, exc)
+                return cls(path)
             aside = path.with_name(f"{STATE_FILE}.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}")
             with contextlib.suppress(OSError):
                 path.replace(aside)

@@ -41,11 +41,16 @@ class TriageService:
         self.vault.close()
 
     def _ready(self) -> None:
+        """Before a change: the flow's folders exist and the state is current."""
         self.orchestrator.ensure_layout()
         self.orchestrator._state = State.load(self.orchestrator.logs)
 
+    def _look(self) -> State:
+        """Before a read: the state as it is, writing nothing (no folder made, no file set aside)."""
+        self.orchestrator._state = State.load(self.orchestrator.logs, set_aside=False)
+        return self.orchestrator._state
+
     async def list_items(self, stage: Literal["decision", "approval"], limit: int) -> PendingList:
-        self._ready()
         if stage == "decision":
             paths = await self.vault.list_paths(NEEDS_ACTION)
             wanted = ("pending", "needs_info")
@@ -107,9 +112,9 @@ class TriageService:
 
     async def run_pass(self, *, dry_run: bool) -> PassSummary:
         settings = self.settings
-        self.orchestrator.ensure_layout()
         lock = VaultLock(self.orchestrator.logs)
-        if not dry_run:
+        if not dry_run:  # a dry run writes nothing: no folder, no lock, no rules file
+            self.orchestrator.ensure_layout()
             lock.acquire()
         try:
             mail_client = MCPClient(
@@ -121,16 +126,14 @@ class TriageService:
                 env=server_environment(settings),
             )
             async with mail_client:
-                orchestrator = Orchestrator(
-                    settings, self.vault, MailAccess(mail_client), create_decider(settings), dry_run=dry_run
-                )
+                decider = create_decider(settings, dry_run=dry_run)
+                orchestrator = Orchestrator(settings, self.vault, MailAccess(mail_client), decider, dry_run=dry_run)
                 return await orchestrator.run_pass()
         finally:
             lock.release()
 
     async def status(self) -> StateView:
-        self._ready()
-        state = self.orchestrator.state
+        state = self._look()
         holder = lock_holder(self.orchestrator.logs)
         return StateView(
             vault=str(self.root),
@@ -142,4 +145,5 @@ class TriageService:
             last_pass=state.last_pass,
             recent_events=self.orchestrator.journal.recent(10),
             send_audit=self.orchestrator.journal.recent(4, "gmail_mcp_*.jsonl"),
+            problem=self.orchestrator.check_vault(),
         )

@@ -1,0 +1,172 @@
+"""Only the person approves: a reply is sent only when deskmcp drafted it, to the people it was
+drafted for (or to addresses on MAIL_ALLOWED_RECIPIENTS), and a person moved it to Approved/."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from mcp import Client
+
+from deskmcp.orchestrator.server import create_server as create_orchestrator
+from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.vault.server import Settings as VaultSettings
+from deskmcp.vault.server import create_server as create_vault
+from tests.orchestrator.conftest import add_mail, only, sent
+from tests.orchestrator.test_flow import write_rules
+from tests.tool_calls import call, fail
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+EVIL = "---\nto: mallory@evil.example\nsubject: Invoice\n---\nPay the attached invoice today.\n"
+
+
+def frontmatter(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8").split("---\n")[1])
+
+
+def events(vault: Path) -> list[dict]:
+    return [json.loads(line) for p in (vault / "Logs").glob("orchestrator_*.jsonl") for line in p.open()]
+
+
+async def test_security_the_assistant_cannot_approve_a_reply_through_the_default_tools(
+    tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the default toolsets of the vault and the orchestrator, nothing the assistant can call
+    puts a reply into Approved/, and a reply put there by other means is not sent."""
+    monkeypatch.setenv("STUB_MAIL_STORE", str(store))
+    monkeypatch.chdir(ROOT)
+    add_mail(store, "m1", "Ana <ana@example.org>", "Lunch?", "Are you free Friday?")
+    triage = OrchestratorSettings(
+        workspace=tmp_path / "ws",
+        vault_path=vault,
+        decider="assistant",
+        mail_command=f"{sys.executable} -m tests.orchestrator.mail_stub",
+    )
+    notes = VaultSettings(workspace=tmp_path / "ws", vault_path=vault)
+    async with Client(create_orchestrator(triage)) as flow, Client(create_vault(notes)) as tools:
+        await call(flow, "triage_run")
+        [item] = (await call(flow, "triage_list"))["items"]
+        drafted = await call(flow, "triage_decide", {"path": item["path"], "decision": "draft_reply", "reply": "Yes"})
+        draft = drafted["draft"]
+        approved = draft.replace("Drafts/", "Approved/")
+
+        moved = await fail(tools, "move_note", {"source": draft, "destination": approved})
+        written = await fail(
+            tools, "write_note", {"path": "Approved/pay.md", "body": "Pay", "frontmatter": {"to": "x"}}
+        )
+        read = await call(tools, "read_note", {"path": draft})
+        edited = await fail(tools, "write_note", {"path": draft, "body": "Pay", "expected_hash": read["content_hash"]})
+        for error in (moved, written, edited):
+            assert error["error"] == "permission_denied"
+            assert "Drafts/ to Approved/" in error["message"]
+
+        # a note that reached Approved/ another way (another program, a synced folder) is refused
+        (vault / "Approved" / "pay.md").write_text(EVIL, encoding="utf-8")
+        summary = await call(flow, "triage_run")
+    assert summary["sent"] == 0
+    assert summary["failed"] == 1
+    assert sent(store) == []
+    assert (vault / draft).exists()
+    error = frontmatter(vault / "Approved" / "pay.md")["send_error"]
+    assert error.startswith("Not sent: deskmcp did not draft this reply.")
+    assert "MAIL_ALLOWED_RECIPIENTS" in error
+    assert any(e["event"] == "send_refused" and e["note"] == "Approved/pay.md" for e in events(vault))
+
+
+async def test_security_a_draft_whose_recipients_were_changed_is_not_sent(
+    orchestrator, vault: Path, store: Path
+) -> None:
+    write_rules(vault)
+    add_mail(store, "d1", "Ana <ana@example.org>", "Let us meet", "When?")
+    async with orchestrator() as o:
+        await o.run_pass()
+        draft = only(vault / "Drafts")
+        text = draft.read_text(encoding="utf-8")
+        assert "to: Ana <ana@example.org>" in text
+        swapped = text.replace("to: Ana <ana@example.org>", "to: mallory@evil.example")
+        (vault / "Approved" / draft.name).write_text(swapped, encoding="utf-8")
+        draft.unlink()
+        refused = await o.run_pass()
+        copied = (vault / "Approved" / draft.name).read_text(encoding="utf-8")
+        cc = copied.replace("to: mallory@evil.example", "to: ANA@example.org\ncc: boss@evil.example")
+        (vault / "Approved" / draft.name).write_text(cc, encoding="utf-8")
+        refused_cc = await o.run_pass()
+    assert refused.sent == 0 and refused.failed == 1
+    assert refused_cc.sent == 0 and refused_cc.failed == 1
+    assert sent(store) == []
+    error = frontmatter(vault / "Approved" / draft.name)["send_error"]
+    assert "recipients were changed after deskmcp drafted it (added: boss@evil.example)" in error
+
+
+async def test_a_changed_recipient_on_the_allowlist_is_sent(orchestrator, vault: Path, store: Path) -> None:
+    write_rules(vault)
+    add_mail(store, "d1", "ana@example.org", "Let us meet", "When?")
+    async with orchestrator() as o:
+        await o.run_pass()
+        draft = only(vault / "Drafts")
+        text = draft.read_text(encoding="utf-8").replace("to: ana@example.org", "to: Team <team@example.com>")
+        (vault / "Approved" / draft.name).write_text(text, encoding="utf-8")
+        draft.unlink()
+    async with orchestrator(allowed_recipients="ana@example.org, @example.com") as o:
+        summary = await o.run_pass()
+    assert summary.sent == 1
+    assert [m["to"] for m in sent(store)] == ["Team <team@example.com>"]
+
+
+async def test_a_draft_the_person_edited_and_moved_is_sent_to_the_same_people(
+    orchestrator, vault: Path, store: Path
+) -> None:
+    write_rules(vault)
+    add_mail(store, "d1", "Ana Silva <ana@example.org>", "Let us meet", "When?")
+    async with orchestrator() as o:
+        await o.run_pass()
+        draft = only(vault / "Drafts")
+        text = draft.read_text(encoding="utf-8").replace("to: Ana Silva <ana@example.org>", "to: ana@EXAMPLE.org")
+        (vault / "Approved" / draft.name).write_text(text.replace("Tuesday", "Thursday"), encoding="utf-8")
+        draft.unlink()
+        summary = await o.run_pass()
+    assert summary.sent == 1
+    assert "Thursday works." in sent(store)[0]["body"]
+
+
+async def test_security_a_rejected_draft_moved_back_to_approved_is_not_sent(
+    tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STUB_MAIL_STORE", str(store))
+    monkeypatch.chdir(ROOT)
+    add_mail(store, "m1", "ana@example.org", "Lunch?", "Friday?")
+    settings = OrchestratorSettings(
+        workspace=tmp_path / "ws",
+        vault_path=vault,
+        decider="assistant",
+        mail_command=f"{sys.executable} -m tests.orchestrator.mail_stub",
+    )
+    async with Client(create_orchestrator(settings)) as client:
+        await call(client, "triage_run")
+        [item] = (await call(client, "triage_list"))["items"]
+        drafted = await call(client, "triage_decide", {"path": item["path"], "decision": "draft_reply", "reply": "No"})
+        rejected = await call(client, "triage_reject", {"path": drafted["draft"], "reason": "Too curt"})
+        (vault / rejected["path"]).rename(vault / "Approved" / "back.md")
+        summary = await call(client, "triage_run")
+    assert summary["sent"] == 0
+    assert sent(store) == []
+    assert "this reply was rejected" in frontmatter(vault / "Approved" / "back.md")["send_error"]
+
+
+async def test_security_triage_approve_refuses_a_draft_deskmcp_did_not_write(
+    tmp_path: Path, vault: Path, store: Path
+) -> None:
+    (vault / "Drafts").mkdir()
+    (vault / "Drafts" / "Re-pay.md").write_text(EVIL, encoding="utf-8")
+    settings = OrchestratorSettings(workspace=tmp_path / "ws", vault_path=vault, decider="assistant")
+    async with Client(create_orchestrator(settings)) as client:
+        error = await fail(client, "triage_approve", {"path": "Drafts/Re-pay.md"})
+    assert error["error"] == "permission_denied"
+    assert error["message"].startswith("Not approved: deskmcp did not draft this reply.")
+    assert (vault / "Drafts" / "Re-pay.md").exists()
+    assert not (vault / "Approved").exists() or list((vault / "Approved").iterdir()) == []
