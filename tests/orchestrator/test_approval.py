@@ -7,12 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 import yaml
 from mcp import Client
 
+from deskmcp.gateway import compose
 from deskmcp.orchestrator.server import create_server as create_orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.servers import SERVERS
 from deskmcp.vault.server import Settings as VaultSettings
 from deskmcp.vault.server import create_server as create_vault
 from tests.orchestrator.conftest import add_mail, only, sent
@@ -170,3 +173,17 @@ async def test_security_triage_approve_refuses_a_draft_deskmcp_did_not_write(
     assert error["message"].startswith("Not approved: deskmcp did not draft this reply.")
     assert (vault / "Drafts" / "Re-pay.md").exists()
     assert not (vault / "Approved").exists() or list((vault / "Approved").iterdir()) == []
+
+
+def test_leaving_out_the_approve_toolset_keeps_approval_to_the_person(
+    tmp_path: Path, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESKMCP_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("VAULT_PATH", str(vault))
+    specs = [SERVERS["orchestrator"], SERVERS["vault"]]
+    default = compose(specs, keep_unavailable=True).server
+    narrowed = compose(specs, keep_unavailable=True, toolsets="default,-orchestrator.approve").server
+    assert "triage_approve" in {t.name for t in anyio.run(default.list_tools)}
+    names = {t.name for t in anyio.run(narrowed.list_tools)}
+    assert "triage_approve" not in names
+    assert {"triage_decide", "triage_run", "write_note", "move_note"} <= names

@@ -26,17 +26,19 @@ from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.triage import TriageService
 
 INSTRUCTIONS = """Email triage in the user's vault: mail becomes notes in Needs_Action/, replies are
-drafted into Drafts/, the user approves a draft (triage_approve, or by moving it to Approved/) and
-the next pass sends it and files everything in Done/. Nothing is sent without approval. Call
+drafted into Drafts/, the user approves a draft (by moving it to Approved/, or triage_approve when
+they say so) and the next pass sends it, only to the mail's sender, and files everything in Done/.
+Nothing is sent without approval; the vault tools cannot write in these folders. Call
 triage_list for mail awaiting a decision, then triage_decide with a decision and, for draft_reply
 or urgent, the reply text."""
 
 Settings = OrchestratorSettings
 
 TOOLSETS: dict[str, str] = {
-    "triage": "Email triage: pending items, decisions, approvals, passes and state",
+    "triage": "Email triage: pending items, decisions, rejections, passes and state",
+    "approve": "Approve a reply draft for sending (leave it out to keep approval to the person alone)",
 }
-DEFAULT_TOOLSETS: tuple[str, ...] = ("triage",)
+DEFAULT_TOOLSETS: tuple[str, ...] = ("triage", "approve")
 
 NotePath = Annotated[str, Field(description="Note path from triage_list")]
 
@@ -86,7 +88,7 @@ def register(server: DeskServer, service: TriageService) -> None:
         chosen = TriageDecision(decision=decision, reason=reason, reply=reply, delegate_to=delegate_to)
         return await service.decide(path, chosen)
 
-    @server.tool("triage_approve", annotations=writes(destructive=False, idempotent=False), toolset="triage")
+    @server.tool("triage_approve", annotations=writes(destructive=False, idempotent=False), toolset="approve")
     async def triage_approve(path: NotePath) -> ItemResult:
         """Approve a draft from Drafts/ (moves it to Approved/); the next pass sends it exactly as written.
         Only call this when the user has said to send it."""

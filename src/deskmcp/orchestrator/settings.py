@@ -18,7 +18,8 @@ DEFAULT_QUERY = "in:inbox newer_than:7d -label:AI_PROCESSED"
 
 
 class OrchestratorSettings(WorkspaceSettings):
-    """Environment: `VAULT_PATH`, `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider), plus the workspace's."""
+    """Environment: `VAULT_PATH`, `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider), `MAIL_ALLOWED_RECIPIENTS`,
+    plus the workspace's."""
 
     vault_path: OptionalPath = Field(
         default=None,
