@@ -8,7 +8,10 @@ whichever door it was called through. Security, in order of the request's path:
    whenever the server is bound to anything but loopback;
 2. body size limit (413) before any handler reads the body;
 3. Host/Origin checks against DNS rebinding (the SDK's `TransportSecuritySettings`), on the
-   tool API here and on `/mcp` by the SDK's session manager.
+   tool API and the Google sign-in routes here and on `/mcp` by the SDK's session manager.
+
+A client gets `read_timeout` seconds to send a whole request (head and body): uvicorn alone
+waits for ever on a connection that sends its headers a byte at a time.
 
 Every refusal is the taxonomy's JSON body with its HTTP status (`TaxonomyErrors` rewrites the
 plain-text ones the SDK and Starlette produce).
@@ -16,10 +19,12 @@ plain-text ones the SDK and Starlette produce).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +79,10 @@ class HttpOptions:
     """The workspace the servers use (where the Google token is kept by default)."""
     oauth: Any = None
     """The Google sign-in routes (`deskmcp.sheets.oauth.OAuthRoutes`); built from the environment when None."""
+    read_timeout: float = 30.0
+    """Seconds a client has to send a whole request, head and body, before its connection is closed."""
+    keep_alive_timeout: int = 5
+    """Seconds an idle keep-alive connection stays open."""
 
 
 def is_loopback(host: str) -> bool:
@@ -351,7 +360,10 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
 
 
 def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRoute]:
-    """`GET /auth/url` and `GET /callback`: connect a Google account for the servers that use one."""
+    """`GET /auth/url` and `GET /callback`: connect a Google account for the servers that use one.
+
+    Both pass the Host/Origin checks first: `/auth/url` builds its redirect address from the Host
+    header, so a forged one would send Google's code to that host."""
     from deskmcp.core.google_auth import GoogleSettings
     from deskmcp.sheets.oauth import OAuthRoutes
 
@@ -360,7 +372,83 @@ def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRo
     if oauth is None:
         settings = GoogleSettings(workspace=options.workspace) if options.workspace else None
         oauth = OAuthRoutes(settings, default_scopes=names)
-    return list(oauth.routes())
+    security = TransportSecurityMiddleware(security_settings(options))
+    guarded: list[BaseRoute] = []
+    for route in oauth.routes():
+        guarded.append(
+            Route(
+                route.path, _host_checked(route.endpoint, security), methods=list(route.methods or ()), name=route.name
+            )
+        )
+    return guarded
+
+
+def _host_checked(
+    endpoint: Callable[[Request], Awaitable[Response]], security: TransportSecurityMiddleware
+) -> Callable[[Request], Awaitable[Response]]:
+    async def checked(request: Request) -> Response:
+        if (rejected := await security.validate_request(request)) is not None:
+            return rejected
+        return await endpoint(request)
+
+    return checked
+
+
+def uvicorn_settings(options: HttpOptions) -> dict[str, Any]:
+    """The uvicorn `Config` arguments that bound what a slow or idle client can hold."""
+    return {
+        "http": read_timeout_protocol(options.read_timeout),
+        "timeout_keep_alive": options.keep_alive_timeout,
+    }
+
+
+def read_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection whose request (head and body) has not fully
+    arrived `seconds` after the connection opened or the previous response ended.
+
+    uvicorn has no such limit of its own: its keep-alive timer stops at the first byte received,
+    so a client sending a header a byte at a time would hold a connection (and its memory) for ever.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class ReadTimeoutH11Protocol(H11Protocol):
+        _read_deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE and self.conn.their_state is not h11.SEND_BODY:
+                self._disarm()  # the whole request is in (or the connection is done with)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
+                self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._read_deadline = self.loop.call_later(seconds, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._read_deadline is not None:
+                self._read_deadline.cancel()
+                self._read_deadline = None
+
+        def _too_slow(self) -> None:
+            self._read_deadline = None
+            if not self.transport.is_closing():
+                log.info("closing a connection whose request took over %g s to arrive", seconds)
+                self.transport.close()
+
+    return ReadTimeoutH11Protocol
 
 
 def serve(composition: Composition, options: HttpOptions, *, log_level: str = "warning") -> None:
@@ -368,5 +456,7 @@ def serve(composition: Composition, options: HttpOptions, *, log_level: str = "w
     import uvicorn
 
     app = create_app(composition, options)
-    config = uvicorn.Config(app, host=options.host, port=options.port, log_level=log_level.lower())
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, log_level=log_level.lower(), **uvicorn_settings(options)
+    )
     uvicorn.Server(config).run()

@@ -244,6 +244,23 @@ def test_web_flow_state_is_single_use(tmp_path: Path) -> None:
         flow.finish(state, "c")
 
 
+def test_web_flow_keeps_a_bounded_number_of_pending_states_and_forgets_old_ones(tmp_path: Path) -> None:
+    now = [0.0]
+    flow = WebAuthorization(settings(tmp_path), SHEETS, ttl=600.0, max_pending=3, clock=lambda: now[0])
+
+    def start() -> str:
+        return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(flow.start("http://x/cb")).query))["state"]
+
+    states = [start() for _ in range(5)]
+    assert [flow.is_pending(s) for s in states] == [False, False, True, True, True]
+    assert len(flow._pending) == 3  # pyright: ignore[reportPrivateUsage]
+    now[0] = 601.0
+    assert not any(flow.is_pending(s) for s in states)
+    assert flow._pending == {}  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(BadRequest, match="expired"):
+        flow.finish(states[-1], "c")
+
+
 def test_importing_the_module_loads_no_google_library() -> None:
     code = (
         "import sys, deskmcp.core.google_auth; print([m for m in sys.modules if m.startswith(('google', 'httplib2'))])"

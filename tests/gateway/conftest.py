@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -77,13 +78,14 @@ class ObservedServer(uvicorn.Server):
 
 
 @contextmanager
-def serving(app: ASGIApp, *, startup_seconds: float = 30) -> Iterator[str]:
-    """Run `app` under uvicorn on a free loopback port in a thread; yields the base URL."""
+def serving(app: ASGIApp, *, startup_seconds: float = 30, **config: Any) -> Iterator[str]:
+    """Run `app` under uvicorn on a free loopback port in a thread; yields the base URL.
+    `config` goes to `uvicorn.Config` (e.g. `httpapi.uvicorn_settings(options)`)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = ObservedServer(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = ObservedServer(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

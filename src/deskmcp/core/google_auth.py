@@ -363,9 +363,11 @@ def run_desktop_flow(
 class WebAuthorization:
     """The authorisation-code flow with PKCE and a checked `state`, for `/auth/url` and `/callback`.
 
-    `start` gives the consent URL and remembers (state -> code verifier) for `ttl` seconds;
-    `finish` checks the state, exchanges the code and stores the token. `transport` lets tests
-    answer the token endpoint with an `httpx.MockTransport`.
+    `start` gives the consent URL and remembers (state -> code verifier) for `ttl` seconds, at
+    most `max_pending` of them (the oldest is forgotten first: anyone who may call `/auth/url`
+    could otherwise fill the memory with states); `finish` checks the state, exchanges the code
+    and stores the token. `transport` lets tests answer the token endpoint with an
+    `httpx.MockTransport`.
     """
 
     def __init__(
@@ -376,6 +378,7 @@ class WebAuthorization:
         store: TokenStore | None = None,
         transport: httpx.BaseTransport | None = None,
         ttl: float = 600.0,
+        max_pending: int = 64,
         clock: Any = time.monotonic,
     ) -> None:
         self.settings = settings
@@ -383,12 +386,20 @@ class WebAuthorization:
         self.store = store or token_store(settings)
         self.transport = transport
         self.ttl = ttl
+        self.max_pending = max_pending
         self.clock = clock
         self._pending: dict[str, tuple[str, str, float]] = {}
+
+    def is_pending(self, state: str) -> bool:
+        """Whether `state` was issued here and can still be finished."""
+        self._expire()
+        return state in self._pending
 
     def start(self, redirect_uri: str) -> str:
         entry = _client_entry(client_config(self.settings))
         self._expire()
+        while len(self._pending) >= self.max_pending:
+            del self._pending[next(iter(self._pending))]  # insertion order: the oldest first
         state = secrets.token_urlsafe(24)
         verifier = secrets.token_urlsafe(64)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")

@@ -76,6 +76,8 @@ class OAuthRoutes:
         except DeskError as exc:
             return JSONResponse(exc.to_dict(), status_code=exc.http_status)
         state = dict(_query(url)).get("state", "")
+        # Keep only the states their flow still holds, so this map is bounded like the flows are.
+        self._by_state = {s: f for s, f in self._by_state.items() if f.is_pending(s)}
         self._by_state[state] = flow
         if request.query_params.get("redirect") in ("1", "true"):
             return RedirectResponse(url, status_code=302)

@@ -1,0 +1,92 @@
+"""The HTTP app's limits against hostile or slow clients: the Google sign-in routes behind the
+Host/Origin checks, a bounded number of sign-in states, and a deadline for sending a request."""
+
+from __future__ import annotations
+
+import socket
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from deskmcp.core.google_auth import GoogleSettings
+from deskmcp.gateway import compose
+from deskmcp.httpapi import HttpOptions, create_app, uvicorn_settings
+from deskmcp.servers import get_spec
+from deskmcp.sheets.oauth import OAuthRoutes
+
+
+@pytest.fixture
+def google(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GoogleSettings:
+    monkeypatch.setenv("DESKMCP_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.delenv("DESKMCP_TOKEN", raising=False)
+    return GoogleSettings(workspace=tmp_path / "ws", google_client_id="cid", google_client_secret="secret")
+
+
+def token_endpoint() -> httpx2.MockTransport:
+    return httpx2.MockTransport(lambda _request: httpx2.Response(200, json={"access_token": "at"}))
+
+
+def sign_in_app(google: GoogleSettings, **options: Any) -> Any:
+    oauth = OAuthRoutes(google, transport=token_endpoint())
+    return create_app(compose([get_spec("sheets")]), HttpOptions(oauth=oauth, **options))
+
+
+def state_of(answer: httpx2.Response) -> str:
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(answer.json()["url"]).query))["state"]
+
+
+def test_google_sign_in_routes_refuse_a_forged_host_header_security(serve: Any, google: GoogleSettings) -> None:
+    with serve(sign_in_app(google)) as base:
+        forged_url = httpx2.get(f"{base}/auth/url", headers={"Host": "evil.example"}, timeout=30)
+        forged_callback = httpx2.get(
+            f"{base}/callback", params={"state": "s", "code": "c"}, headers={"Host": "evil.example"}, timeout=30
+        )
+        cross_origin = httpx2.get(f"{base}/auth/url", headers={"Origin": "http://evil.example"}, timeout=30)
+        own = httpx2.get(f"{base}/auth/url", timeout=30)
+
+    assert forged_url.status_code == 421
+    assert "evil.example" not in forged_url.text
+    assert forged_url.json()["error"] == "permission_denied"
+    assert forged_callback.status_code == 421
+    assert cross_origin.status_code == 403
+    assert own.status_code == 200
+    assert own.json()["redirect_uri"] == f"{base}/callback"
+
+
+def test_google_sign_in_forgets_the_oldest_states_beyond_its_bound_security(serve: Any, google: GoogleSettings) -> None:
+    with serve(sign_in_app(google)) as base:
+        states = [state_of(httpx2.get(f"{base}/auth/url", timeout=30)) for _ in range(70)]
+        oldest = httpx2.get(f"{base}/callback", params={"state": states[0], "code": "c"}, timeout=30)
+        newest = httpx2.get(f"{base}/callback", params={"state": states[-1], "code": "c"}, timeout=30)
+
+    assert oldest.status_code == 400
+    assert "/auth/url" in oldest.text
+    assert newest.status_code == 200
+
+
+def test_a_client_sending_its_headers_too_slowly_is_disconnected_security(serve: Any, workspace: Path) -> None:
+    options = HttpOptions(read_timeout=0.5)
+    with serve(create_app(compose([get_spec("meetings")]), options), **uvicorn_settings(options)) as base:
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+            slow.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the blank line never comes
+            # Bounded by the socket timeout: a server without the deadline leaves recv waiting.
+            closed = slow.recv(1024)
+        answered = httpx2.get(base + "/", timeout=30)
+
+    assert closed == b""
+    assert answered.status_code == 200
+
+
+def test_a_request_sent_in_time_on_a_kept_alive_connection_is_answered(serve: Any, workspace: Path) -> None:
+    options = HttpOptions(read_timeout=5)
+    app = create_app(compose([get_spec("meetings")]), options)
+    with serve(app, **uvicorn_settings(options)) as base, httpx2.Client(timeout=30) as client:
+        first = client.get(base + "/")
+        second = client.get(base + "/tools")
+
+    assert first.status_code == 200
+    assert second.status_code == 200
