@@ -1,6 +1,7 @@
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def rec(key: str, title: str, body: str, day: str = "2024-01-01", tags: tuple[st
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> SearchIndex:
+def index(tmp_path: Path) -> Iterator[SearchIndex]:
     idx = SearchIndex(tmp_path / "i.sqlite3", SCHEMA)
     yield idx
     idx.close()
@@ -386,3 +387,36 @@ def test_one_apply_with_a_key_twice_keeps_the_last_record(index: SearchIndex):
     assert sorted(h.key for h in index.search("third")) == ["a", "c"]
     assert index.search("second") == [] and index.search("first") == []
     assert index.count(where="EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id)") == 0
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_index_files_are_private_to_the_user_security(tmp_path: Path):
+    path = tmp_path / "state" / "index" / "p.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec("a", "salary review", "confidential")])
+    wal = Path(f"{path}-wal")
+    assert wal.exists()
+    assert mode(path) == 0o600
+    assert mode(wal) == 0o600
+    assert mode(Path(f"{path}-shm")) == 0o600
+    assert mode(path.parent) == 0o700
+    assert mode(idx.text_path) == 0o700
+    idx.close()
+
+
+def test_index_files_left_readable_by_others_are_narrowed_on_open_security(tmp_path: Path):
+    path = tmp_path / "p.sqlite3"
+    SearchIndex(path, SCHEMA).close()
+    path.chmod(0o644)
+    text = path.with_name(f"{path.name}.text")
+    text.chmod(0o755)
+    for file in text.iterdir():
+        file.chmod(0o644)
+    again = SearchIndex(path, SCHEMA)
+    assert mode(path) == 0o600
+    assert mode(text) == 0o700
+    assert all(mode(f) == 0o600 for f in text.iterdir() if f.is_file())
+    again.close()

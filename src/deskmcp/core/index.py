@@ -23,6 +23,7 @@ changed. A database that cannot be opened is derived data too: moved aside and r
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import re
 import secrets
@@ -39,7 +40,7 @@ import orjson
 import zstandard
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.textindex import ENGINE, TextIndex
+from deskmcp.core.textindex import ENGINE, PRIVATE_FILE, TextIndex, private_folder
 
 if TYPE_CHECKING:
     import tantivy
@@ -146,7 +147,7 @@ class SearchIndex:
         self._closed = False
         self._columns = [name for name, _ in schema.columns]
         self._side_names = [name for ddl in schema.side_tables if (name := _table_name(ddl))]
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         try:
             self._writer = self._open_writer()
         except sqlite3.DatabaseError as exc:
@@ -161,6 +162,7 @@ class SearchIndex:
     # -- opening ---------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        _private_database(self.path)
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
@@ -751,6 +753,19 @@ class _Codec:
             )
             local.zdict = self.zdict
         return orjson.loads(unpacker.decompress(body[1:]))
+
+
+def _private_database(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (it would make it 0644, and its -wal and
+    -shm files copy the database's mode), and narrow the files an older version left wider."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
+    for suffix in ("", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        try:
+            if file.stat().st_mode & 0o777 != PRIVATE_FILE:
+                file.chmod(PRIVATE_FILE)
+        except FileNotFoundError:
+            continue
 
 
 def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:

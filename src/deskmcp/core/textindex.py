@@ -32,6 +32,29 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+"""Indexes hold the text of the user's meetings, notes and mail: only the user may read them."""
+
+
+def private_folder(folder: Path) -> None:
+    """Create `folder` (and missing parents) readable by the user only; an existing one is narrowed
+    to 0700 too (an index folder made by an older version, or under a wide umask)."""
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+    if folder.stat().st_mode & 0o777 != PRIVATE_FOLDER:
+        folder.chmod(PRIVATE_FOLDER)
+
+
+def private_files(folder: Path) -> None:
+    """Narrow the files directly in `folder` to 0600 (tantivy creates its files under the umask;
+    the 0700 folder already keeps others out, this keeps a copied folder private too)."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in folder.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_file() and entry.stat().st_mode & 0o777 != PRIVATE_FILE:
+                    entry.chmod(PRIVATE_FILE)
+
+
 ENGINE = "tantivy-1"
 """Bumped when the analyser or the field layout changes: every text index is rebuilt."""
 
@@ -121,14 +144,15 @@ class TextIndex:
 
     def _open(self) -> tantivy.Index:
         tv = self._tv
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         try:
             index = tv.Index(self.schema, path=str(self.folder), reuse=True)
         except ValueError as exc:  # a schema that differs, or files tantivy cannot read
             log.warning("text index %s is unreadable (%s); recreating it", self.folder, exc)
             shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder.mkdir(parents=True, exist_ok=True)
+            private_folder(self.folder)
             index = tv.Index(self.schema, path=str(self.folder), reuse=False)
+        private_files(self.folder)
         index.register_tokenizer(TOKENIZER, self._analyzer)
         index.config_reader("manual")
         return index
