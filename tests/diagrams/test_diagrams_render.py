@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -271,6 +272,23 @@ def test_every_invalid_corpus_diagram_is_a_bad_request_with_message_and_line(ren
         assert details["mermaid_message"] in info.value.message
 
 
+@pytest.mark.anyio
+async def test_validate_mermaid_message_and_line_field_name_the_same_line_of_the_invalid_corpus(
+    connect: Connect, project: Path, service_for: Any
+) -> None:
+    folder = shared_corpus("mermaid") / "invalid"
+    checks: dict[str, dict[str, Any]] = {}
+    async with connect(service=service_for(project)) as client:
+        for name in INVALID_LINES:
+            checks[name] = await call(client, "validate_mermaid", {"code": (folder / name).read_text(encoding="utf-8")})
+    for name, line in INVALID_LINES.items():
+        check = checks[name]
+        assert check["valid"] is False, name
+        assert check["line"] == line, name  # 1-based, a line of the file as an editor shows it
+        said = [int(n) for n in re.findall(r"\bline (\d+)", check["message"], re.IGNORECASE)]
+        assert said == ([] if line is None else [line]), (name, check["message"])
+
+
 @pytest.mark.parametrize("name", RENDERED_SAMPLE)
 def test_a_sample_of_corpus_diagrams_renders_to_png(renderer: OfflineRenderer, name: str) -> None:
     image = renderer.render((shared_corpus("mermaid") / name).read_text(encoding="utf-8"), "png")
@@ -319,7 +337,7 @@ class _Kroki(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *_args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

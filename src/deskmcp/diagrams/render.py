@@ -301,10 +301,11 @@ class KrokiRenderer:
             )
         except BadRequest as exc:
             message = str(exc.details.get("upstream_message") or exc.message)
-            from deskmcp.diagrams.render_worker import code_line
+            from deskmcp.diagrams.render_worker import code_line, with_line
 
             match = _LINE.search(message)
-            raise syntax_error(message, code_line(code, int(match.group(1)) if match else None)) from exc
+            line = code_line(code, int(match.group(1)) if match else None)
+            raise syntax_error(with_line(message, line), line) from exc
         except DeskError:
             raise
         return response.content

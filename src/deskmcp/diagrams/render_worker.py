@@ -67,13 +67,23 @@ def _line_of(message: str, hash_: Any) -> int | None:
 
 def _syntax_error(code: str, message: str, mermaid_line: int | None) -> dict[str, Any]:
     """The failure for a diagram mermaid.js could not parse, with the line in the user's code."""
+    line = code_line(code, mermaid_line)
     return {
         "ok": False,
         "kind": "syntax",
-        "message": message,
-        "line": code_line(code, mermaid_line),
+        "message": with_line(message, line),
+        "line": line,
         "mermaid_line": mermaid_line,
     }
+
+
+def with_line(message: str, line: int | None) -> str:
+    """Mermaid's message with its "line N" made the line of the code given, so the message and
+    the `line` field say the same (Mermaid counts after the frontmatter, and its flowchart
+    parser points past the last line)."""
+    if line is None:
+        return message
+    return _LINE.sub(lambda match: f"{match.group(0)[: -len(match.group(1))]}{line}", message, count=1)
 
 
 def _frontmatter_lines(lines: list[str]) -> int:
