@@ -1,9 +1,11 @@
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from deskmcp.core.dates import iso, parse_timestamp, parse_user_time, resolve_zone
+from deskmcp.core import dates
+from deskmcp.core.dates import iso, parse_timestamp, parse_user_time, resolve_zone, zone_label
 from deskmcp.core.errors import BadRequest
 
 
@@ -36,3 +38,28 @@ def test_unknown_zone_name_is_a_bad_request():
     with pytest.raises(BadRequest):
         resolve_zone("Mars/Olympus")
     assert str(resolve_zone("Asia/Tokyo")) == "Asia/Tokyo"
+
+
+def test_system_zone_without_posix_files_comes_from_tzlocal_and_keeps_daylight_saving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Windows machine has neither file; tzlocal reads the zone from its registry.
+    import tzlocal
+
+    monkeypatch.delenv("TZ", raising=False)
+    monkeypatch.setattr(dates, "LOCALTIME", tmp_path / "no-localtime")
+    monkeypatch.setattr(dates, "TIMEZONE_FILE", tmp_path / "no-timezone")
+    monkeypatch.setattr(tzlocal, "get_localzone_name", lambda: "America/New_York")
+    zone = resolve_zone(None)
+    assert zone_label(zone) == "America/New_York"
+    winter = datetime(2026, 1, 15, 12, tzinfo=zone).utcoffset()
+    summer = datetime(2026, 7, 15, 12, tzinfo=zone).utcoffset()
+    assert (winter, summer) == (timedelta(hours=-5), timedelta(hours=-4))
+
+
+def test_system_zone_prefers_tz_over_tzlocal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tzlocal
+
+    monkeypatch.setenv("TZ", ":Asia/Tokyo")
+    monkeypatch.setattr(tzlocal, "get_localzone_name", lambda: "America/New_York")
+    assert zone_label(resolve_zone(None)) == "Asia/Tokyo"

@@ -69,23 +69,42 @@ def parse_user_time(value: str | None, field: str, zone: tzinfo, *, end_of_day: 
     return parsed.astimezone(UTC)
 
 
-def _system_zone_name() -> str | None:
-    name = os.environ.get("TZ")
-    if name:
-        return name.lstrip(":")
-    localtime = Path("/etc/localtime")
+# Where POSIX systems name their zone; module-level so that tests can point them elsewhere.
+LOCALTIME = Path("/etc/localtime")
+TIMEZONE_FILE = Path("/etc/timezone")
+
+
+def _posix_zone_name() -> str | None:
     try:
-        target = localtime.resolve()
+        target = LOCALTIME.resolve()
     except OSError:
         return None
     marker = "zoneinfo/"
     text = target.as_posix()
     if marker in text:
         return text.split(marker, 1)[1]
-    timezone_file = Path("/etc/timezone")
-    if timezone_file.is_file():
-        return timezone_file.read_text(encoding="utf-8").strip() or None
-    return None
+    try:
+        return TIMEZONE_FILE.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def _system_zone_name() -> str | None:
+    """The IANA name of the system's zone: $TZ, the POSIX files, else tzlocal (Windows' registry)."""
+    name = os.environ.get("TZ")
+    if name:
+        return name.lstrip(":")
+    name = _posix_zone_name()
+    if name:
+        return name
+    # Windows keeps its zone in the registry under Windows names; tzlocal maps them to IANA names,
+    # so that daylight saving follows the zone's rules rather than today's fixed offset.
+    import tzlocal
+
+    try:
+        return tzlocal.get_localzone_name()
+    except (LookupError, ValueError, OSError):
+        return None
 
 
 def resolve_zone(name: str | None) -> tzinfo:
