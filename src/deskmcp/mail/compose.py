@@ -11,13 +11,18 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from email.utils import format_datetime, formataddr, getaddresses, make_msgid
 
 from deskmcp.core.errors import BadRequest, PermissionDenied
 from deskmcp.mail.mime import ParsedMail
 
 _ADDR = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*$")
+_MSGID = re.compile(r"<[^<>\s]+>")
+# Only these of a saved draft's headers are kept when it is sent: they describe the body. Every
+# other header is written afresh from checked values, so a draft cannot carry a Resent-To, a second
+# To or somebody else's From past the checks.
+_CONTENT_HEADERS = ("content-", "mime-version")
 _RE = re.compile(r"^\s*(re|aw|sv)\s*(\[\d+\])?\s*:", re.IGNORECASE)
 MAX_REFERENCES = 20
 
@@ -38,11 +43,21 @@ class Draft:
         return [addr for _, addr in (*self.to, *self.cc, *self.bcc)]
 
 
+# Every character `str.splitlines` breaks on (\v, \f, \x1c-\x1e, \x85, U+2028, U+2029 as well as
+# CR and LF) would end a header line or make the email package refuse the header; the other
+# control characters have no business in a header either. Tab is ordinary whitespace.
+_HEADER_FORBIDDEN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def no_line_breaks(name: str, value: str | None) -> None:
-    if value is not None and any(ch in value for ch in "\r\n\x00"):
+    """Refuse a header value holding a line break or another control character (`bad_request`)."""
+    found = _HEADER_FORBIDDEN.search(value) if value is not None else None
+    if found is not None:
+        char = f"U+{ord(found.group()):04X}"
         raise BadRequest(
-            f"{name} contains a line break or NUL, which would inject mail headers; nothing was sent.",
-            {"field": name},
+            f"{name} contains a line break or control character ({char}), which would inject or break mail"
+            f" headers; remove it and call again. Nothing was sent or saved.",
+            {"field": name, "character": char},
         )
 
 
@@ -120,6 +135,79 @@ def reply_subject(subject: str) -> str:
     return subject if _RE.match(subject) else f"Re: {subject}"
 
 
+def _addressing(message: EmailMessage, draft: Draft, sender: str, display_name: str) -> None:
+    message["From"] = formataddr((display_name, sender)) if display_name else sender
+    if draft.to:
+        message["To"] = ", ".join(formataddr(p) for p in draft.to)
+    if draft.cc:
+        message["Cc"] = ", ".join(formataddr(p) for p in draft.cc)
+    if draft.bcc:
+        message["Bcc"] = ", ".join(formataddr(p) for p in draft.bcc)
+
+
+def single_header(saved: Message, name: str) -> str | None:
+    """A saved draft's header, refused when it appears more than once (which copy would count?)."""
+    values = saved.get_all(name) or []
+    if len(values) > 1:
+        raise BadRequest(
+            f"The draft has {len(values)} {name}: headers; a message carries one. Recreate it with create_draft."
+            " Nothing was sent.",
+            {"field": name.lower(), "count": len(values)},
+        )
+    return str(values[0]) if values else None
+
+
+def draft_to_send(
+    saved: Message,
+    *,
+    sender: str,
+    display_name: str = "",
+    max_recipients: int,
+    max_body_chars: int,
+    allowlist: tuple[str, ...],
+    now: datetime | None = None,
+) -> EmailMessage:
+    """The message that sends a saved draft: its recipients and subject checked like `send_email`'s,
+    From set to the user's own address, its body and threading ids kept, nothing else."""
+    draft = check_draft(
+        to=single_header(saved, "To") or "",
+        subject=single_header(saved, "Subject") or "",
+        body="",
+        cc=single_header(saved, "Cc"),
+        bcc=single_header(saved, "Bcc"),
+        html_body=None,
+        max_recipients=max_recipients,
+        max_body_chars=max_body_chars,
+        allowlist=allowlist,
+    )
+    message = EmailMessage(policy=policy.SMTP)
+    _addressing(message, draft, sender, display_name)
+    message["Subject"] = draft.subject
+    message["Date"] = format_datetime(now or datetime.now(UTC))
+    own = _MSGID.findall(single_header(saved, "Message-ID") or "")
+    # The draft's own Message-ID is kept so create_draft's rfc_message_id is what goes out.
+    message["Message-ID"] = own[0] if len(own) == 1 else make_msgid(domain=sender.rpartition("@")[2] or "localhost")
+    for name in ("In-Reply-To", "References"):
+        ids = _MSGID.findall(single_header(saved, name) or "")
+        if ids:
+            message[name] = " ".join(ids)
+    for name, value in saved.items():
+        if name.lower().startswith(_CONTENT_HEADERS):
+            message[name] = value
+    message.set_payload(saved.get_payload())  # type: ignore[arg-type]
+    return message
+
+
+def envelope_recipients(message: Message) -> list[str]:
+    """Everyone an outgoing message goes to: its To, Cc and Bcc, never a Resent-* header."""
+    values = [str(v) for name in ("To", "Cc", "Bcc") for v in (message.get_all(name) or [])]
+    seen: dict[str, None] = {}
+    for _, addr in getaddresses(values):
+        if addr:
+            seen.setdefault(addr, None)
+    return list(seen)
+
+
 def build_message(
     draft: Draft,
     *,
@@ -130,13 +218,7 @@ def build_message(
 ) -> EmailMessage:
     """The message to send, with its Message-ID already assigned."""
     message = EmailMessage(policy=policy.SMTP)
-    message["From"] = formataddr((display_name, sender)) if display_name else sender
-    if draft.to:
-        message["To"] = ", ".join(formataddr(p) for p in draft.to)
-    if draft.cc:
-        message["Cc"] = ", ".join(formataddr(p) for p in draft.cc)
-    if draft.bcc:
-        message["Bcc"] = ", ".join(formataddr(p) for p in draft.bcc)
+    _addressing(message, draft, sender, display_name)
     subject = draft.subject
     if parent is not None:
         subject = reply_subject(subject or parent.subject)

@@ -24,7 +24,7 @@ from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
 from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, MailBackend, Sent
-from deskmcp.mail.compose import Draft, build_message, check_draft
+from deskmcp.mail.compose import Draft, build_message, check_draft, draft_to_send, envelope_recipients
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
@@ -86,7 +86,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
         )
 
         def smtp_transport(message: EmailMessage) -> None:
-            deliver(config, message)
+            deliver(config, message, sender=settings.address, recipients=envelope_recipients(message))
 
         transport = smtp_transport
 
@@ -303,24 +303,11 @@ class MailService:
         idempotency_key: str | None = None,
     ) -> SendEmailResult:
         self._require("Sending mail", "send")
-        if idempotency_key is not None and not 1 <= len(idempotency_key) <= 200:
-            raise BadRequest("idempotency_key must be 1 to 200 characters.", {"field": "idempotency_key"})
+        _check_key(idempotency_key)
         request = hashlib.sha256(orjson.dumps([to, subject, body, reply_to_message_id, cc, bcc, html_body])).hexdigest()
-        with self._send_lock:
-            if idempotency_key is not None:
-                row = self.journal.get(idempotency_key)
-                if row is not None and row.request != request:
-                    raise Conflict(
-                        "This idempotency_key was already used for a different message; use a new key.",
-                        {"idempotency_key": idempotency_key},
-                    )
-                if row is not None and row.status == "sent" and row.result:
-                    return SendEmailResult(**{**row.result, "duplicate": True})
-                if row is not None and row.status == "pending":
-                    return self._resume(
-                        idempotency_key, row.rfc_message_id, row.raw, row.thread_hint, reply_to_message_id
-                    )
-            message, thread_id = self._compose(
+
+        def compose() -> tuple[EmailMessage, str | None]:
+            return self._compose(
                 to=to,
                 subject=subject,
                 body=body,
@@ -329,7 +316,33 @@ class MailService:
                 bcc=bcc,
                 html_body=html_body,
             )
-            return self._send(message, thread_id, idempotency_key, request, reply_to_message_id)
+
+        return self._keyed_send(idempotency_key, request, compose, reply_to_message_id)
+
+    def _keyed_send(
+        self,
+        key: str | None,
+        request: str,
+        compose: Callable[[], tuple[EmailMessage, str | None]],
+        reply_to: str | None,
+    ) -> SendEmailResult:
+        """The one way anything is sent: a key already journalled answers from the journal (the
+        first result, or the resumed send); a key used for another request is a `conflict`;
+        otherwise the message is composed, journalled, audited and delivered."""
+        with self._send_lock:
+            if key is not None:
+                row = self.journal.get(key)
+                if row is not None and row.request != request:
+                    raise Conflict(
+                        "This idempotency_key was already used for a different message; use a new key.",
+                        {"idempotency_key": key},
+                    )
+                if row is not None and row.status == "sent" and row.result:
+                    return SendEmailResult(**{**row.result, "duplicate": True})
+                if row is not None and row.status == "pending":
+                    return self._resume(key, row.rfc_message_id, row.raw, row.thread_hint, reply_to)
+            message, thread_id = compose()
+            return self._send(message, thread_id, key, request, reply_to)
 
     def _audit(self, entry: AuditLogEntry) -> None:
         audit.append(self.settings.audit_folder, entry)
@@ -465,44 +478,48 @@ class MailService:
         page_ = self.list_emails("in:drafts", max_results, cursor)
         return DraftList(drafts=page_.emails, next_cursor=page_.next_cursor)
 
-    def send_draft(self, draft_id: str, idempotency_key: str | None = None) -> SendEmailResult:
-        self._require("Sending mail", "send")
+    def _draft(self, draft_id: str) -> tuple[EmailSummary, bytes]:
         summary, raw = self.backend.fetch(draft_id)
         if "DRAFT" not in summary.labels:
             raise NotFound(f"{draft_id} is not a draft; list_drafts shows the drafts.", {"draft_id": draft_id})
-        message = parse_bytes(raw)
-        for name in ("to", "cc", "bcc", "subject"):
-            if any(ch in str(message.get(name, "")) for ch in "\r\n"):
-                raise BadRequest(f"The draft's {name} contains a line break.", {"field": name})
-        request = hashlib.sha256(raw).hexdigest()
-        key = idempotency_key or f"draft:{draft_id}:{request[:16]}"
-        with self._send_lock:
-            row = self.journal.get(key)
-            if row is not None and row.status == "sent" and row.result:
-                return SendEmailResult(**{**row.result, "duplicate": True})
-            if row is not None and row.status == "pending":
-                result = self._resume(key, row.rfc_message_id, row.raw, row.thread_hint, None)
-            else:
-                draft = check_draft(
-                    to=str(message.get("To", "")),
-                    subject=str(message.get("Subject", "")),
-                    body="",
-                    cc=str(message["Cc"]) if message["Cc"] else None,
-                    bcc=str(message["Bcc"]) if message["Bcc"] else None,
-                    html_body=None,
-                    max_recipients=self.settings.max_recipients,
-                    max_body_chars=self.settings.max_body_chars,
-                    allowlist=self.settings.allowlist,
-                )
-                del draft
-                del message["Date"]
-                message["Date"] = datetime.now(UTC).strftime("%a, %d %b %Y %H:%M:%S +0000")
-                result = self._send(message, summary.thread_id, key, request, None)  # type: ignore[arg-type]
+        return summary, raw
+
+    def send_draft(self, draft_id: str, idempotency_key: str | None = None) -> SendEmailResult:
+        self._require("Sending mail", "send")
+        _check_key(idempotency_key)
+        # The request is the draft's id: a retry with the same key after the draft was sent (and
+        # removed) is answered from the journal without reading the draft again.
+        request = hashlib.sha256(orjson.dumps(["send_draft", draft_id])).hexdigest()
+        fetched: tuple[EmailSummary, bytes] | None = None
+        key = idempotency_key
+        if key is None:
+            fetched = self._draft(draft_id)
+            key = f"draft:{draft_id}:{hashlib.sha256(fetched[1]).hexdigest()[:16]}"
+
+        def compose() -> tuple[EmailMessage, str | None]:
+            summary, raw = fetched or self._draft(draft_id)
+            s = self.settings
+            message = draft_to_send(
+                parse_bytes(raw),
+                sender=s.address,
+                display_name=s.display_name,
+                max_recipients=s.max_recipients,
+                max_body_chars=s.max_body_chars,
+                allowlist=s.allowlist,
+            )
+            return message, summary.thread_id
+
+        result = self._keyed_send(key, request, compose, None)
         try:
             self.backend.delete_draft(draft_id)
         except (NotFound, IOFailure) as exc:
             log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
         return result
+
+
+def _check_key(key: str | None) -> None:
+    if key is not None and not 1 <= len(key) <= 200:
+        raise BadRequest("idempotency_key must be 1 to 200 characters.", {"field": "idempotency_key"})
 
 
 def _labelled(result: Labelled) -> LabelResult:

@@ -31,8 +31,13 @@ class SmtpConfig:
         return {"ssl": 465, "starttls": 587}.get(self.security, 25)
 
 
-def deliver(config: SmtpConfig, message: EmailMessage) -> None:
-    """Hand `message` to the SMTP server (Bcc recipients get it; the Bcc header is not sent)."""
+def deliver(config: SmtpConfig, message: EmailMessage, *, sender: str, recipients: list[str]) -> None:
+    """Hand `message` to the SMTP server for exactly `recipients` (the Bcc header is not sent).
+
+    The envelope is given, never derived by smtplib from the headers: it would follow a Resent-To
+    or a From the checks never saw."""
+    if not recipients:
+        raise SendFailed("The message has no recipient; nothing was sent.", {"recipients": 0})
     context = ssl.create_default_context()
     where = f"{config.host}:{config.effective_port}"
     try:
@@ -49,7 +54,7 @@ def deliver(config: SmtpConfig, message: EmailMessage) -> None:
                 client.ehlo()
             if config.user:
                 client.login(config.user, config.password or "")
-            _send(client, message, where)
+            _send(client, message, where, sender, recipients)
     except smtplib.SMTPAuthenticationError as exc:
         raise AuthRequired(
             f"The SMTP server {where} refused the login; check MAIL_SMTP_USER and MAIL_SMTP_PASSWORD"
@@ -65,9 +70,9 @@ def deliver(config: SmtpConfig, message: EmailMessage) -> None:
         ) from exc
 
 
-def _send(client: smtplib.SMTP, message: EmailMessage, where: str) -> None:
+def _send(client: smtplib.SMTP, message: EmailMessage, where: str, sender: str, recipients: list[str]) -> None:
     try:
-        refused = client.send_message(message)
+        refused = client.send_message(message, from_addr=sender, to_addrs=recipients)
     except smtplib.SMTPRecipientsRefused as exc:
         raise SendFailed(
             f"The SMTP server refused every recipient: {_reason(exc)}.",

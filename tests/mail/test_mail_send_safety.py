@@ -1,0 +1,166 @@
+"""What leaves the machine: drafts written by other mail programs, header values, keys reused
+across send_email and send_draft. Checked at a real SMTP server on loopback (aiosmtpd)."""
+
+from __future__ import annotations
+
+from email import message_from_bytes, policy
+from pathlib import Path
+
+import pytest
+
+from tests.mail.conftest import Connect, SmtpSink, audit_lines, call, deliver, fail, make_mail
+
+pytestmark = pytest.mark.anyio
+
+
+def smtp(sink: SmtpSink, **extra: object) -> dict[str, object]:
+    return {
+        "smtp_host": sink.host,
+        "smtp_port": sink.port,
+        "smtp_security": "none",
+        "address": "me@corp.test",
+        **extra,
+    }
+
+
+def saved_draft(workspace: Path, extra_headers: str, to: str = "friend@example.org") -> None:
+    """A draft another mail program left in the Drafts folder."""
+    raw = (
+        f"From: me@corp.test\r\nTo: {to}\r\nSubject: Plan\r\nMessage-ID: <draft-1@corp.test>\r\n"
+        f"{extra_headers}MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nThe plan.\r\n"
+    ).encode()
+    deliver(workspace, raw, folder=".Drafts", flags="DS")
+
+
+async def only_draft_id(c: object) -> str:
+    drafts = await call(c, "list_drafts")  # type: ignore[arg-type]
+    assert len(drafts["drafts"]) == 1
+    return drafts["drafts"][0]["id"]
+
+
+async def test_security_send_draft_ignores_resent_to_outside_the_allowlist(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    saved_draft(workspace, "Resent-To: leak@evil.test\r\nResent-Bcc: leak2@evil.test\r\n")
+    async with connect(**smtp(smtp_sink, allowed_recipients="@example.org")) as c:
+        sent = await call(c, "send_draft", {"draft_id": await only_draft_id(c)})
+    assert len(smtp_sink.messages) == 1
+    received = smtp_sink.messages[0]
+    assert received.rcpt_tos == ["friend@example.org"]
+    assert received.mail_from == "me@corp.test"
+    assert b"evil.test" not in received.data
+    wire = message_from_bytes(received.data, policy=policy.default)
+    assert wire["Message-ID"] == sent["rfc_message_id"] == "<draft-1@corp.test>"
+    assert wire.get_content().strip() == "The plan."
+
+
+async def test_security_send_draft_refuses_a_second_to_header(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    saved_draft(workspace, "To: leak@evil.test\r\n")
+    async with connect(**smtp(smtp_sink, allowed_recipients="@example.org")) as c:
+        error = await fail(c, "send_draft", {"draft_id": await only_draft_id(c)})
+        drafts = await call(c, "list_drafts")
+    assert error["error"] == "bad_request" and error["details"]["field"] == "to"
+    assert smtp_sink.messages == [] and audit_lines(workspace) == []
+    assert len(drafts["drafts"]) == 1  # kept, to be fixed or recreated
+
+
+async def test_security_send_draft_sends_from_the_configured_address_not_the_drafts_from(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    raw = make_mail("Wire money", "now", sender="The CEO <ceo@bank.test>", to="friend@example.org")
+    deliver(workspace, raw, folder=".Drafts", flags="DS")
+    async with connect(**smtp(smtp_sink, display_name="Me Myself")) as c:
+        await call(c, "send_draft", {"draft_id": await only_draft_id(c)})
+    received = smtp_sink.messages[0]
+    wire = message_from_bytes(received.data, policy=policy.default)
+    assert received.mail_from == "me@corp.test" and received.rcpt_tos == ["friend@example.org"]
+    assert wire["From"] == "Me Myself <me@corp.test>" and b"ceo@bank.test" not in received.data
+
+
+async def test_security_send_draft_checks_every_recipient_against_the_allowlist(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    saved_draft(workspace, "Bcc: leak@evil.test\r\n")
+    async with connect(**smtp(smtp_sink, allowed_recipients="@example.org")) as c:
+        error = await fail(c, "send_draft", {"draft_id": await only_draft_id(c)})
+    assert error["error"] == "permission_denied" and error["details"]["refused"] == ["leak@evil.test"]
+    assert smtp_sink.messages == []
+
+
+async def test_send_draft_keeps_attachments_and_bcc_reaches_only_the_envelope(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    raw = make_mail(
+        "Report", "see attached", sender="me@corp.test", to="a@example.org", attachment=("r.csv", b"a,b\n", "text/csv")
+    )
+    raw = raw.replace(b"To: a@example.org\r\n", b"To: a@example.org\r\nBcc: hidden@example.org\r\n")
+    deliver(workspace, raw, folder=".Drafts", flags="DS")
+    async with connect(**smtp(smtp_sink)) as c:
+        sent = await call(c, "send_draft", {"draft_id": await only_draft_id(c)})
+        copy = await call(c, "get_email", {"message_id": sent["message_id"]})
+    received = smtp_sink.messages[0]
+    assert sorted(received.rcpt_tos) == ["a@example.org", "hidden@example.org"]
+    assert b"hidden@example.org" not in received.data
+    assert copy["attachment_names"] == ["r.csv"] and copy["body"] == "see attached"
+    assert copy["bcc"] == "hidden@example.org"
+
+
+async def test_send_draft_with_a_key_used_by_send_email_is_a_conflict(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    async with connect(**smtp(smtp_sink)) as c:
+        await call(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b", "idempotency_key": "k1"})
+        draft = await call(c, "create_draft", {"to": "b@example.org", "subject": "d", "body": "d"})
+        error = await fail(c, "send_draft", {"draft_id": draft["draft_id"], "idempotency_key": "k1"})
+        drafts = await call(c, "list_drafts")
+    assert error["error"] == "conflict" and error["details"]["idempotency_key"] == "k1"
+    assert len(smtp_sink.messages) == 1 and len(drafts["drafts"]) == 1
+
+
+async def test_send_draft_reusing_its_key_for_another_draft_is_a_conflict(
+    connect: Connect, smtp_sink: SmtpSink
+) -> None:
+    async with connect(**smtp(smtp_sink)) as c:
+        first = await call(c, "create_draft", {"to": "a@example.org", "subject": "one", "body": "1"})
+        second = await call(c, "create_draft", {"to": "b@example.org", "subject": "two", "body": "2"})
+        await call(c, "send_draft", {"draft_id": first["draft_id"], "idempotency_key": "d1"})
+        error = await fail(c, "send_draft", {"draft_id": second["draft_id"], "idempotency_key": "d1"})
+    assert error["error"] == "conflict"
+    assert [m.rcpt_tos for m in smtp_sink.messages] == [["a@example.org"]]
+
+
+async def test_send_draft_retried_with_its_key_after_sending_returns_the_first_result(
+    connect: Connect, smtp_sink: SmtpSink
+) -> None:
+    async with connect(**smtp(smtp_sink)) as c:
+        draft = await call(c, "create_draft", {"to": "a@example.org", "subject": "one", "body": "1"})
+        first = await call(c, "send_draft", {"draft_id": draft["draft_id"], "idempotency_key": "d2"})
+        again = await call(c, "send_draft", {"draft_id": draft["draft_id"], "idempotency_key": "d2"})
+    assert first["duplicate"] is False and again["duplicate"] is True
+    assert again["message_id"] == first["message_id"] and len(smtp_sink.messages) == 1
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\x85", "\v", "\f", "\x1c", "\x00", "\x1b"])
+@pytest.mark.parametrize(
+    ("tool", "field"), [("send_email", "subject"), ("create_draft", "subject"), ("send_email", "to")]
+)
+async def test_security_header_values_with_unicode_line_breaks_or_controls_are_bad_requests(
+    connect: Connect, workspace: Path, char: str, tool: str, field: str
+) -> None:
+    args = {"to": "a@example.org", "subject": "Plan", "body": "b"}
+    args[field] = f'"Bo{char}b" <a@example.org>' if field == "to" else f"Plan{char}Bcc: x@evil.test"
+    async with connect() as c:
+        error = await fail(c, tool, args)
+        everything = await call(c, "list_emails", {"query": "in:anywhere"})
+    assert error["error"] == "bad_request" and error["details"]["field"] == field
+    assert f"U+{ord(char):04X}" in error["message"]
+    assert everything["emails"] == [] and audit_lines(workspace) == []
+
+
+async def test_a_tab_in_a_subject_is_kept(connect: Connect) -> None:
+    async with connect() as c:
+        sent = await call(c, "send_email", {"to": "a@example.org", "subject": "A\tB", "body": "b"})
+        copy = await call(c, "get_email", {"message_id": sent["message_id"]})
+    assert copy["subject"] == "A B"
