@@ -22,11 +22,31 @@ MAIN = "documents"
 _NAME_CHARS = re.compile(r"[^a-z0-9_-]+")
 
 
+MAIN_VARIABLE = "DOCUMENTS_PATH"
+EXTRA_VARIABLE = "DOCUMENTS_EXTRA_ROOTS"
+
+
+def missing_folder(path: Path, variable: str) -> str:
+    """The one way a configured folder that does not exist is reported (start-up and tools)."""
+    return f"The documents folder {path} does not exist. Create it or fix {variable}."
+
+
 @dataclass(frozen=True)
 class Root:
     name: str
     path: Path
     main: bool
+
+    @property
+    def variable(self) -> str:
+        """The setting that names this folder."""
+        return MAIN_VARIABLE if self.main else EXTRA_VARIABLE
+
+    def missing(self) -> DocumentNotFoundError:
+        return DocumentNotFoundError(
+            missing_folder(self.path, self.variable),
+            {"root": self.name, "path": str(self.path), "variable": self.variable},
+        )
 
     def prefix(self, rel: str) -> str:
         return rel if self.main else f"{self.name}:{rel}"
@@ -55,17 +75,23 @@ def root_name(folder: Path, taken: set[str]) -> str:
 
 
 class Roots:
-    """The main documents folder (created if missing) and the extra roots, by name."""
+    """The main documents folder and the extra roots, by name.
 
-    def __init__(self, main: Path, extra: Sequence[Path] = ()) -> None:
-        try:
-            main.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DocumentIndexError(
-                f"The documents folder {main} cannot be created: {exc.strerror}. "
-                "Set DOCUMENTS_PATH to a writable folder.",
-                {"path": str(main)},
-            ) from exc
+    Only the default main folder (in the workspace) is created when missing. A folder the user
+    configured is never created: a typo in DOCUMENTS_PATH must not quietly make an empty
+    folder; the tools answer not_found naming the variable and the full path instead.
+    """
+
+    def __init__(self, main: Path, extra: Sequence[Path] = (), *, create_main: bool = False) -> None:
+        if create_main:
+            try:
+                main.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DocumentIndexError(
+                    f"The documents folder {main} cannot be created: {exc.strerror}. "
+                    f"Set {MAIN_VARIABLE} to a writable folder.",
+                    {"path": str(main), "variable": MAIN_VARIABLE},
+                ) from exc
         self.main = Root(MAIN, main.resolve(), True)
         taken = {MAIN}
         self.extra: dict[str, Root] = {}
@@ -102,9 +128,6 @@ class Roots:
         """Resolve an address to a path inside its root; PermissionDenied for anything outside."""
         root, rel = self.split(address.strip() if isinstance(address, str) else address)
         if not root.path.is_dir():
-            raise DocumentNotFoundError(
-                f"The root folder {root.name!r} ({root.path}) does not exist. Create it or fix the configuration.",
-                {"root": root.name},
-            )
+            raise root.missing()
         path = safe_join(root.path, rel, allow_root=allow_root)
         return Located(root, path, relative_posix(root.path, path) if path != root.path else "")

@@ -21,6 +21,7 @@ from deskmcp.documents.models import (
     SearchOutput,
     TagList,
 )
+from deskmcp.documents.roots import MAIN_VARIABLE, missing_folder
 from deskmcp.documents.service import DocumentService
 from deskmcp.documents.settings import DocumentsSettings
 
@@ -59,11 +60,14 @@ def create_service(settings: DocumentsSettings) -> DocumentService:
 
 
 def unavailable(settings: DocumentsSettings) -> str | None:
-    """None when the documents folder exists or can be created (it is created when the server
-    first needs it, never just to answer this), else why not."""
+    """None when the documents folder exists, or is the default one and can be created (it is
+    created when the server first needs it, never just to answer this), else why not. A folder
+    named by DOCUMENTS_PATH is never created."""
     root = settings.root
     if root.is_dir():
         return None
+    if settings.documents_path is not None:
+        return missing_folder(root.resolve(), MAIN_VARIABLE)
     parent = next((p for p in root.parents if p.exists()), None)
     if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         return f"the documents folder {root} cannot be created (no writable parent folder); set DOCUMENTS_PATH"

@@ -19,7 +19,8 @@ class DocumentsSettings(WorkspaceSettings):
     documents_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
-        description="The main documents folder (default: <workspace>/documents, created if missing).",
+        description="The main documents folder (default: <workspace>/documents, created if missing; "
+        "a folder set here is never created).",
     )
     # NoDecode: the variable is a path list, not JSON.
     extra_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
