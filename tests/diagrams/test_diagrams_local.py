@@ -233,3 +233,33 @@ async def test_local_source_refuses_repo_and_ref(connect: Connect) -> None:
         unknown = await fail(client, "list_files", {"source": "ftp"})
     assert error["error"] == "bad_request"
     assert unknown["error"] == "bad_request"
+
+
+async def test_a_missing_project_root_is_reported_by_every_tool_and_never_created(
+    connect: Connect, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-project"
+    async with connect(root=missing) as client:
+        errors = [
+            await fail(client, "list_files"),
+            await fail(client, "read_file", {"path": "README.md"}),
+            await fail(client, "list_files", {"source": "git"}),
+            await fail(client, "render_mermaid", {"code": "flowchart LR\n  A --> B\n", "title": "x"}),
+        ]
+    for error in errors:
+        assert error["error"] == "not_found"
+        assert "PROJECT_ROOT" in error["message"] and str(missing) in error["message"]
+        assert error["details"] == {"variable": "PROJECT_ROOT", "path": str(missing)}
+    assert not missing.exists()
+
+
+async def test_the_default_project_folder_is_created_on_first_use(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from deskmcp.diagrams.server import Settings, create_server
+
+    settings = Settings(workspace=tmp_path / "ws")
+    async with Client(create_server(settings)) as client:
+        listed = await call(client, "list_files")
+    assert listed["total"] == 0
+    assert (tmp_path / "ws" / "project").is_dir()

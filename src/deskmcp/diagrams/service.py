@@ -132,6 +132,7 @@ class DiagramsService:
             raise BadRequest("format must be 'png' or 'svg'.", {"format": fmt})
         if not code.strip():
             raise BadRequest("code is empty: pass the Mermaid diagram text.", {})
+        self.sources.project_root()  # images are saved inside it
         # Refuse a clobber before spending a render on it.
         target = save_image(self.settings, title, fmt, b"", overwrite=overwrite, dry_run=True)
         image = self.renderer.render(code, fmt)

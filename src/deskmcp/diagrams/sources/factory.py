@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.diagrams.sources.contract import Source
 from deskmcp.diagrams.sources.local import LocalSource
 
@@ -40,6 +41,21 @@ class SourceFactory:
             self._github = GitHubClient.from_settings(self.settings)
         return self._github
 
+    def project_root(self) -> Path:
+        """The project folder. A configured PROJECT_ROOT that is missing is reported, never created
+        (a typo must not become an empty project); the default folder is created on first use."""
+        root = self.settings.root
+        if self.settings.project_root is None:
+            root.mkdir(parents=True, exist_ok=True)
+        elif not root.is_dir():
+            where = str(root.absolute())
+            raise NotFound(
+                f"The project folder {where} (PROJECT_ROOT) does not exist. Create it, or set PROJECT_ROOT "
+                "to the folder of your project and restart the server.",
+                {"variable": "PROJECT_ROOT", "path": where},
+            )
+        return root
+
     def create(self, kind: str, repo: str | None = None, ref: str | None = None) -> Source:
         if kind == "local":
             if repo or ref:
@@ -47,8 +63,7 @@ class SourceFactory:
                     "The local source reads PROJECT_ROOT as it is: omit repo and ref, or use source='git'.",
                     {"source": kind},
                 )
-            self.settings.root.mkdir(parents=True, exist_ok=True)
-            return LocalSource(self.settings.root)
+            return LocalSource(self.project_root())
         if kind == "github":
             if not repo:
                 raise BadRequest("source='github' needs repo, e.g. 'owner/name'.", {"source": kind})
@@ -56,6 +71,10 @@ class SourceFactory:
 
             return GitHubSource(self.github, repo, ref)
         if kind == "git":
+            from deskmcp.diagrams.sources.git import is_remote
+
+            if not is_remote(repo or "."):
+                self.project_root()  # a repository given as a path lives in the project
             return self.git.open(repo or ".", ref)
         raise BadRequest(f"Unknown source {kind!r}. Sources: local, git, github.", {"source": kind})
 
