@@ -83,9 +83,14 @@ def fix_text(text: str) -> str:
 
 def header_text(msg: Message, name: str) -> str:
     """A header's decoded value on one line; '' when absent or unreadable."""
+    if name.lower() in _ADDRESS_HEADERS:
+        # Read from the raw value in both policies: the modern one puts a space between encoded
+        # words folded across lines ("José D íaz") and drops comment-form names ("jose@x (José)").
+        found = _addresses_text(_WS.sub(" ", fix_text(_raw_value(msg, name))).strip())
+        if found is not None:
+            return found
     if msg.policy is policy.compat32:
-        text = _WS.sub(" ", _raw_header(msg, name)).strip()
-        return _addresses_text(text) if name.lower() in _ADDRESS_HEADERS else text
+        return _WS.sub(" ", _raw_header(msg, name)).strip()
     try:
         value = msg.get(name)
         text = "" if value is None else str(value)
@@ -99,26 +104,43 @@ def header_text(msg: Message, name: str) -> str:
 _ADDRESS_HEADERS = ("from", "to", "cc", "bcc", "reply-to", "sender")
 
 
-def _addresses_text(value: str) -> str:
-    """An address header written the way the modern policy writes it: `Name <addr>, ...`."""
+_SPECIALS = re.compile(r'[()<>@,;:\\".\[\]]')
+
+
+def _addresses_text(value: str) -> str | None:
+    """An address header as `Name <addr>, ...`, display names decoded (encoded words, comments);
+    None when it is not a plain list of addresses (then it is shown decoded as it stands)."""
+    if not value:
+        return ""
     try:
         pairs = getaddresses([value])
     except _HEADER_ERRORS:
-        return value
+        return None
     if not pairs or not all(addr for _, addr in pairs):
-        return value
-    return ", ".join(f"{name} <{addr}>" if name else addr for name, addr in pairs)
+        return None
+    return ", ".join(f"{_display_name(name)} <{addr}>" if name else addr for name, addr in pairs)
+
+
+def _display_name(name: str) -> str:
+    text = _WS.sub(" ", decode_words(name) if "=?" in name else name).strip()
+    if _SPECIALS.search(text):  # quoted, so the list can be parsed again (a reply's To)
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def _raw_value(msg: Message, name: str) -> str:
+    for key, value in msg.raw_items():  # type: ignore[attr-defined]
+        if key.lower() == name.lower():
+            return str(value)
+    return ""
 
 
 def _raw_header(msg: Message, name: str) -> str:
-    for key, value in msg.raw_items():  # type: ignore[attr-defined]
-        if key.lower() == name.lower():
-            raw = fix_text(str(value))
-            try:
-                return str(make_header(decode_header(raw)))
-            except _HEADER_ERRORS:
-                return raw
-    return ""
+    raw = fix_text(_raw_value(msg, name))
+    try:
+        return str(make_header(decode_header(raw)))
+    except _HEADER_ERRORS:
+        return raw
 
 
 def address_list(value: str) -> list[str]:
@@ -225,11 +247,11 @@ def _filename(part: Message) -> str | None:
         return None
     text = fix_text(str(name))
     if "=?" in text:  # RFC 2047 inside a filename: not standard, but common
-        text = _decode_words(text)
+        text = decode_words(text)
     return _WS.sub(" ", text).strip()
 
 
-def _decode_words(text: str) -> str:
+def decode_words(text: str) -> str:
     try:
         return str(make_header(decode_header(text)))
     except _HEADER_ERRORS:
@@ -251,7 +273,7 @@ def _fast_filename(part: Message) -> str | None:
         if value:
             text = fix_text(str(value))
             if "=?" in text:
-                text = _decode_words(text)
+                text = decode_words(text)
             return _WS.sub(" ", text).strip()
     return None
 
