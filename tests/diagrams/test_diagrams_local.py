@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import pytest
 
-from deskmcp.diagrams.sources.contract import glob_regex
+from deskmcp.diagrams.sources.contract import SNIFF_BYTES, glob_regex, read_text
 from tests.diagrams.conftest import Connect, call, fail, write
 
 pytestmark = pytest.mark.anyio
@@ -186,6 +187,45 @@ async def test_read_file_keeps_multibyte_text_whole_across_chunks(connect: Conne
         read = await call(client, "read_file", {"path": "u.txt", "start_line": 19_999})
     assert read["content"] == "é€😀\r\n" * 2
     assert read["binary"] is False
+
+
+class _CountingStream(io.BytesIO):
+    """A file whose reads are counted: what a read costs is what it pulls from the file."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data = super().read(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def test_a_bounded_read_of_a_file_without_newlines_reads_what_it_returns_not_the_whole_line() -> None:
+    stream = _CountingStream(b"a" * (8 << 20))
+    read = read_text(stream, max_chars=10)
+    assert (read.text, read.truncated, read.end_line) == ("a" * 10, True, 1)
+    assert stream.bytes_read <= SNIFF_BYTES + (1 << 16)
+
+
+async def test_read_file_cuts_a_file_without_newlines_at_max_chars(connect: Connect, project: Path) -> None:
+    write(project, "one-line.min.js", "x" * (4 << 20))
+    async with connect() as client:
+        head = await call(client, "read_file", {"path": "one-line.min.js", "max_chars": 10})
+        second = await call(client, "read_file", {"path": "one-line.min.js", "start_line": 2})
+    assert (head["content"], head["truncated"], head["end_line"]) == ("x" * 10, True, 1)
+    assert (second["content"], second["truncated"], second["end_line"]) == ("", False, None)
+
+
+def test_line_ends_split_across_chunks_count_as_one_line() -> None:
+    # "\r" closes the first chunk and "\n" opens the next: one line end, not two
+    first = "a" * (SNIFF_BYTES - 1) + "\r"
+    text = first + "\n" + "b" * 70_000 + "\r" + "c\rd\n"
+    read = read_text(io.BytesIO(text.encode()), max_chars=1_000_000, start_line=2)
+    assert read.text == "b" * 70_000 + "\rc\rd\n"
+    assert read_text(io.BytesIO(text.encode()), 1_000_000, 3, 4).text == "c\rd\n"
+    assert read_text(io.BytesIO(text.encode()), 1_000_000).text == text
 
 
 async def test_read_file_reports_missing_files_and_folders(connect: Connect, project: Path) -> None:

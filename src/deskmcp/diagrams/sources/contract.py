@@ -202,47 +202,68 @@ def _chunks(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
     )
 
 
+_LINE_ENDS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+"""What `str.splitlines` ends a line at."""
+
+
+def _pieces(stream: BinaryIO, head: bytes) -> Iterator[tuple[str, bool]]:
+    """The decoded text as pieces of lines, each with whether it ends its line. A line longer
+    than a chunk comes in several pieces, so no line is ever gathered whole (a file without
+    newlines costs what is read of it, not its length squared)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    held_cr = ""  # a "\r" at the end of a chunk may be the first half of "\r\n"
+    for chunk in _chunks(stream, head):
+        text = held_cr + decoder.decode(chunk)
+        held_cr = ""
+        if not text:
+            continue
+        parts = text.splitlines(keepends=True)
+        last = parts.pop()
+        yield from ((part, True) for part in parts)
+        if last.endswith("\r"):
+            if len(last) > 1:
+                yield last[:-1], False
+            held_cr = "\r"
+        else:
+            yield last, last.endswith(_LINE_ENDS)
+    tail = held_cr + decoder.decode(b"", final=True)
+    if tail:
+        parts = tail.splitlines(keepends=True)
+        yield from ((part, part.endswith(_LINE_ENDS)) for part in parts)
+
+
 def read_text(stream: BinaryIO, max_chars: int, start_line: int = 1, end_line: int | None = None) -> TextRead:
-    """Decode at most `max_chars` characters of lines `start_line`..`end_line` (1-based, inclusive)."""
+    """Decode at most `max_chars` characters of lines `start_line`..`end_line` (1-based, inclusive).
+
+    Reading stops as soon as the answer is complete, so a bounded read costs what it returns
+    (plus the lines skipped before `start_line`)."""
     head = stream.read(SNIFF_BYTES)
     if looks_binary(head):
         return TextRead("", False, True, start_line, None, False)
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     buf = io.StringIO()
     size = 0
     line_no = 1
     last_line: int | None = None
     truncated = False
     eof = True
-
-    def lines() -> Iterator[str]:
-        pending = ""
-        for chunk in _chunks(stream, head):
-            parts = (pending + decoder.decode(chunk)).splitlines(keepends=True)
-            # a line not yet ended by "\n" (a "\r" may be the first half of "\r\n") waits for the next chunk
-            pending = parts.pop() if parts and not parts[-1].endswith("\n") else ""
-            yield from parts
-        tail = pending + decoder.decode(b"", final=True)
-        if tail:
-            yield tail
-
-    for line in lines():
+    for piece, ends in _pieces(stream, head):
         if line_no < start_line:
-            line_no += 1
+            line_no += ends
             continue
         if end_line is not None and line_no > end_line:
             eof = False
             break
         room = max_chars - size
-        if len(line) > room:
+        if len(piece) > room:
             if room:
-                buf.write(line[:room])
+                buf.write(piece[:room])
                 last_line = line_no
             truncated = True
             eof = False
             break
-        buf.write(line)
-        size += len(line)
-        last_line = line_no
-        line_no += 1
+        buf.write(piece)
+        size += len(piece)
+        if piece:
+            last_line = line_no
+        line_no += ends
     return TextRead(buf.getvalue(), truncated, False, start_line, last_line, eof)
