@@ -96,16 +96,3 @@ def test_serve_a_single_server_rejects_only_and_exclude(workspace: Path) -> None
 
     assert result.exit_code == 2
     assert "serve all" in result.stderr
-
-
-def test_demo_client_configuration_points_every_server_at_its_demo_data(tmp_path: Path) -> None:
-    from deskmcp.demo.tour import client_config, demo_environment, demo_servers
-
-    workspace = tmp_path / "demo"
-    env = json.loads(client_config(demo_environment(workspace, demo_servers())))["mcpServers"]["deskmcp"]["env"]
-
-    assert env["DESKMCP_WORKSPACE"] == str(workspace)
-    assert env["DESKMCP_TOOL_NAMES"] == "safe"
-    assert env["GRANOLA_CACHE_PATH"] == str(workspace / "granola")
-    assert env["VAULT_PATH"] == str(workspace / "vault")
-    assert env["DOCUMENTS_PATH"] == str(workspace / "documents")

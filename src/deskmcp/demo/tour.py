@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -186,26 +187,83 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     return failures
 
 
-def client_config(environment: dict[str, str] | None = None) -> str:
-    """The `mcpServers` entry that runs `deskmcp serve all`, with `environment` in its "env"."""
+def server_command() -> list[str]:
+    """How a client starts deskmcp from here: `uv run` in a source checkout, else the installed
+    `deskmcp` executable by its full path (clients do not search the user's shell PATH), else
+    this Python with `-m deskmcp.cli`."""
     project = Path(__file__).resolve().parents[3]
-    if (project / "pyproject.toml").is_file():
-        base = ["uv", "run", "--directory", str(project), "deskmcp"]
-    else:
-        base = ["uvx", "deskmcp"]
-    env = {"DESKMCP_TOOL_NAMES": "safe", **(environment or {})}
-    entry = {"command": base[0], "args": [*base[1:], "serve", "all"], "env": env}
-    config = {"mcpServers": {"deskmcp": entry}}
-    return json.dumps(config, indent=2)
+    if (project / "pyproject.toml").is_file() and (project / "src" / "deskmcp").is_dir():
+        return ["uv", "run", "--directory", str(project), "deskmcp"]
+    launched = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if launched is not None and launched.stem == "deskmcp" and launched.is_file():
+        return [str(launched.resolve())]
+    found = shutil.which("deskmcp")
+    if found:
+        return [str(Path(found).resolve())]
+    return [sys.executable, "-m", "deskmcp.cli"]
 
 
-def demo_environment(workspace: Path, servers: list[DemoServer]) -> dict[str, str]:
-    """What a client needs in "env" to see the demo data instead of the user's own."""
-    env = {"DESKMCP_WORKSPACE": str(workspace)}
-    for server in servers:  # one process serves all: a server's own data comes first (the vault's VAULT_PATH)
-        for key, value in server.environment(workspace).items():
-            env.setdefault(key, value)
-    return env
+@dataclass
+class ConfigEntry:
+    """One `mcpServers` entry: the servers one process runs, with the environment they share."""
+
+    servers: list[str]
+    env: dict[str, str]
+
+
+def config_entries(workspace: Path, servers: list[DemoServer]) -> list[ConfigEntry]:
+    """The demo's servers grouped into processes so each sees the data its tour used.
+
+    One process reads one environment, and two servers may want one variable set differently
+    (the triage uses its own small vault and mailbox through VAULT_PATH and MAIL_MAILDIR, the
+    vault and mail tours the big ones): a server whose variables clash goes to another entry.
+    """
+    entries: list[ConfigEntry] = []
+    for server in servers:
+        wanted = server.environment(workspace)
+        for entry in entries:
+            if all(entry.env.get(key, value) == value for key, value in wanted.items()):
+                entry.servers.append(server.name)
+                entry.env.update(wanted)
+                break
+        else:
+            entries.append(ConfigEntry([server.name], dict(wanted)))
+    return entries
+
+
+def _serve_args(names: list[str], every: list[str]) -> list[str]:
+    if len(names) == 1:
+        return ["serve", names[0]]
+    left_out = [n for n in every if n not in names]
+    return ["serve", "all", *(["--exclude", ",".join(left_out)] if left_out else [])]
+
+
+def client_config(workspace: Path, servers: list[DemoServer], command: list[str] | None = None) -> str:
+    """The `mcpServers` configuration that serves the demo data exactly as the tour showed it."""
+    base = command or server_command()
+    every = list(SERVERS)
+    config: dict[str, Any] = {"mcpServers": {}}
+    for n, entry in enumerate(config_entries(workspace, servers)):
+        key = "deskmcp" if n == 0 else f"deskmcp-{'-'.join(entry.servers)}"
+        env = {"DESKMCP_TOOL_NAMES": "safe", "DESKMCP_WORKSPACE": str(workspace), **entry.env}
+        config["mcpServers"][key] = {
+            "command": base[0],
+            "args": [*base[1:], *_serve_args(entry.servers, every)],
+            "env": env,
+        }
+    return json.dumps(config, indent=2, ensure_ascii=False)
+
+
+def show_client_config(console: Console, workspace: Path, servers: list[DemoServer]) -> None:
+    console.print(
+        "To explore the demo data from your MCP client, paste this into its configuration (Claude "
+        "Desktop: claude_desktop_config.json; Cursor: .cursor/mcp.json). The first entry runs the "
+        "servers in one process; the triage gets its own, since its small mailbox and vault are not "
+        "the ones the mail and vault tours used. `serve NAME` runs one server alone. "
+        "DESKMCP_TOOL_NAMES=safe keeps tool names free of dots, which Claude Desktop requires:"
+    )
+    # Written as it is: rich would fold a long path inside a JSON string at the terminal's width.
+    console.out(client_config(workspace, servers), highlight=False)
 
 
 def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False) -> None:
@@ -225,13 +283,7 @@ def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False
     for server in servers:
         failures += anyio.run(tour_server, server, workspace, console)
     console.rule("[bold]Use deskmcp for real[/bold]")
-    console.print(
-        "To explore the demo data from your MCP client, paste this into its configuration (Claude "
-        "Desktop: claude_desktop_config.json; Cursor: .cursor/mcp.json). It runs every server in one "
-        "process; `serve " + " | ".join(s.name for s in servers) + "` runs one alone. "
-        "DESKMCP_TOOL_NAMES=safe keeps tool names free of dots, which Claude Desktop requires:"
-    )
-    console.print(client_config(demo_environment(workspace, servers)), markup=False, highlight=False)
+    show_client_config(console, workspace, servers)
     console.print(
         '\nFor your own data, remove the other variables from "env": the servers then use your data '
         "folder and Granola's own cache; add VAULT_PATH with your notes folder.",
