@@ -60,8 +60,8 @@ def _attrs(tag: str) -> dict[str, str]:
     return {k.split(":")[-1] if k.startswith("r:") else k: html.unescape(v) for k, v in _ATTR.findall(tag)}
 
 
-def sheet_parts(zf: zipfile.ZipFile) -> list[SheetPart]:
-    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
+def _targets(zf: zipfile.ZipFile) -> dict[str, tuple[str, str]]:
+    """Relationship id -> (part path, relationship type's last word) of the workbook part."""
     rels_text = zf.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
     targets: dict[str, tuple[str, str]] = {}
     for tag in re.findall(r"<(?:\w+:)?Relationship\b[^>]*>", rels_text):
@@ -69,6 +69,12 @@ def sheet_parts(zf: zipfile.ZipFile) -> list[SheetPart]:
         target = a.get("Target", "")
         path = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join("xl", target))
         targets[a.get("Id", "")] = (path, a.get("Type", "").rsplit("/", 1)[-1])
+    return targets
+
+
+def sheet_parts(zf: zipfile.ZipFile) -> list[SheetPart]:
+    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
+    targets = _targets(zf)
     out: list[SheetPart] = []
     for tag in re.findall(r"<(?:\w+:)?sheet\b[^>]*>", workbook):
         a = {k: html.unescape(v) for k, v in _ATTR.findall(tag)}
@@ -76,6 +82,26 @@ def sheet_parts(zf: zipfile.ZipFile) -> list[SheetPart]:
         path, kind = targets.get(rid, ("", ""))
         out.append(SheetPart(a.get("name", ""), path, a.get("state", "visible") != "visible", kind))
     return out
+
+
+@dataclass(frozen=True)
+class PackageMap:
+    """Where a workbook's cells live: each worksheet's part, the shared strings, the styles."""
+
+    sheets: dict[str, str]
+    shared_strings: str | None
+    styles: str | None
+    date1904: bool
+
+
+def package_map(zf: zipfile.ZipFile) -> PackageMap:
+    targets = _targets(zf)
+    by_type = {kind: path for path, kind in targets.values()}
+    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
+    pr = re.search(r"<(?:\w+:)?workbookPr\b[^>]*>", workbook)
+    date1904 = bool(pr) and _attrs(pr.group(0) if pr else "").get("date1904", "0").lower() in ("1", "true")
+    sheets = {p.name: p.part for p in sheet_parts(zf) if p.kind == "worksheet" and p.part}
+    return PackageMap(sheets, by_type.get("sharedStrings"), by_type.get("styles"), date1904)
 
 
 def defined_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:

@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from xml.etree import ElementTree
 
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.paths import relative_posix, safe_join
-from deskmcp.sheets.a1 import A1Range, cell_name, column_letters, quote_sheet
+from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.formulas import CellError, Uncomputable, WorkbookCalculator, shift_rows
 from deskmcp.sheets.models import (
     Grid,
@@ -41,7 +42,16 @@ from deskmcp.sheets.models import (
     SpreadsheetRef,
     UpdatedRange,
 )
-from deskmcp.sheets.ooxml import defined_names, dropped_content, sheet_head, sheet_parts, write_cached_values
+from deskmcp.sheets.ooxml import (
+    PackageMap,
+    defined_names,
+    dropped_content,
+    package_map,
+    sheet_head,
+    sheet_parts,
+    write_cached_values,
+)
+from deskmcp.sheets.sheetdata import Extent, Styles, extent, styles, window
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -58,6 +68,18 @@ STREAM_ROWS = 2_000
 """A first read ending above this row of a big, not yet loaded xlsx sheet is streamed."""
 STREAM_BYTES = 2_000_000
 """Workbooks smaller than this load whole at once: streaming would not be quicker."""
+DENSE_SLACK = 1_000_000
+"""A sheet loads whole (python-calamine) when the grid from A1 to its farthest cell holds at most
+this many cells more than four times those it stores; sparser sheets are read window by window."""
+
+
+def _dense(size: Extent) -> bool:
+    return size.area <= 4 * size.cells + DENSE_SLACK
+
+
+def _panic(exc: BaseException) -> bool:
+    """A Rust panic inside python-calamine (pyo3's PanicException derives from BaseException)."""
+    return type(exc).__name__ == "PanicException"
 
 
 def _blank(value: Any) -> bool:
@@ -157,6 +179,8 @@ class LocalBackend:
         self._lock = threading.RLock()  # the sheet cache
         self._write_lock = threading.Lock()  # one save at a time; reads go on meanwhile
         self._pending: dict[tuple[Any, ...], Future[list[list[Any]]]] = {}
+        self._packages: OrderedDict[tuple[Any, ...], tuple[PackageMap, Styles]] = OrderedDict()
+        self._extents: OrderedDict[tuple[Any, ...], Extent] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -235,8 +259,8 @@ class LocalBackend:
             raise ParseError(
                 f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
             ) from exc
-        except Exception as exc:  # python-calamine raises its own classes (ZipError, XmlError...)
-            if type(exc).__module__.startswith("python_calamine"):
+        except BaseException as exc:  # its own classes (ZipError, XmlError...) and Rust panics
+            if type(exc).__module__.startswith("python_calamine") or _panic(exc):
                 raise ParseError(
                     f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
                 ) from exc
@@ -281,22 +305,6 @@ class LocalBackend:
 
         future.add_done_callback(done)
 
-    def _stream_window(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]] | None:
-        """The rows of a range near the top of an xlsx sheet, streamed without parsing the whole sheet."""
-        wb = self._openpyxl(path, read_only=True, data_only=True)
-        try:
-            if sheet not in wb.sheetnames:
-                return None
-            ws: Any = wb[sheet]
-            r0, c0 = rng.start_row or 1, rng.start_col or 1
-            r1 = rng.end_row or r0
-            c1 = rng.end_col or ws.max_column or 0
-            if c1 < c0 or r1 < r0:
-                return []
-            return [list(row) for row in ws.iter_rows(min_row=r0, max_row=r1, min_col=c0, max_col=c1, values_only=True)]
-        finally:
-            wb.close()
-
     def _load_grid(self, path: Path, fmt: str, sheet: str) -> list[list[Any]]:
         if fmt == "csv":
             if sheet != path.stem:
@@ -305,15 +313,90 @@ class LocalBackend:
         names = self.sheet_names(path, fmt)
         if sheet not in names:
             raise self._no_sheet(path, sheet, names)
+        if fmt in ("xlsx", "xlsm") and not _dense(size := self._extent(path, sheet)):
+            # python-calamine would build every cell from A1 to the farthest one, and a failed
+            # allocation aborts the process: such a sheet is only ever read window by window.
+            raise BadRequest(
+                f"Sheet {sheet!r} of {path.name} spans {size.rows} rows x {size.columns} columns but holds "
+                f"{size.cells} cells; read it by bounded ranges (e.g. '{sheet}!A1:Z100').",
+                {"sheet": sheet, "rows": size.rows, "columns": size.columns, "cells": size.cells},
+            )
         with self._calamine(path) as wb:
             try:
                 return wb.get_sheet_by_name(sheet).to_python(skip_empty_area=False)
-            except Exception as exc:
-                if type(exc).__module__.startswith("python_calamine"):
+            except BaseException as exc:  # its own classes, and Rust panics that would end the process
+                if type(exc).__module__.startswith("python_calamine") or _panic(exc):
                     raise ParseError(
                         f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}
                     ) from exc
                 raise
+
+    def _package(self, path: Path) -> tuple[PackageMap, Styles]:
+        """Where an xlsx keeps each sheet, its shared strings and its date styles (cached)."""
+        key = self._stat_key(path)
+        with self._lock:
+            if key in self._packages:
+                return self._packages[key]
+        try:
+            with zipfile.ZipFile(path) as zf:
+                where = package_map(zf)
+                look = styles(zf, where.styles, where.date1904)
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+        with self._lock:
+            self._packages[key] = (where, look)
+            while len(self._packages) > 16:
+                self._packages.popitem(last=False)
+        return where, look
+
+    def _part(self, path: Path, sheet: str) -> str:
+        where, _look = self._package(path)
+        part = where.sheets.get(sheet)
+        if part is None:
+            raise self._no_sheet(path, sheet, list(where.sheets))
+        return part
+
+    def _extent(self, path: Path, sheet: str) -> Extent:
+        """How far a sheet's cells reach, measured from its XML without loading it (cached)."""
+        key = (*self._stat_key(path), sheet)
+        with self._lock:
+            if key in self._extents:
+                return self._extents[key]
+        part = self._part(path, sheet)
+        try:
+            with zipfile.ZipFile(path) as zf, zf.open(part) as handle:
+                size = extent(handle)
+        except (OSError, KeyError, zipfile.BadZipFile) as exc:
+            raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
+        with self._lock:
+            self._extents[key] = size
+            while len(self._extents) > 64:
+                self._extents.popitem(last=False)
+        return size
+
+    def _window(self, path: Path, sheet: str, rng: A1Range, *, formulas: bool = False) -> list[list[Any]]:
+        """The rows of a range of an xlsx sheet, streamed from its XML: costs what the range holds."""
+        where, look = self._package(path)
+        part = self._part(path, sheet)
+        r0, c0 = rng.start_row or 1, rng.start_col or 1
+        r1 = rng.end_row if rng.end_row is not None else MAX_ROWS
+        c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
+        try:
+            with zipfile.ZipFile(path) as zf:
+                cells = window(
+                    zf, part, r0, c0, r1, c1, shared_strings=where.shared_strings, look=look, formulas=formulas
+                )
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
+        if not cells:
+            return []
+        widths: dict[int, int] = {}
+        for r, c in cells:
+            widths[r] = max(widths.get(r, 0), c)
+        return [
+            [cells.get((r, c)) for c in range(c0, widths[r] + 1)] if r in widths else []
+            for r in range(r0, max(widths) + 1)
+        ]
 
     def _no_sheet(self, path: Path, sheet: str, names: list[str]) -> NotFound:
         return NotFound(
@@ -352,7 +435,10 @@ class LocalBackend:
         for rng in ranges:
             sheet = rng.sheet or self._default_sheet(path, fmt)
             if render == "formula" and fmt in ("xlsx", "xlsm"):
-                values = self._formulas(path, sheet, rng)
+                values = [
+                    [v if isinstance(v, str) else as_json(v, "raw") for v in row]
+                    for row in self._window(path, sheet, rng, formulas=True)
+                ]
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
             elif (streamed := self._quick_window(path, fmt, sheet, rng)) is not None:
                 values = [[as_json(v, render) for v in row] for row in streamed]
@@ -377,34 +463,25 @@ class LocalBackend:
         return out
 
     def _quick_window(self, path: Path, fmt: str, sheet: str, rng: A1Range) -> list[list[Any]] | None:
-        """Rows streamed for a first read near the top of a big xlsx sheet that is not loaded yet
-        (the whole sheet then loads in the background); None to read from the loaded sheet."""
-        if fmt != "xlsx" or rng.end_row is None or rng.end_row > STREAM_ROWS or path.stat().st_size < STREAM_BYTES:
+        """Rows streamed for a read of an xlsx sheet that is not loaded: a sparse sheet (always),
+        or a first read near the top of a big one (the whole sheet then loads in the background).
+        None to read from the loaded sheet."""
+        if fmt not in ("xlsx", "xlsm"):
             return None
         key = (*self._stat_key(path), sheet)
         with self._lock:
             if key in self._cache or (key in self._pending and self._pending[key].done()):
                 return None
-        rows = self._stream_window(path, sheet, rng)
-        if rows is not None:
-            self._warm(key, path, fmt, sheet)
+            measured = self._extents.get(key)
+        if measured is not None and not _dense(measured):
+            return self._window(path, sheet, rng)
+        if rng.end_row is None or rng.end_row > STREAM_ROWS or path.stat().st_size < STREAM_BYTES:
+            if not _dense(self._extent(path, sheet)):
+                return self._window(path, sheet, rng)
+            return None
+        rows = self._window(path, sheet, rng)
+        self._warm(key, path, fmt, sheet)
         return rows
-
-    def _formulas(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]]:
-        wb = self._openpyxl(path, read_only=True)
-        try:
-            if sheet not in wb.sheetnames:
-                raise self._no_sheet(path, sheet, wb.sheetnames)
-            ws: Any = wb[sheet]
-            r0, c0, r1, c1 = rng.bounds(ws.max_row or 0, ws.max_column or 0)
-            if r1 < r0 or c1 < c0:
-                return []
-            return [
-                [as_json(v, "raw") if not isinstance(v, str) else v for v in row]
-                for row in ws.iter_rows(min_row=r0, max_row=r1, min_col=c0, max_col=c1, values_only=True)
-            ]
-        finally:
-            wb.close()
 
     def _uncomputed(self, path: Path, fmt: str) -> dict[str, list[str]]:
         if fmt != "xlsx":
@@ -476,9 +553,9 @@ class LocalBackend:
                 continue
             head = heads.get(part.name)
             rows, columns = (head.rows, head.columns) if head else (None, None)
-            if rows is None or columns is None:
-                data = self.grid(path, fmt, part.name)
-                rows, columns = len(data), max((len(r) for r in data), default=0)
+            if rows is None or columns is None:  # no <dimension>: measured from the cells, never loaded
+                size = self._extent(path, part.name)
+                rows, columns = size.rows, size.columns
             sheets.append(
                 SheetInfo(
                     sheet_id=index,
@@ -917,7 +994,7 @@ class Book:
         if sheet not in fallback:
             try:
                 fallback[sheet] = self.backend.grid(self.path, self.fmt, sheet)
-            except (NotFound, ParseError):
+            except (NotFound, ParseError, BadRequest):  # BadRequest: a sparse sheet, never loaded whole
                 fallback[sheet] = []
         try:
             value = fallback[sheet][row - 1][column - 1]

@@ -1,0 +1,346 @@
+"""The cells of one xlsx worksheet part, streamed: how far they reach, and those of one window.
+
+python-calamine builds a dense grid from the first to the last cell of a sheet: a sheet holding
+A1 and one cell at XFD1048576 asks it for 17 billion cells (512 GB), and the allocation failure
+aborts the whole process (no Python exception is raised). `extent` measures a sheet without
+building anything, so the caller can tell a dense sheet (calamine's fast path) from a sparse one,
+and `window` reads the cells of one rectangle of a sparse sheet, costing what the sheet holds and
+what the window asks, never what its coordinates span.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+from xml.etree.ElementTree import Element, ParseError, XMLPullParser
+
+from deskmcp.sheets.a1 import column_index, column_letters
+from deskmcp.sheets.formulas import CellError
+
+CHUNK = 1 << 20
+
+_TAG = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?(c|row)(?=[\s/>])([^>]*)>")
+_REF_ATTR = re.compile(rb"""(?:^|\s)r\s*=\s*["']\$?([A-Za-z]*)\$?([0-9]*)["']""")
+_CELL_REF = re.compile(r"\$?([A-Za-z]{1,3})\$?([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Extent:
+    """How far the cells of a sheet reach (1-based; 0 when it holds none) and how many it holds."""
+
+    rows: int
+    columns: int
+    cells: int
+
+    @property
+    def area(self) -> int:
+        """Cells of the dense grid from A1 to the farthest cell (what calamine would build)."""
+        return self.rows * self.columns
+
+
+# References are not trusted to be valid (XFD1048576 at most): any length is measured.
+_ROW_DIGITS = {k: re.compile(rb'<c r="[A-Za-z]+([0-9]{%d})"' % k) for k in range(1, 8)}
+_LONG_ROW = re.compile(rb'<c r="[A-Za-z]+([0-9]{8,})"')
+_COLUMNS = re.compile(rb'<c r="([A-Za-z]+)[0-9]')
+_BARE = re.compile(rb"<c/?>")
+_PREFIXED = re.compile(rb":c[\s/>]")
+
+
+def extent(handle: IO[bytes]) -> Extent:
+    """Scan a worksheet part for its farthest row and column, without building its cells.
+
+    The common form (`<c r="B7" ...>`, as Excel, LibreOffice and openpyxl write it) is measured
+    with byte searches; anything else (prefixed tags, cells without `r`) by reading every tag.
+    """
+    rows = digits = cells = 0
+    letters: set[bytes] = set()
+    tail = b""
+    while True:
+        chunk = handle.read(CHUNK)
+        data = tail + chunk
+        cut = data.rfind(b"<") if chunk else len(data)  # a tag may continue in the next chunk
+        body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
+        if body:
+            refs = body.count(b'<c r="')
+            if refs != body.count(b"<c ") or _BARE.search(body) or _PREFIXED.search(body):
+                so_far = Extent(rows, max((column_index(c.decode("ascii")) for c in letters), default=0), cells)
+                return _extent_by_tags(handle, [body, tail], so_far)
+            cells += refs
+            if refs:
+                if long := _LONG_ROW.findall(body):
+                    rows = max(rows, *map(int, long))
+                    digits = 8
+                for k in range(7, digits - 1, -1):
+                    found = _ROW_DIGITS[k].findall(body)
+                    if found:
+                        rows = max(rows, int(max(found)))  # equal lengths: the text order is the number order
+                        digits = k
+                        break
+                letters.update(_COLUMNS.findall(body))
+        if not chunk:
+            break
+    columns = max((column_index(c.decode("ascii")) for c in letters), default=0)
+    return Extent(rows, columns, cells)
+
+
+def _extent_by_tags(handle: IO[bytes], read: list[bytes], so_far: Extent) -> Extent:
+    """The extent of any well-formed worksheet: every row and cell tag, `r` or not, from where
+    the byte searches stopped (`so_far` measured what came before `read`)."""
+    max_row, max_col, cells = so_far.rows, so_far.columns, so_far.cells
+    row, col = max_row, 0
+    tail = b""
+    pending = list(read)
+    while True:
+        chunk = pending.pop(0) if pending else handle.read(CHUNK)
+        data = tail + chunk
+        cut = data.rfind(b"<") if chunk else len(data)
+        body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
+        for m in _TAG.finditer(body):
+            ref = _REF_ATTR.search(m.group(2))
+            if m.group(1) == b"row":
+                row = int(ref.group(2)) if ref and ref.group(2) else row + 1
+                col = 0
+                continue
+            if ref and ref.group(1) and ref.group(2):
+                col = column_index(ref.group(1).decode("ascii"))
+                row = int(ref.group(2))
+            else:
+                col += 1
+            cells += 1
+            max_row = max(max_row, row)
+            max_col = max(max_col, col)
+        if not chunk and not pending:
+            return Extent(max_row, max_col, cells)
+
+
+@dataclass
+class Styles:
+    """Which cell styles show a number as a date or a duration, and the workbook's date system."""
+
+    dates: frozenset[int]
+    durations: frozenset[int]
+    epoch: dt.datetime
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _events(handle: IO[bytes]) -> Iterator[tuple[str, Element]]:
+    """("start"|"end", element) of an XML stream, parsed as it is read."""
+    parser = XMLPullParser(events=("start", "end"))
+    while True:
+        chunk = handle.read(64 * 1024)
+        if not chunk:
+            break
+        parser.feed(chunk)
+        yield from parser.read_events()  # type: ignore[misc]
+    parser.close()
+    yield from parser.read_events()  # type: ignore[misc]
+
+
+def _text(element: Element) -> str:
+    """The text of a string item: its `t` runs, without phonetic (`rPh`) hints."""
+    parts: list[str] = []
+    for child in element:
+        name = _local(child.tag)
+        if name == "t":
+            parts.append(child.text or "")
+        elif name == "r":
+            parts.extend(t.text or "" for t in child if _local(t.tag) == "t")
+    return "".join(parts)
+
+
+def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:
+    from openpyxl.styles.numbers import BUILTIN_FORMATS, is_date_format, is_timedelta_format
+
+    epoch = dt.datetime(1904, 1, 1) if date1904 else dt.datetime(1899, 12, 30)
+    if not part or part not in zf.namelist():
+        return Styles(frozenset(), frozenset(), epoch)
+    formats: dict[int, str] = dict(BUILTIN_FORMATS)
+    dates: set[int] = set()
+    durations: set[int] = set()
+    in_xfs = False
+    index = 0
+    with zf.open(part) as handle:
+        for event, element in _events(handle):
+            name = _local(element.tag)
+            if event == "start" and name == "cellXfs":
+                in_xfs = True
+            elif event == "end" and name == "cellXfs":
+                in_xfs = False
+            elif event == "end" and name == "numFmt":
+                try:
+                    formats[int(element.get("numFmtId", ""))] = element.get("formatCode", "")
+                except ValueError:
+                    continue
+            elif event == "end" and name == "xf" and in_xfs:
+                try:
+                    code = formats.get(int(element.get("numFmtId", "0")), "")
+                except ValueError:
+                    code = ""
+                if code and is_timedelta_format(code):
+                    durations.add(index)
+                elif code and is_date_format(code):
+                    dates.add(index)
+                index += 1
+    return Styles(frozenset(dates), frozenset(durations), epoch)
+
+
+def _number(text: str, style: int, look: Styles) -> Any:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if style in look.durations:
+        return dt.timedelta(days=value)
+    if style in look.dates:
+        try:
+            moment = look.epoch + dt.timedelta(days=value)
+        except OverflowError:
+            return value
+        return moment.time() if 0 <= value < 1 else moment
+    return value
+
+
+def window(
+    zf: zipfile.ZipFile,
+    part: str,
+    r0: int,
+    c0: int,
+    r1: int,
+    c1: int,
+    *,
+    shared_strings: str | None,
+    look: Styles,
+    formulas: bool = False,
+) -> dict[tuple[int, int], Any]:
+    """The stored cells of rows r0..r1, columns c0..c1, keyed (row, column); parsing stops past r1.
+
+    With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value.
+    """
+    found: dict[tuple[int, int], Any] = {}
+    masters: dict[str, tuple[str, str]] = {}  # shared formula id -> (cell, formula)
+    strings: dict[tuple[int, int], int] = {}
+    row = col = 0
+    data: Element | None = None
+    with zf.open(part) as handle:
+        try:
+            for event, element in _events(handle):
+                name = _local(element.tag)
+                if name == "sheetData" and event == "start":
+                    data = element
+                if name == "row":
+                    if event == "start":
+                        ref = element.get("r")
+                        row = int(ref) if ref and ref.isdigit() else row + 1
+                        col = 0
+                        if row > r1:
+                            break  # rows come in order: nothing below is wanted
+                    elif data is not None:
+                        data.clear()  # rows already read: memory stays at one row
+                    continue
+                if name != "c" or event != "end":
+                    continue
+                m = _CELL_REF.fullmatch(element.get("r") or "")
+                if m:
+                    col, row = column_index(m.group(1)), int(m.group(2))
+                else:
+                    col += 1
+                if formulas and (formula := _formula(element, masters, row, col)) is not None:
+                    if r0 <= row <= r1 and c0 <= col <= c1:
+                        found[(row, col)] = formula
+                    continue
+                if not (r0 <= row <= r1 and c0 <= col <= c1):
+                    continue
+                kind = element.get("t", "n")
+                value_text: str | None = None
+                inline: str | None = None
+                for child in element:
+                    child_name = _local(child.tag)
+                    if child_name == "v":
+                        value_text = child.text or ""
+                    elif child_name == "is":
+                        inline = _text(child)
+                if kind == "inlineStr":
+                    found[(row, col)] = inline or ""
+                elif value_text is None:
+                    continue
+                elif kind == "s":
+                    if value_text.strip().isdigit():
+                        strings[(row, col)] = int(value_text)
+                elif kind == "b":
+                    found[(row, col)] = value_text.strip() == "1"
+                elif kind == "e":
+                    found[(row, col)] = CellError(value_text)
+                elif kind == "str":
+                    found[(row, col)] = value_text
+                elif kind == "d":
+                    try:
+                        found[(row, col)] = dt.datetime.fromisoformat(value_text)
+                    except ValueError:
+                        found[(row, col)] = value_text
+                else:
+                    try:
+                        style = int(element.get("s", "0"))
+                    except ValueError:
+                        style = 0
+                    found[(row, col)] = _number(value_text, style, look)
+        except ParseError as exc:
+            raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
+    if strings and shared_strings:
+        texts = _shared(zf, shared_strings, set(strings.values()))
+        for key, index in strings.items():
+            found[key] = texts.get(index, "")
+    return found
+
+
+def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: int) -> str | None:
+    """The formula of a cell as typed (`=...`), shared formulas translated to the cell; None if none."""
+    f = next((child for child in cell if _local(child.tag) == "f"), None)
+    if f is None:
+        return None
+    here = f"{column_letters(col)}{row}"
+    text = f.text or ""
+    if f.get("t") == "shared" and (si := f.get("si")) is not None:
+        if text:
+            masters[si] = (here, text)
+        elif si in masters:
+            from openpyxl.formula.translate import Translator, TranslatorError
+
+            origin, master = masters[si]
+            try:
+                return Translator("=" + master, origin=origin).translate_formula(here)
+            except TranslatorError:
+                return "=" + master
+    return "=" + text if text else None
+
+
+def _shared(zf: zipfile.ZipFile, part: str, wanted: set[int]) -> dict[int, str]:
+    """The shared strings at the `wanted` indices only; parsing stops after the last of them."""
+    out: dict[int, str] = {}
+    last = max(wanted)
+    index = 0
+    if part not in zf.namelist():
+        return out
+    root: Element | None = None
+    with zf.open(part) as handle:
+        try:
+            for event, element in _events(handle):
+                if root is None:
+                    root = element
+                if event != "end" or _local(element.tag) != "si":
+                    continue
+                if index in wanted:
+                    out[index] = _text(element)
+                root.clear()  # items already read: memory stays at one item
+                index += 1
+                if index > last:
+                    break
+        except ParseError as exc:
+            raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
+    return out
