@@ -3,7 +3,10 @@
 `compose()` is the one place servers are put together; `deskmcp serve all`, `deskmcp tools`,
 `deskmcp call` and the HTTP app (`deskmcp.httpapi`) all use it, so every path sees the same
 tool registry and the same error mapping. A server whose backend is not configured is
-skipped with one log line; two servers claiming one tool or prompt name is a start-up error.
+skipped with one log line; its tools are not listed, but a call to one answers not_found naming
+the server and why it is not running (the model, unlike the user, never sees the log), and the
+server instructions say which servers are not running. Two servers claiming one tool or prompt
+name is a start-up error.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from mcp.server.mcpserver.prompts import Prompt
 
 from deskmcp.core.config import WorkspaceSettings
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerSpec
 
@@ -45,6 +48,8 @@ class ComposedServer(DeskServer):
         super().__init__(name, instructions=instructions, **kwargs)
         self.tool_owners: dict[str, str] = {}
         self.prompt_owners: dict[str, str] = {}
+        self.skipped_tools: dict[str, tuple[str, str]] = {}
+        """Tool name (as specified and as published) -> (skipped server, why it was skipped)."""
 
     def tool_name(self, name: str) -> str:
         _claim(self.tool_owners, "tool", name, self.registering)
@@ -53,6 +58,16 @@ class ComposedServer(DeskServer):
     def add_prompt(self, prompt: Prompt) -> None:
         _claim(self.prompt_owners, "prompt", prompt.name, self.registering)
         super().add_prompt(prompt)
+
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        if name in self.skipped_tools and self._tool_manager.get_tool(name) is None:
+            server, reason = self.skipped_tools[name]
+            raise NotFound(
+                f"Tool {name} belongs to the {server} server, which is not running: {reason}. "
+                f"Fix that and restart deskmcp; meanwhile use the other servers' tools.",
+                {"tool": name, "server": server, "reason": reason},
+            )
+        super().check_arguments(name, arguments)
 
 
 def _claim(owners: dict[str, str], kind: str, name: str, owner: str) -> None:
@@ -96,6 +111,16 @@ class Composition:
     server: ComposedServer
     included: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _tool_names(spec: ServerSpec, workspace: Path | None) -> list[str]:
+    """The tools a server registers, learnt by registering it on a throwaway server: its service
+    is `Deferred`, so nothing is opened or created."""
+    module = spec.load()
+    settings = spec.settings(workspace=workspace)
+    probe = DeskServer(f"deskmcp-{spec.name}")
+    module.register(probe, Deferred(module.create_service, settings))
+    return [tool.name for tool in probe._tool_manager.list_tools()]  # pyright: ignore[reportPrivateUsage]
 
 
 def parse_names(value: str | None) -> list[str]:
@@ -153,6 +178,11 @@ def compose(
         plan.append((spec, module, settings))
 
     parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
+    if skipped:
+        lines = "\n".join(f"- {name}: {reason}" for name, reason in skipped.items())
+        parts.append(
+            "Not running (not configured), so their tools are not offered; tell the user what to fix:\n" + lines
+        )
     shared = WorkspaceSettings() if workspace is None else WorkspaceSettings(workspace=workspace)
     server = ComposedServer(
         name,
@@ -161,6 +191,13 @@ def compose(
         output_schemas=shared.output_schemas,
     )
     composition = Composition(server, skipped=skipped)
+    for spec in chosen:
+        if spec.name in skipped:
+            for tool in _tool_names(spec, workspace):
+                server.skipped_tools[tool] = server.skipped_tools[tool.replace(".", "_")] = (
+                    spec.name,
+                    skipped[spec.name],
+                )
     for spec, module, settings in plan:
         server.registering = spec.name
         server.declare_toolsets(spec.name, module.TOOLSETS, module.DEFAULT_TOOLSETS)

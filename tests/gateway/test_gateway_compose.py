@@ -87,3 +87,37 @@ async def test_composed_server_lists_and_calls_tools_in_both_protocol_modes(work
     assert json.loads(missing.content[0].text)["error"] == "not_found"  # type: ignore[union-attr]
     assert unknown.is_error
     assert json.loads(unknown.content[0].text)["error"] == "not_found"  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("names", ["spec", "safe"])
+async def test_a_skipped_servers_tools_answer_naming_the_server_and_why(
+    empty_workspace: Path, monkeypatch: pytest.MonkeyPatch, names: str
+) -> None:
+    monkeypatch.setenv("DESKMCP_TOOL_NAMES", names)
+    composition = compose()
+    reason = composition.skipped["meetings"]
+    tool = "granola.meetings.list" if names == "spec" else "granola_meetings_list"
+
+    async with Client(composition.server) as client:
+        listed = {t.name for t in (await client.list_tools()).tools}
+        result = await client.call_tool(tool, {})
+        unknown = await client.call_tool("no.such.tool", {})
+        instructions = client.instructions or ""
+
+    assert tool not in listed
+    assert result.is_error
+    error = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert error["error"] == "not_found"
+    assert "meetings server" in error["message"]
+    assert reason in error["message"]
+    assert error["details"] == {"tool": tool, "server": "meetings", "reason": reason}
+    assert "Unknown tool" in unknown.content[0].text  # type: ignore[union-attr]
+    assert f"- meetings: {reason}" in instructions
+
+
+def test_describing_a_skipped_servers_tools_creates_nothing(empty_workspace: Path, tmp_path: Path) -> None:
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    composition = compose()
+    assert "granola.cache.status" in composition.server.skipped_tools
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
