@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
-from email.errors import HeaderParseError, MessageError
+from email.errors import HeaderParseError, MessageDefect, MessageError
 from email.header import decode_header, make_header
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
@@ -30,6 +30,14 @@ _WS = re.compile(r"\s+")
 _SURROGATE = re.compile("[\udc80-\udcff]")
 _HEADER_ERRORS = (HeaderParseError, MessageError, ValueError, IndexError, TypeError, AttributeError, LookupError)
 SNIPPET_CHARS = 140
+# Real mail nests a few levels (mixed > alternative > related); past this the walker stops
+# descending, so a hostile message cannot exhaust the stack.
+MAX_DEPTH = 64
+_LONG_HEADER = 8192
+
+
+class NestingTooDeep(MessageDefect):
+    """The MIME structure nests deeper than the parser can follow: only the headers were read."""
 
 
 @dataclass
@@ -59,6 +67,7 @@ class ParsedMail:
     body: str
     attachments: list[Attachment]
     addresses: dict[str, list[str]]
+    unreadable: str | None = None  # why the body could not be read (the headers could)
 
     @property
     def snippet(self) -> str:
@@ -66,8 +75,17 @@ class ParsedMail:
 
 
 def parse_bytes(raw: bytes, *, fast: bool = False) -> EmailMessage:
-    """Parse with the modern policy, or (`fast`) with compat32 for bulk indexing."""
-    return (_FAST_PARSER if fast else _PARSER).parsebytes(raw)  # type: ignore[return-value]
+    """Parse with the modern policy, or (`fast`) with compat32 for bulk indexing.
+
+    A structure too deep for the parser (it recurses per level) is read headers only, with a
+    `NestingTooDeep` defect, so one hostile message never makes a whole listing fail."""
+    parser = _FAST_PARSER if fast else _PARSER
+    try:
+        return parser.parsebytes(raw)  # type: ignore[return-value]
+    except RecursionError:
+        msg = parser.parsebytes(raw, headersonly=True)
+        msg.defects.append(NestingTooDeep())
+        return msg  # type: ignore[return-value]
 
 
 def fix_text(text: str) -> str:
@@ -89,7 +107,9 @@ def header_text(msg: Message, name: str) -> str:
         found = _addresses_text(_WS.sub(" ", fix_text(_raw_value(msg, name))).strip())
         if found is not None:
             return found
-    if msg.policy is policy.compat32:
+    # The modern policy's header parser takes seconds on a value of a few hundred kilobytes; the
+    # raw decoding reads such a value in milliseconds.
+    if msg.policy is policy.compat32 or len(_raw_value(msg, name)) > _LONG_HEADER:
         return _WS.sub(" ", _raw_header(msg, name)).strip()
     try:
         value = msg.get(name)
@@ -302,7 +322,9 @@ class _Walker:
         size = len(payload_bytes(part)) if not part.is_multipart() else len(part.as_bytes(policy=policy.compat32))
         self.attachments.append(Attachment(len(self.attachments), name, ctype, size, part))
 
-    def body(self, part: Message) -> str:
+    def body(self, part: Message, depth: int = 0) -> str:
+        if depth > MAX_DEPTH:
+            return ""
         ctype = part.get_content_type()
         maintype = part.get_content_maintype()
         name = _filename(part)
@@ -315,13 +337,13 @@ class _Walker:
         if part.is_multipart():
             children = [p for p in part.get_payload() if isinstance(p, Message)]  # type: ignore[union-attr]
             if ctype == "multipart/alternative":
-                return self._alternative(children)
+                return self._alternative(children, depth + 1)
             if ctype == "multipart/related" and children:
-                text = self.body(children[0])
+                text = self.body(children[0], depth + 1)
                 for child in children[1:]:
-                    self._collect(child)
+                    self._collect(child, depth + 1)
                 return text
-            texts = [self.body(child) for child in children]
+            texts = [self.body(child, depth + 1) for child in children]
             return "\n\n".join(t for t in texts if t.strip())
         if disposition == "attachment" or (name and maintype != "text") or (name and disposition != "inline"):
             self.attach(part, name)
@@ -333,28 +355,30 @@ class _Walker:
         self.attach(part, name)
         return ""
 
-    def _alternative(self, children: list[Message]) -> str:
+    def _alternative(self, children: list[Message], depth: int) -> str:
         plain = [c for c in children if c.get_content_type() == "text/plain" and _disposition(c) != "attachment"]
         for child in plain:
             text = part_text(child)
             if text.strip():
                 for other in children:
                     if other is not child and other.get_content_maintype() not in ("text", "multipart"):
-                        self._collect(other)
+                        self._collect(other, depth)
                 return text
         # No usable plain part: the richest alternative (last) that yields text.
         for child in reversed(children):
-            text = self.body(child) if child.get_content_type() != "text/plain" else ""
+            text = self.body(child, depth) if child.get_content_type() != "text/plain" else ""
             if text.strip():
                 return text
         return ""
 
-    def _collect(self, part: Message) -> None:
+    def _collect(self, part: Message, depth: int) -> None:
         """Record attachments under `part` without using its text."""
+        if depth > MAX_DEPTH:
+            return
         if part.is_multipart() and part.get_content_maintype() != "message":
             for child in part.get_payload():  # type: ignore[union-attr]
                 if isinstance(child, Message):
-                    self._collect(child)
+                    self._collect(child, depth + 1)
         elif part.get_content_maintype() != "text" or _filename(part):
             self.attach(part, _filename(part))
 
@@ -362,10 +386,16 @@ class _Walker:
 def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
     """Everything the tools show about a message."""
     walker = _Walker()
-    try:
-        body = walker.body(msg)
-    except (*_HEADER_ERRORS, UnicodeError, KeyError):  # a structure the walker cannot follow
-        body = part_text(msg) if not msg.is_multipart() else ""
+    unreadable = None
+    if any(isinstance(d, NestingTooDeep) for d in msg.defects):
+        unreadable = f"its MIME structure nests deeper than {MAX_DEPTH} levels"
+        body = ""
+    else:
+        try:
+            body = walker.body(msg)
+        # RecursionError: flattening a deep enclosure to measure it (the walk itself is bounded).
+        except (*_HEADER_ERRORS, UnicodeError, KeyError, RecursionError):  # a structure the walker cannot follow
+            body = part_text(msg) if not msg.is_multipart() else ""
     raw_date = header_text(msg, "Date")
     moment = parse_date(raw_date) or None
     date = iso_utc(moment) if moment else raw_date
@@ -390,6 +420,7 @@ def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
         body=body.replace("\r\n", "\n").strip(),
         attachments=walker.attachments,
         addresses={"from": address_list(sender), "to": address_list(to), "cc": address_list(cc)},
+        unreadable=unreadable,
     )
 
 

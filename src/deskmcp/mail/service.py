@@ -18,7 +18,16 @@ from pathlib import Path
 import orjson
 from pydantic import SecretStr
 
-from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound, PermissionDenied, Timeout
+from deskmcp.core.errors import (
+    BadRequest,
+    Conflict,
+    DeskError,
+    IOFailure,
+    NotFound,
+    ParseError,
+    PermissionDenied,
+    Timeout,
+)
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
@@ -162,6 +171,7 @@ class MailService:
 
     def get_email(self, message_id: str, *, max_chars: int | None = None) -> EmailFull:
         summary, parsed = self._parsed(message_id)
+        _readable(message_id, parsed)
         return self._full(summary, parsed, max_chars or self.settings.max_chars)
 
     def _full(self, summary: EmailSummary, parsed: ParsedMail, max_chars: int) -> EmailFull:
@@ -196,6 +206,7 @@ class MailService:
     def get_attachment(self, message_id: str, index: int, *, save: bool = False) -> AttachmentContent:
         _, raw = self.backend.fetch(message_id)
         parsed = decode(parse_bytes(raw))
+        _readable(message_id, parsed)
         if not 0 <= index < len(parsed.attachments):
             raise NotFound(
                 f"Message {message_id} has no attachment {index}; get_email lists {len(parsed.attachments)}.",
@@ -515,6 +526,16 @@ class MailService:
         except (NotFound, IOFailure) as exc:
             log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
         return result
+
+
+def _readable(message_id: str, parsed: ParsedMail) -> None:
+    """A message whose body could not be read is a `parse_error` for the tools that show it."""
+    if parsed.unreadable is not None:
+        raise ParseError(
+            f"Message {message_id} cannot be read: {parsed.unreadable}. Its headers are in list_emails; open it"
+            " in a mail program, or move it to TRASH with move_email.",
+            {"message_id": message_id, "reason": parsed.unreadable},
+        )
 
 
 def _check_key(key: str | None) -> None:
