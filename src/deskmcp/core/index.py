@@ -162,7 +162,7 @@ class SearchIndex:
     # -- opening ---------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        _private_database(self.path)
+        private_database(self.path)
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")
@@ -755,8 +755,8 @@ class _Codec:
         return orjson.loads(unpacker.decompress(body[1:]))
 
 
-def _private_database(path: Path) -> None:
-    """Create the database file 0600 before SQLite does (it would make it 0644, and its -wal and
+def private_database(path: Path) -> None:
+    """Create a SQLite database file 0600 before SQLite does (it would make it 0644, and its -wal and
     -shm files copy the database's mode), and narrow the files an older version left wider."""
     os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
     for suffix in ("", "-wal", "-shm"):
