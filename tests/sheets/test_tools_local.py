@@ -158,7 +158,7 @@ async def test_formula_that_cannot_be_computed_is_reported(budget: Path, connect
         await call(
             c,
             "update_values",
-            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [["=VLOOKUP(1,A1:B3,2)"]]},
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [["=OFFSET(A1,1,1)"]]},
         )
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C3"]})
     assert out["ranges"][0]["uncomputed"] == ["Costs!C2"]
@@ -357,6 +357,7 @@ def test_toolsets_setting_picks_the_tools(tmp_path: Path, monkeypatch: pytest.Mo
     from deskmcp.gateway import compose
     from deskmcp.servers import get_spec
 
+    (tmp_path / "sheets").mkdir()
     monkeypatch.setenv("SHEETS_PATH", str(tmp_path / "sheets"))
     composition = compose([get_spec("sheets")], workspace=tmp_path, toolsets="sheets.read,sheets.structure")
     names = {t.name for t in anyio.run(composition.server.list_tools)}

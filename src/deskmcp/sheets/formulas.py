@@ -1,58 +1,79 @@
-"""A small spreadsheet formula evaluator, so formulas written locally read back as values.
+"""A spreadsheet formula evaluator, so formulas written locally read back as the values Excel shows.
 
-It covers what budgets and tables use: arithmetic, comparison, `&`, percentages, cell and range
-references (also on other sheets and whole columns) and the common functions in `FUNCTIONS`.
-Anything else raises `Uncomputable`, and the caller says so instead of guessing.
+A formula is parsed once into a small tree and evaluated against the workbook through callbacks:
+arithmetic, comparison, `&`, `%`, references (other sheets, whole columns, defined names) and the
+functions of `formula_functions.FUNCTIONS`, with Excel's rules for blanks, text and booleans
+(`formula_values`). Anything else raises `Uncomputable`, and the caller says so instead of
+guessing: a value this module returns is the one Excel or LibreOffice would compute.
 """
 
 from __future__ import annotations
 
-import math
+import datetime as dt
+import logging
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from deskmcp.sheets.a1 import column_index
+from deskmcp.sheets.formula_functions import FUNCTIONS, Context
+from deskmcp.sheets.formula_values import (
+    DIV0,
+    MISSING,
+    NA,
+    NAME,
+    NUM,
+    VALUE,
+    Area,
+    CellError,
+    DateSerial,
+    Uncomputable,
+    arith,
+    compare,
+    scalar,
+    text,
+)
 
+__all__ = [
+    "DIV0",
+    "NA",
+    "VALUE",
+    "CellError",
+    "DateSerial",
+    "Uncomputable",
+    "WorkbookCalculator",
+    "evaluate",
+    "shift_rows",
+    "workbook_names",
+]
 
-class Uncomputable(Exception):
-    """The formula uses something this evaluator does not implement (or refers in a cycle)."""
-
-
-@dataclass(frozen=True)
-class CellError:
-    """A spreadsheet error value such as `#DIV/0!`."""
-
-    code: str
-
-    def __str__(self) -> str:
-        return self.code
-
-
-DIV0 = CellError("#DIV/0!")
-VALUE = CellError("#VALUE!")
-NA = CellError("#N/A")
+log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(
     r"""\s*(?:
     (?P<string>"(?:[^"]|"")*")
   | (?P<ref>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?
-        (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(])
+        (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(.!])
   | (?P<func>[A-Za-z_][\w.]*)\s*\(
-  | (?P<bool>TRUE|FALSE)(?![\w(])
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+)
+  | (?P<bool>TRUE|FALSE)(?![\w(.])
+  | (?P<name>[A-Za-z_\\][\w.]*)(?![\w(!])
+  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
   | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!))
   | (?P<op><>|<=|>=|[-+*/^&=<>%(),;])
     )""",
     re.VERBOSE | re.IGNORECASE,
 )
 
-Range = list[list[Any]]
 Lookup = Callable[[str, int, int], Any]
 """(sheet, row, column) -> the cell's value, evaluating its formula if it has one."""
 Extent = Callable[[str], tuple[int, int]]
 """sheet -> (rows, columns) holding data, for whole-column references."""
+Names = Callable[[str, str], str | None]
+"""(sheet, NAME in upper case) -> what the defined name refers to (e.g. "Rates!$B$2:$B$9"), or None."""
+
+MAX_RANGE_CELLS = 2_000_000
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -69,13 +90,55 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return out
 
 
+# -- the formula tree ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    sheet: str | None  # None: the formula's own sheet
+    row0: int | None  # None: whole columns
+    col0: int
+    row1: int | None
+    col1: int
+    single: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NameRef:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    args: tuple[Any, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    op: str
+    left: Any
+    right: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # "-" or "%"
+    operand: Any
+
+
+Node = Const | Ref | NameRef | Call | Op | Unary
+
+
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]], sheet: str, lookup: Lookup, extent: Extent) -> None:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self.tokens = tokens
         self.i = 0
-        self.sheet = sheet
-        self.lookup = lookup
-        self.extent = extent
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -94,111 +157,115 @@ class _Parser:
             return tok[1]
         return None
 
-    def run(self) -> Any:
-        value = self.comparison()
-        if self.peek() is not None:
-            raise Uncomputable(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
-        return scalar(value)
+    def run(self) -> Node:
+        node = self.comparison()
+        tok = self.peek()
+        if tok is not None:
+            raise Uncomputable(f"unexpected {tok[1]!r}")
+        return node
 
-    def comparison(self) -> Any:
+    def comparison(self) -> Node:
         left = self.concat()
         while (o := self.op("=", "<>", "<", ">", "<=", ">=")) is not None:
-            right = self.concat()
-            left = compare(o, scalar(left), scalar(right))
+            left = Op(o, left, self.concat())
         return left
 
-    def concat(self) -> Any:
+    def concat(self) -> Node:
         left = self.additive()
         while self.op("&"):
-            right = self.additive()
-            a, b = scalar(left), scalar(right)
-            left = a if isinstance(a, CellError) else b if isinstance(b, CellError) else text(a) + text(b)
+            left = Op("&", left, self.additive())
         return left
 
-    def additive(self) -> Any:
+    def additive(self) -> Node:
         left = self.term()
         while (o := self.op("+", "-")) is not None:
-            left = arith(o, left, self.term())
+            left = Op(o, left, self.term())
         return left
 
-    def term(self) -> Any:
+    def term(self) -> Node:
         left = self.power()
         while (o := self.op("*", "/")) is not None:
-            left = arith(o, left, self.power())
+            left = Op(o, left, self.power())
         return left
 
-    def power(self) -> Any:
-        left = self.unary()
+    def power(self) -> Node:
+        left = self.percent()
         while self.op("^"):
-            left = arith("^", left, self.unary())
+            left = Op("^", left, self.percent())
         return left
 
-    def unary(self) -> Any:
+    def percent(self) -> Node:
+        node = self.unary()
+        while self.op("%"):
+            node = Unary("%", node)
+        return node
+
+    def unary(self) -> Node:
         if self.op("-"):
-            return arith("*", -1.0, self.unary())
+            return Unary("-", self.unary())
         if self.op("+"):
             return self.unary()
-        value = self.primary()
-        while self.op("%"):
-            value = arith("/", value, 100.0)
-        return value
+        return self.primary()
 
-    def primary(self) -> Any:
+    def primary(self) -> Node:
         kind, tok = self.take()
         if kind == "number":
-            return float(tok)
+            return Const(float(tok))
         if kind == "string":
-            return tok[1:-1].replace('""', '"')
+            return Const(tok[1:-1].replace('""', '"'))
         if kind == "bool":
-            return tok.upper() == "TRUE"
+            return Const(tok.upper() == "TRUE")
         if kind == "error":
-            return CellError(tok.upper())
+            return Const(CellError(tok.upper()))
         if kind == "ref":
-            return self.reference(tok)
+            return _reference(tok)
+        if kind == "name":
+            return NameRef(tok.upper())
         if kind == "func":
-            return self.call(tok.upper())
+            return self.call(tok.rstrip("( \t").upper())
         if kind == "op" and tok == "(":
-            value = self.comparison()
+            node = self.comparison()
             if not self.op(")"):
                 raise Uncomputable("a parenthesis is not closed")
-            return value
+            return node
         raise Uncomputable(f"unexpected {tok!r}")
 
-    def call(self, name: str) -> Any:
-        args: list[Any] = []
+    def call(self, name: str) -> Node:
+        args: list[Node] = []
         if not self.op(")"):
             while True:
-                args.append(self.comparison())
+                tok = self.peek()
+                if tok and tok[0] == "op" and tok[1] in (",", ";", ")"):
+                    args.append(Const(MISSING))
+                else:
+                    args.append(self.comparison())
                 if self.op(")"):
                     break
                 if not self.op(",", ";"):
                     raise Uncomputable(f"expected ',' or ')' in {name}")
-        fn = FUNCTIONS.get(name.removeprefix("_XLFN."))
-        if fn is None:
-            raise Uncomputable(f"the function {name} is not supported")
-        return fn(*args)
+        for prefix in ("_XLFN.", "_XLWS."):
+            name = name.removeprefix(prefix)
+        return Call(name, tuple(args))
 
-    def reference(self, tok: str) -> Any:
-        sheet = self.sheet
-        if "!" in tok:
-            prefix, _, tok = tok.rpartition("!")
-            sheet = prefix[1:-1].replace("''", "'") if prefix.startswith("'") else prefix
-        tok = tok.replace("$", "").upper()
-        first, _, second = tok.partition(":")
-        c0, r0 = _split(first)
-        if not second:
-            if r0 is None:
-                raise Uncomputable(f"{tok} is not a cell")
-            return self.lookup(sheet, r0, c0)
-        c1, r1 = _split(second)
-        if r0 is None or r1 is None:  # whole columns
-            rows, _cols = self.extent(sheet)
-            r0, r1 = 1, max(rows, 1)
-        r0, r1 = min(r0, r1), max(r0, r1)
-        c0, c1 = min(c0, c1), max(c0, c1)
-        if (r1 - r0 + 1) * (c1 - c0 + 1) > 2_000_000:
-            raise Uncomputable("the range is too large to compute")
-        return [[self.lookup(sheet, r, c) for c in range(c0, c1 + 1)] for r in range(r0, r1 + 1)]
+
+def _reference(tok: str) -> Ref:
+    sheet: str | None = None
+    if "!" in tok:
+        prefix, _, tok = tok.rpartition("!")
+        sheet = prefix[1:-1].replace("''", "'") if prefix.startswith("'") else prefix
+    tok = tok.replace("$", "").upper()
+    first, _, second = tok.partition(":")
+    c0, r0 = _split(first)
+    if not second:
+        if r0 is None:
+            raise Uncomputable(f"{tok} is not a cell")
+        return Ref(sheet, r0, c0, r0, c0, True)
+    c1, r1 = _split(second)
+    if (r0 is None) != (r1 is None):
+        raise Uncomputable(f"{tok} is not a range")
+    if r0 is None or r1 is None:
+        return Ref(sheet, None, min(c0, c1), None, max(c0, c1), False)
+    return Ref(sheet, min(r0, r1), min(c0, c1), max(r0, r1), max(c0, c1), False)
 
 
 def _split(ref: str) -> tuple[int, int | None]:
@@ -208,316 +275,215 @@ def _split(ref: str) -> tuple[int, int | None]:
     return column_index(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
-def evaluate(formula: str, sheet: str, lookup: Lookup, extent: Extent) -> Any:
-    """The value of `formula` (with or without the leading '=') on `sheet`."""
+@lru_cache(maxsize=4096)
+def parse(formula: str) -> Node:
+    """The tree of a formula (with or without its leading '=')."""
     body = formula[1:] if formula.startswith("=") else formula
-    return _Parser(tokenize(body), sheet, lookup, extent).run()
+    return _Parser(tokenize(body)).run()
 
 
-# -- values -------------------------------------------------------------------------------------
+# -- evaluation ---------------------------------------------------------------------------------
 
 
-def scalar(value: Any) -> Any:
-    if isinstance(value, list):
-        if len(value) == 1 and len(value[0]) == 1:
-            return value[0][0]
-        return VALUE
-    return value
+class _Evaluator:
+    """Evaluates one formula's tree in the context of its cell."""
 
+    def __init__(self, ctx: Context, lookup: Lookup, extent: Extent, names: Names | None) -> None:
+        self.ctx = ctx
+        self.lookup = lookup
+        self.extent = extent
+        self.names = names
+        self.name_depth = 0
 
-def number(value: Any) -> float | CellError:
-    value = scalar(value)
-    if isinstance(value, CellError):
-        return value
-    if value is None or value == "":
-        return 0.0
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip().replace(",", ""))
-        except ValueError:
-            return VALUE
-    return VALUE
+    def value(self, node: Node, arrays: bool = False) -> Any:
+        if isinstance(node, Const):
+            return node.value
+        if isinstance(node, Ref):
+            return self.area(node)
+        if isinstance(node, Op):
+            left = self.value(node.left, arrays)
+            right = self.value(node.right, arrays)
+            return self.binary(node.op, left, right, arrays)
+        if isinstance(node, Unary):
+            operand = self.value(node.operand, arrays)
+            if node.op == "-":
+                return self.binary("*", operand, -1.0, arrays)
+            return self.binary("/", operand, 100.0, arrays)
+        if isinstance(node, Call):
+            return self.call(node, arrays)
+        return self.name(node.name, arrays)
 
-
-def text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
-
-
-def truth(value: Any) -> bool | CellError:
-    value = scalar(value)
-    if isinstance(value, CellError):
-        return value
-    if isinstance(value, str):
-        if value.upper() in ("TRUE", "FALSE"):
-            return value.upper() == "TRUE"
-        return VALUE
-    n = number(value)
-    return n if isinstance(n, CellError) else n != 0
-
-
-def arith(op: str, left: Any, right: Any) -> Any:
-    a, b = number(left), number(right)
-    if isinstance(a, CellError):
-        return a
-    if isinstance(b, CellError):
-        return b
-    if op == "+":
-        return a + b
-    if op == "-":
-        return a - b
-    if op == "*":
-        return a * b
-    if op == "/":
-        return DIV0 if b == 0 else a / b
-    try:
-        return float(a**b)
-    except (OverflowError, ZeroDivisionError, TypeError):
-        return CellError("#NUM!")
-
-
-def compare(op: str, a: Any, b: Any) -> Any:
-    if isinstance(a, CellError):
-        return a
-    if isinstance(b, CellError):
-        return b
-    key_a, key_b = _order(a), _order(b)
-    return {
-        "=": key_a == key_b,
-        "<>": key_a != key_b,
-        "<": key_a < key_b,
-        ">": key_a > key_b,
-        "<=": key_a <= key_b,
-        ">=": key_a >= key_b,
-    }[op]
-
-
-def _order(value: Any) -> tuple[int, Any]:
-    # Spreadsheets order numbers < text < booleans; text compares case-insensitively.
-    if value is None:
-        return (0, 0.0)
-    if isinstance(value, bool):
-        return (2, value)
-    if isinstance(value, int | float):
-        return (0, float(value))
-    return (1, str(value).lower())
-
-
-def flatten(args: tuple[Any, ...]) -> Iterator[tuple[Any, bool]]:
-    """Each argument value, with whether it came from a range (ranges skip text and blanks)."""
-    for arg in args:
-        if isinstance(arg, list):
-            for row in arg:
-                for cell in row:
-                    yield cell, True
+    def area(self, ref: Ref) -> Area:
+        sheet = self.ctx.sheet if ref.sheet is None else ref.sheet
+        if ref.row0 is None or ref.row1 is None:
+            rows, _cols = self.extent(sheet)
+            r0, r1 = 1, max(rows, 1)
         else:
-            yield arg, False
+            r0, r1 = ref.row0, ref.row1
+        if (r1 - r0 + 1) * (ref.col1 - ref.col0 + 1) > MAX_RANGE_CELLS:
+            raise Uncomputable("the range is too large to compute")
+        cells = [[self.lookup(sheet, r, c) for c in range(ref.col0, ref.col1 + 1)] for r in range(r0, r1 + 1)]
+        return Area(cells, ref=True, sheet=sheet, row=r0, column=ref.col0)
+
+    def name(self, name: str, arrays: bool) -> Any:
+        if self.names is None:
+            raise Uncomputable(f"the name {name} is not known here")
+        definition = self.names(self.ctx.sheet, name)
+        if definition is None:
+            return NAME
+        if self.name_depth > 20:
+            raise Uncomputable(f"the name {name} refers to itself")
+        self.name_depth += 1
+        try:
+            return self.value(parse(definition), arrays)
+        finally:
+            self.name_depth -= 1
+
+    def call(self, node: Call, arrays: bool) -> Any:
+        fn = FUNCTIONS.get(node.name)
+        if fn is None:
+            raise Uncomputable(f"the function {node.name} is not supported")
+        fn.check_arity(node.name, len(node.args))
+        inner = arrays or fn.arrays
+        if fn.lazy:
+            args: list[Any] = [_Thunk(self, arg, inner) for arg in node.args]
+        else:
+            args = [self.value(arg, inner) for arg in node.args]
+        if fn.context:
+            return fn.run(self.ctx, *args)
+        return fn.run(*args)
+
+    def binary(self, op: str, left: Any, right: Any, arrays: bool) -> Any:
+        if _is_block(left) or _is_block(right):
+            if not arrays:
+                # Outside SUMPRODUCT and its kind, Excel would intersect the range with the formula's row.
+                raise Uncomputable("a range is used where one value is expected")
+            return _elementwise(op, left, right)
+        return _scalar_op(op, scalar(left), scalar(right))
 
 
-def numbers(args: tuple[Any, ...]) -> list[float] | CellError:
-    out: list[float] = []
-    for value, from_range in flatten(args):
-        if isinstance(value, CellError):
-            return value
-        if from_range:
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                out.append(float(value))
-            continue
-        n = number(value)
-        if isinstance(n, CellError):
-            return n
-        out.append(n)
-    return out
+class _Thunk:
+    """An argument evaluated only when a function asks (IF's untaken branch is never evaluated)."""
+
+    __slots__ = ("arrays", "evaluator", "node")
+
+    def __init__(self, evaluator: _Evaluator, node: Node, arrays: bool) -> None:
+        self.evaluator = evaluator
+        self.node = node
+        self.arrays = arrays
+
+    def __call__(self) -> Any:
+        return self.evaluator.value(self.node, self.arrays)
 
 
-def _aggregate(fn: Callable[[list[float]], Any]) -> Callable[..., Any]:
-    def run(*args: Any) -> Any:
-        values = numbers(args)
-        return values if isinstance(values, CellError) else fn(values)
-
-    return run
+def _is_block(value: Any) -> bool:
+    return isinstance(value, Area) and (value.height != 1 or value.width != 1)
 
 
-def _round(mode: str) -> Callable[..., Any]:
-    def run(value: Any, digits: Any = 0.0) -> Any:
-        n, d = number(value), number(digits)
-        if isinstance(n, CellError):
-            return n
-        if isinstance(d, CellError):
-            return d
-        factor = 10 ** int(d)
-        scaled = n * factor
-        if mode == "up":
-            scaled = math.ceil(abs(scaled)) * (1 if scaled >= 0 else -1)
-        elif mode == "down":
-            scaled = math.floor(abs(scaled)) * (1 if scaled >= 0 else -1)
-        else:  # half away from zero, as spreadsheets round
-            scaled = math.floor(abs(scaled) + 0.5) * (1 if scaled >= 0 else -1)
-        return scaled / factor
-
-    return run
+def _scalar_op(op: str, a: Any, b: Any) -> Any:
+    if op in ("+", "-", "*", "/", "^"):
+        return arith(op, a, b)
+    if op == "&":
+        if isinstance(a, CellError):
+            return a
+        if isinstance(b, CellError):
+            return b
+        return text(a) + text(b)
+    return compare(op, a, b)
 
 
-def _if(condition: Any, then: Any = True, otherwise: Any = False) -> Any:
-    t = truth(condition)
-    if isinstance(t, CellError):
-        return t
-    return scalar(then) if t else scalar(otherwise)
+def _elementwise(op: str, left: Any, right: Any) -> Area:
+    a = left.rows if isinstance(left, Area) else [[left]]
+    b = right.rows if isinstance(right, Area) else [[right]]
+    height = max(len(a), len(b))
+    width = max(len(a[0]), len(b[0]))
+    for block in (a, b):
+        if len(block) not in (1, height) or len(block[0]) not in (1, width):
+            raise Uncomputable("arrays of different sizes are combined")
+    rows = [
+        [
+            _scalar_op(
+                op,
+                a[r if len(a) > 1 else 0][c if len(a[0]) > 1 else 0],
+                b[r if len(b) > 1 else 0][c if len(b[0]) > 1 else 0],
+            )
+            for c in range(width)
+        ]
+        for r in range(height)
+    ]
+    return Area(rows)
 
 
-def _iferror(value: Any, fallback: Any) -> Any:
-    value = scalar(value)
-    return scalar(fallback) if isinstance(value, CellError) else value
+def _result(value: Any) -> Any:
+    """The value a formula cell shows: one value; a blank reference shows 0."""
+    if isinstance(value, Area):
+        if value.height != 1 or value.width != 1:
+            raise Uncomputable("the formula gives several values (it would spill over cells)")
+        value = value.rows[0][0]
+    if value is None or value is MISSING:
+        return 0.0
+    if isinstance(value, bool | str | CellError):
+        return value
+    if isinstance(value, DateSerial):
+        return value
+    if isinstance(value, int | float):
+        n = float(value)
+        return n if n == n and abs(n) != float("inf") else NUM
+    raise Uncomputable(f"the formula gives a value of type {type(value).__name__}")
 
 
-def _logical(fn: Callable[[list[bool]], bool]) -> Callable[..., Any]:
-    def run(*args: Any) -> Any:
-        values: list[bool] = []
-        for value, _from_range in flatten(args):
-            if value is None or (isinstance(value, str) and _from_range):
-                continue
-            t = truth(value)
-            if isinstance(t, CellError):
-                return t
-            values.append(t)
-        return fn(values)
-
-    return run
-
-
-def _text_fn(fn: Callable[[str], Any]) -> Callable[..., Any]:
-    def run(value: Any) -> Any:
-        value = scalar(value)
-        return value if isinstance(value, CellError) else fn(text(value))
-
-    return run
-
-
-def _concat(*args: Any) -> Any:
-    parts: list[str] = []
-    for value, _r in flatten(args):
-        if isinstance(value, CellError):
-            return value
-        parts.append(text(value))
-    return "".join(parts)
-
-
-def _sumif(criteria_range: Any, criterion: Any, sum_range: Any = None) -> Any:
-    if not isinstance(criteria_range, list):
-        return VALUE
-    target = sum_range if isinstance(sum_range, list) else criteria_range
-    match = _criterion(scalar(criterion))
-    total = 0.0
-    for r, row in enumerate(criteria_range):
-        for c, cell in enumerate(row):
-            if match(cell):
-                try:
-                    v = target[r][c]
-                except IndexError:
-                    continue
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    total += v
-    return total
-
-
-def _countif(criteria_range: Any, criterion: Any) -> Any:
-    if not isinstance(criteria_range, list):
-        return VALUE
-    match = _criterion(scalar(criterion))
-    return float(sum(1 for row in criteria_range for cell in row if match(cell)))
-
-
-def _criterion(criterion: Any) -> Callable[[Any], bool]:
-    if isinstance(criterion, str):
-        m = re.match(r"^(<>|<=|>=|=|<|>)(.*)$", criterion)
-        if m:
-            op, operand = m.group(1), m.group(2)
-            try:
-                target: Any = float(operand)
-            except ValueError:
-                target = operand
-            return lambda v: v is not None and compare(op, v, target) is True
-        return lambda v: isinstance(v, str) and v.lower() == criterion.lower()
-    return lambda v: v is not None and compare("=", v, criterion) is True
-
-
-def _mod(a: Any, b: Any) -> Any:
-    x, y = number(a), number(b)
-    if isinstance(x, CellError):
-        return x
-    if isinstance(y, CellError):
-        return y
-    return DIV0 if y == 0 else x - y * math.floor(x / y)
-
-
-def _sqrt(a: Any) -> Any:
-    x = number(a)
-    if isinstance(x, CellError):
-        return x
-    return CellError("#NUM!") if x < 0 else math.sqrt(x)
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "SUM": _aggregate(lambda v: float(sum(v))),
-    "AVERAGE": _aggregate(lambda v: sum(v) / len(v) if v else DIV0),
-    "MIN": _aggregate(lambda v: min(v) if v else 0.0),
-    "MAX": _aggregate(lambda v: max(v) if v else 0.0),
-    "PRODUCT": _aggregate(lambda v: float(math.prod(v)) if v else 0.0),
-    "COUNT": lambda *a: float(sum(1 for v, _r in flatten(a) if isinstance(v, int | float) and not isinstance(v, bool))),
-    "COUNTA": lambda *a: float(sum(1 for v, _r in flatten(a) if v is not None and v != "")),
-    "COUNTBLANK": lambda *a: float(sum(1 for v, _r in flatten(a) if v is None or v == "")),
-    "ROUND": _round("half"),
-    "ROUNDUP": _round("up"),
-    "ROUNDDOWN": _round("down"),
-    "INT": lambda a: n if isinstance(n := number(a), CellError) else float(math.floor(n)),
-    "ABS": lambda a: n if isinstance(n := number(a), CellError) else abs(n),
-    "MOD": _mod,
-    "POWER": lambda a, b: arith("^", a, b),
-    "SQRT": _sqrt,
-    "IF": _if,
-    "IFERROR": _iferror,
-    "AND": _logical(all),
-    "OR": _logical(any),
-    "NOT": lambda a: t if isinstance(t := truth(a), CellError) else not t,
-    "CONCAT": _concat,
-    "CONCATENATE": _concat,
-    "LEN": _text_fn(lambda s: float(len(s))),
-    "UPPER": _text_fn(str.upper),
-    "LOWER": _text_fn(str.lower),
-    "TRIM": _text_fn(lambda s: " ".join(s.split())),
-    "SUMIF": _sumif,
-    "COUNTIF": _countif,
-}
+def evaluate(
+    formula: str,
+    sheet: str,
+    lookup: Lookup,
+    extent: Extent,
+    names: Names | None = None,
+    *,
+    row: int = 0,
+    column: int = 0,
+    now: Callable[[], dt.datetime] = dt.datetime.now,
+) -> Any:
+    """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`)."""
+    ctx = Context(sheet=sheet, row=row, column=column, now=now)
+    try:
+        return _result(_Evaluator(ctx, lookup, extent, names).value(parse(formula)))
+    except RecursionError as exc:
+        raise Uncomputable("the formula nests too deeply") from exc
+    except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
+        # A case a function does not handle is reported, never turned into a value.
+        log.warning("formula %r on %s not computed: %s: %s", formula, sheet, type(exc).__name__, exc)
+        raise Uncomputable(f"the formula could not be computed ({type(exc).__name__})") from exc
 
 
 class WorkbookCalculator:
-    """Evaluates every formula of a workbook given its raw cells, memoised, cycles detected."""
+    """Evaluates every formula of a workbook given its raw cells, memoised, cycles detected.
+
+    `names` resolves defined names; `workbook_names(wb)` builds it from an openpyxl workbook.
+    """
 
     def __init__(
         self,
         raw: Callable[[str, int, int], Any],
         extent: Extent,
         is_text: Callable[[str, int, int], bool] = lambda _s, _r, _c: False,
+        names: Names | None = None,
+        now: Callable[[], dt.datetime] = dt.datetime.now,
     ) -> None:
         self.raw = raw
         self.extent = extent
         self.is_text = is_text
+        self.names = names
+        self.now = now
         self.memo: dict[tuple[str, int, int], Any] = {}
+        self.failed: dict[tuple[str, int, int], Uncomputable] = {}
         self.active: set[tuple[str, int, int]] = set()
 
     def value(self, sheet: str, row: int, column: int) -> Any:
         key = (sheet, row, column)
         if key in self.memo:
             return self.memo[key]
+        if key in self.failed:
+            raise self.failed[key]
         cell = self.raw(sheet, row, column)
         if not (isinstance(cell, str) and cell.startswith("=")) or self.is_text(sheet, row, column):
             return cell
@@ -525,11 +491,31 @@ class WorkbookCalculator:
             raise Uncomputable("the formula refers to itself (circular reference)")
         self.active.add(key)
         try:
-            result = evaluate(cell, sheet, self.value, self.extent)
+            result = evaluate(cell, sheet, self.value, self.extent, self.names, row=row, column=column, now=self.now)
+        except Uncomputable as exc:
+            self.failed[key] = exc
+            raise
         finally:
             self.active.discard(key)
         self.memo[key] = result
         return result
+
+
+def workbook_names(wb: Any) -> Names:
+    """The defined names of an openpyxl workbook (global and per sheet) as `WorkbookCalculator` takes them."""
+    found: dict[tuple[str, str], str] = {}
+    for name, definition in getattr(wb, "defined_names", {}).items():
+        if definition.value:
+            found[("", name.upper())] = definition.value
+    for ws in getattr(wb, "worksheets", []):
+        for name, definition in getattr(ws, "defined_names", {}).items():
+            if definition.value:
+                found[(ws.title, name.upper())] = definition.value
+
+    def resolve(sheet: str, name: str) -> str | None:
+        return found.get((sheet, name)) or found.get(("", name))
+
+    return resolve
 
 
 # -- keeping references right when rows move ------------------------------------------------------
