@@ -302,7 +302,7 @@ async def test_saving_a_workbook_with_a_chart_is_refused_and_the_file_is_untouch
         ws.append([i])
     chart = BarChart()
     chart.add_data(Reference(ws, min_col=1, min_row=1, max_row=4))
-    ws.add_chart(chart, "C1")
+    ws.add_chart(chart, "C1")  # pyright: ignore[reportCallIssue] - openpyxl's stubs miss the anchor
     path = root / "chart.xlsx"
     wb.save(path)
     assert any(n.startswith("xl/charts/") for n in zipfile.ZipFile(path).namelist())
@@ -370,8 +370,9 @@ async def test_destructive_tools_say_so_in_their_annotations(connect: Connect) -
     async with connect() as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
     for name in ("update_values", "clear_values", "delete_sheet", "delete_rows", "batch_update"):
-        assert tools[name].annotations is not None
-        assert tools[name].annotations.destructive_hint is True
+        annotations = tools[name].annotations
+        assert annotations is not None
+        assert annotations.destructive_hint is True
     assert tools["read_values"].annotations is not None
     assert tools["read_values"].annotations.read_only_hint is True
 

@@ -60,6 +60,8 @@ def unavailable(settings: SheetsSettings) -> str | None:
         if not (settings.google_service_account_file or settings.google_use_adc or settings.google_token_path.exists()):
             return "no Google authorisation: run `deskmcp auth google` (or set GOOGLE_SERVICE_ACCOUNT_FILE)"
         return None
+    if settings.sheets_path is not None and not settings.sheets_path.is_dir():
+        return f"the sheets folder {settings.sheets_path} does not exist; create it or fix SHEETS_PATH"
     missing = [str(f) for f in settings.folders if not f.is_dir()]
     if missing:
         return f"SHEETS_FOLDERS names folders that do not exist: {', '.join(missing)}"

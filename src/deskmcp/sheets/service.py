@@ -37,7 +37,7 @@ def create_backend(settings: SheetsSettings) -> SheetsBackend:
         return GoogleBackend(settings)
     from deskmcp.sheets.backends.local import LocalBackend
 
-    return LocalBackend(settings.root, settings.folders)
+    return LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
 
 
 def _rows(values: Any, what: str = "values") -> list[list[Any]]:

@@ -165,8 +165,11 @@ class LocalBackend:
     name = "local"
     scan_rows = 10_000
 
-    def __init__(self, root: Path, folders: list[Path] | None = None, *, cache_sheets: int = 4) -> None:
-        root.mkdir(parents=True, exist_ok=True)
+    def __init__(
+        self, root: Path, folders: list[Path] | None = None, *, cache_sheets: int = 4, create_root: bool = True
+    ) -> None:
+        if create_root:  # the default folder only: a configured one that is missing is a typo to report
+            root.mkdir(parents=True, exist_ok=True)
         self.roots: dict[str, Path] = {"": root.resolve()}
         for folder in folders or []:
             label = re.sub(r"[^\w.-]", "_", folder.name) or "folder"
@@ -195,7 +198,17 @@ class LocalBackend:
         rel = relative_posix(root, path)
         return f"{label}:{rel}" if label else rel
 
+    def check_root(self) -> None:
+        """not_found when the main folder is missing (SHEETS_PATH names a folder that does not exist)."""
+        root = self.roots[""]
+        if not root.is_dir():
+            raise NotFound(
+                f"The sheets folder {root} does not exist. Create it or set SHEETS_PATH to your workbooks folder.",
+                {"root": str(root), "variable": "SHEETS_PATH"},
+            )
+
     def locate(self, spreadsheet_id: str, *, must_exist: bool = True) -> tuple[Path, str]:
+        self.check_root()
         label, sep, rel = spreadsheet_id.partition(":")
         if sep and label in self.roots and label:
             root = self.roots[label]
@@ -227,6 +240,7 @@ class LocalBackend:
                     yield label, root, path
 
     def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
+        self.check_root()
         found = []
         needle = (query or "").lower()
         for label, root, path in self._files():
