@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import sys
@@ -13,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import pytest
 
 from deskmcp.core.errors import BadRequest, Timeout
 from deskmcp.core.policies import ManualClock, RetryPolicy
+from deskmcp.diagrams.models import MermaidCheck
 from deskmcp.diagrams.output import filename_stem
 from deskmcp.diagrams.render import KrokiRenderer, OfflineRenderer
 from deskmcp.diagrams.server import Settings
@@ -215,6 +219,62 @@ async def test_other_tools_answer_while_a_render_is_running(
                 await anyio.to_thread.run_sync(gate.write_text, "go")
     slow.close()
     assert rendered["path"] == "diagrams/slow.png"
+
+
+class _GatedRenderer:
+    """A renderer whose validations hold their thread until the test opens the gate."""
+
+    name = "gated"
+    concurrency = 1
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.started = anyio.Event()
+        self.token = anyio.lowlevel.current_token()
+        self.finished = 0
+
+    def validate(self, code: str) -> MermaidCheck:
+        anyio.from_thread.run_sync(self.started.set, token=self.token)
+        self.gate.wait(60)
+        self.finished += 1
+        return MermaidCheck(valid=True, diagram_type="flowchart-v2")
+
+    def render(self, code: str, fmt: str) -> Any:
+        raise AssertionError("not rendered in this test")
+
+    def close(self) -> None:
+        self.gate.set()
+
+
+@pytest.mark.anyio
+async def test_a_cheap_call_answers_while_45_validations_hold_the_renderer_and_the_overflow_is_rate_limited(
+    connect: Connect, project: Path, settings_for: Any
+) -> None:
+    write(project, "a.txt", "x")
+    settings = settings_for(project, render_queue=8)
+    gated = _GatedRenderer()
+    answers: list[Any] = []
+    async with connect(service=DiagramsService(settings, renderer=gated)) as client:
+
+        async def validate() -> None:
+            answers.append(await client.call_tool("validate_mermaid", {"code": FLOW}))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                for _ in range(45):
+                    tg.start_soon(validate)
+                await gated.started.wait()
+                # the renderer is busy and the queue is full: other tools still answer
+                listed = await call(client, "list_files")
+                assert [f["path"] for f in listed["files"]] == ["a.txt"]
+                assert gated.finished == 0
+                await anyio.to_thread.run_sync(gated.gate.set)
+    refused = [json.loads(a.content[0].text) for a in answers if a.is_error]
+    assert {e["error"] for e in refused} == {"rate_limited"}
+    assert "DIAGRAM_RENDER_QUEUE" in refused[0]["message"]
+    assert len(refused) == 45 - 1 - 8  # one running, eight waiting
+    assert gated.finished == 9
+    assert all(a.structured_content["valid"] for a in answers if not a.is_error)
 
 
 # -- the corpus --------------------------------------------------------------------------------

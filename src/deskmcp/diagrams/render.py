@@ -47,6 +47,8 @@ class Image:
 
 class Renderer(Protocol):
     name: str
+    concurrency: int
+    """How many renders it can usefully run at once."""
 
     def render(self, code: str, fmt: str) -> Image: ...
 
@@ -154,6 +156,7 @@ class OfflineRenderer:
     """mermaid.js in a reusable worker process, one diagram at a time, within time and memory limits."""
 
     name = "offline"
+    concurrency = 1  # one worker process, one diagram at a time
 
     def __init__(self, settings: DiagramsSettings, command: list[str] | None = None) -> None:
         self.timeout = settings.render_timeout
@@ -268,6 +271,7 @@ class KrokiRenderer:
     """Renders through a Kroki server (POST /mermaid/{format}), with the core retry and throttle policies."""
 
     name = "kroki"
+    concurrency = 2  # as many as the throttle lets through
 
     def __init__(self, settings: DiagramsSettings, transport: httpx2.BaseTransport | None = None) -> None:
         import httpx2

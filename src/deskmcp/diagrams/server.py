@@ -109,14 +109,14 @@ def register(server: DeskServer, service: DiagramsService) -> None:
         )
 
     @server.tool("validate_mermaid", annotations=READS_SOURCES, toolset="render")
-    def validate_mermaid(code: Annotated[str, Field(description="Mermaid diagram text")]) -> MermaidCheck:
+    async def validate_mermaid(code: Annotated[str, Field(description="Mermaid diagram text")]) -> MermaidCheck:
         """Check Mermaid syntax without rendering: valid, the diagram type, or the parser's message and line."""
-        return service.validate_mermaid(code)
+        return await service.queued(lambda: service.validate_mermaid(code))
 
     @server.tool(
         "render_mermaid", annotations=writes(destructive=True, idempotent=False, open_world=True), toolset="render"
     )
-    def render_mermaid(
+    async def render_mermaid(
         code: Annotated[str, Field(description="Mermaid diagram text")],
         title: Annotated[str, Field(description="Title; the file name is made from it")],
         format: Annotated[str, Field(pattern="^(png|svg)$", description="'png' or 'svg'")] = "png",
@@ -124,7 +124,7 @@ def register(server: DeskServer, service: DiagramsService) -> None:
     ) -> CallToolResult:
         """Render Mermaid to an image, save it under the diagrams folder and return it.
         A syntax error is a bad_request with the parser's message and line: fix and retry."""
-        result, data = service.render_mermaid(code, title, format, overwrite=overwrite)
+        result, data = await service.queued(lambda: service.render_mermaid(code, title, format, overwrite=overwrite))
         mime = "image/png" if result.format == "png" else "image/svg+xml"
         summary = result.model_dump(mode="json")
         return CallToolResult(

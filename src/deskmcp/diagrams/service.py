@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.pagination import decode_cursor, page, query_key
@@ -14,6 +15,7 @@ from deskmcp.diagrams.sources.factory import SourceFactory
 
 if TYPE_CHECKING:
     from deskmcp.diagrams.render import Renderer
+    from deskmcp.diagrams.render_queue import RenderQueue
     from deskmcp.diagrams.settings import DiagramsSettings
     from deskmcp.diagrams.sources.git import GitRepositories
     from deskmcp.diagrams.sources.github import GitHubClient
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 MAX_LIST_LIMIT = 5000
 LISTING_TTL = 30.0
 """How long the later pages of a listing are served from the first page's walk."""
+
+T = TypeVar("T")
 
 
 class DiagramsService:
@@ -37,6 +41,7 @@ class DiagramsService:
         self._listings: TTLCache[tuple[object, ...], list[Entry]] = TTLCache(LISTING_TTL, max_entries=8)
         self._renderer = renderer
         self._owns_renderer = renderer is None
+        self._queue: RenderQueue | None = None
 
     @property
     def renderer(self) -> Renderer:
@@ -45,6 +50,15 @@ class DiagramsService:
 
             self._renderer = make_renderer(self.settings)
         return self._renderer
+
+    async def queued(self, work: Callable[[], T]) -> T:
+        """Run a render or validation in the render queue (its own threads, a bounded wait line),
+        never in the thread pool the other tools share. Past the queue limit: rate_limited."""
+        if self._queue is None:
+            from deskmcp.diagrams.render_queue import RenderQueue
+
+            self._queue = RenderQueue(self.renderer.concurrency, self.settings.render_queue)
+        return await self._queue.run(work)
 
     def list_files(
         self,
@@ -156,5 +170,7 @@ class DiagramsService:
 
     def close(self) -> None:
         self.sources.close()
+        if self._queue is not None:
+            self._queue.close()
         if self._renderer is not None and self._owns_renderer:
             self._renderer.close()

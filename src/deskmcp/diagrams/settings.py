@@ -11,8 +11,9 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 class DiagramsSettings(WorkspaceSettings):
     """Environment: `PROJECT_ROOT`, `DIAGRAM_OUT_DIR`, `KROKI_BASE_URL`, `GITHUB_TOKEN`, `GITHUB_API_URL`,
-    `DIAGRAM_RENDER_TIMEOUT`, `DIAGRAM_RENDER_MEMORY_MB`, `DIAGRAM_MAX_PNG_PIXELS`, `GIT_CACHE_TTL`,
-    `DIAGRAMS_HTTP_TIMEOUT`, `DIAGRAMS_MAX_WAIT`, plus the workspace's (`MAX_FILE_CHARS` bounds reads)."""
+    `DIAGRAM_RENDER_TIMEOUT`, `DIAGRAM_RENDER_MEMORY_MB`, `DIAGRAM_MAX_PNG_PIXELS`, `DIAGRAM_RENDER_QUEUE`,
+    `GIT_CACHE_TTL`, `DIAGRAMS_HTTP_TIMEOUT`, `DIAGRAMS_MAX_WAIT`, plus the workspace's
+    (`MAX_FILE_CHARS` bounds reads)."""
 
     project_root: OptionalPath = Field(
         default=None,
@@ -56,6 +57,12 @@ class DiagramsSettings(WorkspaceSettings):
         ge=10_000,
         validation_alias=env_alias("max_png_pixels", "DIAGRAM_MAX_PNG_PIXELS"),
         description="Largest PNG (width x height); bigger diagrams are scaled down to fit.",
+    )
+    render_queue: int = Field(
+        default=8,
+        ge=0,
+        validation_alias=env_alias("render_queue", "DIAGRAM_RENDER_QUEUE"),
+        description="Renders and validations that may wait behind the running ones; more are rate_limited.",
     )
     git_cache_ttl: float = Field(
         default=300.0,
