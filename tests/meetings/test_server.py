@@ -269,6 +269,54 @@ async def test_an_encrypted_cache_is_a_clear_error_not_stale_data(settings: Meet
         status = await call(client, "granola.cache.status")
     assert body["error"] == "parse_error" and "encrypted" in body["message"]
     assert status["encrypted_newer"].endswith("cache-v6.json.enc")
+    assert (status["ok"], status["error"], status["message"]) == (False, "parse_error", body["message"])
+
+
+async def test_cache_status_reports_a_corrupt_cache_instead_of_failing(settings: MeetingsSettings, tmp_path: Path):
+    path = tmp_path / "granola" / "cache-v6.json"
+    path.write_bytes(b'{"cache": {"state": {"docu')
+    async with Client(create_server(settings)) as client:
+        body = await error(client, "granola.meetings.list")
+        status = await call(client, "granola.cache.status")
+    assert status["ok"] is False
+    assert status["error"] == "parse_error"
+    assert status["message"] == body["message"]
+    assert status["path"] == str(path)
+    assert status["exists"] is True
+    assert status["size_bytes"] == path.stat().st_size
+
+
+@pytest.mark.parametrize("document", [{"foo": 1}, {}, {"cache": {"foo": 1}}, {"cache": json.dumps({"foo": 1})}])
+async def test_a_json_file_with_none_of_a_caches_keys_is_not_a_granola_cache(
+    settings: MeetingsSettings, tmp_path: Path, document: dict[str, Any]
+):
+    path = tmp_path / "granola" / "cache-v6.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    async with Client(create_server(settings)) as client:
+        body = await error(client, "granola.meetings.list")
+        status = await call(client, "granola.cache.status")
+    assert body["error"] == "parse_error"
+    assert "not a Granola cache" in body["message"]
+    assert "GRANOLA_CACHE_PATH" in body["message"]
+    assert (status["ok"], status["error"], status["path"]) == (False, "parse_error", str(path))
+    assert status["meetings"] == 0
+
+
+async def test_an_empty_but_well_formed_cache_is_zero_meetings(settings: MeetingsSettings, tmp_path: Path):
+    (tmp_path / "granola" / "cache-v6.json").write_text('{"cache": {"state": {}}}', encoding="utf-8")
+    async with Client(create_server(settings)) as client:
+        listed = await call(client, "granola.meetings.list")
+        status = await call(client, "granola.cache.status")
+    assert listed["total"] == 0
+    assert (status["ok"], status["error"], status["meetings"]) == (True, None, 0)
+
+
+async def test_cache_status_reports_a_missing_cache_with_the_places_searched(tmp_path: Path):
+    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=tmp_path / "nowhere", timezone="UTC")
+    async with Client(create_server(settings)) as client:
+        status = await call(client, "granola.cache.status")
+    assert (status["ok"], status["error"], status["exists"]) == (False, "not_found", False)
+    assert "GRANOLA_CACHE_PATH" in status["message"]
 
 
 async def test_concurrent_calls_all_succeed(settings: MeetingsSettings):

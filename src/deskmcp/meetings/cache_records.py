@@ -55,6 +55,10 @@ class _LazyState(msgspec.Struct):
     documentListsMetadata: dict[str, Any] = {}
 
 
+STATE_KEYS = frozenset(_LazyState.__struct_fields__)
+"""The keys of a cache state this reader uses; a document with none of them is not a cache."""
+
+
 class _LazyCache(msgspec.Struct):
     state: _LazyState | None = None
 
@@ -113,6 +117,15 @@ def tolerant_state(data: bytes | memoryview, name: str, *, inner: bool) -> tuple
     state = cache.get("state", cache)
     if not isinstance(state, dict):
         raise CacheReadError("parse_error", f"The cache state in {name} is not an object.")
+    if "state" not in cache and not STATE_KEYS & state.keys():
+        # Any JSON object would otherwise read as a cache of 0 meetings, hiding a wrong path.
+        raise CacheReadError(
+            "parse_error",
+            f"{name} is not a Granola cache: it holds none of a cache's keys ('cache', 'state', "
+            f"{', '.join(repr(k) for k in sorted(STATE_KEYS))}). Point GRANOLA_CACHE_PATH at Granola's "
+            "cache-v*.json file or its folder.",
+            {"path": name},
+        )
     return state, fmt
 
 

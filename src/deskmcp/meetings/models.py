@@ -126,7 +126,12 @@ class ParticipantList(BaseModel):
 
 
 class CacheStatus(BaseModel):
-    path: str | None = Field(description="The cache file in use, or null when none was found")
+    ok: bool = Field(
+        default=True, description="False when the other tools cannot read the cache; see error and message"
+    )
+    error: str | None = Field(default=None, description="The error code the other tools answer with, when not ok")
+    message: str | None = Field(default=None, description="What is wrong and how to fix it, when not ok")
+    path: str | None = Field(description="The cache file in use (full path), or null when none was found")
     exists: bool
     format: str | None = Field(default=None, description="cache-v3 (string) / cache-v4 / cache-v6 (object)")
     size_bytes: int | None = None

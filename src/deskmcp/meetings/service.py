@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
-from deskmcp.core.errors import BadRequest, IOFailure, NotFound, from_payload
+from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound, from_payload
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, IndexSchema, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.meetings import cache_file, granola_cache
@@ -415,16 +415,27 @@ class MeetingService:
         )
 
     def status(self) -> CacheStatus:
+        """The cache and index state. Never fails on a cache the other tools cannot read: it
+        reports why instead (ok=false, the error code and message they answer with, the path)."""
         location = self.location()
         index_path = str(self.index_path)
+        searched = [str(p) for p in location.searched]
         if location.path is None:
+            status = CacheStatus(path=None, exists=False, index_path=index_path, searched_locations=searched)
+            _report(status, lambda: granola_cache.require_location(location))
+            return status
+        try:
+            st = location.path.stat()
+        except OSError as exc:
             return CacheStatus(
-                path=None,
-                exists=False,
+                ok=False,
+                error=IOFailure.code,
+                message=f"{location.path} cannot be read: {exc.strerror}.",
+                path=str(location.path),
+                exists=location.path.exists(),
                 index_path=index_path,
-                searched_locations=[str(p) for p in location.searched],
+                searched_locations=searched,
             )
-        st = location.path.stat()
         status = CacheStatus(
             path=str(location.path),
             exists=True,
@@ -432,17 +443,27 @@ class MeetingService:
             modified=iso(parse_timestamp(st.st_mtime)),
             encrypted_newer=str(location.encrypted_newer) if location.encrypted_newer else None,
             index_path=index_path,
-            searched_locations=[str(p) for p in location.searched],
+            searched_locations=searched,
         )
-        if location.encrypted_newer is None:
-            self.refresh()
-            status.format = self.index.get_meta("format")
-            status.meetings = self.index.count()
-            status.folders = len(orjson.loads(self.index.get_meta("folders") or "[]"))
-            status.transcripts = int(self.index.get_meta("transcripts") or 0)
-            status.indexed_at = self.index.get_meta("indexed_at")
-            status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
+        if not _report(status, self.refresh):
+            return status
+        status.format = self.index.get_meta("format")
+        status.meetings = self.index.count()
+        status.folders = len(orjson.loads(self.index.get_meta("folders") or "[]"))
+        status.transcripts = int(self.index.get_meta("transcripts") or 0)
+        status.indexed_at = self.index.get_meta("indexed_at")
+        status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
         return status
+
+
+def _report(status: CacheStatus, check: Callable[[], object]) -> bool:
+    """Run `check`; when it fails with a taxonomy error, record that error in `status`."""
+    try:
+        check()
+    except DeskError as exc:
+        status.ok, status.error, status.message = False, exc.code, exc.message
+        return False
+    return True
 
 
 @contextmanager
