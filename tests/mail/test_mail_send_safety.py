@@ -3,6 +3,7 @@ across send_email and send_draft. Checked at a real SMTP server on loopback (aio
 
 from __future__ import annotations
 
+import os
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -164,3 +165,32 @@ async def test_a_tab_in_a_subject_is_kept(connect: Connect) -> None:
         sent = await call(c, "send_email", {"to": "a@example.org", "subject": "A\tB", "body": "b"})
         copy = await call(c, "get_email", {"message_id": sent["message_id"]})
     assert copy["subject"] == "A B"
+
+
+async def test_security_mail_files_are_created_0600_and_folders_0700(connect: Connect, workspace: Path) -> None:
+    old = os.umask(0o022)  # the usual umask, which would leave files 0644 and folders 0755
+    try:
+        async with connect() as c:
+            deliver(workspace, make_mail("Files", "see", attachment=("n.txt", b"notes", "text/plain")))
+            message_id = (await call(c, "list_emails"))["emails"][0]["id"]
+            await call(c, "add_label", {"message_id": message_id, "label_name": "Kept"})
+            await call(c, "get_attachment", {"message_id": message_id, "index": 0, "save": True})
+            await call(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b", "idempotency_key": "p"})
+            await call(c, "create_draft", {"to": "a@example.org", "subject": "d", "body": "d"})
+            await call(c, "move_email", {"message_id": message_id, "destination_label": "Projects/New"})
+    finally:
+        os.umask(old)
+    made = [workspace / "mail", workspace / ".deskmcp", workspace / "attachments"]
+    wide = [
+        f"{path.relative_to(workspace)} {path.stat().st_mode & 0o777:o}"
+        for top in made
+        for path in [top, *top.rglob("*")]
+        if path.stat().st_mode & 0o777 != (0o700 if path.is_dir() else 0o600)
+        # messages delivered by the test itself, as another mail program would, keep their mode
+        and not (path.is_file() and path.name.startswith("1700000000."))
+        # tantivy writes its segment files under the umask; their 0700 folder keeps them private
+        and not (path.is_file() and path.parent.name.endswith(".text"))
+    ]
+    assert (workspace / ".deskmcp" / "mail-sends.sqlite3").is_file()
+    assert (workspace / "mail" / "deskmcp-labels.sqlite3").is_file()
+    assert wide == [], wide

@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 
 from deskmcp.core.errors import IOFailure
+from deskmcp.core.index import private_database
+from deskmcp.core.textindex import private_folder
 
 
 @dataclass
@@ -33,7 +35,9 @@ class JournalRow:
 class SendJournal:
     def __init__(self, path: Path) -> None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # It holds every keyed message's raw bytes, Bcc included: the user's alone.
+            private_folder(path.parent)
+            private_database(path)
             self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
@@ -41,7 +45,7 @@ class SendJournal:
                 "CREATE TABLE IF NOT EXISTS sends (key TEXT PRIMARY KEY, request TEXT, rfc TEXT, status TEXT,"
                 " raw BLOB, thread_hint TEXT, result TEXT, created TEXT, updated TEXT)"
             )
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise IOFailure(f"The send journal {path} could not be opened: {exc}.") from exc
         self._lock = threading.Lock()
 

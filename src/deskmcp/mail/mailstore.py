@@ -27,6 +27,10 @@ SYSTEM_FOLDERS = {"SENT": ".Sent", "DRAFT": ".Drafts", "TRASH": ".Trash", "SPAM"
 ARCHIVE_DIR = ".Archive"
 _DIR_TO_LABEL = {v.lower(): k for k, v in SYSTEM_FOLDERS.items()}
 _LABEL = re.compile(r"^[\w][\w \-&+@/]*$", re.UNICODE)
+# Mail is the user's alone: message files are created 0600 and the folders we create 0700
+# (a folder another mail program made keeps its mode).
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
 _counter = 0
 _counter_lock = threading.Lock()
 
@@ -106,10 +110,11 @@ class MailStore:
     def ensure(self, directory: str = "") -> Path:
         base = self.root / directory if directory else self.root
         try:
+            base.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
             for sub in ("cur", "new", "tmp"):
-                (base / sub).mkdir(parents=True, exist_ok=True)
+                (base / sub).mkdir(exist_ok=True, mode=PRIVATE_FOLDER)
             if directory:
-                (base / "maildirfolder").touch(exist_ok=True)
+                (base / "maildirfolder").touch(exist_ok=True, mode=PRIVATE_FILE)
         except OSError as exc:
             raise IOFailure(f"The mail folder {base} could not be created: {exc.strerror}.") from exc
         return base
@@ -152,7 +157,7 @@ class MailStore:
         key = new_key()
         tmp = base / "tmp" / key
         try:
-            with tmp.open("xb") as handle:
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())

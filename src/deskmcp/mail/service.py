@@ -218,7 +218,8 @@ class MailService:
         )
         if save:
             folder = self.settings.workspace / "attachments" / message_id
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the user's files: not for others
+            folder.mkdir(exist_ok=True, mode=0o700)
             target = safe_join(folder, _safe_filename(item.filename, index))
             data = item.part.as_bytes() if item.content_type.startswith("message/") else item.payload()
             atomic_write_bytes(target, data, mode=0o600)

@@ -23,7 +23,7 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
+from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, private_database, text_match
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.base import Labelled, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
@@ -99,7 +99,8 @@ class LabelTable:
     """Labels that are not folders, per message key, in a small SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=mailstore.PRIVATE_FOLDER)
+        private_database(path)
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._conn.execute("PRAGMA journal_mode=WAL")
