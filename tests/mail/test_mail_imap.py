@@ -116,7 +116,7 @@ def fill(server: ImapServer) -> None:
     ("query", "expected"),
     [
         ("is:unread", ["Launch plan", "Budget review"]),
-        ("", ["Old news", "Launch plan", "Budget review"]),
+        ("", ["Launch plan", "Budget review", "Old news"]),
         ("from:bob", ["Launch plan"]),
         ("subject:budget OR subject:launch", ["Launch plan", "Budget review"]),
         ("-is:unread", ["Old news"]),

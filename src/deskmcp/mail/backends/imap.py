@@ -1,10 +1,11 @@
 """IMAP + SMTP for any provider (Fastmail, iCloud, Outlook, Dovecot, Gmail by app password).
 
-Reading goes through `imapclient` (TLS verified); the Gmail query is translated into IMAP
-SEARCH criteria, within one folder at a time (INBOX unless the query names one with `in:` or
-`label:`). Labels are IMAP keywords where the server allows them, else folders (a copy of
-the message, the way Gmail's own IMAP shows labels). Ids name the folder, its UIDVALIDITY and
-the UID, so a move gives the message a new id, which the tools return.
+Reading goes through `imapclient` (TLS verified). A query runs in the folder it names with
+`in:`/`label:`, else in every folder but Trash and Spam (`in:anywhere`: all of them), newest
+first by the Date header (the server's SORT where offered); `imap_search` translates it.
+Labels are IMAP keywords where the server allows them, else folders; folder names use `/`
+for nesting whatever the server's separator. Ids name the folder, its UIDVALIDITY and the UID,
+so a move gives the message a new id, which the tools return.
 """
 
 from __future__ import annotations
@@ -12,30 +13,41 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import imaplib
 import logging
 import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
 
 import orjson
 
 from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, NotFound, Timeout
+from deskmcp.mail.backends import imap_fetch, imap_search
 from deskmcp.mail.backends.base import Labelled, Sent
-from deskmcp.mail.mime import decode, parse_bytes, thread_root
+from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
+from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
-from deskmcp.mail.query import And, Node, Not, Or, Term, parse_day, relative_seconds, size_bytes
+from deskmcp.mail.query import Node
 
 log = logging.getLogger(__name__)
 
 SEEN, FLAGGED, DRAFT, DELETED = b"\\Seen", b"\\Flagged", b"\\Draft", b"\\Deleted"
 SPECIAL = {"SENT": (b"\\Sent", "Sent"), "DRAFT": (b"\\Drafts", "Drafts"), "TRASH": (b"\\Trash", "Trash"),
            "SPAM": (b"\\Junk", "Junk"), "ARCHIVE": (b"\\Archive", "Archive")}  # fmt: skip
-SUMMARY_BYTES = 16_384
+_REMEMBERED_PAGES = 256
+_CACHED_KEYS = 200_000
+_ROOT_DEPTH = 5
+
+# Where a page ends: (sent time, folder, uid), ordered newest first.
+Key = tuple[float, str, int]
+
+
+def _order(key: Key) -> tuple[float, str, int]:
+    return (-key[0], key[1], -key[2])
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,14 @@ def thread_token(root: str) -> str:
     return base64.urlsafe_b64encode(root.encode()).decode().rstrip("=")
 
 
+def _words(exc: BaseException) -> str:
+    """The server's own words in an imaplib error (bytes reprs unwrapped)."""
+    text = str(exc)
+    if text.startswith(("b'", 'b"')) and text.endswith(("'", '"')):
+        text = text[2:-1]
+    return text.strip() or type(exc).__name__
+
+
 class ImapBackend:
     name = "imap"
 
@@ -91,6 +111,12 @@ class ImapBackend:
         self._lock = threading.RLock()
         self._folders: dict[str, str] = {}
         self._keywords: dict[str, bool] = {}
+        self._delimiter: str | None = None
+        self._keys: dict[tuple[str, int, int], float] = {}
+        self._pages: dict[tuple[str, int, int], Key] = {}
+        self._roots: dict[str, str] = {}
+        self._selected: tuple[str, int] = ("", 0)
+        self._flags: tuple[bytes, ...] = ()
 
     # -- connection ------------------------------------------------------------------------
 
@@ -101,25 +127,40 @@ class ImapBackend:
         c = self.config
         where = f"{c.host}:{c.effective_port}"
         context = ssl.create_default_context()
+        client: Any = None
         try:
             client = IMAPClient(
                 c.host, port=c.effective_port, ssl=c.security == "ssl", ssl_context=context, timeout=c.timeout
             )
             if c.security == "starttls":
+                if not client.has_capability("STARTTLS"):
+                    raise ExternalServiceError(
+                        f"The IMAP server {where} does not offer STARTTLS; set MAIL_IMAP_SECURITY=ssl (port 993)"
+                        " if it speaks TLS from the start.",
+                        {"server": where},
+                    )
                 client.starttls(context)
             client.login(c.user or self.address, c.password or "")
         except LoginError as exc:
             raise AuthRequired(
-                f"The IMAP server {where} refused the login; check MAIL_IMAP_USER and MAIL_IMAP_PASSWORD"
-                " (most providers need an app password).",
+                f"The IMAP server {where} refused the login ({_words(exc)}); check MAIL_IMAP_USER and"
+                " MAIL_IMAP_PASSWORD (most providers need an app password).",
                 {"server": where},
             ) from exc
         except TimeoutError as exc:
             raise Timeout(f"The IMAP server {where} did not answer in {c.timeout:g} s.", {"server": where}) from exc
-        except (OSError, ssl.SSLError) as exc:
+        except (imaplib.IMAP4.error, OSError, ssl.SSLError) as exc:
+            # A closed connection, a BYE greeting or a refused STARTTLS: the server's words, and
+            # what to check.
+            if client is not None:
+                with contextlib.suppress(OSError, imaplib.IMAP4.error):
+                    client.shutdown()
             raise ExternalServiceError(
-                f"The IMAP server {where} could not be reached: {exc}.", {"server": where}
+                f"The IMAP server {where} could not be used: {_words(exc)}. Check MAIL_IMAP_HOST, MAIL_IMAP_PORT"
+                " and MAIL_IMAP_SECURITY (ssl on 993, starttls on 143), then retry.",
+                {"server": where},
             ) from exc
+        client.normalise_times = False
         return client
 
     @contextmanager
@@ -142,9 +183,10 @@ class ImapBackend:
                 self._drop()
                 if isinstance(exc, TimeoutError):
                     raise Timeout(f"The IMAP server did not answer in {self.config.timeout:g} s.") from exc
-                raise ExternalServiceError(f"The IMAP server failed: {exc}.") from exc
+                raise ExternalServiceError(f"The IMAP server failed: {_words(exc)}.") from exc
 
     def _drop(self) -> None:
+        self._selected = ("", 0)
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(OSError):
@@ -159,6 +201,19 @@ class ImapBackend:
 
     # -- folders ---------------------------------------------------------------------------
 
+    def _separator(self, client: Any) -> str:
+        if self._delimiter is None:
+            found = next((d for _f, d, _n in client.list_folders("", "INBOX") if d), None)
+            separator = found.decode() if isinstance(found, bytes) else (found or "/")
+            self._delimiter = separator
+            return separator
+        return self._delimiter
+
+    def _mailbox(self, client: Any, label: str) -> str:
+        """The server's name of a folder label (`Clients/Acme` is `Clients.Acme` where `.` separates)."""
+        sep = self._separator(client)
+        return label.replace("/", sep) if sep != "/" else label
+
     def folder_for(self, client: Any, label: str, *, create: bool = False) -> str:
         upper = label.upper()
         if upper == "INBOX":
@@ -172,7 +227,7 @@ class ImapBackend:
                 if found is None and not client.folder_exists(fallback):
                     client.create_folder(fallback)
             return self._folders[key]
-        name = label
+        name = self._mailbox(client, label)
         if not client.folder_exists(name):
             if not create:
                 raise NotFound(f"No folder or label {label!r}; list_labels shows them.", {"label": label})
@@ -185,124 +240,251 @@ class ImapBackend:
         for key, name in self._folders.items():
             if name == folder:
                 return None if key == "ARCHIVE" else key
-        return folder
+        sep = self._delimiter or "/"
+        return folder.replace(sep, "/") if sep != "/" else folder
+
+    def _all_folders(self, client: Any, *, hidden: bool) -> list[str]:
+        """Every selectable folder (Trash and Spam only with `hidden`)."""
+        self._find_specials(client)
+        skip = set() if hidden else {self._folders[key] for key in HIDDEN if key in self._folders}
+        out = []
+        for flags, _delim, name in client.list_folders():
+            if b"\\Noselect" in flags or b"\\NonExistent" in flags or name in skip:
+                continue
+            out.append(name)
+        return out
+
+    def _find_specials(self, client: Any) -> None:
+        """Learn which folders are Sent, Drafts, Trash, Spam and Archive (none is created here)."""
+        for key, (flag, fallback) in SPECIAL.items():
+            if key not in self._folders:
+                found = client.find_special_folder(flag)
+                if found is None and client.folder_exists(fallback):
+                    found = fallback
+                if found is not None:
+                    self._folders[key] = found
 
     def _select(self, client: Any, folder: str, *, readonly: bool = False) -> int:
         info = client.select_folder(folder, readonly=readonly)
-        return int(info[b"UIDVALIDITY"])
+        self._keywords[folder] = b"\\*" in info.get(b"PERMANENTFLAGS", ())
+        self._selected = (folder, int(info[b"UIDVALIDITY"]))
+        self._flags = tuple(info.get(b"FLAGS", ()))
+        return self._selected[1]
 
     def _keywords_allowed(self, client: Any, folder: str) -> bool:
         if folder not in self._keywords:
-            info = client.select_folder(folder)
-            self._keywords[folder] = b"\\*" in info.get(b"PERMANENTFLAGS", ())
+            self._select(client, folder, readonly=True)
         return self._keywords[folder]
-
-    # -- search translation ----------------------------------------------------------------
-
-    def _split_folder(self, node: Node | None) -> tuple[str, Node | None]:
-        """The folder a query names at its top level (INBOX by default) and the rest."""
-        terms = list(node.nodes) if isinstance(node, And) else ([node] if node is not None else [])
-        for term in terms:
-            if (
-                isinstance(term, Term)
-                and term.op in ("in", "label")
-                and term.value.lower() not in ("unread", "starred")
-            ):
-                rest = [t for t in terms if t is not term]
-                value = "INBOX" if term.value.lower() == "anywhere" else term.value
-                return value, (And(tuple(rest)) if len(rest) > 1 else (rest[0] if rest else None))
-        return "INBOX", node
-
-    def criteria(self, node: Node | None, keywords: bool) -> list[Any]:
-        if node is None:
-            return ["ALL"]
-        if isinstance(node, And):
-            return [c for n in node.nodes for c in self.criteria(n, keywords)]
-        if isinstance(node, Not):
-            return ["NOT", self.criteria(node.node, keywords)]
-        if isinstance(node, Or):
-            parts = [self.criteria(n, keywords) for n in node.nodes]
-            combined = parts[-1]
-            for part in reversed(parts[:-1]):
-                combined = ["OR", part, combined]
-            return combined
-        return self._term(node, keywords)
-
-    def _term(self, term: Term, keywords: bool) -> list[Any]:
-        op, value = term.op, term.value
-        simple = {None: "TEXT", "from": "FROM", "to": "TO", "cc": "CC", "bcc": "BCC", "subject": "SUBJECT"}
-        if op in simple:
-            return [simple[op], value]
-        if op == "is":
-            return [{"unread": "UNSEEN", "read": "SEEN", "starred": "FLAGGED", "unstarred": "UNFLAGGED"}[value.lower()]]
-        if op == "has":
-            return ["HEADER", "Content-Type", "multipart/mixed"]
-        if op == "filename":
-            return ["BODY", value]
-        if op in ("after", "before"):
-            day = parse_day(value).date()
-            return ["SINCE" if op == "after" else "BEFORE", day]
-        if op in ("newer_than", "older_than"):
-            day = (datetime.now(UTC) - timedelta(seconds=relative_seconds(value))).date()
-            return ["SINCE" if op == "newer_than" else "BEFORE", day]
-        if op in ("larger", "smaller"):
-            return [op.upper(), size_bytes(value)]
-        if op == "rfc822msgid":
-            return ["HEADER", "Message-ID", value if value.startswith("<") else f"<{value}>"]
-        if op in ("label", "in"):
-            lower = value.lower()
-            if lower in ("unread", "starred"):
-                return ["UNSEEN" if lower == "unread" else "FLAGGED"]
-            if keywords:
-                return ["KEYWORD", _keyword(value)]
-            raise BadRequest(
-                f"On IMAP a query can name one folder (in:/label: at its top level); '{op}:{value}' inside OR or"
-                " after '-' needs keyword support, which this server lacks.",
-                {"operator": op, "value": value},
-            )
-        raise BadRequest(f"The search operator '{op}:' is not supported on IMAP.", {"operator": op})
 
     # -- reading ---------------------------------------------------------------------------
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
-        label, rest = self._split_folder(query)
-        with self.session() as client:
-            folder = self.folder_for(client, label)
-            keywords = self._keywords_allowed(client, folder)
-            validity = self._select(client, folder, readonly=True)
-            uids = sorted(client.search(self.criteria(rest, keywords)), reverse=True)
-            page = uids[offset : offset + limit]
-            summaries = self._summaries(client, folder, validity, page)
-        return summaries, len(uids) > offset + limit
+    def _scope(self, client: Any, plan: imap_search.Plan) -> tuple[list[str], list[Any]]:
+        """The folders a query searches and any criterion its label adds (a keyword)."""
+        if plan.label is None:
+            return self._all_folders(client, hidden=plan.everywhere), []
+        upper = plan.label.upper()
+        if upper in ("INBOX", "DRAFTS", *SPECIAL):
+            return [self.folder_for(client, plan.label)], []
+        name = self._mailbox(client, plan.label)
+        if client.folder_exists(name):
+            return [name], []
+        folders = [f for f in self._all_folders(client, hidden=False) if self._keywords_allowed(client, f)]
+        if not folders:
+            raise NotFound(f"No folder or label {plan.label!r}; list_labels shows them.", {"label": plan.label})
+        return folders, ["KEYWORD", keyword_for(plan.label)]
 
-    def _summaries(self, client: Any, folder: str, validity: int, uids: list[int]) -> list[EmailSummary]:
-        if not uids:
-            return []
-        part = f"BODY.PEEK[]<0.{SUMMARY_BYTES}>"
-        data = client.fetch(uids, ["FLAGS", "RFC822.SIZE", part])
-        out = []
-        for uid in uids:
-            item = data.get(uid)
-            if item is None:
+    def _search(self, client: Any, criteria: list[Any]) -> list[int]:
+        """UIDs matching `criteria`, newest first (server-side SORT where offered)."""
+        from imapclient.exceptions import IMAPClientError
+
+        charset = imap_search.charset_for(criteria)
+        try:
+            if client.has_capability("SORT"):
+                return list(client.sort(["REVERSE", "DATE"], criteria, charset or "UTF-8"))
+            uids = list(client.search(criteria, charset))
+        except IMAPClientError as exc:
+            if charset and "BADCHARSET" in str(exc).upper():
+                raise BadRequest(
+                    "This IMAP server cannot search for non-ASCII text; search with ASCII words"
+                    " (a sender's address, another word of the subject).",
+                    {"charset": charset},
+                ) from exc
+            raise
+        times = self._key_times(client, uids)
+        return sorted(uids, key=lambda u: (-times[u], -u))
+
+    def _key_times(self, client: Any, uids: list[int]) -> dict[int, float]:
+        """The sort time of each uid in the selected folder (cached: a message never changes)."""
+        folder, validity = self._selected
+        missing = [u for u in uids if (folder, validity, u) not in self._keys]
+        if missing:
+            if len(self._keys) > _CACHED_KEYS:
+                self._keys.clear()
+            for uid, item in client.fetch(missing, imap_fetch.KEY_ITEMS).items():
+                self._keys[(folder, validity, uid)] = imap_fetch.sort_time(item)
+        return {u: self._keys.get((folder, validity, u), 0.0) for u in uids}
+
+    def _after(self, client: Any, uids: list[int], boundary: Key) -> int:
+        """Where in `uids` (newest first) the messages after `boundary` start: a binary search
+        that fetches the sort time of a few messages."""
+        folder = self._selected[0]
+        low, high = 0, len(uids)
+        target = _order(boundary)
+        while low < high:
+            middle = (low + high) // 2
+            uid = uids[middle]
+            when = self._key_times(client, [uid])[uid]
+            if _order((when, folder, uid)) <= target:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def _structure_filter(self, client: Any, uids: list[int], plan: imap_search.Plan) -> list[int]:
+        if not plan.structure or not uids:
+            return uids
+        keep: set[int] = set()
+        for start in range(0, len(uids), 1000):
+            chunk = uids[start : start + 1000]
+            for uid, item in client.fetch(chunk, ["BODYSTRUCTURE"]).items():
+                parts = imap_fetch.attachments(item.get(b"BODYSTRUCTURE"))
+                if imap_search.matches_structure(parts, plan.structure):
+                    keep.add(uid)
+        return [u for u in uids if u in keep]
+
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+        plan = imap_search.plan(query)
+        boundary = self._pages.get((raw, limit, offset)) if offset else None
+        with self.session() as client:
+            folders, extra = self._scope(client, plan)
+            per_folder: dict[str, tuple[int, list[int]]] = {}
+            # Without a remembered boundary, an offset into the merged list: each folder gives
+            # its first offset + limit + 1 (one folder: the slice itself).
+            skip = 0 if boundary is not None else offset
+            for folder in folders:
+                validity = self._select(client, folder, readonly=True)
+                criteria = [*extra, *imap_search.criteria(plan.rest, self._keywords[folder])] or ["ALL"]
+                uids = self._structure_filter(client, self._search(client, criteria), plan)
+                if boundary is not None:
+                    uids = uids[self._after(client, uids, boundary) :]
+                elif len(folders) == 1:
+                    uids, skip = uids[offset:], 0
+                per_folder[folder] = (validity, uids[: skip + limit + 1])
+            if len(folders) == 1:
+                folder = folders[0]
+                validity, head = per_folder[folder]
+                fetched = self._fetch_summaries(client, folder, validity, head)
+            else:
+                fetched = self._merged(client, per_folder, skip, limit)
+            page, more = fetched[:limit], len(fetched) > limit
+            summaries = self._summaries(client, page)
+        if page and more:
+            if len(self._pages) >= _REMEMBERED_PAGES:
+                self._pages.pop(next(iter(self._pages)))
+            last_folder, _validity, last = page[-1]
+            self._pages[(raw, limit, offset + limit)] = (last.time, last_folder, last.uid)
+        return summaries, more
+
+    def _merged(
+        self, client: Any, per_folder: dict[str, tuple[int, list[int]]], offset: int, limit: int
+    ) -> list[tuple[str, int, imap_fetch.Fetched]]:
+        """The newest `offset + limit + 1` across folders: sort times first, summaries for the page only."""
+        keyed: list[tuple[Key, int]] = []
+        for folder, (validity, uids) in per_folder.items():
+            if not uids:
                 continue
-            raw = next((v for k, v in item.items() if k.startswith(b"BODY[]")), b"") or b""
-            out.append(self._summary(folder, validity, uid, item.get(b"FLAGS", ()), raw))
+            self._select(client, folder, readonly=True)
+            times = self._key_times(client, uids)
+            keyed.extend(((times[u], folder, u), validity) for u in uids)
+        keyed.sort(key=lambda item: _order(item[0]))
+        chosen = keyed[offset : offset + limit + 1]
+        out: list[tuple[str, int, imap_fetch.Fetched]] = []
+        for folder in per_folder:
+            wanted = [key[2] for key, _v in chosen if key[1] == folder]
+            if wanted:
+                out.extend(self._fetch_summaries(client, folder, per_folder[folder][0], wanted))
+        out.sort(key=lambda item: _order((item[2].time, item[0], item[2].uid)))
         return out
 
-    def _summary(self, folder: str, validity: int, uid: int, flags: tuple[bytes, ...], raw: bytes) -> EmailSummary:
-        parsed = decode(parse_bytes(raw))
-        labels: list[str] = []
-        folder_label = self._label_of_folder(folder)
-        if folder_label:
-            labels.append(folder_label)
-        labels.extend(_label_from_keyword(f) for f in flags if not f.startswith(b"\\") and not f.startswith(b"$"))
-        unread = SEEN not in flags
-        if unread:
-            labels.append("UNREAD")
-        if FLAGGED in flags:
-            labels.append("STARRED")
-        mid = encode_id(folder, validity, uid)
-        root = thread_root(parsed)
+    def _fetch_summaries(
+        self, client: Any, folder: str, validity: int, uids: list[int]
+    ) -> list[tuple[str, int, imap_fetch.Fetched]]:
+        if not uids:
+            return []
+        if self._selected[0] != folder:
+            self._select(client, folder, readonly=True)
+        items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
+        data = client.fetch(uids, items)
+        out = [(folder, validity, imap_fetch.read(uid, data[uid])) for uid in uids if uid in data]
+        for _folder, _validity, got in out:
+            self._keys[(folder, validity, got.uid)] = got.time
+        return out
+
+    def _summaries(self, client: Any, page: list[tuple[str, int, imap_fetch.Fetched]]) -> list[EmailSummary]:
+        pending = {
+            got.parsed.in_reply_to for _f, _v, got in page if got.parsed.in_reply_to and not got.parsed.references
+        }
+        self._resolve_roots(client, {p for p in pending if p})
+        return [self._summary(folder, validity, got) for folder, validity, got in page]
+
+    def _thread_root(self, parsed: ParsedMail) -> str:
+        if not parsed.references and parsed.in_reply_to:
+            return self._roots.get(parsed.in_reply_to) or parsed.in_reply_to
+        return thread_root(parsed)
+
+    def _resolve_roots(self, client: Any, ids: set[str]) -> None:
+        """The conversation root of replies that carry only In-Reply-To: their parent's root."""
+        todo = {i for i in ids if i not in self._roots}
+        chain: dict[str, str] = {}
+        for _ in range(_ROOT_DEPTH):
+            if not todo:
+                break
+            found = self._headers_of(client, todo)
+            next_round: set[str] = set()
+            for mid in todo:
+                parent = found.get(mid)
+                if parent is None:
+                    self._roots[mid] = mid
+                elif parent.references:
+                    self._roots[mid] = parent.references[0]
+                elif parent.in_reply_to and parent.in_reply_to not in chain:
+                    chain[mid] = parent.in_reply_to
+                    next_round.add(parent.in_reply_to)
+                else:
+                    self._roots[mid] = mid
+            todo = {i for i in next_round if i not in self._roots}
+        for mid in sorted(chain, key=len):
+            seen, at = {mid}, chain[mid]
+            while at in chain and at not in seen:
+                seen.add(at)
+                at = chain[at]
+            self._roots[mid] = self._roots.get(at, at)
+
+    def _headers_of(self, client: Any, ids: set[str]) -> dict[str, Any]:
+        """The threading headers of the messages with these Message-IDs, wherever they are."""
+        out: dict[str, Any] = {}
+        for folder in self._all_folders(client, hidden=False):
+            missing = [i for i in ids if i not in out]
+            if not missing:
+                break
+            self._select(client, folder, readonly=True)
+            criteria: list[Any] = ["HEADER", "Message-ID", missing[-1]]
+            for mid in missing[:-1]:
+                criteria = ["OR", ["HEADER", "Message-ID", mid], criteria]
+            uids = client.search(criteria)
+            if not uids:
+                continue
+            fields = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID IN-REPLY-TO REFERENCES)]"
+            for item in client.fetch(uids, [fields]).values():
+                parsed = decode(parse_bytes(next(iter(v for k, v in item.items() if k.startswith(b"BODY")), b"")))
+                if parsed.rfc_message_id in ids:
+                    out[parsed.rfc_message_id] = parsed
+        return out
+
+    def _summary(self, folder: str, validity: int, got: imap_fetch.Fetched) -> EmailSummary:
+        parsed, flags = got.parsed, got.flags
+        mid = encode_id(folder, validity, got.uid)
+        root = self._thread_root(parsed)
         return EmailSummary(
             id=mid,
             thread_id=thread_token(root) if root else mid,
@@ -312,17 +494,29 @@ class ImapBackend:
             to=parsed.to,
             cc=parsed.cc,
             date=parsed.date,
-            snippet=parsed.snippet,
-            labels=labels,
-            unread=unread,
-            has_attachments=bool(parsed.attachments),
+            snippet=got.snippet,
+            labels=self._labels_of(folder, flags),
+            unread=SEEN not in flags,
+            has_attachments=bool(got.attachments),
         )
+
+    def _labels_of(self, folder: str, flags: tuple[bytes, ...]) -> list[str]:
+        labels: list[str] = []
+        folder_label = self._label_of_folder(folder)
+        if folder_label:
+            labels.append(folder_label)
+        labels.extend(label_for_keyword(f) for f in flags if is_user_keyword(f))
+        if SEEN not in flags:
+            labels.append("UNREAD")
+        if FLAGGED in flags:
+            labels.append("STARRED")
+        return labels
 
     def _locate(self, client: Any, message_id: str, *, readonly: bool = True) -> tuple[str, int]:
         folder, validity, uid = decode_id(message_id)
         try:
             current = self._select(client, folder, readonly=readonly)
-        except Exception as exc:  # any refusal by the server means the folder is gone
+        except imaplib.IMAP4.error as exc:  # the server refused the folder: it is gone
             raise NotFound(f"No message {message_id!r}: its folder is gone. List the mail again.") from exc
         if current != validity:
             raise NotFound(
@@ -333,7 +527,8 @@ class ImapBackend:
     def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:
         with self.session() as client:
             folder, uid = self._locate(client, message_id)
-            data = client.fetch([uid], ["FLAGS", "RFC822.SIZE", "BODY.PEEK[]"]).get(uid)
+            items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
+            data = client.fetch([uid], [*items, "BODY.PEEK[]"]).get(uid)
             if data is None:
                 raise NotFound(
                     f"No message {message_id!r}. Call list_emails for valid ids.", {"message_id": message_id}
@@ -341,41 +536,68 @@ class ImapBackend:
             if int(data.get(b"RFC822.SIZE", 0)) > self.max_message_bytes:
                 raise BadRequest(f"The message is larger than {self.max_message_bytes:,} bytes.")
             raw = data.get(b"BODY[]", b"") or b""
-            return self._summary(folder, decode_id(message_id)[1], uid, data.get(b"FLAGS", ()), raw), raw
+            page = [(folder, decode_id(message_id)[1], imap_fetch.read(uid, data))]
+            return self._summaries(client, page)[0], raw
 
     def thread(self, thread_id: str, *, limit: int) -> list[str]:
         try:
             root = base64.urlsafe_b64decode(thread_id + "=" * (-len(thread_id) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise NotFound(f"No thread {thread_id!r}.", {"thread_id": thread_id}) from exc
-        found: list[tuple[datetime, str]] = []
+        found: dict[tuple[str, int], tuple[float, str]] = {}
         with self.session() as client:
-            for label in ("INBOX", "SENT"):
-                folder = self.folder_for(client, label)
-                validity = self._select(client, folder, readonly=True)
-                uids = client.search(["OR", ["HEADER", "Message-ID", root], ["HEADER", "References", root]])
-                if uids:
-                    for uid, item in client.fetch(uids, ["INTERNALDATE"]).items():
-                        when = item.get(b"INTERNALDATE") or datetime.min
-                        found.append((when.replace(tzinfo=None), encode_id(folder, validity, uid)))
+            known = {root}
+            asked: set[str] = set()
+            for _ in range(_ROOT_DEPTH):  # replies to replies that carry only In-Reply-To
+                new = known - asked
+                if not new:
+                    break
+                asked |= new
+                for folder in self._all_folders(client, hidden=False):
+                    validity = self._select(client, folder, readonly=True)
+                    criteria: list[Any] = ["OR", ["HEADER", "References", root], ["HEADER", "Message-ID", root]]
+                    for mid in new:
+                        criteria = ["OR", ["HEADER", "In-Reply-To", mid], criteria]
+                    uids = [u for u in client.search(criteria) if (folder, u) not in found]
+                    if not uids:
+                        continue
+                    fields = "BODY.PEEK[HEADER.FIELDS (DATE MESSAGE-ID IN-REPLY-TO REFERENCES)]"
+                    for uid, item in client.fetch(uids, [fields, "INTERNALDATE"]).items():
+                        parsed = decode(parse_bytes(next((v for k, v in item.items() if k.startswith(b"BODY")), b"")))
+                        moment = parsed.timestamp if parsed.timestamp is not None else imap_fetch.arrival(item)
+                        found[(folder, uid)] = (moment, encode_id(folder, validity, uid))
+                        if parsed.rfc_message_id:
+                            known.add(parsed.rfc_message_id)
         if not found:
             raise NotFound(f"No thread {thread_id!r}. Use a thread_id from list_emails.", {"thread_id": thread_id})
-        return [mid for _, mid in sorted(found)][: limit + 1]
+        return [mid for _, mid in sorted(found.values())][: limit + 1]
 
     def labels(self) -> list[LabelInfo]:
         out: list[LabelInfo] = []
+        keywords: dict[str, list[int]] = {}
         with self.session() as client:
             for key in ("SENT", "DRAFT", "TRASH", "SPAM"):
                 self.folder_for(client, key)
+            self._separator(client)
             for flags, _delim, name in client.list_folders():
                 if b"\\Noselect" in flags or b"\\NonExistent" in flags:
                     continue
                 status = client.folder_status(name, [b"MESSAGES", b"UNSEEN"])
                 label = self._label_of_folder(name) or name
-                kind = "system" if label.isupper() and label in ("INBOX", *SPECIAL) else "user"
+                kind = "system" if label in ("INBOX", *SPECIAL) else "folder"
                 out.append(
                     LabelInfo(name=label, kind=kind, total=int(status[b"MESSAGES"]), unread=int(status[b"UNSEEN"]))
                 )
+                self._select(client, name, readonly=True)
+                for flag in self._flags:
+                    if is_user_keyword(flag):
+                        counts = keywords.setdefault(label_for_keyword(flag), [0, 0])
+                        counts[0] += len(client.search(["KEYWORD", flag]))
+                        counts[1] += len(client.search(["KEYWORD", flag, "UNSEEN"]))
+        folders = {i.name.lower() for i in out}
+        for label, (total, unread) in sorted(keywords.items()):
+            if label.lower() not in folders:
+                out.append(LabelInfo(name=label, kind="keyword", total=total, unread=unread))
         return out
 
     # -- writing ---------------------------------------------------------------------------
@@ -395,7 +617,10 @@ class ImapBackend:
             return None
         uid = max(uids)
         raw = client.fetch([uid], ["BODY.PEEK[HEADER]"])[uid].get(b"BODY[HEADER]", b"")
-        root = thread_root(decode(parse_bytes(raw)))
+        parsed = decode(parse_bytes(raw))
+        if parsed.in_reply_to and not parsed.references:
+            self._resolve_roots(client, {parsed.in_reply_to})
+        root = self._thread_root(parsed)
         mid = encode_id(folder, validity, uid)
         return Sent(mid, thread_token(root) if root else mid)
 
@@ -427,29 +652,37 @@ class ImapBackend:
         folder, uid = self._locate(client, message_id, readonly=False)
         if folder == target:
             return self._labelled(client, message_id)
-        raw = client.fetch([uid], ["BODY.PEEK[HEADER]"])[uid].get(b"BODY[HEADER]", b"")
-        rfc = decode(parse_bytes(raw)).rfc_message_id
+        item = client.fetch([uid], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]", "RFC822.SIZE"])[uid]
+        rfc = decode(parse_bytes(next((v for k, v in item.items() if k.startswith(b"BODY")), b""))).rfc_message_id
+        size = item.get(b"RFC822.SIZE")
+        # The target's next UID, read before the move: the moved copy is at or after it, which
+        # finds it even when it has no Message-ID to search for.
+        next_uid = int(client.folder_status(target, [b"UIDNEXT"])[b"UIDNEXT"])
+        self._select(client, folder)
         if client.has_capability("MOVE"):
             client.move([uid], target)
         else:
             client.copy([uid], target)
             client.delete_messages([uid])
             client.expunge()
-        found = self._find(client, target, rfc) if rfc else None
-        if found is None:
+        validity = self._select(client, target, readonly=True)
+        arrived = [u for u in client.search(["UID", f"{next_uid}:*"]) if u >= next_uid]
+        if len(arrived) > 1:  # others arrived meanwhile: the one with this Message-ID and size
+            sizes = client.fetch(arrived, ["RFC822.SIZE", "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+            arrived = [
+                u
+                for u in arrived
+                if sizes.get(u, {}).get(b"RFC822.SIZE") == size
+                and (not rfc or rfc.encode() in next((v for k, v in sizes[u].items() if k.startswith(b"BODY")), b""))
+            ][-1:]
+        if not arrived:
             raise ExternalServiceError(f"The message was moved to {target} but cannot be found there; list it again.")
-        return self._labelled(client, found.message_id)
+        return self._labelled(client, encode_id(target, validity, arrived[-1]))
 
     def _labelled(self, client: Any, message_id: str) -> Labelled:
         folder, uid = self._locate(client, message_id)
         flags = client.get_flags([uid]).get(uid, ())
-        summary_labels = [self._label_of_folder(folder)] if self._label_of_folder(folder) else []
-        summary_labels += [_label_from_keyword(f) for f in flags if not f.startswith((b"\\", b"$"))]
-        if SEEN not in flags:
-            summary_labels.append("UNREAD")
-        if FLAGGED in flags:
-            summary_labels.append("STARRED")
-        return Labelled(message_id, [x for x in summary_labels if x])
+        return Labelled(message_id, self._labels_of(folder, tuple(flags)))
 
     def move(self, message_id: str, label: str) -> Labelled:
         with self.session() as client:
@@ -472,9 +705,9 @@ class ImapBackend:
             return self._flag(message_id, FLAGGED, True)
         with self.session() as client:
             folder, uid = self._locate(client, message_id, readonly=False)
-            if upper not in ("INBOX", *SPECIAL) and self._keywords_allowed(client, folder):
+            if upper not in ("INBOX", "DRAFTS", *SPECIAL) and self._keywords_allowed(client, folder):
                 self._select(client, folder)
-                client.add_flags([uid], [_keyword(label)])
+                client.add_flags([uid], [keyword_for(label)])
                 return self._labelled(client, message_id)
             target = self.folder_for(client, label, create=True)
             self._select(client, folder)
@@ -494,19 +727,12 @@ class ImapBackend:
             if own is not None and own.lower() == label.lower():
                 return self._moved(client, message_id, self.folder_for(client, "ARCHIVE"))
             flags = client.get_flags([uid]).get(uid, ())
-            keyword = _keyword(label)
-            if keyword in flags:
-                client.remove_flags([uid], [keyword])
+            keyword = keyword_for(label)
+            present = [f for f in flags if f.lower() == keyword.lower()]
+            if present:
+                client.remove_flags([uid], present)
                 return self._labelled(client, message_id)
             raise NotFound(
                 f"Message has no label {label!r} here; to drop a folder copy, open it with in:{label}.",
                 {"message_id": message_id, "label": label},
             )
-
-
-def _keyword(label: str) -> bytes:
-    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in label).encode()
-
-
-def _label_from_keyword(flag: bytes) -> str:
-    return flag.decode("utf-8", "replace")
