@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import zipfile
 from pathlib import Path
@@ -412,3 +413,42 @@ async def test_first_read_near_the_top_streams_and_matches_the_loaded_sheet(
     assert streamed["ranges"] == loaded["ranges"]
     assert streamed["ranges"][0]["values"][1] == [1, "2026-01-02", False, 0.25]
     assert deep["ranges"][0]["values"][-1][0] == 3000
+
+
+async def test_security_csv_writes_escape_text_a_spreadsheet_app_would_run_as_a_formula(
+    root: Path, connect: Connect
+) -> None:
+    path = root / "log.csv"
+    path.write_text("name,note\nAnn,=A1\n", encoding="utf-8")
+    attack = ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(1)", "\tq", "\rr", "-5", "ok"]
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "log.csv", "range": "A3", "values": [attack], "input": "RAW"})
+        await call(
+            c, "update_values", {"spreadsheet_id": "log.csv", "range": "A4", "values": [["=1+1", "=WEBSERVICE(A1)"]]}
+        )
+        await call(
+            c, "append_rows", {"spreadsheet_id": "log.csv", "range": "log", "values": [["=1+1"]], "input": "RAW"}
+        )
+        await call(
+            c,
+            "update_values",
+            {"spreadsheet_id": "log.csv", "range": "B5", "values": [["=1+1"]], "input": "RAW", "escape_csv": False},
+        )
+    rows = path.read_bytes().decode("utf-8").split("\n")
+    assert rows[1] == "Ann,=A1,,,,,,"  # what the file already held is left as it was
+    assert next(csv.reader([rows[2]])) == ["'" + attack[0], *("'" + a for a in attack[1:6]), "-5", "ok"]
+    assert rows[3] == "2,'=WEBSERVICE(A1),,,,,,"  # computed formulas are values; the others are escaped
+    assert rows[4] == "'=1+1,=1+1,,,,,,"  # escape_csv=false writes what the caller sent
+
+
+async def test_raw_input_into_xlsx_is_text_and_user_entered_keeps_formulas(budget: Path, connect: Connect) -> None:
+    async with connect() as c:
+        await call(
+            c, "append_rows", {"spreadsheet_id": "budget.xlsx", "range": "Costs", "values": [["=B2*2"]], "input": "RAW"}
+        )
+        await call(c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B4", "values": [["=B2*2"]]})
+        await call(c, "insert_rows", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "at": 1, "count": 1})
+        shown = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A5:B5"]})
+    assert shown["ranges"][0]["values"] == [["=B2*2", 2000]]
+    sheet = zipfile.ZipFile(budget).read("xl/worksheets/sheet1.xml").decode("utf-8")
+    assert "<f>B3*2</f>" in sheet and "<f>B2*2</f>" not in sheet  # the formula moved; the text did not

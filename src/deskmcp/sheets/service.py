@@ -209,10 +209,14 @@ class SheetsService:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def update_values(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
-        return self.batch_update(spreadsheet_id, [{"range": range, "values": values}], mode)
+    def update_values(
+        self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdateResult:
+        return self.batch_update(spreadsheet_id, [{"range": range, "values": values}], mode, escape_csv=escape_csv)
 
-    def batch_update(self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode) -> UpdateResult:
+    def batch_update(
+        self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdateResult:
         if not data:
             raise BadRequest("Give at least one {range, values} edit.", {})
         if len(data) > MAX_RANGES:
@@ -225,16 +229,20 @@ class SheetsService:
             if len(rows) > MAX_ROWS_PER_CALL:
                 raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
             updates.append((self._ranges(spreadsheet_id, [str(edit["range"])])[0], rows))
-        done = self.backend.write(spreadsheet_id, updates, mode)
+        done = self.backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
         return UpdateResult(spreadsheet_id=spreadsheet_id, updated=done, total_cells=sum(u.cells for u in done))
 
-    def append_rows(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
+    def append_rows(
+        self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdateResult:
         rows = _rows(values)
         if not rows:
             raise BadRequest("values holds no rows to append.", {})
         if len(rows) > MAX_ROWS_PER_CALL:
             raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
-        done = self.backend.append(spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode)
+        done = self.backend.append(
+            spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode, escape_csv=escape_csv
+        )
         return UpdateResult(spreadsheet_id=spreadsheet_id, updated=[done], total_cells=done.cells)
 
     def clear_values(self, spreadsheet_id: str, ranges: list[str]) -> ClearResult:

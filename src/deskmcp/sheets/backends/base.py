@@ -34,12 +34,20 @@ class SheetsBackend(Protocol):
         ...
 
     def write(
-        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+        self,
+        spreadsheet_id: str,
+        updates: list[tuple[A1Range, list[list[Any]]]],
+        mode: InputMode,
+        *,
+        escape_csv: bool = True,
     ) -> list[UpdatedRange]:
-        """Write every update in one request/save."""
+        """Write every update in one request/save. `escape_csv`: text written to a .csv that a
+        spreadsheet app would run as a formula gets a leading `'` (backends without CSV ignore it)."""
         ...
 
-    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange: ...
+    def append(
+        self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdatedRange: ...
 
     def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]: ...
 

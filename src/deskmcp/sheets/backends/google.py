@@ -271,7 +271,12 @@ class GoogleBackend:
         return self.get_spreadsheet(made["spreadsheetId"])
 
     def write(
-        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+        self,
+        spreadsheet_id: str,
+        updates: list[tuple[A1Range, list[list[Any]]]],
+        mode: InputMode,
+        *,
+        escape_csv: bool = True,  # no CSV files here: Google keeps RAW text as text
     ) -> list[UpdatedRange]:
         body = {
             "valueInputOption": mode,
@@ -280,7 +285,9 @@ class GoogleBackend:
         out = self.execute(self.sheets.spreadsheets().values().batchUpdate(spreadsheetId=spreadsheet_id, body=body))
         return [_updated(r) for r in out.get("responses", [])]
 
-    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+    def append(
+        self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdatedRange:
         out = self.execute(
             self.sheets.spreadsheets()
             .values()

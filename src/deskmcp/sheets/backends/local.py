@@ -155,6 +155,18 @@ def user_entered(value: Any) -> Any:
     return value
 
 
+CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make Excel or LibreOffice run a CSV cell as a formula (OWASP, CSV injection)."""
+
+
+def csv_escaped(value: Any) -> Any:
+    """`value` as a CSV cell no spreadsheet app runs: text starting with a formula trigger gets a
+    leading `'` (shown as text, as a typed `'` is); numbers, even negative, stay numbers."""
+    if isinstance(value, str) and value.startswith(CSV_TRIGGERS) and not _NUMBER.match(value.strip()):
+        return "'" + value
+    return value
+
+
 def _csv_value(text: str) -> Any:
     return user_entered(text) if _NUMBER.match(text.strip()) and text == text.strip() else text
 
@@ -649,7 +661,7 @@ class LocalBackend:
             )
         return wb
 
-    def edit(self, spreadsheet_id: str, change: Callable[[Book], _T]) -> _T:
+    def edit(self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True) -> _T:
         """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time."""
         with self._write_lock:
             path, fmt = self.locate(spreadsheet_id)
@@ -658,6 +670,7 @@ class LocalBackend:
                 raise PermissionDenied(f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id})
             wb = self._csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
             book = Book(wb, path, fmt, self)
+            book.escape_csv = escape_csv
             result = change(book)
             self._save(path, fmt, book)
             return result
@@ -682,6 +695,9 @@ class LocalBackend:
             ws: Any = book.wb.worksheets[0]
             buffer = io.StringIO(newline="")
             writer = csv.writer(buffer, lineterminator="\n")
+            # QUOTE_MINIMAL quotes only what holds the line terminator: a lone CR must be quoted too,
+            # or every reader splits the row there.
+            quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
             title = ws.title
             for r in range(1, (ws.max_row or 0) + 1):
                 row = []
@@ -690,8 +706,12 @@ class LocalBackend:
                     v = None if v is None else v.value
                     if isinstance(v, str) and v.startswith("=") and book.is_formula(title, r, c):
                         v = values.get(title, {}).get(cell_name(r, c), v)
-                    row.append(as_json(v, "shown"))
-                writer.writerow(row)
+                    shown = as_json(v, "shown")
+                    if book.escape_csv and (title, r, c) in book.touched:
+                        shown = csv_escaped(shown)
+                    row.append(shown)
+                carriage = any(isinstance(v, str) and "\r" in v for v in row)
+                (quoted if carriage else writer).writerow(row)
             data = buffer.getvalue().rstrip("\n") + "\n" if buffer.getvalue() else ""
             atomic_write_bytes(path, data.encode("utf-8"))
             return
@@ -742,11 +762,20 @@ class LocalBackend:
         return self.get_spreadsheet(sid)
 
     def write(
-        self, spreadsheet_id: str, updates: list[tuple[A1Range, list[list[Any]]]], mode: InputMode
+        self,
+        spreadsheet_id: str,
+        updates: list[tuple[A1Range, list[list[Any]]]],
+        mode: InputMode,
+        *,
+        escape_csv: bool = True,
     ) -> list[UpdatedRange]:
-        return self.edit(spreadsheet_id, lambda book: [book.put(rng, rows, mode) for rng, rows in updates])
+        return self.edit(
+            spreadsheet_id, lambda book: [book.put(rng, rows, mode) for rng, rows in updates], escape_csv=escape_csv
+        )
 
-    def append(self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+    def append(
+        self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
+    ) -> UpdatedRange:
         def change(book: Book) -> UpdatedRange:
             ws = book.sheet(target.sheet)
             c0 = target.start_col or 1
@@ -755,7 +784,7 @@ class LocalBackend:
             start = max(last + 1, target.start_row or 1)
             return book.put(A1Range(ws.title, start, c0, None, None), rows, mode)
 
-        return self.edit(spreadsheet_id, change)
+        return self.edit(spreadsheet_id, change, escape_csv=escape_csv)
 
     def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]:
         return self.edit(spreadsheet_id, lambda book: [book.clear(rng) for rng in ranges])
@@ -869,6 +898,7 @@ class Book:
         self.literal: set[tuple[str, int, int]] = set()
         self.touched: set[tuple[str, int, int]] = set()
         self.moved = False
+        self.escape_csv = True
 
     def single_sheet_guard(self, what: str) -> None:
         if self.fmt == "csv":
