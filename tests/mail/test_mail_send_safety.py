@@ -7,6 +7,7 @@ import os
 from email import message_from_bytes, policy
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.mail.conftest import Connect, SmtpSink, audit_lines, call, deliver, fail, make_mail
@@ -194,3 +195,42 @@ async def test_security_mail_files_are_created_0600_and_folders_0700(connect: Co
     assert (workspace / ".deskmcp" / "mail-sends.sqlite3").is_file()
     assert (workspace / "mail" / "deskmcp-labels.sqlite3").is_file()
     assert wide == [], wide
+
+
+async def test_send_email_with_a_missing_vault_path_is_not_found_and_creates_nothing(
+    connect: Connect, tmp_path: Path, smtp_sink: SmtpSink
+) -> None:
+    missing = tmp_path / "no-such-vault"
+    async with connect(**smtp(smtp_sink, vault_path=missing)) as c:
+        error = await fail(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b"})
+        keyed = await fail(
+            c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b", "idempotency_key": "v"}
+        )
+        draft = await call(c, "create_draft", {"to": "a@example.org", "subject": "d", "body": "d"})
+        from_draft = await fail(c, "send_draft", {"draft_id": draft["draft_id"]})
+        in_sent = await call(c, "list_emails", {"query": "in:sent"})
+    for answer in (error, keyed, from_draft):
+        assert answer["error"] == "not_found", answer
+        assert answer["details"] == {"variable": "VAULT_PATH", "path": str(missing)}
+        assert "VAULT_PATH" in answer["message"] and str(missing) in answer["message"]
+    assert not missing.exists() and smtp_sink.messages == [] and in_sent["emails"] == []
+
+
+async def test_send_email_answers_which_audit_log_recorded_it(connect: Connect, tmp_path: Path) -> None:
+    vault = tmp_path / "MyVault"
+    vault.mkdir()
+    async with connect(vault_path=vault) as c:
+        sent = await call(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b"})
+    logs = list((vault / "Logs").glob("gmail_mcp_*.jsonl"))
+    assert [str(p) for p in logs] == [sent["audit_log"]]
+    assert [line["event"] for line in map(orjson.loads, logs[0].read_bytes().splitlines())] == [
+        "pre_send_audit",
+        "send_result",
+    ]
+
+
+async def test_send_email_without_vault_path_audits_into_the_default_vault(connect: Connect, workspace: Path) -> None:
+    async with connect() as c:
+        sent = await call(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b"})
+    assert Path(sent["audit_log"]).parent == workspace / "vault" / "Logs"
+    assert len(audit_lines(workspace)) == 2

@@ -28,7 +28,9 @@ def append(folder: Path, entry: AuditLogEntry) -> Path:
     line = orjson.dumps(data) + b"\n"
     with _lock:
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            # Logs/ only, inside a vault that exists (a configured one is never created); 0700
+            # because the lines name every recipient, Bcc included.
+            folder.mkdir(exist_ok=True, mode=0o700)
             append_durably(path, line, 0o600)
         except OSError as exc:
             raise IOFailure(

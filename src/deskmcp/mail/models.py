@@ -48,6 +48,7 @@ class SendEmailResult(BaseModel):
     sent_at: str
     rfc_message_id: str
     duplicate: bool = False
+    audit_log: str | None = Field(default=None, description="The audit log file the send was recorded in")
 
 
 class LabelResult(BaseModel):

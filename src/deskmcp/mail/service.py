@@ -342,19 +342,39 @@ class MailService:
         first result, or the resumed send); a key used for another request is a `conflict`;
         otherwise the message is composed, journalled, audited and delivered."""
         with self._send_lock:
-            if key is not None:
-                row = self.journal.get(key)
-                if row is not None and row.request != request:
-                    raise Conflict(
-                        "This idempotency_key was already used for a different message; use a new key.",
-                        {"idempotency_key": key},
-                    )
-                if row is not None and row.status == "sent" and row.result:
-                    return SendEmailResult(**{**row.result, "duplicate": True})
-                if row is not None and row.status == "pending":
-                    return self._resume(key, row.rfc_message_id, row.raw, row.thread_hint, reply_to)
+            row = self.journal.get(key) if key is not None else None
+            if row is not None and row.request != request:
+                raise Conflict(
+                    "This idempotency_key was already used for a different message; use a new key.",
+                    {"idempotency_key": key},
+                )
+            if row is not None and row.status == "sent" and row.result:
+                return SendEmailResult(**{**row.result, "duplicate": True})
+            self._check_audit_folder()
+            if key is not None and row is not None and row.status == "pending":
+                return self._resume(key, row.rfc_message_id, row.raw, row.thread_hint, reply_to)
             message, thread_id = compose()
             return self._send(message, thread_id, key, request, reply_to)
+
+    def _check_audit_folder(self) -> None:
+        """The audit log must be writable before anything is journalled or sent. A configured
+        VAULT_PATH is never created (a typo would scatter audit logs); the default vault is."""
+        s = self.settings
+        if s.vault_path is None:
+            try:
+                s.audit_folder.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise IOFailure(
+                    f"The default vault {s.audit_folder.parent} for the send audit log could not be created"
+                    f" ({exc.strerror}); nothing was sent. Set VAULT_PATH to an existing folder.",
+                    {"path": str(s.audit_folder.parent)},
+                ) from exc
+        elif not s.vault_path.is_dir():
+            raise NotFound(
+                f"VAULT_PATH is {s.vault_path}, which does not exist; the send audit log goes to its Logs/ folder,"
+                " so nothing was sent. Create that folder or point VAULT_PATH at the vault.",
+                {"variable": "VAULT_PATH", "path": str(s.vault_path)},
+            )
 
     def _audit(self, entry: AuditLogEntry) -> None:
         audit.append(self.settings.audit_folder, entry)
@@ -428,6 +448,7 @@ class MailService:
             sent_at=_now(),
             rfc_message_id=str(message["Message-ID"]),
             duplicate=duplicate,
+            audit_log=str(audit.audit_path(self.settings.audit_folder)),
         )
         if key is not None:
             self.journal.finish(key, result.model_dump(exclude={"duplicate"}))
