@@ -79,7 +79,7 @@ def serve(stub: GitHubStub) -> Iterator[GitHubStub]:
         def do_GET(self) -> None:
             stub.answer(self)
 
-        def log_message(self, *_args: object) -> None:
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

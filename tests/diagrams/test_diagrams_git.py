@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+import anyio
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
@@ -15,6 +17,7 @@ from dulwich.repo import Repo
 from deskmcp.core.policies import ManualClock
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.git import GitRepositories, public_url
+from deskmcp.diagrams.sources.git_remote import parse_remote
 from tests.diagrams.conftest import Connect, call, fail, write
 
 pytestmark = pytest.mark.anyio
@@ -119,8 +122,12 @@ def test_public_url_hides_credentials() -> None:
     assert public_url("https://example.com/a.git") == "https://example.com/a.git"
 
 
+LOOPBACK_HTTP: dict[str, Any] = {"git_allowed_schemes": "http", "git_allowed_hosts": "127.0.0.1"}
+"""The settings that let the tests clone from their loopback servers (refused by default)."""
+
+
 class _Quiet(WSGIRequestHandler):
-    def log_message(self, *_args: object) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -150,7 +157,7 @@ async def test_a_remote_repository_is_cloned_once_and_fetched_again_after_the_tt
 ) -> None:
     url, origin = remote
     clock = ManualClock()
-    settings = settings_for(project, git_cache_ttl=300)
+    settings = settings_for(project, git_cache_ttl=300, **LOOPBACK_HTTP)
     repos = GitRepositories(settings, clock=clock)
     async with connect(service=DiagramsService(settings, git=repos)) as client:
         first = await call(client, "read_file", {"source": "git", "repo": url, "path": "main.py"})
@@ -169,7 +176,118 @@ async def test_a_remote_repository_is_cloned_once_and_fetched_again_after_the_tt
 
 
 async def test_an_unreachable_remote_is_an_external_service_error(connect: Connect) -> None:
-    async with connect() as client:
+    async with connect(**LOOPBACK_HTTP) as client:
         error = await fail(client, "list_files", {"source": "git", "repo": "http://127.0.0.1:9/nothing.git"})
     assert error["error"] in ("external_service_error", "not_found")
     assert "127.0.0.1:9" in error["message"]
+
+
+@pytest.fixture
+def silent() -> Iterator[tuple[str, socket.socket]]:
+    """A loopback TCP port that accepts connections (the kernel completes them) and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+    listener.setblocking(False)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/repo.git", listener
+    finally:
+        listener.close()
+
+
+def _nobody_connected(listener: socket.socket) -> bool:
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:
+        return True
+    conn.close()
+    return False
+
+
+async def test_git_source_refuses_schemes_that_are_not_allowed_security(
+    connect: Connect, tmp_path: Path, history: dict[str, str]
+) -> None:
+    urls = [
+        "ssh://git@example.com/owner/name.git",
+        "git@example.com:owner/name.git",
+        "http://example.com/owner/name.git",
+        "git://example.com/owner/name.git",
+        f"file://{tmp_path / 'project'}",
+    ]
+    async with connect() as client:
+        errors = [await fail(client, "list_files", {"source": "git", "repo": url}) for url in urls]
+    for url, error in zip(urls, errors, strict=True):
+        assert error["error"] == "permission_denied", url
+        assert "DIAGRAMS_GIT_ALLOWED_SCHEMES" in error["message"], url
+    async with connect(git_allowed_schemes="https,file") as client:
+        listed = await call(client, "list_files", {"source": "git", "repo": f"file://{tmp_path / 'project'}"})
+    assert listed["ref"] == history["second"]
+
+
+async def test_git_source_refuses_loopback_private_and_link_local_remotes_security(
+    connect: Connect, silent: tuple[str, socket.socket]
+) -> None:
+    port = silent[1].getsockname()[1]
+    urls = [
+        f"https://127.0.0.1:{port}/repo.git",
+        f"https://localhost:{port}/repo.git",  # a name: refused on what it resolves to
+        f"https://[::1]:{port}/repo.git",
+        "https://10.1.2.3/repo.git",
+        "https://192.168.0.10/repo.git",
+        "https://169.254.169.254/latest/meta-data",
+    ]
+    async with connect() as client:
+        errors = [await fail(client, "list_files", {"source": "git", "repo": url}) for url in urls]
+    for url, error in zip(urls, errors, strict=True):
+        assert error["error"] == "permission_denied", url
+        assert "DIAGRAMS_GIT_ALLOWED_HOSTS" in error["message"], url
+    assert _nobody_connected(silent[1])
+
+
+async def test_git_source_clones_only_from_listed_hosts_when_a_list_is_set_security(connect: Connect) -> None:
+    async with connect(git_allowed_hosts="git.example.com,*.corp.example") as client:
+        error = await fail(client, "list_files", {"source": "git", "repo": "https://github.com/owner/name.git"})
+    assert error["error"] == "permission_denied"
+    assert "github.com" in error["message"]
+
+
+async def test_a_silent_remote_times_out_without_holding_up_another_remote(
+    connect: Connect, settings_for: Any, project: Path, remote: tuple[str, Path], silent: tuple[str, socket.socket]
+) -> None:
+    url, _origin = remote
+    hanging: dict[str, Any] = {}
+    read: dict[str, Any] = {}
+    async with connect(git_timeout=2, **LOOPBACK_HTTP) as client:
+
+        async def clone_silent() -> None:
+            hanging.update(await fail(client, "list_files", {"source": "git", "repo": silent[0]}))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(clone_silent)
+                read.update(await call(client, "read_file", {"source": "git", "repo": url, "path": "main.py"}))
+                assert hanging == {}  # still waiting on the silent remote
+    assert read["content"] == "v = 1\n"
+    assert hanging["error"] == "timeout", hanging
+    assert "DIAGRAMS_GIT_TIMEOUT" in hanging["message"]
+
+
+def test_clone_urls_are_cached_under_one_normalised_name() -> None:
+    same = [
+        "https://github.com/Owner/Name",
+        "HTTPS://GitHub.COM:443/Owner/Name.git",
+        "https://github.com/Owner/Name.git/",
+        "https://github.com/Owner/Name/",
+    ]
+    assert {parse_remote(url).key for url in same} == {"https://github.com/Owner/Name"}
+    assert parse_remote("https://github.com:8443/Owner/Name").key != parse_remote(same[0]).key
+    assert parse_remote("git@github.com:Owner/Name.git").key == "ssh://github.com/Owner/Name"
+
+
+async def test_two_spellings_of_one_remote_share_one_clone(
+    connect: Connect, settings_for: Any, project: Path, remote: tuple[str, Path]
+) -> None:
+    url, _origin = remote
+    settings = settings_for(project, **LOOPBACK_HTTP)
+    async with connect(service=DiagramsService(settings)) as client:
+        await call(client, "list_files", {"source": "git", "repo": url})
+        await call(client, "list_files", {"source": "git", "repo": url.replace("http://", "HTTP://").rstrip("/")})
+    assert len(list(settings.git_cache.iterdir())) == 1

@@ -70,6 +70,23 @@ class DiagramsSettings(WorkspaceSettings):
         validation_alias=env_alias("git_cache_ttl", "GIT_CACHE_TTL"),
         description="Seconds a cloned remote repository is used before it is fetched again.",
     )
+    git_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        validation_alias=env_alias("git_timeout", "DIAGRAMS_GIT_TIMEOUT"),
+        description="Seconds a clone or fetch waits for the remote to connect or to send more data.",
+    )
+    git_allowed_schemes: str = Field(
+        default="https",
+        validation_alias=env_alias("git_allowed_schemes", "DIAGRAMS_GIT_ALLOWED_SCHEMES"),
+        description="Comma-separated clone URL schemes allowed: https (default), http, git, ssh, file.",
+    )
+    git_allowed_hosts: str = Field(
+        default="",
+        validation_alias=env_alias("git_allowed_hosts", "DIAGRAMS_GIT_ALLOWED_HOSTS"),
+        description="Comma-separated hosts (*.example.com) or networks (10.0.0.0/8) that may be cloned from; "
+        "empty: any public host. Loopback, private and link-local addresses need an exact entry.",
+    )
     http_timeout: float = Field(
         default=20.0,
         gt=0,

@@ -22,13 +22,14 @@ from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Perm
 from deskmcp.core.paths import is_within, safe_join
 from deskmcp.core.policies import SYSTEM_CLOCK, Clock, TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
+from deskmcp.diagrams.sources.git_remote import RemotePolicy, RemoteURL, guarded_pool_manager, parse_remote
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
 
     from deskmcp.diagrams.settings import DiagramsSettings
 
-_REMOTE = re.compile(r"^(?:https?|git|ssh)://|^[\w.-]+@[\w.-]+:")
+_REMOTE = re.compile(r"^(?:https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:", re.IGNORECASE)
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -47,17 +48,33 @@ def public_url(url: str) -> str:
     return url
 
 
-def _remote_failure(url: str, exc: Exception) -> Exception:
+def _remote_failure(shown: str, exc: Exception, timeout: float) -> Exception:
     from dulwich.errors import HangupException, NotGitRepository
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+    from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-    shown = public_url(url)
-    if isinstance(exc, TimeoutError):
-        return Timeout(f"Cloning or fetching {shown} timed out; try again later.", {"repo": shown})
+    # dulwich and urllib3 wrap the timeout (MaxRetryError.reason, a re-raise): look down the chain
+    reason: BaseException | None = exc
+    timed_out = False
+    seen = 0
+    while reason is not None and seen < 8:
+        if isinstance(reason, NewConnectionError):
+            break  # a refused connection (urllib3 makes it a subclass of its connect timeout)
+        if isinstance(reason, TimeoutError | Urllib3Timeout):
+            timed_out = True
+            break
+        reason = reason.reason if isinstance(reason, MaxRetryError) else (reason.__cause__ or reason.__context__)
+        seen += 1
+    if timed_out:
+        return Timeout(
+            f"{shown} did not answer within {timeout:g} s (DIAGRAMS_GIT_TIMEOUT); try again later.",
+            {"repo": shown, "timeout_seconds": timeout},
+        )
     if isinstance(exc, NotGitRepository):
         return NotFound(f"{shown} is not a git repository (or needs credentials).", {"repo": shown})
     if isinstance(exc, HangupException):
         return ExternalServiceError(f"{shown} hung up during the transfer; try again later.", {"repo": shown})
-    return ExternalServiceError(f"Could not clone or fetch {shown}: {exc}.", {"repo": shown})
+    return ExternalServiceError(f"Could not clone or fetch {shown}: {public_url(str(exc))}.", {"repo": shown})
 
 
 class GitRepositories:
@@ -67,10 +84,18 @@ class GitRepositories:
         self.settings = settings
         self.cache_dir = settings.git_cache
         self.ttl = settings.git_cache_ttl
+        self.timeout = settings.git_timeout
+        self.policy = RemotePolicy.from_settings(settings)
         self.clock = clock
-        self._lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        """One lock per remote: a slow remote holds up the calls to it, not those to other remotes."""
         self._fetched: dict[str, float] = {}
         self._listings: TTLCache[tuple[str, str], list[FileInfo]] = TTLCache(3600, max_entries=8, clock=clock)
+
+    def _lock_for(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
 
     def open(self, repo: str, ref: str | None) -> GitSource:
         from dulwich.errors import NotGitRepository
@@ -108,51 +133,67 @@ class GitRepositories:
             raise
 
     def _clone(self, url: str) -> Path:
-        from dulwich import porcelain
         from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+        from dulwich.repo import Repo
+        from urllib3.exceptions import HTTPError
 
-        target = self.cache_dir / hashlib.sha256(url.encode()).hexdigest()[:20]
-        with self._lock:
+        remote = parse_remote(url)
+        shown = public_url(remote.url)
+        self.policy.check(remote, shown)
+        target = self.cache_dir / hashlib.sha256(remote.key.encode()).hexdigest()[:20]
+        with self._lock_for(remote.key):
             now = self.clock.monotonic()
-            sink = io.BytesIO()
             try:
                 if not (target / "objects").is_dir():
                     self.cache_dir.mkdir(parents=True, exist_ok=True)
                     staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.cache_dir))
                     try:
-                        porcelain.clone(url, str(staging), bare=True, checkout=False, errstream=sink).close()
+                        with Repo.init_bare(str(staging)) as fresh:
+                            self._fetch_into(fresh, remote, shown)
                         if target.exists():
                             shutil.rmtree(target)
                         staging.replace(target)
                     finally:
                         if staging.exists():
                             shutil.rmtree(staging, ignore_errors=True)
-                    self._fetched[url] = now
-                elif now - self._fetched.get(url, -float("inf")) >= self.ttl:
-                    result = porcelain.fetch(str(target), url, errstream=sink, outstream=io.StringIO(), quiet=True)
-                    _store_remote_refs(target, result.refs)
-                    self._fetched[url] = now
-            except (GitProtocolError, HangupException, NotGitRepository, OSError) as exc:
-                raise _remote_failure(url, exc) from exc
+                    self._fetched[remote.key] = now
+                elif now - self._fetched.get(remote.key, -float("inf")) >= self.ttl:
+                    with Repo(str(target)) as cached:
+                        self._fetch_into(cached, remote, shown)
+                    self._fetched[remote.key] = now
+            except (GitProtocolError, HangupException, NotGitRepository, OSError, HTTPError) as exc:
+                raise _remote_failure(shown, exc, self.timeout) from exc
         return target
+
+    def _fetch_into(self, repo: Repo, remote: RemoteURL, shown: str) -> None:
+        from dulwich.client import get_transport_and_path
+
+        extra: dict[str, Any] = {}
+        if remote.scheme in ("http", "https"):
+            extra["pool_manager"] = guarded_pool_manager(self.policy, shown, self.timeout)
+        client, path = get_transport_and_path(remote.url, **extra)
+        result = client.fetch(path, repo)
+        _store_remote_refs(repo, result.refs, getattr(result, "symrefs", None))
 
     def listing(self, key: tuple[str, str], compute: Any) -> list[FileInfo]:
         return self._listings.get_or_set(key, compute)
 
 
-def _store_remote_refs(target: Path, refs: Any) -> None:
-    """Record what the remote's branches and tags point at now (a fetch by URL leaves refs alone)."""
+def _store_remote_refs(repo: Repo, refs: Any, symrefs: Any) -> None:
+    """Record what the remote's branches and tags point at now (a fetch by URL leaves refs alone),
+    and which branch its HEAD names."""
     from dulwich.refs import Ref
-    from dulwich.repo import Repo
 
-    with Repo(str(target)) as repo:
-        for name, sha in dict(refs or {}).items():
-            if sha is None or not isinstance(name, bytes):
-                continue
-            if name.startswith(b"refs/heads/"):
-                repo.refs[Ref(b"refs/remotes/origin/" + name.removeprefix(b"refs/heads/"))] = sha
-            elif name.startswith(b"refs/tags/") and not name.endswith(b"^{}"):
-                repo.refs[Ref(name)] = sha
+    for name, sha in dict(refs or {}).items():
+        if sha is None or not isinstance(name, bytes):
+            continue
+        if name.startswith(b"refs/heads/"):
+            repo.refs[Ref(b"refs/remotes/origin/" + name.removeprefix(b"refs/heads/"))] = sha
+        elif name.startswith(b"refs/tags/") and not name.endswith(b"^{}"):
+            repo.refs[Ref(name)] = sha
+    head = dict(symrefs or {}).get(b"HEAD")
+    if isinstance(head, bytes) and head.startswith(b"refs/heads/"):
+        repo.refs.set_symbolic_ref(Ref(b"HEAD"), Ref(head))
 
 
 def _resolve(repo: Repo, ref: str | None, *, remote: bool) -> bytes:
