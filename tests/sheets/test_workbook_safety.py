@@ -139,3 +139,70 @@ async def test_a_cell_that_makes_the_reader_panic_answers_parse_error_and_the_se
     assert err["error"] == "parse_error"
     assert "panic.xlsx" in err["message"]
     assert after["ranges"][0]["values"] == [["a"], [1]]
+
+
+def _rewrite_part(path: Path, part: str, edit: Any, *, chunks: int = 0) -> None:
+    """Rewrite one part of an xlsx through `edit(bytes) -> bytes`, then pad it with `chunks` MiB of
+    blanks inside an XML comment (deflate shrinks them ~1000 times: a zip bomb)."""
+    src = zipfile.ZipFile(path)
+    parts = [(info.filename, src.read(info.filename)) for info in src.infolist()]
+    src.close()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, body in parts:
+            if name != part:
+                out.writestr(name, body)
+                continue
+            with out.open(name, "w", force_zip64=True) as handle:
+                handle.write(edit(body))
+                if chunks:
+                    handle.write(b"<!--")
+                    blank = b" " * (1 << 20)
+                    for _ in range(chunks):
+                        handle.write(blank)
+                    handle.write(b"-->")
+
+
+async def test_security_zip_bomb_part_is_refused_unread_naming_the_part(root: Path, connect: Connect) -> None:
+    from tests.sheets.conftest import make_xlsx
+
+    path = make_xlsx(root / "bomb.xlsx", {"S": [[1, 2]]})
+    _rewrite_part(path, "xl/workbook.xml", lambda body: body, chunks=80)  # 80 MiB inflated, 80 KiB stored
+    assert path.stat().st_size < 1 << 20
+    before = path.read_bytes()
+    async with connect() as c:
+        described = await fail(c, "get_spreadsheet", {"spreadsheet_id": "bomb.xlsx"})
+        read = await fail(c, "read_values", {"spreadsheet_id": "bomb.xlsx", "ranges": ["S!A1:B1"]})
+        written = await fail(c, "update_values", {"spreadsheet_id": "bomb.xlsx", "range": "S!A1", "values": [[3]]})
+    for err in (described, read, written):
+        assert err["error"] == "parse_error"
+        assert "xl/workbook.xml" in err["message"]
+        assert err["details"]["part"] == "xl/workbook.xml"
+    assert path.read_bytes() == before
+
+
+async def test_single_quoted_attributes_in_the_package_are_read(root: Path, connect: Connect) -> None:
+    from openpyxl import Workbook
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Data"
+    for i in range(6):
+        ws.append([i, i * 2])
+    ws.freeze_panes = "A2"
+    wb.defined_names["Totals"] = DefinedName("Totals", attr_text="Data!$B$1:$B$6")
+    path = root / "quotes.xlsx"
+    wb.save(path)
+
+    def single(body: bytes) -> bytes:  # XML allows either quote; some writers use single ones
+        return re.sub(rb'(\s[\w:]+)="([^"]*)"', rb"\1='\2'", body)
+
+    for part in ("xl/workbook.xml", "xl/_rels/workbook.xml.rels", "xl/worksheets/sheet1.xml"):
+        _rewrite_part(path, part, single)
+    async with connect() as c:
+        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "quotes.xlsx"})
+        values = await call(c, "read_values", {"spreadsheet_id": "quotes.xlsx", "ranges": ["Data!A5:B6"]})
+    sheet = info["sheets"][0]
+    assert (sheet["title"], sheet["rows"], sheet["columns"], sheet["frozen_rows"]) == ("Data", 6, 2, 1)
+    assert info["named_ranges"] == [{"name": "Totals", "range": "Data!$B$1:$B$6"}]
+    assert values["ranges"][0]["values"] == [[4, 8], [5, 10]]

@@ -1,8 +1,9 @@
 """What the xlsx package itself says: sheet sizes, frozen panes, defined names, parts openpyxl drops.
 
 Read straight from the zip (only the head of each sheet part), so describing a workbook of a
-million rows costs milliseconds. Also writes computed values into formula cells after openpyxl
-saves (openpyxl leaves them empty).
+million rows costs milliseconds. Every part read is capped (a 1 MB zip can inflate to gigabytes)
+and parsed with ElementTree, whatever quotes or prefixes the writer used. Also writes computed
+values into formula cells after openpyxl saves (openpyxl leaves them empty).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import re
 import zipfile
 from dataclasses import dataclass
 from typing import Any
+from xml.etree import ElementTree
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import parse_cells
 from deskmcp.sheets.formulas import CellError
 
@@ -53,34 +55,98 @@ class SheetPart:
     kind: str  # "worksheet" or "chartsheet"
 
 
-_ATTR = re.compile(r'([\w:]+)="([^"]*)"')
+MAX_PART_BYTES = 64 << 20
+"""Most bytes a package part other than cell data (workbook.xml, relationships, styles,
+properties) may inflate to. Real ones are kilobytes; a 1 MB zip can inflate to gigabytes."""
+MAX_CELLS_PART_BYTES = 1 << 30
+"""Most bytes a worksheet or the shared strings may inflate to (about ten million cells)."""
+CELL_PARTS = ("xl/worksheets/", "xl/sharedStrings", "xl/chartsheets/")
 
 
-def _attrs(tag: str) -> dict[str, str]:
-    return {k.split(":")[-1] if k.startswith("r:") else k: html.unescape(v) for k, v in _ATTR.findall(tag)}
+def part_limit(name: str) -> int:
+    return MAX_CELLS_PART_BYTES if name.startswith(CELL_PARTS) else MAX_PART_BYTES
+
+
+def too_big(name: str, size: int, limit: int) -> ParseError:
+    return ParseError(
+        f"The workbook's part {name} inflates to {size:,} bytes or more, over the {limit:,}-byte limit for "
+        "such parts: it is refused unread (a zip bomb or a damaged file). Re-save it from Excel or LibreOffice.",
+        {"part": name, "size": size, "limit": limit},
+    )
+
+
+def check_sizes(zf: zipfile.ZipFile) -> None:
+    """Refuse a package whose parts say they inflate past their limits, before any reader opens them."""
+    for info in zf.infolist():
+        limit = part_limit(info.filename)
+        if info.file_size > limit:
+            raise too_big(info.filename, info.file_size, limit)
+
+
+def verify_parts(zf: zipfile.ZipFile) -> None:
+    """Inflate every part but the worksheets (measured when read) in bounded chunks: a part that
+    inflates past what it declares fails its CRC here, before a reader that trusts it opens it."""
+    check_sizes(zf)
+    for info in zf.infolist():
+        if info.filename.startswith("xl/worksheets/") or not info.filename.endswith((".xml", ".rels")):
+            continue
+        with zf.open(info) as handle:
+            while handle.read(1 << 20):
+                pass
+
+
+def read_part(zf: zipfile.ZipFile, name: str, limit: int = MAX_PART_BYTES) -> bytes:
+    """A part's bytes, refused when it inflates past `limit` (its declared size is not trusted)."""
+    info = zf.getinfo(name)
+    if info.file_size > limit:
+        raise too_big(name, info.file_size, limit)
+    with zf.open(info) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise too_big(name, len(data), limit)
+    return data
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _attr(element: ElementTree.Element, name: str) -> str | None:
+    """An attribute by its local name, whatever namespace (r:id in transitional or strict packages)."""
+    for key, value in element.attrib.items():
+        if _local(key) == name:
+            return value
+    return None
+
+
+def _parse(zf: zipfile.ZipFile, name: str) -> ElementTree.Element:
+    try:
+        return ElementTree.fromstring(read_part(zf, name))
+    except ElementTree.ParseError as exc:
+        raise ParseError(f"The workbook's part {name} is not well-formed XML: {exc}.", {"part": name}) from exc
 
 
 def _targets(zf: zipfile.ZipFile) -> dict[str, tuple[str, str]]:
     """Relationship id -> (part path, relationship type's last word) of the workbook part."""
-    rels_text = zf.read("xl/_rels/workbook.xml.rels").decode("utf-8", "replace")
     targets: dict[str, tuple[str, str]] = {}
-    for tag in re.findall(r"<(?:\w+:)?Relationship\b[^>]*>", rels_text):
-        a = _attrs(tag)
-        target = a.get("Target", "")
+    for rel in _parse(zf, "xl/_rels/workbook.xml.rels").iter():
+        if _local(rel.tag) != "Relationship":
+            continue
+        target = rel.get("Target", "")
         path = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join("xl", target))
-        targets[a.get("Id", "")] = (path, a.get("Type", "").rsplit("/", 1)[-1])
+        targets[rel.get("Id", "")] = (path, rel.get("Type", "").rsplit("/", 1)[-1])
     return targets
 
 
 def sheet_parts(zf: zipfile.ZipFile) -> list[SheetPart]:
-    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
+    workbook = _parse(zf, "xl/workbook.xml")
     targets = _targets(zf)
     out: list[SheetPart] = []
-    for tag in re.findall(r"<(?:\w+:)?sheet\b[^>]*>", workbook):
-        a = {k: html.unescape(v) for k, v in _ATTR.findall(tag)}
-        rid = next((v for k, v in a.items() if k.endswith(":id")), "")
-        path, kind = targets.get(rid, ("", ""))
-        out.append(SheetPart(a.get("name", ""), path, a.get("state", "visible") != "visible", kind))
+    for sheet in workbook.iter():
+        if _local(sheet.tag) != "sheet":
+            continue
+        path, kind = targets.get(_attr(sheet, "id") or "", ("", ""))
+        out.append(SheetPart(sheet.get("name", ""), path, sheet.get("state", "visible") != "visible", kind))
     return out
 
 
@@ -97,22 +163,33 @@ class PackageMap:
 def package_map(zf: zipfile.ZipFile) -> PackageMap:
     targets = _targets(zf)
     by_type = {kind: path for path, kind in targets.values()}
-    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
-    pr = re.search(r"<(?:\w+:)?workbookPr\b[^>]*>", workbook)
-    date1904 = bool(pr) and _attrs(pr.group(0) if pr else "").get("date1904", "0").lower() in ("1", "true")
+    workbook = _parse(zf, "xl/workbook.xml")
+    pr = next((e for e in workbook.iter() if _local(e.tag) == "workbookPr"), None)
+    date1904 = pr is not None and (pr.get("date1904") or "0").lower() in ("1", "true")
     sheets = {p.name: p.part for p in sheet_parts(zf) if p.kind == "worksheet" and p.part}
     return PackageMap(sheets, by_type.get("sharedStrings"), by_type.get("styles"), date1904)
 
 
 def defined_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
-    workbook = zf.read("xl/workbook.xml").decode("utf-8", "replace")
     out = []
-    for attrs, body in re.findall(r"<(?:\w+:)?definedName\b([^>]*)>(.*?)</(?:\w+:)?definedName>", workbook, re.S):
-        name = _attrs(attrs).get("name", "")
+    for element in _parse(zf, "xl/workbook.xml").iter():
+        if _local(element.tag) != "definedName":
+            continue
+        name = element.get("name", "")
         if name.startswith("_xlnm."):
             continue  # print areas and filters Excel manages itself
-        out.append((name, html.unescape(body)))
+        out.append((name, element.text or ""))
     return out
+
+
+def custom_property(zf: zipfile.ZipFile, name: str) -> str | None:
+    """The text of one custom document property (docProps/custom.xml), or None."""
+    if "docProps/custom.xml" not in zf.namelist():
+        return None
+    for prop in _parse(zf, "docProps/custom.xml").iter():
+        if _local(prop.tag) == "property" and prop.get("name") == name:
+            return "".join(child.text or "" for child in prop)
+    return None
 
 
 @dataclass
@@ -124,26 +201,43 @@ class SheetHead:
 
 
 def sheet_head(zf: zipfile.ZipFile, part: str) -> SheetHead:
-    """Size (from `<dimension>`) and frozen panes, reading only what precedes the cell data."""
-    with zf.open(part) as handle:
-        head = handle.read(16_384).decode("utf-8", "replace")
-    head = head.split("<sheetData", 1)[0]
+    """Size (from `<dimension>`) and frozen panes, parsing only what precedes the cell data."""
     rows = columns = None
-    m = re.search(r'<(?:\w+:)?dimension\b[^>]*ref="([^"]+)"', head)
-    if m:
-        ref = m.group(1).replace("$", "")
-        try:
-            _r0, _c0, r1, c1 = parse_cells(ref, ref)
-            rows, columns = r1, c1
-        except BadRequest:  # a malformed dimension is only a hint: the caller reads the sheet
-            rows = columns = None
     frozen_rows = frozen_columns = 0
-    pane = re.search(r"<(?:\w+:)?pane\b[^>]*>", head)
-    if pane:
-        a = _attrs(pane.group(0))
-        if a.get("state") in ("frozen", "frozenSplit"):
-            frozen_rows = int(float(a.get("ySplit", "0") or 0))
-            frozen_columns = int(float(a.get("xSplit", "0") or 0))
+    parser = ElementTree.XMLPullParser(events=("start",))
+    with zf.open(part) as handle:
+        read = 0
+        done = False
+        while not done and read < 1 << 20:
+            chunk = handle.read(16_384)
+            if not chunk:
+                break
+            read += len(chunk)
+            try:
+                parser.feed(chunk)
+                events = list(parser.read_events())
+            except ElementTree.ParseError:
+                break  # the head is only a hint: the caller measures the sheet instead
+            for event in events:
+                element = event[1] if len(event) == 2 else None
+                if not isinstance(element, ElementTree.Element):
+                    continue
+                name = _local(element.tag)
+                if name == "sheetData":
+                    done = True
+                    break
+                if name == "dimension" and (ref := element.get("ref")):
+                    ref = ref.replace("$", "")
+                    try:
+                        _r0, _c0, rows, columns = parse_cells(ref, ref)
+                    except BadRequest:  # a malformed dimension is only a hint: the caller reads the sheet
+                        rows = columns = None
+                elif name == "pane" and element.get("state") in ("frozen", "frozenSplit"):
+                    try:
+                        frozen_rows = int(float(element.get("ySplit", "0") or 0))
+                        frozen_columns = int(float(element.get("xSplit", "0") or 0))
+                    except ValueError:
+                        frozen_rows = frozen_columns = 0
     return SheetHead(rows, columns, frozen_rows, frozen_columns)
 
 
@@ -164,7 +258,7 @@ def write_cached_values(data: bytes, values: dict[str, dict[str, Any]]) -> bytes
     """`data` (an xlsx openpyxl saved) with `values[sheet][cell]` as the cached result of each formula."""
     if not values:
         return data
-    src = zipfile.ZipFile(io.BytesIO(data))
+    src = zipfile.ZipFile(io.BytesIO(data))  # openpyxl's own output, not the user's file
     parts = {p.part: p.name for p in sheet_parts(src)}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:

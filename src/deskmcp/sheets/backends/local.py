@@ -44,11 +44,15 @@ from deskmcp.sheets.models import (
 )
 from deskmcp.sheets.ooxml import (
     PackageMap,
+    check_sizes,
+    custom_property,
     defined_names,
     dropped_content,
     package_map,
+    read_part,
     sheet_head,
     sheet_parts,
+    verify_parts,
     write_cached_values,
 )
 from deskmcp.sheets.sheetdata import Extent, Styles, extent, styles, window
@@ -196,6 +200,7 @@ class LocalBackend:
         self._pending: dict[tuple[Any, ...], Future[list[list[Any]]]] = {}
         self._packages: OrderedDict[tuple[Any, ...], tuple[PackageMap, Styles]] = OrderedDict()
         self._extents: OrderedDict[tuple[Any, ...], Extent] = OrderedDict()
+        self._verified: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -276,9 +281,31 @@ class LocalBackend:
         with self._calamine(path) as wb:
             return [m.name for m in wb.sheets_metadata if str(m.typ).endswith("WorkSheet")]
 
+    def _verify(self, path: Path) -> None:
+        """Refuse an xlsx whose parts inflate past their limits, before a reader that trusts the zip
+        opens it (checked once per version of the file)."""
+        if path.suffix.lower() not in (".xlsx", ".xlsm"):
+            return
+        key = self._stat_key(path)
+        with self._lock:
+            if key in self._verified:
+                return
+        try:
+            with zipfile.ZipFile(path) as zf:
+                verify_parts(zf)
+        except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise ParseError(
+                f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
+            ) from exc
+        with self._lock:
+            self._verified[key] = True
+            while len(self._verified) > 64:
+                self._verified.popitem(last=False)
+
     def _calamine(self, path: Path) -> Any:
         from python_calamine import CalamineError, CalamineWorkbook
 
+        self._verify(path)
         try:
             return CalamineWorkbook.from_path(str(path))
         except (CalamineError, OSError, ValueError) as exc:
@@ -365,6 +392,7 @@ class LocalBackend:
                 return self._packages[key]
         try:
             with zipfile.ZipFile(path) as zf:
+                check_sizes(zf)
                 where = package_map(zf)
                 look = styles(zf, where.styles, where.date1904)
         except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
@@ -514,18 +542,13 @@ class LocalBackend:
             return {}
         try:
             with zipfile.ZipFile(path) as zf:
-                if "docProps/custom.xml" not in zf.namelist():
-                    return {}
-                text = zf.read("docProps/custom.xml").decode("utf-8", "replace")
-        except (OSError, zipfile.BadZipFile):
+                text = custom_property(zf, UNCOMPUTED_PROPERTY)
+        except (OSError, zipfile.BadZipFile, ParseError):
             return {}
-        m = re.search(rf'name="{re.escape(UNCOMPUTED_PROPERTY)}"[^>]*>\s*<vt:lpwstr[^>]*>(.*?)</vt:lpwstr>', text, re.S)
-        if not m:
+        if not text:
             return {}
-        import html
-
         try:
-            data = json.loads(html.unescape(m.group(1)))
+            data = json.loads(text)
         except json.JSONDecodeError:
             return {}
         return data if isinstance(data, dict) else {}
@@ -567,6 +590,7 @@ class LocalBackend:
     def _describe_xlsx(self, path: Path, fmt: str) -> tuple[list[SheetInfo], list[NamedRange], str | None]:
         try:
             with zipfile.ZipFile(path) as zf:
+                check_sizes(zf)
                 parts = sheet_parts(zf)
                 named = [NamedRange(name=n, range=r) for n, r in defined_names(zf)]
                 heads = {p.name: sheet_head(zf, p.part) for p in parts if p.kind == "worksheet" and p.part}
@@ -616,7 +640,7 @@ class LocalBackend:
         try:
             with zipfile.ZipFile(path) as zf:
                 dropped = dropped_content(zf.namelist())
-                strict = b"purl.oclc.org/ooxml" in zf.read("xl/workbook.xml")[:4096]
+                strict = b"purl.oclc.org/ooxml" in read_part(zf, "xl/workbook.xml")[:4096]
         except (OSError, KeyError, zipfile.BadZipFile):
             return False, "The file is not a valid xlsx package."
         if strict:
@@ -637,6 +661,7 @@ class LocalBackend:
         import openpyxl
         from openpyxl.utils.exceptions import InvalidFileException
 
+        self._verify(path)
         try:
             wb = openpyxl.load_workbook(path, read_only=read_only, data_only=data_only, keep_links=True)
         except (
