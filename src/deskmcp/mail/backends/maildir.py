@@ -378,8 +378,10 @@ class MaildirBackend:
         fts = ("+" if common else "") + TEXT_MATCH
         value = term.value
         op = term.op
+        # Words with spaces between them were written in quotes ("quarterly review"): a phrase.
+        text = f'"{value}"' if " " in value and '"' not in value else value
         if op is None:
-            return fts, [text_match(value)]
+            return fts, [text_match(text)]
         if op in ("from", "to", "cc", "bcc", "subject", "filename"):
             column = {
                 "from": "sender",
@@ -389,7 +391,7 @@ class MaildirBackend:
                 "subject": "subject",
                 "filename": "filenames",
             }[op]
-            return fts, [text_match(value, column)]
+            return fts, [text_match(text, column)]
         if op == "is":
             return {
                 "unread": ("d.unread = 1", []),
