@@ -269,6 +269,7 @@ class Loaded:
     raw: bytes
     when: datetime
     flags: tuple[bytes, ...] = ()
+    name: str = ""
 
 
 def append_all(server: Dovecot, user: str, messages: list[Loaded]) -> None:
@@ -315,4 +316,7 @@ def generated_threads() -> list[Loaded]:
 def corpus_messages(corpus: Path) -> list[Loaded]:
     """The real .eml files, each with an INTERNALDATE a day apart (newest last in the folder)."""
     files = sorted(corpus.rglob("*.eml"))
-    return [Loaded("INBOX", path.read_bytes(), BASE_DAY - timedelta(days=400 - i)) for i, path in enumerate(files)]
+    return [
+        Loaded("INBOX", path.read_bytes(), BASE_DAY - timedelta(days=400 - i), name=path.name)
+        for i, path in enumerate(files)
+    ]

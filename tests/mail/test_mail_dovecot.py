@@ -3,16 +3,20 @@ conversations; the Maildir backend answers the same queries on the same messages
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from deskmcp.mail.mime import decode, parse_bytes
 from tests.conftest import shared_corpus
-from tests.mail.conftest import Connect, call, deliver
+from tests.mail.conftest import Connect, call, deliver, fail, make_mail
 from tests.mail.dovecot import (
     BASE_DAY,
     Dovecot,
@@ -162,3 +166,250 @@ async def test_imap_get_thread_gathers_the_conversation_from_every_folder(connec
     assert [m["body"] for m in thread["messages"]] == ["Can we renew?", "Yes.", "Signed."]
     assert [m["labels"][0] for m in thread["messages"]] == ["INBOX", "SENT", "Projects"]
     assert last["thread_id"] == first["thread_id"]
+
+
+# -- 4. keywords as labels, 5. nested labels ------------------------------------------------------
+
+
+async def test_imap_keyword_labels_keep_their_names_are_listed_and_searchable_alone(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    append_all(dovecot, mailbox, [Loaded("INBOX", make_mail("Plan", "x", msgid="<p1@corp.test>"), BASE_DAY)])
+    async with connect(**dovecot.settings(mailbox)) as c:
+        target = (await call(c, "list_emails", {"query": ""}))["emails"][0]
+        for name in ("Follow up", "Été-2026", "AI_PROCESSED"):
+            labelled = await call(c, "add_label", {"message_id": target["id"], "label_name": name})
+        labels = {x["name"]: x for x in (await call(c, "list_labels"))["labels"]}
+        found = {name: await subjects(c, f'label:"{name}"') for name in ("Follow up", "Été-2026", "AI_PROCESSED")}
+        negated = await subjects(c, '-label:"Follow up"')
+        removed = await call(c, "remove_label", {"message_id": target["id"], "label_name": "Été-2026"})
+    assert {"Follow up", "Été-2026", "AI_PROCESSED"} <= set(labelled["labels"])
+    assert labels["Follow up"]["kind"] == "keyword" and labels["Follow up"]["total"] == 1
+    assert labels["Été-2026"]["kind"] == "keyword" and labels["INBOX"]["kind"] == "system"
+    assert found == {"Follow up": ["Plan"], "Été-2026": ["Plan"], "AI_PROCESSED": ["Plan"]}
+    assert negated == []
+    assert "Été-2026" not in removed["labels"] and "Follow up" in removed["labels"]
+
+
+@pytest.mark.parametrize("server", ["dovecot", "dovecot_dot"])
+async def test_imap_nested_folder_labels_work_whatever_the_server_separator(
+    connect: Connect, request: pytest.FixtureRequest, server: str
+) -> None:
+    imap: Dovecot = request.getfixturevalue(server)
+    user = imap.add_user()
+    append_all(imap, user, [Loaded("INBOX", make_mail("Contract", "x", msgid="<c1@corp.test>"), BASE_DAY)])
+    async with connect(**imap.settings(user)) as c:
+        target = (await call(c, "list_emails", {"query": ""}))["emails"][0]
+        moved = await call(c, "move_email", {"message_id": target["id"], "destination_label": "Clients/Acme"})
+        inside = await call(c, "list_emails", {"query": "in:Clients/Acme"})
+        labels = {x["name"]: x["kind"] for x in (await call(c, "list_labels"))["labels"]}
+    assert moved["labels"][0] == "Clients/Acme"
+    assert [e["id"] for e in inside["emails"]] == [moved["id"]]
+    assert inside["emails"][0]["labels"][0] == "Clients/Acme"
+    assert labels["Clients/Acme"] == "folder"
+    client = imap.client(user)
+    names = [name for _flags, _sep, name in client.list_folders()]
+    client.logout()
+    assert ("Clients.Acme" if imap.separator == "." else "Clients/Acme") in names
+
+
+# -- 6. moving a message without a Message-ID ----------------------------------------------------
+
+NO_MESSAGE_ID = (
+    b"From: a@corp.test\r\nTo: me@corp.test\r\nSubject: Anonymous\r\n"
+    b"Date: Thu, 19 Nov 2026 12:00:00 +0000\r\n\r\nNo id.\r\n"
+)
+
+
+async def test_imap_moving_a_message_without_message_id_returns_its_new_id(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    append_all(dovecot, mailbox, [Loaded("INBOX", NO_MESSAGE_ID, BASE_DAY)])
+    async with connect(**dovecot.settings(mailbox)) as c:
+        target = (await call(c, "list_emails", {"query": ""}))["emails"][0]
+        moved = await call(c, "move_email", {"message_id": target["id"], "destination_label": "Done"})
+        opened = await call(c, "get_email", {"message_id": moved["id"]})
+        inbox = await call(c, "list_emails", {"query": "in:inbox"})
+    assert target["rfc_message_id"] == ""
+    assert moved["labels"][0] == "Done" and opened["body"] == "No id."
+    assert inbox["emails"] == []
+
+
+# -- 7. attachments from BODYSTRUCTURE ------------------------------------------------------------
+
+
+async def test_imap_has_attachment_and_filename_match_the_maildir_on_the_corpus(
+    connect: Connect, corpus: Corpus, workspace: Path
+) -> None:
+    with_attachments = truth(corpus.messages, lambda p: bool(p.attachments))
+    pdf = truth(corpus.messages, lambda p: any("pdf" in a.filename.lower() for a in p.attachments))
+    async with connect(**corpus.settings()) as c:
+        over_imap = await subjects(c, "has:attachment")
+        without = await subjects(c, "-has:attachment")
+        pdf_imap = await subjects(c, "filename:pdf")
+        listed = (await call(c, "list_emails", {"query": "", "max_results": 100}))["emails"]
+    to_maildir(workspace, corpus.messages)
+    async with connect() as c:
+        local = await subjects(c, "has:attachment")
+        pdf_local = await subjects(c, "filename:pdf")
+    assert set(over_imap) == with_attachments and len(over_imap) == len(local)
+    assert set(local) == with_attachments
+    assert not set(without) & with_attachments
+    assert set(pdf_imap) == set(pdf_local) == pdf
+    flagged = {e["subject"] for e in listed if e["has_attachments"]}
+    assert flagged == with_attachments
+    bounce = next(m for m in corpus.messages if m.name == "office365.eml")
+    assert len(bounce.raw) > 60_000 and decode(parse_bytes(bounce.raw)).subject in flagged
+
+
+# -- 10. stable page cursors ------------------------------------------------------------------
+
+
+async def test_imap_next_page_does_not_repeat_a_message_when_mail_arrives_between_pages(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    batch = [Loaded("INBOX", make_mail(f"Report {i}", "x", days_ago=20 - i), BASE_DAY) for i in range(6)]
+    append_all(dovecot, mailbox, batch)
+    async with connect(**dovecot.settings(mailbox)) as c:
+        first = await call(c, "list_emails", {"query": "", "max_results": 3})
+        append_all(dovecot, mailbox, [Loaded("INBOX", make_mail("Breaking", "x", days_ago=0), BASE_DAY)])
+        second = await call(c, "list_emails", {"query": "", "max_results": 3, "cursor": first["next_cursor"]})
+    assert [e["subject"] for e in first["emails"]] == ["Report 5", "Report 4", "Report 3"]
+    assert [e["subject"] for e in second["emails"]] == ["Report 2", "Report 1", "Report 0"]
+    assert second["next_cursor"] is None
+
+
+# -- 12. phrases ----------------------------------------------------------------------------------
+
+
+async def test_quoted_phrase_matches_only_messages_with_the_words_together(
+    connect: Connect, workspace: Path, dovecot: Dovecot, mailbox: str
+) -> None:
+    mails = [
+        make_mail("Q3", "The quarterly review is on Monday."),
+        make_mail("Notes", "A review of the quarterly numbers."),
+        make_mail("Other", "Quarterly figures; please review."),
+    ]
+    for raw in mails:
+        deliver(workspace, raw)
+    append_all(dovecot, mailbox, [Loaded("INBOX", raw, BASE_DAY) for raw in mails])
+    async with connect() as c:
+        local = await subjects(c, '"quarterly review"')
+        local_subject = await subjects(c, 'subject:"Q3"')
+    async with connect(**dovecot.settings(mailbox)) as c:
+        over_imap = await subjects(c, '"quarterly review"')
+    assert local == ["Q3"] and over_imap == ["Q3"]
+    assert local_subject == ["Q3"]
+
+
+# -- 8. broken servers ------------------------------------------------------------------------
+
+Script = Callable[[bytes], bytes | None]
+
+
+class BrokenServer:
+    """A loopback socket that plays an IMAP server going wrong: a greeting (or none), then an
+    answer per command from `script` (None: hang up)."""
+
+    def __init__(self, greeting: bytes | None, script: Script) -> None:
+        self.greeting = greeting
+        self.script = script
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self.sock.accept()
+                with conn:
+                    self._talk(conn)
+
+    def _talk(self, conn: socket.socket) -> None:
+        if self.greeting is None:
+            return
+        conn.sendall(self.greeting)
+        for line in conn.makefile("rb"):
+            tag, _, rest = line.strip().partition(b" ")
+            reply = self.script(rest.split(b" ")[0].upper())
+            if reply is None:
+                return
+            conn.sendall(reply.replace(b"TAG", tag))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def hang_up(_command: bytes) -> bytes | None:
+    return None
+
+
+def plain_imap(command: bytes) -> bytes | None:
+    """Capabilities without STARTTLS; refuses every login."""
+    if command == b"CAPABILITY":
+        return b"* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\nTAG OK done\r\n"
+    if command == b"LOGIN":
+        return b"TAG NO [AUTHENTICATIONFAILED] Invalid credentials (Failure)\r\n"
+    return None
+
+
+def tls_refused(command: bytes) -> bytes | None:
+    if command == b"CAPABILITY":
+        return b"* CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED\r\nTAG OK done\r\n"
+    if command == b"STARTTLS":
+        return b"TAG NO [UNAVAILABLE] TLS is not available right now\r\n"
+    return None
+
+
+@pytest.fixture
+def broken() -> Iterator[Callable[[bytes | None, Script], BrokenServer]]:
+    servers: list[BrokenServer] = []
+
+    def start(greeting: bytes | None, script: Script) -> BrokenServer:
+        servers.append(BrokenServer(greeting, script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("greeting", "script", "security", "code", "words"),
+    [
+        (None, hang_up, "none", "external_service_error", "could not be used"),
+        (b"* OK ready\r\n", hang_up, "none", "external_service_error", "could not be used"),
+        (b"* BYE Too many connections from your address\r\n", hang_up, "none", "external_service_error",
+         "Too many connections from your address"),
+        (b"* OK ready\r\n", plain_imap, "starttls", "external_service_error", "does not offer STARTTLS"),
+        (b"* OK ready\r\n", tls_refused, "starttls", "external_service_error", "refused STARTTLS"),
+        (b"* OK ready\r\n", plain_imap, "none", "auth_required", "Invalid credentials (Failure)"),
+    ],
+)  # fmt: skip
+async def test_imap_broken_server_is_reported_with_its_own_words_not_as_internal_error(
+    connect: Connect,
+    broken: Callable[[bytes | None, Script], BrokenServer],
+    greeting: bytes | None,
+    script: Script,
+    security: str,
+    code: str,
+    words: str,
+) -> None:
+    server = broken(greeting, script)
+    settings = {
+        "backend": "imap",
+        "imap_host": "127.0.0.1",
+        "imap_port": server.port,
+        "imap_user": "me@corp.test",
+        "imap_password": "pw",
+        "imap_security": security,
+        "address": "me@corp.test",
+        "timeout": 10,
+    }
+    with anyio.fail_after(60):
+        async with connect(**settings) as c:
+            error = await fail(c, "list_emails", {"query": ""})
+    assert error["error"] == code
+    assert words in error["message"]
+    assert f"127.0.0.1:{server.port}" in error["message"]

@@ -139,7 +139,14 @@ class ImapBackend:
                         " if it speaks TLS from the start.",
                         {"server": where},
                     )
-                client.starttls(context)
+                try:
+                    client.starttls(context)
+                except imaplib.IMAP4.error as exc:  # imaplib keeps only its own words here
+                    raise ExternalServiceError(
+                        f"The IMAP server {where} refused STARTTLS ({_words(exc)}); set MAIL_IMAP_SECURITY=ssl"
+                        " (port 993) if it speaks TLS from the start, or retry later.",
+                        {"server": where},
+                    ) from exc
             client.login(c.user or self.address, c.password or "")
         except LoginError as exc:
             raise AuthRequired(
@@ -266,14 +273,15 @@ class ImapBackend:
 
     def _select(self, client: Any, folder: str, *, readonly: bool = False) -> int:
         info = client.select_folder(folder, readonly=readonly)
-        self._keywords[folder] = b"\\*" in info.get(b"PERMANENTFLAGS", ())
+        if not readonly:  # a read-only EXAMINE lists no permanent flags at all
+            self._keywords[folder] = b"\\*" in info.get(b"PERMANENTFLAGS", ())
         self._selected = (folder, int(info[b"UIDVALIDITY"]))
         self._flags = tuple(info.get(b"FLAGS", ()))
         return self._selected[1]
 
     def _keywords_allowed(self, client: Any, folder: str) -> bool:
         if folder not in self._keywords:
-            self._select(client, folder, readonly=True)
+            self._select(client, folder)
         return self._keywords[folder]
 
     # -- reading ---------------------------------------------------------------------------
@@ -362,8 +370,9 @@ class ImapBackend:
             # its first offset + limit + 1 (one folder: the slice itself).
             skip = 0 if boundary is not None else offset
             for folder in folders:
+                keywords = self._keywords_allowed(client, folder)
                 validity = self._select(client, folder, readonly=True)
-                criteria = [*extra, *imap_search.criteria(plan.rest, self._keywords[folder])] or ["ALL"]
+                criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
                 uids = self._structure_filter(client, self._search(client, criteria), plan)
                 if boundary is not None:
                     uids = uids[self._after(client, uids, boundary) :]
