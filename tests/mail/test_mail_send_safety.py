@@ -234,3 +234,63 @@ async def test_send_email_without_vault_path_audits_into_the_default_vault(conne
         sent = await call(c, "send_email", {"to": "a@example.org", "subject": "s", "body": "b"})
     assert Path(sent["audit_log"]).parent == workspace / "vault" / "Logs"
     assert len(audit_lines(workspace)) == 2
+
+
+async def test_forward_email_keeps_attachments_and_quotes_the_original(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    deliver(
+        workspace,
+        make_mail("Q3 figures", "Numbers inside.", msgid="<q3@x>", attachment=("q3.csv", b"q,v\n3,9\n", "text/csv")),
+    )
+    async with connect(**smtp(smtp_sink)) as c:
+        original = (await call(c, "list_emails"))["emails"][0]
+        sent = await call(
+            c, "forward_email", {"message_id": original["id"], "to": "boss@example.org", "body": "FYI, see below."}
+        )
+        copy = await call(c, "get_email", {"message_id": sent["message_id"]})
+    received = smtp_sink.messages[0]
+    assert received.rcpt_tos == ["boss@example.org"] and received.mail_from == "me@corp.test"
+    wire = message_from_bytes(received.data, policy=policy.default)
+    assert wire["Subject"] == "Fwd: Q3 figures"
+    assert copy["attachment_names"] == ["q3.csv"]
+    assert copy["body"].startswith("FYI, see below.") and "Numbers inside." in copy["body"]
+    assert "From: Alice <alice@example.org>" in copy["body"]
+    assert [line["event"] for line in audit_lines(workspace)] == ["pre_send_audit", "send_result"]
+    assert sent["audit_log"].startswith(str(workspace / "vault" / "Logs"))
+
+
+async def test_security_forward_email_is_held_to_the_recipient_allowlist(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    deliver(workspace, make_mail("Secret", "s3cret"))
+    async with connect(**smtp(smtp_sink, allowed_recipients="@corp.test")) as c:
+        original = (await call(c, "list_emails"))["emails"][0]
+        error = await fail(c, "forward_email", {"message_id": original["id"], "to": "leak@evil.test"})
+    assert error["error"] == "permission_denied" and error["details"]["refused"] == ["leak@evil.test"]
+    assert smtp_sink.messages == [] and audit_lines(workspace) == []
+
+
+async def test_forward_email_with_the_same_key_sends_once_and_another_request_is_a_conflict(
+    connect: Connect, workspace: Path, smtp_sink: SmtpSink
+) -> None:
+    deliver(workspace, make_mail("Fwd: Already forwarded", "x"))
+    async with connect(**smtp(smtp_sink)) as c:
+        original = (await call(c, "list_emails"))["emails"][0]
+        args = {"message_id": original["id"], "to": "a@example.org", "idempotency_key": "f1"}
+        first = await call(c, "forward_email", args)
+        again = await call(c, "forward_email", args)
+        other = await fail(c, "forward_email", {**args, "to": "b@example.org"})
+        missing = await fail(c, "forward_email", {"message_id": "nope", "to": "a@example.org"})
+    assert first["duplicate"] is False and again["duplicate"] is True and len(smtp_sink.messages) == 1
+    assert other["error"] == "conflict" and missing["error"] == "not_found"
+    wire = message_from_bytes(smtp_sink.messages[0].data, policy=policy.default)
+    assert wire["Subject"] == "Fwd: Already forwarded"
+
+
+async def test_forward_email_is_permission_denied_in_draft_only_mode(connect: Connect, workspace: Path) -> None:
+    deliver(workspace, make_mail("Hello", "x"))
+    async with connect(mode="draft_only") as c:
+        original = (await call(c, "list_emails"))["emails"][0]
+        error = await fail(c, "forward_email", {"message_id": original["id"], "to": "a@example.org"})
+    assert error["error"] == "permission_denied" and audit_lines(workspace) == []

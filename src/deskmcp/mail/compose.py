@@ -15,7 +15,7 @@ from email.message import EmailMessage, Message
 from email.utils import format_datetime, formataddr, getaddresses, make_msgid
 
 from deskmcp.core.errors import BadRequest, PermissionDenied
-from deskmcp.mail.mime import ParsedMail
+from deskmcp.mail.mime import ParsedMail, parse_bytes
 
 _ADDR = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*$")
 _MSGID = re.compile(r"<[^<>\s]+>")
@@ -24,6 +24,7 @@ _MSGID = re.compile(r"<[^<>\s]+>")
 # To or somebody else's From past the checks.
 _CONTENT_HEADERS = ("content-", "mime-version")
 _RE = re.compile(r"^\s*(re|aw|sv)\s*(\[\d+\])?\s*:", re.IGNORECASE)
+_FWD = re.compile(r"^\s*(fwd?|wg|tr)\s*:", re.IGNORECASE)
 MAX_REFERENCES = 20
 
 
@@ -206,6 +207,53 @@ def envelope_recipients(message: Message) -> list[str]:
         if addr:
             seen.setdefault(addr, None)
     return list(seen)
+
+
+def forward_subject(subject: str) -> str:
+    """`Fwd: ` added once, the original's control characters blanked (it was not the caller's
+    to check) and the whole kept within the subject limit."""
+    clean = " ".join(_HEADER_FORBIDDEN.sub(" ", subject).split())
+    return (clean if _FWD.match(clean) else f"Fwd: {clean}")[:900]
+
+
+def build_forward(
+    draft: Draft,
+    original: ParsedMail,
+    *,
+    sender: str,
+    display_name: str = "",
+    now: datetime | None = None,
+) -> EmailMessage:
+    """A forward: the caller's note, the original's headers and text, its attachments re-attached."""
+    message = EmailMessage(policy=policy.SMTP)
+    _addressing(message, draft, sender, display_name)
+    message["Subject"] = draft.subject
+    message["Date"] = format_datetime(now or datetime.now(UTC))
+    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or "localhost")
+    quoted = [
+        "---------- Forwarded message ---------",
+        f"From: {original.sender}",
+        f"Date: {original.date}",
+        f"Subject: {original.subject}",
+        f"To: {original.to}",
+        *([f"Cc: {original.cc}"] if original.cc else []),
+        "",
+        original.body,
+    ]
+    note = draft.body.rstrip()
+    message.set_content((note + "\n\n" if note else "") + "\n".join(quoted) + "\n")
+    for item in original.attachments:
+        filename = _HEADER_FORBIDDEN.sub("_", item.filename)
+        maintype, _, subtype = item.content_type.partition("/")
+        if maintype == "message":
+            inner = item.part.get_payload()
+            enclosed = inner[0] if isinstance(inner, list) and inner else parse_bytes(item.payload())
+            message.add_attachment(enclosed, filename=filename)
+        else:
+            if maintype == "multipart" or not subtype:  # bytes cannot be a multipart body
+                maintype, subtype = "application", "octet-stream"
+            message.add_attachment(item.payload(), maintype=maintype, subtype=subtype, filename=filename)
+    return message
 
 
 def build_message(

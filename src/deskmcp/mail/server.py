@@ -36,6 +36,7 @@ TOOLSETS: dict[str, str] = {
     "write": "send, move and label mail",
     "labels": "list labels, remove a label, mark read or unread",
     "drafts": "create, list and send drafts",
+    "forward": "forward mail with its attachments",
     "attachments": "read or save attachments",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
@@ -125,6 +126,22 @@ def register(server: DeskServer, service: MailService) -> None:
     ) -> SendEmailResult:
         """Send a message (audited first). A repeated idempotency_key returns the first result with duplicate=true."""
         return service.send_email(to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key)
+
+    @server.tool(
+        "forward_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="forward"
+    )
+    def forward_email(
+        message_id: MessageId,
+        to: Annotated[str, Field(description="Recipient address(es), comma-separated")],
+        body: Annotated[str, Field(description="Optional note above the forwarded message")] = "",
+        cc: Addresses = None,
+        bcc: Addresses = None,
+        idempotency_key: Annotated[
+            str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
+        ] = None,
+    ) -> SendEmailResult:
+        """Forward a message with its attachments ("Fwd: " subject, checked and audited like send_email)."""
+        return service.forward_email(message_id, to, body, cc, bcc, idempotency_key)
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
     def move_email(message_id: MessageId, destination_label: LabelName) -> LabelResult:

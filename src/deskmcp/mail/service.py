@@ -33,7 +33,15 @@ from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
 from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, MailBackend, Sent
-from deskmcp.mail.compose import Draft, build_message, check_draft, draft_to_send, envelope_recipients
+from deskmcp.mail.compose import (
+    Draft,
+    build_forward,
+    build_message,
+    check_draft,
+    draft_to_send,
+    envelope_recipients,
+    forward_subject,
+)
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
@@ -330,6 +338,39 @@ class MailService:
             )
 
         return self._keyed_send(idempotency_key, request, compose, reply_to_message_id)
+
+    def forward_email(
+        self,
+        message_id: str,
+        to: str,
+        body: str = "",
+        cc: str | None = None,
+        bcc: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> SendEmailResult:
+        self._require("Forwarding mail", "send")
+        _check_key(idempotency_key)
+        request = hashlib.sha256(orjson.dumps(["forward_email", message_id, to, body, cc, bcc])).hexdigest()
+
+        def compose() -> tuple[EmailMessage, str | None]:
+            _, original = self._parsed(message_id)
+            _readable(message_id, original)
+            s = self.settings
+            draft = check_draft(
+                to=to,
+                subject=forward_subject(original.subject),
+                body=body,
+                cc=cc,
+                bcc=bcc,
+                html_body=None,
+                max_recipients=s.max_recipients,
+                max_body_chars=s.max_body_chars,
+                allowlist=s.allowlist,
+            )
+            message = build_forward(draft, original, sender=s.address, display_name=s.display_name)
+            return message, None
+
+        return self._keyed_send(idempotency_key, request, compose, None)
 
     def _keyed_send(
         self,
