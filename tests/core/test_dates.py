@@ -63,3 +63,9 @@ def test_system_zone_prefers_tz_over_tzlocal(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("TZ", ":Asia/Tokyo")
     monkeypatch.setattr(tzlocal, "get_localzone_name", lambda: "America/New_York")
     assert zone_label(resolve_zone(None)) == "Asia/Tokyo"
+
+
+def test_utc_stamp_writes_every_instant_in_one_form_with_z() -> None:
+    paris = datetime(2026, 7, 1, 11, 30, 15, 999_999, tzinfo=ZoneInfo("Europe/Paris"))
+    assert dates.utc_stamp(paris) == "2026-07-01T09:30:15Z"
+    assert dates.utc_stamp().endswith("Z")

@@ -46,6 +46,13 @@ def iso(dt: datetime | None) -> str | None:
     return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def utc_stamp(when: datetime | None = None) -> str:
+    """`when` (default now) in UTC to the second: the one form of every timestamp deskmcp writes
+    into logs and notes, e.g. 2026-11-25T09:30:00Z."""
+    moment = datetime.now(UTC) if when is None else when.astimezone(UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def parse_user_time(value: str | None, field: str, zone: tzinfo, *, end_of_day: bool = False) -> datetime | None:
     """Parse a bound given by a user: ISO date or datetime; a bare date is a day in `zone`."""
     if value is None or value == "":

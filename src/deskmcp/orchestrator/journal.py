@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.files import append_durably
 
 log = logging.getLogger("deskmcp.orchestrator")
@@ -30,7 +31,7 @@ class Journal:
 
     def write(self, event: str, severity: str = "INFO", **fields: Any) -> dict[str, Any]:
         now = datetime.now(UTC)
-        entry = {"event": event, "timestamp": now.isoformat(timespec="seconds"), "severity": severity, **fields}
+        entry = {"event": event, "timestamp": utc_stamp(now), "severity": severity, **fields}
         line = orjson.dumps(entry, default=str) + b"\n"
         level = logging.WARNING if severity in ("WARNING", "ERROR") else logging.INFO
         log.log(level, "%s %s", event, " ".join(f"{k}={v}" for k, v in fields.items()))

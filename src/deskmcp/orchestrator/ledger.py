@@ -19,9 +19,9 @@ from pathlib import Path
 
 import orjson
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import IOFailure
 from deskmcp.core.files import append_durably
-from deskmcp.orchestrator.state import now_iso
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -61,12 +61,12 @@ class DraftLedger:
     def record(self, draft_id: str, note: str, recipients: list[str]) -> None:
         """Remember a draft about to be written, with the addresses it goes to."""
         self._append(
-            {"event": "drafted", "draft_id": draft_id, "note": note, "recipients": recipients, "at": now_iso()}
+            {"event": "drafted", "draft_id": draft_id, "note": note, "recipients": recipients, "at": utc_stamp()}
         )
 
     def reject(self, draft_id: str) -> None:
         """A rejected draft is never vouched for again, wherever its note goes."""
-        self._append({"event": "rejected", "draft_id": draft_id, "at": now_iso()})
+        self._append({"event": "rejected", "draft_id": draft_id, "at": utc_stamp()})
 
     def entry(self, draft_id: str) -> dict[str, object] | None:
         """The last line about `draft_id`, or None when the orchestrator never drafted it."""

@@ -24,6 +24,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound, PermissionDenied
 from deskmcp.core.paths import safe_join
 from deskmcp.orchestrator import layout
@@ -41,7 +42,7 @@ from deskmcp.orchestrator.models import (
     TriageDecision,
 )
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.state import State, now_iso
+from deskmcp.orchestrator.state import State
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -132,7 +133,7 @@ class Orchestrator:
             await self.ingest(summary)
             await self.decide_pending(summary)
         if not self.dry_run:
-            self.state.last_pass = {"at": now_iso(), **summary.model_dump(exclude={"events", "dry_run"})}
+            self.state.last_pass = {"at": utc_stamp(), **summary.model_dump(exclude={"events", "dry_run"})}
             try:
                 self.state.save()
             except DeskError as exc:
@@ -185,12 +186,12 @@ class Orchestrator:
             draft = layout.approved_draft(self.root, path, note)
         except BadRequest as exc:
             if not self.dry_run and front.get("send_error") != exc.message:
-                await self.vault.update_note(path, {"send_error": exc.message, "last_attempt": now_iso()})
+                await self.vault.update_note(path, {"send_error": exc.message, "last_attempt": utc_stamp()})
             raise
         record = self.state.sent.get(draft.draft_id) if draft.draft_id else None
         if record is None and (refusal := self.refusal(draft)) is not None:
             if not self.dry_run and front.get("send_error") != refusal:
-                await self.vault.update_note(path, {"send_error": refusal, "last_attempt": now_iso()})
+                await self.vault.update_note(path, {"send_error": refusal, "last_attempt": utc_stamp()})
             raise PermissionDenied(refusal, {"path": path})
         if not draft.draft_id:
             draft.draft_id = "draft-" + layout.short_id(f"{path}:{note['content_hash']}")
@@ -219,13 +220,17 @@ class Orchestrator:
                 attempts = int(front.get("send_attempts") or 0) + 1
                 await self.vault.update_note(
                     path,
-                    {"send_error": f"{exc.code}: {exc.message}", "send_attempts": attempts, "last_attempt": now_iso()},
+                    {
+                        "send_error": f"{exc.code}: {exc.message}",
+                        "send_attempts": attempts,
+                        "last_attempt": utc_stamp(),
+                    },
                 )
                 raise
             _fault("sent_unrecorded")
             record = {
                 "note": path,
-                "at": now_iso(),
+                "at": utc_stamp(),
                 "to": draft.to,
                 "subject": draft.subject,
                 **{k: result.get(k) for k in ("message_id", "thread_id", "sent_at", "rfc_message_id", "duplicate")},
@@ -357,7 +362,7 @@ class Orchestrator:
             summary.ingested += 1
             summary.events.append(f"would ingest: {subject} from {summary_email.get('sender', '')}")
             return
-        now = now_iso()
+        now = utc_stamp()
         try:
             email = await self.mail.get_email(message_id)
             front, body = layout.email_note(email, ingested_at=now, max_chars=self.settings.max_body_chars)
@@ -445,7 +450,7 @@ class Orchestrator:
             summary.events.append(f"undecided: {path}: {result.reason}")
             if not self.dry_run and note["frontmatter"].get("decision_error") != result.reason:
                 self.journal.write("undecided", "WARNING", note=path, reason=result.reason)
-                await self.vault.update_note(path, {"decision_error": result.reason, "decision_checked": now_iso()})
+                await self.vault.update_note(path, {"decision_error": result.reason, "decision_checked": utc_stamp()})
             return
         if self.dry_run:
             summary.decided += 1
@@ -465,7 +470,7 @@ class Orchestrator:
             "decision": decision.decision,
             "reason": decision.reason,
             "decided_by": by,
-            "decided": now_iso(),
+            "decided": utc_stamp(),
             "decision_error": None,
         }
         outcome: ItemResult
@@ -510,7 +515,7 @@ class Orchestrator:
             "source_note": path,
             "decision": decision.decision,
             "reason": decision.reason,
-            "created": now_iso(),
+            "created": utc_stamp(),
         }
         body = (decision.reply or "").strip() + "\n"
         # Recorded before the note exists: only what is in the ledger is ever sent (see ledger.py).
@@ -532,7 +537,7 @@ class Orchestrator:
         draft = layout.approved_draft(self.root, path, note)  # refuses a draft without recipient, subject or text
         if (refusal := self.refusal(draft, approving=True)) is not None:
             raise PermissionDenied(refusal, {"path": path})
-        await self.vault.update_note(path, {"approved": now_iso()})
+        await self.vault.update_note(path, {"approved": utc_stamp()})
         dest = f"{APPROVED}/{layout.name_of(path)}"
         await self.vault.move_note(path, dest)
         self.journal.write("approved", note=dest)
@@ -547,7 +552,7 @@ class Orchestrator:
             raise Conflict(f"{path} was already sent; it can no longer be rejected.", {"path": path})
         if front.get("draft_id"):
             self.ledger.reject(str(front["draft_id"]))
-        await self.vault.update_note(path, {"status": "rejected", "rejected": now_iso(), "reject_reason": reason})
+        await self.vault.update_note(path, {"status": "rejected", "rejected": utc_stamp(), "reject_reason": reason})
         done = await self._move_to_done(path)
         source = front.get("source_note")
         if isinstance(source, str) and layout.folder_of(source) == NEEDS_ACTION:

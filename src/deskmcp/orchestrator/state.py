@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import Conflict, IOFailure
 from deskmcp.core.files import atomic_write_bytes
 
@@ -30,10 +31,6 @@ log = logging.getLogger("deskmcp.orchestrator")
 
 STATE_FILE = "orchestrator_state.json"
 LOCK_FILE = "orchestrator.lock"
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class State:
@@ -119,7 +116,7 @@ class VaultLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        payload = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": now_iso()})
+        payload = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": utc_stamp()})
         for _ in range(3):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
