@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,28 @@ async def test_two_spellings_of_one_remote_share_one_clone(
         await call(client, "list_files", {"source": "git", "repo": url})
         await call(client, "list_files", {"source": "git", "repo": url.replace("http://", "HTTP://").rstrip("/")})
     assert len(list(settings.git_cache.iterdir())) == 1
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+async def test_reading_a_large_git_file_streams_it_instead_of_holding_it_whole(
+    connect: Connect, project: Path, packed: bool
+) -> None:
+    porcelain.init(str(project))
+    blob = bytes(range(256)) * (96 << 10)  # 24 MiB, binary from its first byte
+    text = "".join(f"line {i}\n" for i in range(1, 2_000_001))  # 17 MiB of text
+    commit(project, {"big.bin": blob, "big.txt": text}, "large files")
+    if packed:
+        porcelain.repack(str(project))
+    async with connect() as client:
+        tracemalloc.start()
+        try:
+            binary = await call(client, "read_file", {"source": "git", "path": "big.bin"})
+            head = await call(client, "read_file", {"source": "git", "path": "big.txt", "max_chars": 14})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        tail = await call(client, "read_file", {"source": "git", "path": "big.txt", "start_line": 1_999_999})
+    assert (binary["binary"], binary["size"]) == (True, len(blob))
+    assert (head["content"], head["truncated"], head["size"]) == ("line 1\nline 2\n", True, len(text))
+    assert tail["content"] == "line 1999999\nline 2000000\n"
+    assert peak < 8 << 20  # a few chunks, not the 24 MiB blob

@@ -87,6 +87,12 @@ class DiagramsSettings(WorkspaceSettings):
         description="Comma-separated hosts (*.example.com) or networks (10.0.0.0/8) that may be cloned from; "
         "empty: any public host. Loopback, private and link-local addresses need an exact entry.",
     )
+    git_max_blob_mb: int = Field(
+        default=64,
+        ge=1,
+        validation_alias=env_alias("git_max_blob_mb", "DIAGRAMS_GIT_MAX_BLOB_MB"),
+        description="Largest git file rebuilt in memory from a delta to be read (others are streamed).",
+    )
     http_timeout: float = Field(
         default=20.0,
         gt=0,

@@ -8,7 +8,6 @@ Remote repositories are cloned bare under the workspace once and fetched again w
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 import shutil
 import stat
@@ -22,6 +21,7 @@ from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Perm
 from deskmcp.core.paths import is_within, safe_join
 from deskmcp.core.policies import SYSTEM_CLOCK, Clock, TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
+from deskmcp.diagrams.sources.git_blob import open_blob
 from deskmcp.diagrams.sources.git_remote import RemotePolicy, RemoteURL, guarded_pool_manager, parse_remote
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ class GitRepositories:
         self.cache_dir = settings.git_cache
         self.ttl = settings.git_cache_ttl
         self.timeout = settings.git_timeout
+        self.max_blob_bytes = settings.git_max_blob_mb * 2**20
         self.policy = RemotePolicy.from_settings(settings)
         self.clock = clock
         self._guard = threading.Lock()
@@ -297,7 +298,6 @@ class GitSource:
                 raise BadRequest(f"{path!r} is a folder; list it with list_files(root={path!r}).", {"path": path})
             if mode == 0o160000:
                 raise BadRequest(f"{path!r} is a submodule (another repository).", {"path": path})
-            data = self.repo[sha].as_raw_string()
+            return open_blob(self.repo, sha, path, self.repos.max_blob_bytes)
         finally:
-            self.repo.close()
-        return io.BytesIO(data), len(data)
+            self.repo.close()  # the stream reads the object files itself
