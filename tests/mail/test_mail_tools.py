@@ -432,3 +432,16 @@ async def test_changes_made_by_another_mail_program_are_followed(connect: Connec
     assert after["Read elsewhere"]["id"] == before["Read elsewhere"]["id"]
     assert [e["id"] for e in projects["emails"]] == [before["Filed elsewhere"]["id"]]
     assert after["Filed elsewhere"]["labels"] == ["Projects"]
+
+
+async def test_list_emails_answers_how_many_match_in_all(connect: Connect, workspace: Path) -> None:
+    seed(workspace)
+    deliver(workspace, make_mail("Binned", "gone", days_ago=0), folder=".Trash")
+    async with connect() as c:
+        first = await call(c, "list_emails", {"query": "is:unread", "max_results": 2})
+        second = await call(c, "list_emails", {"query": "is:unread", "max_results": 2, "cursor": first["next_cursor"]})
+        everything = await call(c, "list_emails", {"query": "", "max_results": 50})
+        words = await call(c, "list_emails", {"query": "budget OR launch", "max_results": 1})
+    assert first["total"] == 3 and second["total"] == 3 and len(second["emails"]) == 1
+    assert everything["total"] == 4 and len(everything["emails"]) == 4
+    assert words["total"] == 2

@@ -23,6 +23,7 @@ class EmailSummary(BaseModel):
 class EmailList(BaseModel):
     emails: list[EmailSummary]
     next_cursor: str | None = None
+    total: int | None = Field(default=None, description="Messages matching in all (local mailbox; else null)")
 
 
 class AttachmentInfo(BaseModel):

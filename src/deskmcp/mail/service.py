@@ -32,7 +32,7 @@ from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
-from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, MailBackend, Sent
+from deskmcp.mail.backends.base import Counting, DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import (
     Draft,
     build_forward,
@@ -171,7 +171,13 @@ class MailService:
         key = query_key("list_emails", query, max_results)
         offset = decode_cursor(cursor, key)
         emails, more = self.backend.list(node, raw=query, limit=max_results, offset=offset)
-        return EmailList(emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key))
+        total = None
+        if isinstance(self.backend, Counting):
+            # A single page needs no count: it is everything.
+            total = offset + len(emails) if not more else self.backend.count(node)
+        return EmailList(
+            emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key), total=total
+        )
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)

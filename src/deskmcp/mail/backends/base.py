@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from deskmcp.core.errors import SendFailed
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -32,6 +32,13 @@ class Labelled:
 
     message_id: str
     labels: list[str]
+
+
+@runtime_checkable
+class Counting(Protocol):
+    """A backend that can count a query's matches cheaply (the local index); others answer no total."""
+
+    def count(self, query: Node | None) -> int: ...
 
 
 class MailBackend(Protocol):

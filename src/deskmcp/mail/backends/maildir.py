@@ -324,12 +324,23 @@ class MaildirBackend:
             has_attachments=bool(c["has_att"]),
         )
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
-        self.refresh()
+    def _listing(self, query: Node | None) -> tuple[str, list[Any]]:
+        """The SQL filter of a query, trash and spam left out unless it names them."""
         clause, params = self._where(query, self._common(query)) if query is not None else ("1", [])
         if not mentions_folder(query, ("trash", "spam", "anywhere")):
             clause = f"({clause}) AND d.folder NOT IN (?, ?)"
             params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
+        return clause, params
+
+    def count(self, query: Node | None) -> int:
+        """How many messages match `query` in all: one indexed count, no message read."""
+        self.refresh()
+        clause, params = self._listing(query)
+        return self.index.count(where=clause, params=params)
+
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+        self.refresh()
+        clause, params = self._listing(query)
         hits = self.index.select(
             where=clause, params=params, order_by="d.ts DESC, d.id DESC", limit=limit + 1, offset=offset
         )
