@@ -317,3 +317,22 @@ async def test_reading_a_large_git_file_streams_it_instead_of_holding_it_whole(
     assert (head["content"], head["truncated"], head["size"]) == ("line 1\nline 2\n", True, len(text))
     assert tail["content"] == "line 1999999\nline 2000000\n"
     assert peak < 8 << 20  # a few chunks, not the 24 MiB blob
+
+
+async def test_the_clone_cache_keeps_the_most_recently_used_clones_within_its_bound(
+    connect: Connect, settings_for: Any, project: Path, tmp_path: Path
+) -> None:
+    urls = []
+    for name in ("a", "b", "c"):
+        origin = tmp_path / name
+        origin.mkdir()
+        porcelain.init(str(origin))
+        commit(origin, {f"{name}.txt": f"{name}\n"}, name)
+        urls.append(f"file://{origin}")
+    settings = settings_for(project, git_allowed_schemes="file", git_cache_repos=2)
+    async with connect(service=DiagramsService(settings)) as client:
+        for url in urls:
+            await call(client, "list_files", {"source": "git", "repo": url})
+        again = await call(client, "read_file", {"source": "git", "repo": urls[0], "path": "a.txt"})
+    assert again["content"] == "a\n"  # evicted, then cloned again
+    assert len([p for p in settings.git_cache.iterdir() if not p.name.startswith(".")]) == 2

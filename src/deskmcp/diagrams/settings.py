@@ -93,6 +93,18 @@ class DiagramsSettings(WorkspaceSettings):
         validation_alias=env_alias("git_max_blob_mb", "DIAGRAMS_GIT_MAX_BLOB_MB"),
         description="Largest git file rebuilt in memory from a delta to be read (others are streamed).",
     )
+    git_cache_repos: int = Field(
+        default=20,
+        ge=1,
+        validation_alias=env_alias("git_cache_repos", "DIAGRAMS_GIT_CACHE_REPOS"),
+        description="Most cloned remote repositories kept; the least recently used go first.",
+    )
+    git_cache_mb: int = Field(
+        default=2048,
+        ge=1,
+        validation_alias=env_alias("git_cache_mb", "DIAGRAMS_GIT_CACHE_MB"),
+        description="Most disk the cloned repositories may take together, in MiB; least recently used go first.",
+    )
     http_timeout: float = Field(
         default=20.0,
         gt=0,

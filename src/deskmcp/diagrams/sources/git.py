@@ -7,6 +7,7 @@ Remote repositories are cloned bare under the workspace once and fetched again w
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from deskmcp.diagrams.settings import DiagramsSettings
 
 _REMOTE = re.compile(r"^(?:https?|git|ssh|file)://|^[\w.-]+@[\w.-]+:", re.IGNORECASE)
+USED_MARKER = ".deskmcp-used"
+"""Touched on every use of a clone: the cache evicts the least recently used first."""
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -86,6 +89,8 @@ class GitRepositories:
         self.ttl = settings.git_cache_ttl
         self.timeout = settings.git_timeout
         self.max_blob_bytes = settings.git_max_blob_mb * 2**20
+        self.max_clones = settings.git_cache_repos
+        self.max_cache_bytes = settings.git_cache_mb * 2**20
         self.policy = RemotePolicy.from_settings(settings)
         self.clock = clock
         self._guard = threading.Lock()
@@ -158,13 +163,39 @@ class GitRepositories:
                         if staging.exists():
                             shutil.rmtree(staging, ignore_errors=True)
                     self._fetched[remote.key] = now
+                    self._evict(keep=target)
                 elif now - self._fetched.get(remote.key, -float("inf")) >= self.ttl:
                     with Repo(str(target)) as cached:
                         self._fetch_into(cached, remote, shown)
                     self._fetched[remote.key] = now
             except (GitProtocolError, HangupException, NotGitRepository, OSError, HTTPError) as exc:
                 raise _remote_failure(shown, exc, self.timeout) from exc
+        with contextlib.suppress(OSError):
+            (target / USED_MARKER).touch()
         return target
+
+    def _evict(self, keep: Path) -> None:
+        """Remove the least recently used clones until at most `DIAGRAMS_GIT_CACHE_REPOS` of them,
+        together at most `DIAGRAMS_GIT_CACHE_MB`, remain (the one just cloned always stays)."""
+        clones: list[tuple[float, int, Path]] = []
+        for folder in self.cache_dir.iterdir():
+            if folder.name.startswith(".") or not folder.is_dir():
+                continue  # a clone being staged
+            marker = folder / USED_MARKER
+            used = marker.stat().st_mtime if marker.exists() else folder.stat().st_mtime
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+            clones.append((used, size, folder))
+        clones.sort(key=lambda clone: clone[0])
+        total = sum(size for _, size, _ in clones)
+        count = len(clones)
+        for _used, size, folder in clones:
+            if count <= self.max_clones and total <= self.max_cache_bytes:
+                break
+            if folder == keep:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            count -= 1
+            total -= size
 
     def _fetch_into(self, repo: Repo, remote: RemoteURL, shown: str) -> None:
         from dulwich.client import get_transport_and_path
