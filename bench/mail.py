@@ -9,7 +9,13 @@ For each size it generates a Maildir++ tree of conversations, then measures:
   operators (from:, has:attachment, newer_than:), and the default `is:unread` list;
 - the server's peak RSS (VmHWM, Linux).
 
+With `--backend imap` it starts a private Dovecot (tests/mail/dovecot.py), puts the generated
+Maildir in a user's home there, and measures pages of 100 over IMAP through the MCP server,
+plus the raw FETCH of one page both ways in this process: the summary items the backend asks
+for now against the first 16 KB of each message it used to download and parse.
+
     uv run python bench/mail.py --sizes 50000
+    uv run python bench/mail.py --backend imap --sizes 5000
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
 import argparse
+import os
 import random
 import resource
 import shutil
+import statistics
 import time
+from typing import Any
 
 import anyio
 
@@ -105,13 +114,116 @@ async def serve_and_measure(root: Path, workspace: Path, index_dir: Path, rounds
     return {"first": first, "search": search, "list": listing, "raw_search": raw_search, "rss": rss}
 
 
+IMAP_LISTS = ["", "in:inbox", "is:unread", "in:sent", "budget", "from:okafor", "has:attachment", "vendor OR contract"]
+
+
+async def serve_imap(server: Any, user: str, workspace: Path, rounds: int) -> dict[str, Any]:
+    pidfile = workspace / "server.pid"
+    env = {
+        "DESKMCP_WORKSPACE": str(workspace),
+        "MAIL_BACKEND": "imap",
+        "MAIL_MODE": "read_only",
+        **{f"MAIL_{k.upper()}": str(v) for k, v in server.settings(user).items() if k.startswith("imap_")},
+    }
+    params = stdio_params(["-m", "deskmcp.cli", "serve", "mail"], env, pidfile)
+    from mcp import Client
+
+    async with Client(params) as client:
+        started = time.perf_counter()
+        await timed_call(client, "list_emails", {"query": "", "max_results": 100})
+        first = (time.perf_counter() - started) * 1000
+        pages: list[float] = []
+        later: list[float] = []
+        by_query: dict[str, list[float]] = {q: [] for q in IMAP_LISTS}
+        for _ in range(rounds):
+            for query in IMAP_LISTS:
+                took = await timed_call(client, "list_emails", {"query": query, "max_results": 100})
+                pages.append(took)
+                by_query[query].append(took)
+            cursor = None
+            for _page in range(3):
+                started = time.perf_counter()
+                result = await client.call_tool("list_emails", {"query": "", "max_results": 100, "cursor": cursor})
+                later.append((time.perf_counter() - started) * 1000)
+                cursor = (result.structured_content or {}).get("next_cursor")
+                if cursor is None:
+                    break
+        rss = peak_rss_mb(pidfile)
+    return {"first": first, "pages": pages, "paging": later, "by_query": by_query, "rss": rss}
+
+
+def fetch_both_ways(server: Any, user: str, rounds: int) -> tuple[list[float], list[float]]:
+    """One page of 100 summaries fetched and decoded: the summary items against 16 KB prefixes."""
+    from deskmcp.mail.backends import imap_fetch
+    from deskmcp.mail.mime import decode, parse_bytes
+
+    client = server.client(user)
+    client.select_folder("INBOX", readonly=True)
+    uids = client.sort(["REVERSE", "DATE"], ["ALL"])[:100]
+    items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
+    now: list[float] = []
+    before: list[float] = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for uid, item in client.fetch(uids, items).items():
+            imap_fetch.read(uid, item)
+        now.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        for item in client.fetch(uids, ["FLAGS", "RFC822.SIZE", "BODY.PEEK[]<0.16384>"]).values():
+            decode(parse_bytes(next((v for k, v in item.items() if k.startswith(b"BODY[]")), b"")))
+        before.append((time.perf_counter() - started) * 1000)
+    client.logout()
+    return now, before
+
+
+def run_imap(size: int, rounds: int, root: Path) -> None:
+    from tests.mail.dovecot import start, stop
+
+    base = root / f"imap-{size}"
+    if base.exists():
+        shutil.rmtree(base)
+    server, proc = start(base / "dovecot")
+    try:
+        user = server.add_user()
+        home = server.homes / user
+        started = time.perf_counter()
+        write_mailbox(home / "Maildir", random.Random(size), messages=size)
+        generated = time.perf_counter() - started
+        if os.getuid() == 0:  # Dovecot reads the mail as its unprivileged account
+            for path in [home, *home.rglob("*")]:
+                os.chown(path, server.mail_uid, server.mail_gid)
+        workspace = base / "ws"
+        workspace.mkdir(parents=True)
+        measured = anyio.run(serve_imap, server, user, workspace, rounds)
+        now, before = fetch_both_ways(server, user, max(rounds, 5))
+    finally:
+        stop(server, proc)
+    print(f"\n== IMAP (Dovecot on loopback), {size:,} messages ==")
+    print(f"generate Maildir      {generated:8.1f} s")
+    print(f"first page of 100 (stdio, Dovecot indexing cold) {measured['first']:8.1f} ms")
+    print(f"pages of 100 (stdio)  {summary(measured['pages'])}")
+    for query, took in measured["by_query"].items():
+        print(f"  {query or '(everything)':<22} median {statistics.median(took):7.1f} ms")
+    print(f"pages 1-3 by cursor   {summary(measured['paging'])}")
+    print(f"FETCH+decode 100, summary items   {summary(now)}")
+    print(f"FETCH+decode 100, 16 KB prefixes  {summary(before)}")
+    ratio = statistics.median(before) / statistics.median(now)
+    print(f"summary items vs 16 KB prefixes: {ratio:.1f}x faster (median)")
+    rss = measured["rss"]
+    print(f"server peak RSS       {rss:8.1f} MB" if isinstance(rss, float) else "server peak RSS       n/a")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="50000", help="comma-separated message counts")
     parser.add_argument("--rounds", type=int, default=5, help="passes over the queries per size")
     parser.add_argument("--root", type=Path, default=Path("/tmp/deskmcp-bench-mail"), help="where data goes")
+    parser.add_argument("--backend", choices=("maildir", "imap"), default="maildir", help="what to measure")
     args = parser.parse_args()
     for size in (int(s) for s in args.sizes.split(",")):
+        if args.backend == "imap":
+            run_imap(size, args.rounds, args.root)
+            continue
         base = args.root / str(size)
         maildir = base / "mail"
         workspace = base / "ws"

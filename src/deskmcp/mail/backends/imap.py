@@ -113,6 +113,7 @@ class ImapBackend:
         self._keywords: dict[str, bool] = {}
         self._delimiter: str | None = None
         self._keys: dict[tuple[str, int, int], float] = {}
+        self._names: dict[tuple[str, int, int], tuple[str, ...]] = {}
         self._pages: dict[tuple[str, int, int], Key] = {}
         self._roots: dict[str, str] = {}
         self._selected: tuple[str, int] = ("", 0)
@@ -349,16 +350,22 @@ class ImapBackend:
         return low
 
     def _structure_filter(self, client: Any, uids: list[int], plan: imap_search.Plan) -> list[int]:
+        """The uids whose attachments satisfy the query's has:/filename: terms (BODYSTRUCTURE,
+        remembered per message: it never changes)."""
         if not plan.structure or not uids:
             return uids
-        keep: set[int] = set()
-        for start in range(0, len(uids), 1000):
-            chunk = uids[start : start + 1000]
-            for uid, item in client.fetch(chunk, ["BODYSTRUCTURE"]).items():
-                parts = imap_fetch.attachments(item.get(b"BODYSTRUCTURE"))
-                if imap_search.matches_structure(parts, plan.structure):
-                    keep.add(uid)
-        return [u for u in uids if u in keep]
+        folder, validity = self._selected
+        missing = [u for u in uids if (folder, validity, u) not in self._names]
+        if len(self._names) + len(missing) > _CACHED_KEYS:
+            self._names.clear()
+            missing = uids
+        for start in range(0, len(missing), 1000):
+            for uid, item in client.fetch(missing[start : start + 1000], ["BODYSTRUCTURE"]).items():
+                found = imap_fetch.attachments(item.get(b"BODYSTRUCTURE"))
+                self._names[(folder, validity, uid)] = tuple(a.filename for a in found)
+        return [
+            u for u in uids if imap_search.matches_structure(self._names.get((folder, validity, u), ()), plan.structure)
+        ]
 
     def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         plan = imap_search.plan(query)

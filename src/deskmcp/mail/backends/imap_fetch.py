@@ -57,7 +57,8 @@ def read(uid: int, item: dict[bytes, Any]) -> Fetched:
     headers = _part(item, b"BODY[HEADER")
     text = _part(item, b"BODY[TEXT]")
     preview = item.get(b"PREVIEW")
-    parsed = decode(parse_bytes(headers + text if text else headers))
+    # compat32: several times faster than the modern policy, headers decoded the same way
+    parsed = decode(parse_bytes(headers + text if text else headers, fast=True))
     if isinstance(preview, bytes):
         snippet = " ".join(preview.decode("utf-8", "replace").split())[:SNIPPET_CHARS]
     else:

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.mail.backends.imap_structure import Attachment
 from deskmcp.mail.query import And, Node, Not, Or, Term, parse_day, relative_seconds, size_bytes
 
 FOLDER_WORDS = ("unread", "starred", "read", "anywhere")
@@ -166,13 +165,14 @@ def charset_for(items: list[Any]) -> str | None:
     return None
 
 
-def matches_structure(parts: list[Attachment], conditions: list[Structure]) -> bool:
+def matches_structure(filenames: tuple[str, ...], conditions: list[Structure]) -> bool:
+    """Whether a message with these attachments satisfies every has:/filename: condition."""
     for condition in conditions:
         if condition.op == "has":
-            found = bool(parts)
+            found = bool(filenames)
         else:
             wanted = condition.value.lower()
-            found = any(wanted in p.filename.lower() for p in parts)
+            found = any(wanted in name.lower() for name in filenames)
         if found == condition.negated:
             return False
     return True
