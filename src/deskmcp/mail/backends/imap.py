@@ -15,21 +15,22 @@ import binascii
 import contextlib
 import imaplib
 import logging
-import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any
 
 import orjson
 
-from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, NotFound, Timeout
+from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Timeout
 from deskmcp.mail.backends import imap_fetch, imap_search
 from deskmcp.mail.backends.base import Labelled, Sent
+from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
+from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
-from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, thread_root
+from deskmcp.mail.backends.imap_thread import Conversations
+from deskmcp.mail.mime import decode, parse_bytes
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 
@@ -39,30 +40,6 @@ SEEN, FLAGGED, DRAFT, DELETED = b"\\Seen", b"\\Flagged", b"\\Draft", b"\\Deleted
 SPECIAL = {"SENT": (b"\\Sent", "Sent"), "DRAFT": (b"\\Drafts", "Drafts"), "TRASH": (b"\\Trash", "Trash"),
            "SPAM": (b"\\Junk", "Junk"), "ARCHIVE": (b"\\Archive", "Archive")}  # fmt: skip
 _REMEMBERED_PAGES = 256
-_CACHED_KEYS = 200_000
-_ROOT_DEPTH = 5
-
-# Where a page ends: (sent time, folder, uid), ordered newest first.
-Key = tuple[float, str, int]
-
-
-def _order(key: Key) -> tuple[float, str, int]:
-    return (-key[0], key[1], -key[2])
-
-
-@dataclass(frozen=True)
-class ImapConfig:
-    host: str
-    port: int | None = None
-    user: str | None = None
-    password: str | None = None
-    security: str = "ssl"
-    timeout: float = 30.0
-    sent_copy: bool = True
-
-    @property
-    def effective_port(self) -> int:
-        return self.port or (993 if self.security == "ssl" else 143)
 
 
 def encode_id(folder: str, validity: int, uid: int) -> str:
@@ -82,14 +59,6 @@ def decode_id(message_id: str) -> tuple[str, int, int]:
 
 def thread_token(root: str) -> str:
     return base64.urlsafe_b64encode(root.encode()).decode().rstrip("=")
-
-
-def _words(exc: BaseException) -> str:
-    """The server's own words in an imaplib error (bytes reprs unwrapped)."""
-    text = str(exc)
-    if text.startswith(("b'", 'b"')) and text.endswith(("'", '"')):
-        text = text[2:-1]
-    return text.strip() or type(exc).__name__
 
 
 class ImapBackend:
@@ -112,64 +81,19 @@ class ImapBackend:
         self._folders: dict[str, str] = {}
         self._keywords: dict[str, bool] = {}
         self._delimiter: str | None = None
-        self._keys: dict[tuple[str, int, int], float] = {}
-        self._names: dict[tuple[str, int, int], tuple[str, ...]] = {}
+        self.ordering = Ordering()
         self._pages: dict[tuple[str, int, int], Key] = {}
-        self._roots: dict[str, str] = {}
+        self.conversations = Conversations(
+            lambda client: self._all_folders(client, hidden=False),
+            lambda client, folder: self._select(client, folder, readonly=True),
+        )
         self._selected: tuple[str, int] = ("", 0)
         self._flags: tuple[bytes, ...] = ()
 
     # -- connection ------------------------------------------------------------------------
 
     def _connect(self) -> Any:
-        from imapclient import IMAPClient
-        from imapclient.exceptions import LoginError
-
-        c = self.config
-        where = f"{c.host}:{c.effective_port}"
-        context = ssl.create_default_context()
-        client: Any = None
-        try:
-            client = IMAPClient(
-                c.host, port=c.effective_port, ssl=c.security == "ssl", ssl_context=context, timeout=c.timeout
-            )
-            if c.security == "starttls":
-                if not client.has_capability("STARTTLS"):
-                    raise ExternalServiceError(
-                        f"The IMAP server {where} does not offer STARTTLS; set MAIL_IMAP_SECURITY=ssl (port 993)"
-                        " if it speaks TLS from the start.",
-                        {"server": where},
-                    )
-                try:
-                    client.starttls(context)
-                except imaplib.IMAP4.error as exc:  # imaplib keeps only its own words here
-                    raise ExternalServiceError(
-                        f"The IMAP server {where} refused STARTTLS ({_words(exc)}); set MAIL_IMAP_SECURITY=ssl"
-                        " (port 993) if it speaks TLS from the start, or retry later.",
-                        {"server": where},
-                    ) from exc
-            client.login(c.user or self.address, c.password or "")
-        except LoginError as exc:
-            raise AuthRequired(
-                f"The IMAP server {where} refused the login ({_words(exc)}); check MAIL_IMAP_USER and"
-                " MAIL_IMAP_PASSWORD (most providers need an app password).",
-                {"server": where},
-            ) from exc
-        except TimeoutError as exc:
-            raise Timeout(f"The IMAP server {where} did not answer in {c.timeout:g} s.", {"server": where}) from exc
-        except (imaplib.IMAP4.error, OSError, ssl.SSLError) as exc:
-            # A closed connection, a BYE greeting or a refused STARTTLS: the server's words, and
-            # what to check.
-            if client is not None:
-                with contextlib.suppress(OSError, imaplib.IMAP4.error):
-                    client.shutdown()
-            raise ExternalServiceError(
-                f"The IMAP server {where} could not be used: {_words(exc)}. Check MAIL_IMAP_HOST, MAIL_IMAP_PORT"
-                " and MAIL_IMAP_SECURITY (ssl on 993, starttls on 143), then retry.",
-                {"server": where},
-            ) from exc
-        client.normalise_times = False
-        return client
+        return connect(self.config, self.address)
 
     @contextmanager
     def session(self) -> Iterator[Any]:
@@ -191,7 +115,7 @@ class ImapBackend:
                 self._drop()
                 if isinstance(exc, TimeoutError):
                     raise Timeout(f"The IMAP server did not answer in {self.config.timeout:g} s.") from exc
-                raise ExternalServiceError(f"The IMAP server failed: {_words(exc)}.") from exc
+                raise ExternalServiceError(f"The IMAP server failed: {words(exc)}.") from exc
 
     def _drop(self) -> None:
         self._selected = ("", 0)
@@ -302,71 +226,6 @@ class ImapBackend:
             raise NotFound(f"No folder or label {plan.label!r}; list_labels shows them.", {"label": plan.label})
         return folders, ["KEYWORD", keyword_for(plan.label)]
 
-    def _search(self, client: Any, criteria: list[Any]) -> list[int]:
-        """UIDs matching `criteria`, newest first (server-side SORT where offered)."""
-        from imapclient.exceptions import IMAPClientError
-
-        charset = imap_search.charset_for(criteria)
-        try:
-            if client.has_capability("SORT"):
-                return list(client.sort(["REVERSE", "DATE"], criteria, charset or "UTF-8"))
-            uids = list(client.search(criteria, charset))
-        except IMAPClientError as exc:
-            if charset and "BADCHARSET" in str(exc).upper():
-                raise BadRequest(
-                    "This IMAP server cannot search for non-ASCII text; search with ASCII words"
-                    " (a sender's address, another word of the subject).",
-                    {"charset": charset},
-                ) from exc
-            raise
-        times = self._key_times(client, uids)
-        return sorted(uids, key=lambda u: (-times[u], -u))
-
-    def _key_times(self, client: Any, uids: list[int]) -> dict[int, float]:
-        """The sort time of each uid in the selected folder (cached: a message never changes)."""
-        folder, validity = self._selected
-        missing = [u for u in uids if (folder, validity, u) not in self._keys]
-        if missing:
-            if len(self._keys) > _CACHED_KEYS:
-                self._keys.clear()
-            for uid, item in client.fetch(missing, imap_fetch.KEY_ITEMS).items():
-                self._keys[(folder, validity, uid)] = imap_fetch.sort_time(item)
-        return {u: self._keys.get((folder, validity, u), 0.0) for u in uids}
-
-    def _after(self, client: Any, uids: list[int], boundary: Key) -> int:
-        """Where in `uids` (newest first) the messages after `boundary` start: a binary search
-        that fetches the sort time of a few messages."""
-        folder = self._selected[0]
-        low, high = 0, len(uids)
-        target = _order(boundary)
-        while low < high:
-            middle = (low + high) // 2
-            uid = uids[middle]
-            when = self._key_times(client, [uid])[uid]
-            if _order((when, folder, uid)) <= target:
-                low = middle + 1
-            else:
-                high = middle
-        return low
-
-    def _structure_filter(self, client: Any, uids: list[int], plan: imap_search.Plan) -> list[int]:
-        """The uids whose attachments satisfy the query's has:/filename: terms (BODYSTRUCTURE,
-        remembered per message: it never changes)."""
-        if not plan.structure or not uids:
-            return uids
-        folder, validity = self._selected
-        missing = [u for u in uids if (folder, validity, u) not in self._names]
-        if len(self._names) + len(missing) > _CACHED_KEYS:
-            self._names.clear()
-            missing = uids
-        for start in range(0, len(missing), 1000):
-            for uid, item in client.fetch(missing[start : start + 1000], ["BODYSTRUCTURE"]).items():
-                found = imap_fetch.attachments(item.get(b"BODYSTRUCTURE"))
-                self._names[(folder, validity, uid)] = tuple(a.filename for a in found)
-        return [
-            u for u in uids if imap_search.matches_structure(self._names.get((folder, validity, u), ()), plan.structure)
-        ]
-
     def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
         plan = imap_search.plan(query)
         boundary = self._pages.get((raw, limit, offset)) if offset else None
@@ -380,9 +239,11 @@ class ImapBackend:
                 keywords = self._keywords_allowed(client, folder)
                 validity = self._select(client, folder, readonly=True)
                 criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
-                uids = self._structure_filter(client, self._search(client, criteria), plan)
+                uids = self.ordering.with_structure(
+                    client, self._selected, self.ordering.newest_first(client, self._selected, criteria), plan.structure
+                )
                 if boundary is not None:
-                    uids = uids[self._after(client, uids, boundary) :]
+                    uids = uids[self.ordering.after(client, self._selected, uids, boundary) :]
                 elif len(folders) == 1:
                     uids, skip = uids[offset:], 0
                 per_folder[folder] = (validity, uids[: skip + limit + 1])
@@ -410,16 +271,16 @@ class ImapBackend:
             if not uids:
                 continue
             self._select(client, folder, readonly=True)
-            times = self._key_times(client, uids)
+            times = self.ordering.times(client, (folder, validity), uids)
             keyed.extend(((times[u], folder, u), validity) for u in uids)
-        keyed.sort(key=lambda item: _order(item[0]))
+        keyed.sort(key=lambda item: order(item[0]))
         chosen = keyed[offset : offset + limit + 1]
         out: list[tuple[str, int, imap_fetch.Fetched]] = []
         for folder in per_folder:
             wanted = [key[2] for key, _v in chosen if key[1] == folder]
             if wanted:
                 out.extend(self._fetch_summaries(client, folder, per_folder[folder][0], wanted))
-        out.sort(key=lambda item: _order((item[2].time, item[0], item[2].uid)))
+        out.sort(key=lambda item: order((item[2].time, item[0], item[2].uid)))
         return out
 
     def _fetch_summaries(
@@ -432,75 +293,20 @@ class ImapBackend:
         items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
         data = client.fetch(uids, items)
         out = [(folder, validity, imap_fetch.read(uid, data[uid])) for uid in uids if uid in data]
-        for _folder, _validity, got in out:
-            self._keys[(folder, validity, got.uid)] = got.time
+        self.ordering.remember(folder, validity, {got.uid: got.time for _f, _v, got in out})
         return out
 
     def _summaries(self, client: Any, page: list[tuple[str, int, imap_fetch.Fetched]]) -> list[EmailSummary]:
         pending = {
             got.parsed.in_reply_to for _f, _v, got in page if got.parsed.in_reply_to and not got.parsed.references
         }
-        self._resolve_roots(client, {p for p in pending if p})
+        self.conversations.resolve(client, {p for p in pending if p})
         return [self._summary(folder, validity, got) for folder, validity, got in page]
-
-    def _thread_root(self, parsed: ParsedMail) -> str:
-        if not parsed.references and parsed.in_reply_to:
-            return self._roots.get(parsed.in_reply_to) or parsed.in_reply_to
-        return thread_root(parsed)
-
-    def _resolve_roots(self, client: Any, ids: set[str]) -> None:
-        """The conversation root of replies that carry only In-Reply-To: their parent's root."""
-        todo = {i for i in ids if i not in self._roots}
-        chain: dict[str, str] = {}
-        for _ in range(_ROOT_DEPTH):
-            if not todo:
-                break
-            found = self._headers_of(client, todo)
-            next_round: set[str] = set()
-            for mid in todo:
-                parent = found.get(mid)
-                if parent is None:
-                    self._roots[mid] = mid
-                elif parent.references:
-                    self._roots[mid] = parent.references[0]
-                elif parent.in_reply_to and parent.in_reply_to not in chain:
-                    chain[mid] = parent.in_reply_to
-                    next_round.add(parent.in_reply_to)
-                else:
-                    self._roots[mid] = mid
-            todo = {i for i in next_round if i not in self._roots}
-        for mid in sorted(chain, key=len):
-            seen, at = {mid}, chain[mid]
-            while at in chain and at not in seen:
-                seen.add(at)
-                at = chain[at]
-            self._roots[mid] = self._roots.get(at, at)
-
-    def _headers_of(self, client: Any, ids: set[str]) -> dict[str, Any]:
-        """The threading headers of the messages with these Message-IDs, wherever they are."""
-        out: dict[str, Any] = {}
-        for folder in self._all_folders(client, hidden=False):
-            missing = [i for i in ids if i not in out]
-            if not missing:
-                break
-            self._select(client, folder, readonly=True)
-            criteria: list[Any] = ["HEADER", "Message-ID", missing[-1]]
-            for mid in missing[:-1]:
-                criteria = ["OR", ["HEADER", "Message-ID", mid], criteria]
-            uids = client.search(criteria)
-            if not uids:
-                continue
-            fields = "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID IN-REPLY-TO REFERENCES)]"
-            for item in client.fetch(uids, [fields]).values():
-                parsed = decode(parse_bytes(next(iter(v for k, v in item.items() if k.startswith(b"BODY")), b"")))
-                if parsed.rfc_message_id in ids:
-                    out[parsed.rfc_message_id] = parsed
-        return out
 
     def _summary(self, folder: str, validity: int, got: imap_fetch.Fetched) -> EmailSummary:
         parsed, flags = got.parsed, got.flags
         mid = encode_id(folder, validity, got.uid)
-        root = self._thread_root(parsed)
+        root = self.conversations.root(parsed)
         return EmailSummary(
             id=mid,
             thread_id=thread_token(root) if root else mid,
@@ -560,33 +366,11 @@ class ImapBackend:
             root = base64.urlsafe_b64decode(thread_id + "=" * (-len(thread_id) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise NotFound(f"No thread {thread_id!r}.", {"thread_id": thread_id}) from exc
-        found: dict[tuple[str, int], tuple[float, str]] = {}
         with self.session() as client:
-            known = {root}
-            asked: set[str] = set()
-            for _ in range(_ROOT_DEPTH):  # replies to replies that carry only In-Reply-To
-                new = known - asked
-                if not new:
-                    break
-                asked |= new
-                for folder in self._all_folders(client, hidden=False):
-                    validity = self._select(client, folder, readonly=True)
-                    criteria: list[Any] = ["OR", ["HEADER", "References", root], ["HEADER", "Message-ID", root]]
-                    for mid in new:
-                        criteria = ["OR", ["HEADER", "In-Reply-To", mid], criteria]
-                    uids = [u for u in client.search(criteria) if (folder, u) not in found]
-                    if not uids:
-                        continue
-                    fields = "BODY.PEEK[HEADER.FIELDS (DATE MESSAGE-ID IN-REPLY-TO REFERENCES)]"
-                    for uid, item in client.fetch(uids, [fields, "INTERNALDATE"]).items():
-                        parsed = decode(parse_bytes(next((v for k, v in item.items() if k.startswith(b"BODY")), b"")))
-                        moment = parsed.timestamp if parsed.timestamp is not None else imap_fetch.arrival(item)
-                        found[(folder, uid)] = (moment, encode_id(folder, validity, uid))
-                        if parsed.rfc_message_id:
-                            known.add(parsed.rfc_message_id)
+            found = self.conversations.members(client, root)
         if not found:
             raise NotFound(f"No thread {thread_id!r}. Use a thread_id from list_emails.", {"thread_id": thread_id})
-        return [mid for _, mid in sorted(found.values())][: limit + 1]
+        return [encode_id(folder, validity, uid) for _t, folder, validity, uid in found][: limit + 1]
 
     def labels(self) -> list[LabelInfo]:
         out: list[LabelInfo] = []
@@ -635,8 +419,8 @@ class ImapBackend:
         raw = client.fetch([uid], ["BODY.PEEK[HEADER]"])[uid].get(b"BODY[HEADER]", b"")
         parsed = decode(parse_bytes(raw))
         if parsed.in_reply_to and not parsed.references:
-            self._resolve_roots(client, {parsed.in_reply_to})
-        root = self._thread_root(parsed)
+            self.conversations.resolve(client, {parsed.in_reply_to})
+        root = self.conversations.root(parsed)
         mid = encode_id(folder, validity, uid)
         return Sent(mid, thread_token(root) if root else mid)
 
