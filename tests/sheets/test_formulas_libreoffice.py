@@ -18,14 +18,9 @@ import pytest
 
 from tests.sheets import formula_workbooks as fw
 
-# Cells deskmcp flags as uncomputed today, each for a reason outside the evaluator: the local
-# backend does not hand defined names to it yet, and reads time-of-day cells as unsupported values.
+# Cells deskmcp flags as uncomputed: one where Excel and LibreOffice disagree. (Defined names and
+# time-of-day cells, once flagged, are handed to the evaluator by the local backend.)
 KNOWN_FLAGGED = {
-    "budget.xlsx": {"Costs!B35", "Costs!B36"},
-    "timesheet.xlsx": {
-        *(f"Week!{c}{r}" for c in "EH" for r in range(2, 8)),
-        *(f"Week!E{r}" for r in range(9, 20)),
-    },
     "edges.xlsx": {"Edges!H41"},  # COUNTIF(text "42", 42): Excel and LibreOffice disagree
 }
 

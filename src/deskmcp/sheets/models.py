@@ -70,6 +70,7 @@ class Grid(Result):
     range: str
     values: list[list[Any]]
     uncomputed: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
 
 
 class ValueRange(Result):
@@ -79,6 +80,9 @@ class ValueRange(Result):
     next_cursor: str | None = None
     uncomputed: list[str] | None = Field(
         default=None, description="Cells holding a formula whose value could not be computed."
+    )
+    errors: list[str] | None = Field(
+        default=None, description="Cells whose value is an error such as #DIV/0! (shown as its text)."
     )
 
 
@@ -94,15 +98,23 @@ class UpdatedRange(Result):
     cells: int
 
 
+FLAGGED = (
+    "Formula cells left without a value: deskmcp cannot compute them as Excel would and their inputs "
+    "changed. Excel and LibreOffice compute them when the file is opened."
+)
+
+
 class UpdateResult(Result):
     spreadsheet_id: str
     updated: list[UpdatedRange]
     total_cells: int
+    uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
 
 
 class ClearResult(Result):
     spreadsheet_id: str
     cleared: list[str]
+    uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
 
 
 class SheetResult(Result):

@@ -121,6 +121,7 @@ class SheetsService:
                 range=grid.range,
                 next_cursor=page(offset, limit, limit + 1 if more else 0, key),
                 uncomputed=grid.uncomputed or None,
+                errors=grid.errors or None,
             )
             if keys is not None:
                 item.rows = [_keyed(keys, row) for row in values]
@@ -229,8 +230,13 @@ class SheetsService:
             if len(rows) > MAX_ROWS_PER_CALL:
                 raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
             updates.append((self._ranges(spreadsheet_id, [str(edit["range"])])[0], rows))
-        done = self.backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
-        return UpdateResult(spreadsheet_id=spreadsheet_id, updated=done, total_cells=sum(u.cells for u in done))
+        done, flagged = self.backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
+        return UpdateResult(
+            spreadsheet_id=spreadsheet_id,
+            updated=done,
+            total_cells=sum(u.cells for u in done),
+            uncomputed=flagged or None,
+        )
 
     def append_rows(
         self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
@@ -240,16 +246,18 @@ class SheetsService:
             raise BadRequest("values holds no rows to append.", {})
         if len(rows) > MAX_ROWS_PER_CALL:
             raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
-        done = self.backend.append(
+        done, flagged = self.backend.append(
             spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode, escape_csv=escape_csv
         )
-        return UpdateResult(spreadsheet_id=spreadsheet_id, updated=[done], total_cells=done.cells)
+        return UpdateResult(
+            spreadsheet_id=spreadsheet_id, updated=[done], total_cells=done.cells, uncomputed=flagged or None
+        )
 
     def clear_values(self, spreadsheet_id: str, ranges: list[str]) -> ClearResult:
         if not ranges:
             raise BadRequest("Give at least one range to clear.", {})
-        cleared = self.backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
-        return ClearResult(spreadsheet_id=spreadsheet_id, cleared=cleared)
+        cleared, flagged = self.backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
+        return ClearResult(spreadsheet_id=spreadsheet_id, cleared=cleared, uncomputed=flagged or None)
 
     def create_spreadsheet(self, title: str, sheets: list[str] | None) -> SpreadsheetInfo:
         if not title.strip():

@@ -40,16 +40,18 @@ class SheetsBackend(Protocol):
         mode: InputMode,
         *,
         escape_csv: bool = True,
-    ) -> list[UpdatedRange]:
-        """Write every update in one request/save. `escape_csv`: text written to a .csv that a
-        spreadsheet app would run as a formula gets a leading `'` (backends without CSV ignore it)."""
+    ) -> tuple[list[UpdatedRange], list[str]]:
+        """Write every update in one request/save; also the formula cells left without a value
+        (`'Sheet 1'!C2`; the backend computes none it cannot compute as Excel would). `escape_csv`:
+        text written to a .csv that a spreadsheet app would run as a formula gets a leading `'`
+        (backends without CSV ignore it)."""
         ...
 
     def append(
         self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdatedRange: ...
+    ) -> tuple[UpdatedRange, list[str]]: ...
 
-    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]: ...
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> tuple[list[str], list[str]]: ...
 
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo: ...
 

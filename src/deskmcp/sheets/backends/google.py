@@ -277,17 +277,17 @@ class GoogleBackend:
         mode: InputMode,
         *,
         escape_csv: bool = True,  # no CSV files here: Google keeps RAW text as text
-    ) -> list[UpdatedRange]:
+    ) -> tuple[list[UpdatedRange], list[str]]:
         body = {
             "valueInputOption": mode,
             "data": [{"range": rng.a1(), "majorDimension": "ROWS", "values": rows} for rng, rows in updates],
         }
         out = self.execute(self.sheets.spreadsheets().values().batchUpdate(spreadsheetId=spreadsheet_id, body=body))
-        return [_updated(r) for r in out.get("responses", [])]
+        return [_updated(r) for r in out.get("responses", [])], []  # Google computes every formula
 
     def append(
         self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdatedRange:
+    ) -> tuple[UpdatedRange, list[str]]:
         out = self.execute(
             self.sheets.spreadsheets()
             .values()
@@ -300,15 +300,15 @@ class GoogleBackend:
             ),
             idempotent=False,
         )
-        return _updated(out.get("updates", {}))
+        return _updated(out.get("updates", {})), []
 
-    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]:
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> tuple[list[str], list[str]]:
         out = self.execute(
             self.sheets.spreadsheets()
             .values()
             .batchClear(spreadsheetId=spreadsheet_id, body={"ranges": [r.a1() for r in ranges]})
         )
-        return list(out.get("clearedRanges", []))
+        return list(out.get("clearedRanges", [])), []
 
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
         props = {"title": title, "gridProperties": {"rowCount": rows, "columnCount": columns}}

@@ -31,7 +31,15 @@ from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, Parse
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.paths import relative_posix, safe_join
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
-from deskmcp.sheets.formulas import CellError, Uncomputable, WorkbookCalculator, shift_rows
+from deskmcp.sheets.cellxml import errors_in, formula_results, plain
+from deskmcp.sheets.formulas import (
+    CellError,
+    DateSerial,
+    Uncomputable,
+    WorkbookCalculator,
+    shift_rows,
+    workbook_names,
+)
 from deskmcp.sheets.models import (
     Grid,
     InputMode,
@@ -43,6 +51,7 @@ from deskmcp.sheets.models import (
     UpdatedRange,
 )
 from deskmcp.sheets.ooxml import (
+    MAX_CELLS_PART_BYTES,
     PackageMap,
     check_sizes,
     custom_property,
@@ -55,6 +64,7 @@ from deskmcp.sheets.ooxml import (
     verify_parts,
     write_cached_values,
 )
+from deskmcp.sheets.recalc import Key, depends_on, excel_prefixes, without_prefixes
 from deskmcp.sheets.sheetdata import Extent, Styles, extent, styles, window
 
 if TYPE_CHECKING:
@@ -376,13 +386,29 @@ class LocalBackend:
             )
         with self._calamine(path) as wb:
             try:
-                return wb.get_sheet_by_name(sheet).to_python(skip_empty_area=False)
+                rows = wb.get_sheet_by_name(sheet).to_python(skip_empty_area=False)
+                if fmt in ("xlsx", "xlsm"):
+                    self._put_errors(path, sheet, rows)
+                return rows
             except BaseException as exc:  # its own classes, and Rust panics that would end the process
                 if type(exc).__module__.startswith("python_calamine") or _panic(exc):
                     raise ParseError(
                         f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}
                     ) from exc
                 raise
+
+    def _put_errors(self, path: Path, sheet: str, rows: list[list[Any]]) -> None:
+        """python-calamine reads a stored error (`#DIV/0!`) as an empty cell: put the errors back."""
+        try:
+            part = self._part(path, sheet)
+            with zipfile.ZipFile(path) as zf, zf.open(part) as handle:
+                found = errors_in(handle)
+        except (OSError, KeyError, zipfile.BadZipFile, ParseError) as exc:
+            log.info("error cells of %s!%s not read: %s", path.name, sheet, exc)
+            return
+        for (r, c), error in found.items():
+            if r <= len(rows) and c <= len(rows[r - 1]) and _blank(rows[r - 1][c - 1]):
+                rows[r - 1][c - 1] = error
 
     def _package(self, path: Path) -> tuple[PackageMap, Styles]:
         """Where an xlsx keeps each sheet, its shared strings and its date styles (cached)."""
@@ -489,31 +515,40 @@ class LocalBackend:
         for rng in ranges:
             sheet = rng.sheet or self._default_sheet(path, fmt)
             if render == "formula" and fmt in ("xlsx", "xlsm"):
-                values = [
-                    [v if isinstance(v, str) else as_json(v, "raw") for v in row]
-                    for row in self._window(path, sheet, rng, formulas=True)
-                ]
+                cells = self._window(path, sheet, rng, formulas=True)
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
             elif (streamed := self._quick_window(path, fmt, sheet, rng)) is not None:
-                values = [[as_json(v, render) for v in row] for row in streamed]
+                cells = streamed
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
             else:
                 data = self.grid(path, fmt, sheet)
                 width = max((len(r) for r in data[:1000]), default=0)
                 r0, c0, r1, c1 = rng.bounds(len(data), width)
-                values = [[as_json(v, render) for v in row[c0 - 1 : c1]] for row in data[r0 - 1 : r1]]
+                cells = [row[c0 - 1 : c1] for row in data[r0 - 1 : r1]]
+            errors: list[str] = []
+            values = []
+            for i, row in enumerate(cells):
+                shown_row = []
+                for j, v in enumerate(row):
+                    if isinstance(v, CellError):
+                        errors.append(f"{quote_sheet(sheet)}!{cell_name(r0 + i, c0 + j)}")
+                    if render == "formula" and isinstance(v, str):
+                        shown_row.append(without_prefixes(v) if v.startswith("=") else v)
+                    else:
+                        shown_row.append(as_json(v, "raw" if render == "formula" else render))
+                values.append(shown_row)
             values = trim(values)
             flagged = [
                 f"{quote_sheet(sheet)}!{cell}"
                 for cell in uncomputed.get(sheet, [])
-                if _inside(cell, r0, c0, values) and _blank(_at(values, cell, r0, c0))
+                if _within_range(cell, rng) and _blank(_at(values, cell, r0, c0))
             ]
             if values:
                 width = max(len(r) for r in values)
                 shown = A1Range(sheet, r0, c0, r0 + len(values) - 1, c0 + max(width, 1) - 1).a1()
             else:
                 shown = rng.a1(default_sheet=sheet)
-            out.append(Grid(range=shown, values=values, uncomputed=flagged))
+            out.append(Grid(range=shown, values=values, uncomputed=flagged, errors=errors))
         return out
 
     def _quick_window(self, path: Path, fmt: str, sheet: str, rng: A1Range) -> list[list[Any]] | None:
@@ -700,6 +735,19 @@ class LocalBackend:
             self._save(path, fmt, book)
             return result
 
+    def edit_flagged(
+        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True
+    ) -> tuple[_T, list[str]]:
+        """`edit`, and the formulas the save left without a value (A1 cells, sheet named)."""
+        flagged: list[str] = []
+
+        def run(book: Book) -> _T:
+            result = change(book)
+            book.report = flagged
+            return result
+
+        return self.edit(spreadsheet_id, run, escape_csv=escape_csv), flagged
+
     def _csv_workbook(self, path: Path) -> Workbook:
         from openpyxl import Workbook
 
@@ -716,6 +764,7 @@ class LocalBackend:
 
     def _save(self, path: Path, fmt: str, book: Book) -> None:
         values, uncomputed = book.compute()
+        book.report.extend(f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs)
         if fmt == "csv":
             ws: Any = book.wb.worksheets[0]
             buffer = io.StringIO(newline="")
@@ -742,12 +791,20 @@ class LocalBackend:
             return
         from openpyxl.packaging.custom import StringProperty
 
+        for title, cells in values.items():
+            ws = book.wb[title]
+            for ref, value in cells.items():
+                cell: Any = ws[ref]
+                if cell.number_format == "General" and _shows_date(ws, cell.value, value):
+                    cell.number_format = date_format(value)
         props: Any = getattr(book.wb, "custom_doc_props")  # noqa: B009 - missing from the stubs
         for prop in list(props):
             if prop.name == UNCOMPUTED_PROPERTY:
                 props.props.remove(prop)
         if uncomputed:
             props.append(StringProperty(name=UNCOMPUTED_PROPERTY, value=json.dumps(uncomputed)))
+            # Excel and LibreOffice then compute what deskmcp could not when the file is opened.
+            book.wb.calculation.fullCalcOnLoad = True
         buffer = io.BytesIO()
         try:
             book.wb.save(buffer)
@@ -793,14 +850,14 @@ class LocalBackend:
         mode: InputMode,
         *,
         escape_csv: bool = True,
-    ) -> list[UpdatedRange]:
-        return self.edit(
+    ) -> tuple[list[UpdatedRange], list[str]]:
+        return self.edit_flagged(
             spreadsheet_id, lambda book: [book.put(rng, rows, mode) for rng, rows in updates], escape_csv=escape_csv
         )
 
     def append(
         self, spreadsheet_id: str, target: A1Range, rows: list[list[Any]], mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdatedRange:
+    ) -> tuple[UpdatedRange, list[str]]:
         def change(book: Book) -> UpdatedRange:
             ws = book.sheet(target.sheet)
             c0 = target.start_col or 1
@@ -809,10 +866,10 @@ class LocalBackend:
             start = max(last + 1, target.start_row or 1)
             return book.put(A1Range(ws.title, start, c0, None, None), rows, mode)
 
-        return self.edit(spreadsheet_id, change, escape_csv=escape_csv)
+        return self.edit_flagged(spreadsheet_id, change, escape_csv=escape_csv)
 
-    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[str]:
-        return self.edit(spreadsheet_id, lambda book: [book.clear(rng) for rng in ranges])
+    def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> tuple[list[str], list[str]]:
+        return self.edit_flagged(spreadsheet_id, lambda book: [book.clear(rng) for rng in ranges])
 
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
         def change(book: Book) -> None:
@@ -841,6 +898,7 @@ class LocalBackend:
             if len(book.wb.worksheets) == 1:
                 raise BadRequest("A workbook keeps at least one sheet; add another first.", {"sheet": sheet})
             book.wb.remove(ws)
+            book.moved = True  # formulas that read the sheet now give #REF!
 
         self.edit(spreadsheet_id, change)
 
@@ -875,11 +933,16 @@ class LocalBackend:
         return next(s for s in info.sheets if s.title == title)
 
 
-def _inside(cell: str, r0: int, c0: int, values: list[list[Any]]) -> bool:
+def _within_range(cell: str, rng: A1Range) -> bool:
+    """Whether `cell` lies in the range asked for (trailing blank cells trimmed from the answer included)."""
     from deskmcp.sheets.a1 import parse_cells
 
     r, c, _r, _c = parse_cells(cell, cell)
-    return r is not None and c is not None and r0 <= r < r0 + max(len(values), 1) and c >= c0
+    if r is None or c is None:
+        return False
+    return (rng.start_row or 1) <= r <= (rng.end_row if rng.end_row is not None else MAX_ROWS) and (
+        rng.start_col or 1
+    ) <= c <= (rng.end_col if rng.end_col is not None else MAX_COLUMNS)
 
 
 def _at(values: list[list[Any]], cell: str, r0: int, c0: int) -> Any:
@@ -924,6 +987,7 @@ class Book:
         self.touched: set[tuple[str, int, int]] = set()
         self.moved = False
         self.escape_csv = True
+        self.report: list[str] = []  # filled with the formulas left uncomputed when saved
 
     def single_sheet_guard(self, what: str) -> None:
         if self.fmt == "csv":
@@ -968,7 +1032,9 @@ class Book:
                 if isinstance(value, dict | list):
                     raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
                 stored = user_entered(value) if mode == "USER_ENTERED" else value
-                cell = ws.cell(row=r0 + i, column=c0 + j)
+                if mode == "USER_ENTERED" and self.fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
+                    stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
+                cell: Any = ws.cell(row=r0 + i, column=c0 + j)
                 cell.value = None if stored == "" else stored
                 key = (ws.title, r0 + i, c0 + j)
                 self.touched.add(key)
@@ -989,6 +1055,7 @@ class Book:
         cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
         for r, c in [k for k in cells if r0 <= k[0] <= r1 and c0 <= k[1] <= c1]:
             cells[(r, c)].value = None
+            self.touched.add((ws.title, r, c))
         return A1Range(ws.title, r0, c0, r1, c1).a1() if r1 >= r0 and c1 >= c0 else rng.a1(default_sheet=ws.title)
 
     def last_row(self, ws: Worksheet, c0: int, c1: int | None) -> int:
@@ -1008,68 +1075,126 @@ class Book:
                     cell.value = fn(cell.value, ws.title)
 
     def compute(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-        """Every formula's value (sheet -> cell -> value) and the cells that could not be computed."""
+        """The value to store for every formula (sheet -> cell -> value) and the cells left without one.
+
+        Formulas the change may affect (written ones, those reading a changed cell, directly or
+        through other formulas) and those the file holds no value for are computed; every other
+        formula keeps the value the file had cached (dates and errors included). One that cannot
+        be computed is stored without a value and listed, never left showing a stale value.
+        """
         worksheets = {ws.title: ws for ws in self.wb.worksheets if hasattr(ws, "_cells")}
-        fallback: dict[str, list[list[Any]]] = {}
+        names = workbook_names(self.wb)
+        formulas: dict[Key, str] = {}
+        for title, ws in worksheets.items():
+            for (r, c), cell in ws._cells.items():  # type: ignore[attr-defined]
+                if cell.data_type == "f" and isinstance(cell.value, str) and (title, r, c) not in self.literal:
+                    formulas[(title, r, c)] = cell.value
+        previous = self._previous_results(formulas)
+        if previous is None:  # rows moved, sheets renamed or removed: nothing cached can be trusted
+            needed = set(formulas)
+            previous = {}
+        else:
+            needed = {k for k in formulas if k in self.touched or k not in previous}
+            if self.touched:
+                needed |= depends_on(formulas, names).stale(self.touched)
+        kept = {k: v for k, v in previous.items() if k in formulas and k not in needed}
 
         def raw(sheet: str, row: int, column: int) -> Any:
             ws = worksheets.get(sheet)
             if ws is None:
                 raise Uncomputable(f"no sheet {sheet}")
+            key = (sheet, row, column)
+            if key in kept:
+                return kept[key]
             cell = ws._cells.get((row, column))  # type: ignore[attr-defined]
-            if cell is None:
-                return None
-            value = cell.value
-            if isinstance(value, dt.datetime | dt.date):
-                return as_json(value, "raw")
-            if value is not None and not isinstance(value, str | int | float | bool):
-                raise Uncomputable("array or table formula")
-            return value
+            return None if cell is None else evaluator_value(cell.value)
 
         def extent(sheet: str) -> tuple[int, int]:
             ws = worksheets.get(sheet)
             return (ws.max_row or 0, ws.max_column or 0) if ws is not None else (0, 0)
 
         def is_text(sheet: str, row: int, column: int) -> bool:
-            if (sheet, row, column) in self.literal:
+            key = (sheet, row, column)
+            if key in self.literal or key in kept:
                 return True
             cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
             return cell is not None and cell.data_type != "f"
 
-        calc = WorkbookCalculator(raw, extent, is_text)
+        calc = WorkbookCalculator(raw, extent, is_text, names=names)
         values: dict[str, dict[str, Any]] = {}
         uncomputed: dict[str, list[str]] = {}
-        for title, ws in worksheets.items():
-            cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
-            for (r, c), cell in list(cells.items()):
-                if cell.data_type != "f" or not isinstance(cell.value, str) or (title, r, c) in self.literal:
-                    continue
-                name = cell_name(r, c)
-                try:
-                    value = calc.value(title, r, c)
-                except (Uncomputable, RecursionError) as exc:
-                    value = self._cached(fallback, title, r, c)
-                    if value is None:
-                        log.info("formula %s!%s not computed: %s", title, name, exc)
-                        uncomputed.setdefault(title, []).append(name)
-                        continue
-                values.setdefault(title, {})[name] = value
+        for key in sorted(formulas, key=lambda k: (k[0], k[1], k[2])):
+            title, r, c = key
+            name = cell_name(r, c)
+            if key in kept:
+                values.setdefault(title, {})[name] = kept[key]
+                continue
+            try:
+                values.setdefault(title, {})[name] = calc.value(title, r, c)
+            except (Uncomputable, RecursionError) as exc:
+                log.info("formula %s!%s not computed: %s", title, name, exc)
+                uncomputed.setdefault(title, []).append(name)
         return values, uncomputed
 
-    def _cached(self, fallback: dict[str, list[list[Any]]], sheet: str, row: int, column: int) -> Any:
-        """The value the file had cached for a formula we could not compute (if the file had one)."""
-        if self.fmt != "xlsx" or self.moved or (sheet, row, column) in self.touched:
+    def _previous_results(self, formulas: dict[Key, str]) -> dict[Key, Any] | None:
+        """The results the file had cached for its formulas, by cell; None when the cells moved."""
+        if self.moved:
             return None
-        if sheet not in fallback:
-            try:
-                fallback[sheet] = self.backend.grid(self.path, self.fmt, sheet)
-            except (NotFound, ParseError, BadRequest):  # BadRequest: a sparse sheet, never loaded whole
-                fallback[sheet] = []
+        if self.fmt != "xlsx" or not formulas:
+            return {}
+        found: dict[Key, Any] = {}
         try:
-            value = fallback[sheet][row - 1][column - 1]
-        except IndexError:
-            return None
-        return None if _blank(value) else value
+            where, _look = self.backend._package(self.path)
+            with zipfile.ZipFile(self.path) as zf:
+                for sheet in {k[0] for k in formulas}:
+                    part = where.sheets.get(sheet)
+                    if part is None:
+                        continue
+                    data = read_part(zf, part, MAX_CELLS_PART_BYTES)
+                    if plain(data):
+                        cells = formula_results(data)
+                    else:
+                        plain_numbers = Styles(frozenset(), frozenset(), _EPOCH)
+                        cells = window(zf, part, 1, 1, MAX_ROWS, MAX_COLUMNS, shared_strings=None, look=plain_numbers)
+                    for (r, c), value in cells.items():
+                        if (sheet, r, c) in formulas and not _blank(value):
+                            found[(sheet, r, c)] = value
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ParseError) as exc:
+            log.info("cached results of %s not read (%s): every formula is computed", self.path.name, exc)
+            return {}
+        return found
+
+
+_DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
+
+
+def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
+    """Whether Excel would show a computed value as a date: a date function's result, or a date
+    cell moved by some days (`=B4+30` takes the format of B4, as Excel gives it)."""
+    if isinstance(value, DateSerial):
+        return True
+    if isinstance(value, bool) or not isinstance(value, float | int) or not isinstance(formula, str):
+        return False
+    m = _DATE_SHIFT.match(formula)
+    return m is not None and bool(getattr(ws[f"{m.group(1)}{m.group(2)}"], "is_date", False))
+
+
+def date_format(value: float) -> str:
+    """The number format a computed date is stored with (with the time when it has one)."""
+    return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
+
+
+def evaluator_value(value: Any) -> Any:
+    """A stored cell value as the evaluator takes it: dates and times as serial numbers."""
+    if isinstance(value, dt.datetime | dt.date):
+        return as_json(value, "raw")
+    if isinstance(value, dt.time):
+        return (value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6) / 86400
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds() / 86400
+    if value is not None and not isinstance(value, str | int | float | bool | CellError):
+        raise Uncomputable("array or table formula")
+    return value
 
 
 __all__ = ["Book", "LocalBackend", "column_letters"]

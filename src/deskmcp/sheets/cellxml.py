@@ -1,0 +1,123 @@
+"""The `<c>` elements of a worksheet part as bytes: reading cached values, building new cells.
+
+Excel, LibreOffice and openpyxl all write cells as `<c r="B7" ...>` with double-quoted
+attributes and no namespace prefix; `plain(data)` says whether a part is in that form, and the
+byte-level readers here are only used on parts that are (others go through ElementTree).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import IO, Any
+
+from deskmcp.sheets.a1 import column_index
+from deskmcp.sheets.formula_values import CellError
+
+CELL = re.compile(rb"<c\b([^>]*?)(?:/>|>(.*?)</c>)", re.S)
+ATTR = re.compile(rb'([\w:]+)="([^"]*)"')
+REF = re.compile(rb'\br="([A-Z]{1,3})([0-9]+)"')
+FORMULA = re.compile(rb"<f\b([^>]*?)(?:/>|>(.*?)</f>)", re.S)
+VALUE = re.compile(rb"<v>(.*?)</v>", re.S)
+INLINE = re.compile(rb"<is>(.*?)</is>", re.S)
+TEXT = re.compile(rb"<t\b[^>]*?(?:/>|>(.*?)</t>)", re.S)
+PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
+
+
+def plain(data: bytes) -> bool:
+    """Every cell tag is `<c r="..."`, unprefixed, attributes double-quoted."""
+    cells = data.count(b"<c ") + data.count(b"<c>") + data.count(b"<c/>")
+    return cells == data.count(b'<c r="') and b":c " not in data and b"<c r='" not in data
+
+
+def attributes(raw: bytes) -> dict[bytes, bytes]:
+    return dict(ATTR.findall(raw))
+
+
+def unescape(raw: bytes) -> str:
+    return html.unescape(raw.decode("utf-8"))
+
+
+def inline_text(inner: bytes) -> str:
+    m = INLINE.search(inner)
+    if m is None:
+        return ""
+    body = PHONETIC.sub(b"", m.group(1))
+    return "".join(unescape(t.group(1) or b"") for t in TEXT.finditer(body))
+
+
+def cached(kind: bytes, inner: bytes, shared: list[str] | None = None) -> Any:
+    """The value a cell stores (for a formula, its cached result); None when it stores none.
+    Numbers stay numbers (a date is its serial), errors are `CellError`."""
+    if kind == b"inlineStr":
+        return inline_text(inner)
+    m = VALUE.search(inner)
+    if m is None:
+        return None
+    text = m.group(1)
+    if kind == b"e":
+        return CellError(unescape(text))
+    if kind == b"b":
+        return text.strip() == b"1"
+    if kind == b"str":
+        return unescape(text)
+    if kind == b"s":
+        if shared is None:
+            return None
+        try:
+            return shared[int(text)]
+        except (ValueError, IndexError):
+            return None
+    if kind == b"d":
+        return unescape(text)
+    try:
+        return float(text)
+    except ValueError:
+        return unescape(text)
+
+
+def formula_results(data: bytes) -> dict[tuple[int, int], Any]:
+    """(row, column) -> the cached result of every formula cell of a plain worksheet part that
+    stores one (absent: the cell has no cached result)."""
+    out: dict[tuple[int, int], Any] = {}
+    for m in CELL.finditer(data):
+        inner = m.group(2)
+        if not inner or b"<f" not in inner:
+            continue
+        ref = REF.search(m.group(1))
+        if ref is None:
+            continue
+        kind = attributes(m.group(1)).get(b"t", b"n")
+        value = cached(kind, inner)
+        if value is not None:
+            out[(int(ref.group(2)), column_index(ref.group(1).decode("ascii")))] = value
+    return out
+
+
+def errors_in(handle: IO[bytes], chunk: int = 1 << 22) -> dict[tuple[int, int], CellError]:
+    """`error_cells` of a worksheet part read in chunks (memory stays at one chunk)."""
+    out: dict[tuple[int, int], CellError] = {}
+    tail = b""
+    while True:
+        block = handle.read(chunk)
+        data = tail + block
+        cut = data.rfind(b"<c ") if block else len(data)  # a cell may continue in the next chunk
+        body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
+        out.update(error_cells(body))
+        if not block:
+            return out
+
+
+def error_cells(data: bytes) -> dict[tuple[int, int], CellError]:
+    """(row, column) -> the error every `t="e"` cell of a plain worksheet part stores."""
+    out: dict[tuple[int, int], CellError] = {}
+    if b't="e"' not in data:
+        return out
+    for m in CELL.finditer(data):
+        if b't="e"' not in m.group(1):
+            continue
+        ref = REF.search(m.group(1))
+        value = cached(b"e", m.group(2) or b"")
+        if ref is not None and isinstance(value, CellError):
+            out[(int(ref.group(2)), column_index(ref.group(1).decode("ascii")))] = value
+    return out

@@ -1,0 +1,241 @@
+"""What a write stores: every formula value right or flagged, never stale; errors, dates and
+Excel's function prefixes kept as Excel keeps them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from deskmcp.sheets.ooxml import write_cached_values
+from tests.conftest import shared_corpus
+from tests.sheets.conftest import Connect, call
+
+pytestmark = pytest.mark.anyio
+
+
+def invoice(path: Path) -> Path:
+    """An invoice as Excel would save it: formulas with their cached results. B2 and D2 use
+    LOOKUP, which deskmcp does not compute; E2 holds a date, F2 an error, G2 TODAY()."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Invoice"
+    prices = wb.create_sheet("Prices")
+    for row in (["P-100", 4.75], ["P-200", 89], ["S-010", 80]):
+        prices.append(row)
+    ws.append(["sku", "price", "double", "fixed", "due", "missing", "today", "count"])
+    ws.append(
+        [
+            "P-100",
+            "=LOOKUP(A2,Prices!A1:A3,Prices!B1:B3)",
+            "=B2*2",
+            '=LOOKUP("S-010",Prices!A1:A3,Prices!B1:B3)',
+            "=EOMONTH(DATE(2024,1,15),0)",
+            '=LOOKUP("none",Prices!A1:A3,Prices!B1:B3)',
+            "=TODAY()",
+            "=COUNTA(A2:A5)",
+        ]
+    )
+    for ref in ("E2", "G2"):
+        ws[ref].number_format = "yyyy-mm-dd"
+    wb.save(path)
+    cached = {"B2": 4.75, "C2": 9.5, "D2": 80, "E2": 45322, "F2": _error("#N/A"), "G2": 45000, "H2": 1}
+    path.write_bytes(write_cached_values(path.read_bytes(), {"Invoice": cached}))
+    return path
+
+
+def _error(code: str) -> Any:
+    from deskmcp.sheets.formulas import CellError
+
+    return CellError(code)
+
+
+def workbook_xml(path: Path) -> str:
+    with zipfile.ZipFile(path) as zf:
+        return zf.read("xl/workbook.xml").decode("utf-8")
+
+
+def sheet_xml(path: Path, part: str = "xl/worksheets/sheet1.xml") -> str:
+    with zipfile.ZipFile(path) as zf:
+        return zf.read(part).decode("utf-8")
+
+
+async def test_update_values_removes_and_flags_the_stale_value_of_a_formula_it_cannot_compute(
+    root: Path, connect: Connect
+) -> None:
+    path = invoice(root / "invoice.xlsx")
+    async with connect() as c:
+        answer = await call(
+            c, "update_values", {"spreadsheet_id": "invoice.xlsx", "range": "Invoice!A2", "values": [["P-200"]]}
+        )
+        out = await call(c, "read_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2:H2"]})
+    assert answer["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
+    grid = out["ranges"][0]
+    # Not 4.75 and 9.5 any more: emptied and flagged, for Excel or LibreOffice to compute on open.
+    assert grid["values"] == [["P-200", "", "", 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
+    assert grid["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
+    assert 'fullCalcOnLoad="1"' in workbook_xml(path)
+
+
+async def test_unchanged_formulas_keep_their_cached_dates_and_errors_after_a_write(
+    root: Path, connect: Connect
+) -> None:
+    invoice(root / "invoice.xlsx")
+    async with connect() as c:
+        answer = await call(
+            c, "update_values", {"spreadsheet_id": "invoice.xlsx", "range": "Invoice!J1", "values": [["note"]]}
+        )
+        out = await call(c, "read_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2:H2"]})
+    assert "uncomputed" not in answer or not answer["uncomputed"]
+    assert out["ranges"][0]["values"] == [["P-100", 4.75, 9.5, 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
+    assert out["ranges"][0]["errors"] == ["Invoice!F2"]
+
+
+async def test_clear_values_flags_an_uncomputable_formula_that_read_the_cleared_cell(
+    root: Path, connect: Connect
+) -> None:
+    invoice(root / "invoice.xlsx")
+    async with connect() as c:
+        answer = await call(c, "clear_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2"]})
+        out = await call(c, "read_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2:H2"]})
+    assert answer["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
+    assert out["ranges"][0]["values"][0][7] == 0  # COUNTA recomputed
+
+
+async def test_read_values_shows_stored_errors_as_their_text_and_lists_their_cells(
+    root: Path, connect: Connect
+) -> None:
+    shutil.copy(shared_corpus("spreadsheets") / "calamine" / "errors.xlsx", root / "errors.xlsx")
+    codes = ["#DIV/0!", "#NAME?", "#VALUE!", "#NULL!", "#REF!", "#NUM!", "#N/A"]
+    async with connect() as c:
+        whole = await call(c, "read_values", {"spreadsheet_id": "errors.xlsx", "ranges": ["Feuil1!A1:A7"]})
+        again = await call(c, "read_values", {"spreadsheet_id": "errors.xlsx", "ranges": ["Feuil1!A1:A7"]})
+    for out in (whole, again):  # the streamed first read and the loaded sheet
+        assert out["ranges"][0]["values"] == [[code] for code in codes]
+        assert out["ranges"][0]["errors"] == [f"Feuil1!A{r}" for r in range(1, 8)]
+
+
+async def test_read_values_keeps_the_uncomputed_flag_of_a_trailing_cell_trimmed_from_the_answer(
+    root: Path, connect: Connect
+) -> None:
+    from tests.sheets.conftest import make_xlsx
+
+    make_xlsx(root / "t.xlsx", {"S": [[1, 2]]})
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!C1", "values": [["=A1+B1"]]})
+        await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!D2", "values": [["=OFFSET(A1,0,0)"]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A1:D2"]})
+        row = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A2:D2"]})
+        outside = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A1:C2"]})
+    assert out["ranges"][0]["values"] == [[1, 2, 3]]
+    assert out["ranges"][0]["uncomputed"] == ["S!D2"]
+    assert row["ranges"][0]["uncomputed"] == ["S!D2"]
+    assert not outside["ranges"][0].get("uncomputed")
+
+
+NEW_FUNCTIONS = [
+    '=CONCAT(A1,"-",B1)',
+    '=TEXTJOIN("/",TRUE,A1:B1)',
+    '=IFS(B1>5,"big",TRUE,"small")',
+    '=SWITCH(A1,"x","ex","other")',
+    "=XOR(TRUE,FALSE)",
+    "=DAYS(DATE(2024,3,1),DATE(2024,1,1))",
+    "=IFNA(NA(),7)",
+    '=MAXIFS(B1:B1,A1:A1,"x")',
+]
+
+
+async def test_functions_newer_than_excel_2007_are_saved_with_their_xlfn_prefix_and_read_back_without(
+    root: Path, connect: Connect
+) -> None:
+    from tests.sheets.conftest import make_xlsx
+
+    path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "new.xlsx", "range": "S!A2", "values": [NEW_FUNCTIONS]})
+        formulas = await call(
+            c, "read_values", {"spreadsheet_id": "new.xlsx", "ranges": ["S!A2:H2"], "render": "formula"}
+        )
+        values = await call(c, "read_values", {"spreadsheet_id": "new.xlsx", "ranges": ["S!A2:H2"]})
+    xml = sheet_xml(path)
+    assert "_xlfn.CONCAT(" in xml and "_xlfn.TEXTJOIN(" in xml and "_xlfn.MAXIFS(" in xml
+    assert '"-"' in xml.replace("&quot;", '"')  # text in quotes is left alone
+    assert formulas["ranges"][0]["values"] == [NEW_FUNCTIONS]
+    assert values["ranges"][0]["values"] == [["x-9", "x/9", "big", "ex", True, 60, 7, 9]]
+
+
+@pytest.mark.slow
+async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_showing_name_errors(
+    root: Path, tmp_path: Path, connect: Connect
+) -> None:
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        pytest.skip("LibreOffice (soffice) is not on PATH")
+    from tests.sheets.conftest import make_xlsx
+
+    path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
+    async with connect() as c:
+        # OFFSET is not computed here: the file then asks the app to compute everything on open.
+        row = [*NEW_FUNCTIONS[:5], "=OFFSET(A1,0,1)"]
+        await call(c, "update_values", {"spreadsheet_id": "new.xlsx", "range": "S!A2", "values": [row]})
+    assert 'fullCalcOnLoad="1"' in workbook_xml(path)
+    out = tmp_path / "out"
+    command = [
+        soffice,
+        f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}",
+        "--headless",
+        "--norestore",
+        "--convert-to",
+        "csv",
+        "--outdir",
+        str(out),
+        str(path),
+    ]
+    with anyio.fail_after(120):
+        await anyio.run_process(command, check=True)
+    lines = (out / "new.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[1].split(",") == ["x-9", "x/9", "big", "ex", "TRUE", "9"]
+
+
+async def test_computed_dates_are_stored_as_numbers_with_a_date_format(root: Path, connect: Connect) -> None:
+    from openpyxl import load_workbook
+
+    from tests.sheets.conftest import make_xlsx
+
+    path = make_xlsx(root / "d.xlsx", {"S": [[dt.date(2024, 1, 15)]]})
+    formulas = ["=DATE(2024,3,15)", "=EOMONTH(A1,0)", "=EDATE(A1,1)", "=WORKDAY(A1,1)", "=A1+30"]
+    async with connect() as c:
+        answer = await call(c, "update_values", {"spreadsheet_id": "d.xlsx", "range": "S!B1", "values": [formulas]})
+        out = await call(c, "read_values", {"spreadsheet_id": "d.xlsx", "ranges": ["S!B1:F1"]})
+        raw = await call(c, "read_values", {"spreadsheet_id": "d.xlsx", "ranges": ["S!B1:F1"], "render": "raw"})
+    assert not answer.get("uncomputed")
+    assert out["ranges"][0]["values"] == [["2024-03-15", "2024-01-31", "2024-02-15", "2024-01-16", "2024-02-14"]]
+    assert raw["ranges"][0]["values"] == [[45366, 45322, 45337, 45307, 45336]]
+    ws: Any = load_workbook(path)["S"]
+    assert ws["B1"].number_format == "yyyy-mm-dd"
+
+
+async def test_formulas_reading_defined_names_and_times_of_day_are_computed(root: Path, connect: Connect) -> None:
+    from openpyxl import Workbook
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "S"
+    ws.append([dt.time(9, 30), dt.time(17, 15), 20])
+    wb.defined_names["Rate"] = DefinedName("Rate", attr_text="S!$C$1")
+    wb.save(root / "t.xlsx")
+    async with connect() as c:
+        answer = await call(
+            c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!A2", "values": [["=(B1-A1)*24*Rate"]]}
+        )
+        out = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A2"]})
+    assert not answer.get("uncomputed")
+    assert out["ranges"][0]["values"] == [[155]]
