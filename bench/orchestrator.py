@@ -31,12 +31,13 @@ from email.utils import format_datetime, make_msgid
 
 import anyio
 
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.runner import server_environment
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.orchestrator.vault_port import open_vault
 
 SUBJECTS = ["Can we meet on Tuesday?", "Weekly newsletter", "Outage in eu-west", "Question about invoice 42", "Hello"]
 
@@ -65,7 +66,7 @@ async def flow(workspace: Path, count: int, *, vault_over_mcp: bool) -> tuple[fl
     env = dict(os.environ)
     mail_client = MCPClient("mail", settings.server_command("mail"), settings.root, timeout=120, env=env)
     vault_client = MCPClient("vault", settings.server_command("vault"), settings.root, timeout=120, env=env)
-    vault = VaultAccess(settings.root, workspace, vault_client if vault_over_mcp else None)
+    vault = open_vault(settings.root, vault_client if vault_over_mcp else None)
     async with mail_client, vault_client:
         orchestrator = Orchestrator(settings, vault, MailAccess(mail_client), create_decider(settings))
         await orchestrator.run_pass(approved_only=True)  # servers started, layout created
@@ -83,7 +84,6 @@ async def flow(workspace: Path, count: int, *, vault_over_mcp: bool) -> tuple[fl
         started = time.perf_counter()
         summary = await orchestrator.run_pass(approved_only=True)
         send = time.perf_counter() - started
-        vault.close()
     assert ingested == count, (ingested, count)
     assert summary.sent == len(drafts), summary
     return ingest, send, len(drafts)

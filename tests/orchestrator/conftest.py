@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.orchestrator.vault_port import open_vault
 from tests.orchestrator import mail_stub
 
 ENV_NAMES = (
@@ -88,12 +89,9 @@ def orchestrator(settings_for: Callable[..., OrchestratorSettings], store: Path)
     async def build(*, dry_run: bool = False, **overrides: Any) -> AsyncIterator[Orchestrator]:
         settings = settings_for(**overrides)
         client = MCPClient("mail", ["unused"], settings.root, server=mail_stub.create_server(store))
-        vault = VaultAccess(settings.root, settings.workspace)
         async with client:
-            try:
-                yield Orchestrator(settings, vault, MailAccess(client), create_decider(settings), dry_run=dry_run)
-            finally:
-                vault.close()
+            decider = create_decider(settings)
+            yield Orchestrator(settings, open_vault(settings.root), MailAccess(client), decider, dry_run=dry_run)
 
     return build
 

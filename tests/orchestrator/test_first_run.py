@@ -13,11 +13,12 @@ import yaml
 
 from deskmcp.mail.server import create_server as create_mail_server
 from deskmcp.mail.settings import MailSettings
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.orchestrator.vault_port import open_vault
 from tests.mail.conftest import deliver
 
 pytestmark = pytest.mark.anyio
@@ -44,12 +45,9 @@ async def test_a_first_run_with_default_settings_ingests_the_last_week_not_the_w
     settings = OrchestratorSettings(workspace=workspace, vault_path=vault, decider="assistant")
     server = create_mail_server(MailSettings(workspace=workspace, vault_path=vault))
     client = MCPClient("mail", ["unused"], vault, server=server)
-    access = VaultAccess(vault, workspace)
     async with client:
-        try:
-            summary = await Orchestrator(settings, access, MailAccess(client), create_decider(settings)).run_pass()
-        finally:
-            access.close()
+        orchestrator = Orchestrator(settings, open_vault(vault), MailAccess(client), create_decider(settings))
+        summary = await orchestrator.run_pass()
     assert summary.ingested == 1
     [note] = (vault / "Needs_Action").glob("*.md")
     front = yaml.safe_load(note.read_text(encoding="utf-8").split("---\n")[1])

@@ -24,6 +24,7 @@ from typing import Any
 from deskmcp.core.dates import parse_timestamp
 from deskmcp.core.errors import BadRequest
 from deskmcp.orchestrator.models import ApprovedDraft, TriageItem
+from deskmcp.vault.models import NoteContent
 
 NEEDS_ACTION = "Needs_Action"
 DRAFTS = "Drafts"
@@ -135,9 +136,9 @@ def failed_email_note(summary: dict[str, Any], error: str, *, ingested_at: str) 
     return front, body
 
 
-def triage_item(path: str, note: dict[str, Any]) -> TriageItem:
-    front = note.get("frontmatter") or {}
-    body = str(note.get("body") or "")
+def triage_item(path: str, note: NoteContent) -> TriageItem:
+    front = note.frontmatter
+    body = note.body
     text = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in body.splitlines())
     labels = front.get("labels")
     return TriageItem(
@@ -155,12 +156,12 @@ def triage_item(path: str, note: dict[str, Any]) -> TriageItem:
     )
 
 
-def approved_draft(root: Path, path: str, note: dict[str, Any]) -> ApprovedDraft:
+def approved_draft(root: Path, path: str, note: NoteContent) -> ApprovedDraft:
     """Read an approved draft: recipients and subject from frontmatter, the reply from the body."""
-    front = note.get("frontmatter") or {}
+    front = note.frontmatter
     to = str(front.get("to") or "").strip()
     subject = str(front.get("subject") or "").strip()
-    body = str(note.get("body") or "").strip()
+    body = note.body.strip()
     missing = [name for name, value in (("to", to), ("subject", subject), ("body", body)) if not value]
     if missing:
         raise BadRequest(

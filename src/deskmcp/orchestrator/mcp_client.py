@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import anyio
 import anyio.abc
@@ -37,7 +37,9 @@ from deskmcp.orchestrator.journal import Journal
 log = logging.getLogger("deskmcp.orchestrator")
 
 _Request = tuple[str, dict[str, Any], MemoryObjectSendStream[CallToolResult | BaseException]]
-Fallback = Callable[[], dict[str, Any] | Awaitable[dict[str, Any]]]
+T = TypeVar("T")
+Fallback = Callable[[], T | Awaitable[T]]
+"""What answers instead of an unavailable server: any value (the vault's fallback returns the vault's models)."""
 
 
 def tool_error(result: CallToolResult, tool: str) -> DeskError:
@@ -158,9 +160,15 @@ class MCPClient:
             raise outcome
         return outcome
 
+    @overload
+    async def call_tool(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
+    @overload
     async def call_tool(
-        self, tool_name: str, arguments: dict[str, Any], fallback: Fallback | None = None
-    ) -> dict[str, Any]:
+        self, tool_name: str, arguments: dict[str, Any], fallback: Fallback[T]
+    ) -> dict[str, Any] | T: ...
+
+    async def call_tool(self, tool_name: str, arguments: dict[str, Any], fallback: Fallback[Any] | None = None) -> Any:
         """Call `tool_name`; on an unavailable server log it, then run `fallback` or raise `MCPUnavailable`."""
         try:
             result = await self._call(tool_name, arguments)

@@ -19,13 +19,14 @@ from pathlib import Path
 import anyio
 import watchfiles
 
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import APPROVED
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.models import PassSummary
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.orchestrator.vault_port import open_vault
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -64,13 +65,10 @@ async def open_orchestrator(settings: OrchestratorSettings, *, dry_run: bool = F
 
     mail_client = client("mail")
     vault_client = None if settings.mcp_url or dry_run else client("vault")
-    vault = VaultAccess(settings.root, settings.workspace, vault_client)
+    vault = open_vault(settings.root, vault_client)
     async with mail_client, vault_client or contextlib.nullcontext():
-        try:
-            decider = create_decider(settings, dry_run=dry_run)
-            yield Orchestrator(settings, vault, MailAccess(mail_client), decider, dry_run=dry_run)
-        finally:
-            vault.close()
+        decider = create_decider(settings, dry_run=dry_run)
+        yield Orchestrator(settings, vault, MailAccess(mail_client), decider, dry_run=dry_run)
 
 
 async def _approvals(root: Path, hints: set[str], wake: Callable[[], None], stop: anyio.Event) -> None:

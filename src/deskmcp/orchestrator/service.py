@@ -28,7 +28,7 @@ from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound, PermissionDenied
 from deskmcp.core.paths import safe_join
 from deskmcp.orchestrator import layout
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import Decider
 from deskmcp.orchestrator.journal import Journal
 from deskmcp.orchestrator.layout import APPROVED, DONE, DRAFTS, FOLDERS, NEEDS_ACTION
@@ -43,6 +43,8 @@ from deskmcp.orchestrator.models import (
 )
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.state import State
+from deskmcp.orchestrator.vault_port import VaultPort, list_paths, update_note
+from deskmcp.vault.models import NoteContent
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -61,7 +63,7 @@ class Orchestrator:
     def __init__(
         self,
         settings: OrchestratorSettings,
-        vault: VaultAccess,
+        vault: VaultPort,
         mail: MailAccess | None,
         decider: Decider | None,
         *,
@@ -152,7 +154,7 @@ class Orchestrator:
         if self.mail is None:
             return
         try:
-            listed = await self.vault.list_paths(APPROVED)
+            listed = await list_paths(self.vault, APPROVED)
         except DeskError as exc:
             self._failed(summary, "list_failed", APPROVED, exc)
             return
@@ -177,26 +179,26 @@ class Orchestrator:
             note = await self.vault.read_note(path)
         except NotFound:
             return  # moved away since it was listed
-        if note.get("frontmatter_error"):
+        if note.frontmatter_error:
             raise BadRequest(
-                f"{path} has corrupt frontmatter ({note['frontmatter_error']}); fix it and it is sent on the next pass."
+                f"{path} has corrupt frontmatter ({note.frontmatter_error}); fix it and it is sent on the next pass."
             )
-        front = note["frontmatter"]
+        front = note.frontmatter
         try:
             draft = layout.approved_draft(self.root, path, note)
         except BadRequest as exc:
             if not self.dry_run and front.get("send_error") != exc.message:
-                await self.vault.update_note(path, {"send_error": exc.message, "last_attempt": utc_stamp()})
+                await update_note(self.vault, path, {"send_error": exc.message, "last_attempt": utc_stamp()})
             raise
         record = self.state.sent.get(draft.draft_id) if draft.draft_id else None
         if record is None and (refusal := self.refusal(draft)) is not None:
             if not self.dry_run and front.get("send_error") != refusal:
-                await self.vault.update_note(path, {"send_error": refusal, "last_attempt": utc_stamp()})
+                await update_note(self.vault, path, {"send_error": refusal, "last_attempt": utc_stamp()})
             raise PermissionDenied(refusal, {"path": path})
         if not draft.draft_id:
-            draft.draft_id = "draft-" + layout.short_id(f"{path}:{note['content_hash']}")
+            draft.draft_id = "draft-" + layout.short_id(f"{path}:{note.content_hash}")
             if not self.dry_run:  # the key must be on disk before anything is sent with it
-                await self.vault.update_note(path, {"draft_id": draft.draft_id})
+                await update_note(self.vault, path, {"draft_id": draft.draft_id})
         if self.dry_run:
             verb = "would file" if record else "would send"
             summary.events.append(f"{verb}: {path} to {draft.to}: {draft.subject}")
@@ -218,7 +220,8 @@ class Orchestrator:
                 raise
             except DeskError as exc:
                 attempts = int(front.get("send_attempts") or 0) + 1
-                await self.vault.update_note(
+                await update_note(
+                    self.vault,
                     path,
                     {
                         "send_error": f"{exc.code}: {exc.message}",
@@ -267,12 +270,12 @@ class Orchestrator:
                 note = await self.vault.read_note(done)
             except NotFound:
                 continue
-            if str(note["frontmatter"].get("draft_id") or "") != draft_id:
+            if str(note.frontmatter.get("draft_id") or "") != draft_id:
                 continue
-            source = note["frontmatter"].get("source_note")
+            source = note.frontmatter.get("source_note")
             if isinstance(source, str) and layout.folder_of(source) == NEEDS_ACTION:
                 try:
-                    await self.vault.update_note(source, {"status": "done", "reply": f"[[{done}]]"})
+                    await update_note(self.vault, source, {"status": "done", "reply": f"[[{done}]]"})
                     await self._move_to_done(source)
                 except NotFound:
                     pass
@@ -287,12 +290,12 @@ class Orchestrator:
             "sent_message_id": record.get("message_id"),
             "send_error": None,
         }
-        await self.vault.update_note(path, changes)
+        await update_note(self.vault, path, changes)
         _fault("during_move")
         done = await self._move_to_done(path)
         if source and layout.folder_of(source) == NEEDS_ACTION:
             try:
-                await self.vault.update_note(source, {"status": "done", "reply": f"[[{done}]]"})
+                await update_note(self.vault, source, {"status": "done", "reply": f"[[{done}]]"})
                 await self._move_to_done(source)
             except NotFound:
                 pass  # filed already, or moved by the person
@@ -420,7 +423,7 @@ class Orchestrator:
         if self.decider is None or self.decider.name == "assistant":
             return
         try:
-            paths = await self.vault.list_paths(NEEDS_ACTION, "status:pending")
+            paths = await list_paths(self.vault, NEEDS_ACTION, status="pending")
         except DeskError as exc:
             self._failed(summary, "list_failed", NEEDS_ACTION, exc)
             return
@@ -436,9 +439,9 @@ class Orchestrator:
     async def decide_one(self, path: str, summary: PassSummary) -> None:
         assert self.decider is not None
         note = await self.vault.read_note(path)
-        if note.get("frontmatter_error"):
-            raise BadRequest(f"{path} has corrupt frontmatter ({note['frontmatter_error']}); it is left as it is.")
-        if note["frontmatter"].get("status") != "pending":
+        if note.frontmatter_error:
+            raise BadRequest(f"{path} has corrupt frontmatter ({note.frontmatter_error}); it is left as it is.")
+        if note.frontmatter.get("status") != "pending":
             return
         item = layout.triage_item(path, note)
         result = await self.decider.decide(item)
@@ -448,9 +451,9 @@ class Orchestrator:
         if isinstance(result, Deferred):
             summary.waiting += 1
             summary.events.append(f"undecided: {path}: {result.reason}")
-            if not self.dry_run and note["frontmatter"].get("decision_error") != result.reason:
+            if not self.dry_run and note.frontmatter.get("decision_error") != result.reason:
                 self.journal.write("undecided", "WARNING", note=path, reason=result.reason)
-                await self.vault.update_note(path, {"decision_error": result.reason, "decision_checked": utc_stamp()})
+                await update_note(self.vault, path, {"decision_error": result.reason, "decision_checked": utc_stamp()})
             return
         if self.dry_run:
             summary.decided += 1
@@ -461,11 +464,11 @@ class Orchestrator:
         summary.events.append(f"decided {result.decision}: {item.subject} -> {outcome.path}")
 
     async def apply_decision(
-        self, path: str, decision: TriageDecision, *, by: str, note: dict[str, Any] | None = None
+        self, path: str, decision: TriageDecision, *, by: str, note: NoteContent | None = None
     ) -> ItemResult:
         """Carry out one decision about the Needs_Action note at `path`."""
         note = note or await self.vault.read_note(path)
-        front = note["frontmatter"]
+        front = note.frontmatter
         common = {
             "decision": decision.decision,
             "reason": decision.reason,
@@ -478,20 +481,20 @@ class Orchestrator:
             draft = await self._write_draft(path, front, decision)
             priority = "urgent" if decision.decision == "urgent" else front.get("priority", "normal")
             changes = {**common, "status": "pending_approval", "priority": priority, "draft": f"[[{draft}]]"}
-            await self.vault.update_note(path, changes)
+            await update_note(self.vault, path, changes)
             outcome = ItemResult(path=path, status="pending_approval", draft=draft, message="Draft written")
         elif decision.decision == "archive":
-            await self.vault.update_note(path, {**common, "status": "done"})
+            await update_note(self.vault, path, {**common, "status": "done"})
             done = await self._move_to_done(path)
             outcome = ItemResult(path=done, status="done", message="Archived")
         elif decision.decision == "needs_info":
-            await self.vault.update_note(path, {**common, "status": "needs_info"})
+            await update_note(self.vault, path, {**common, "status": "needs_info"})
             outcome = ItemResult(path=path, status="needs_info", message="Left for a person")
         else:  # delegate
             who = decision.delegate_to or "someone else"
-            body = note["body"].rstrip("\n") + f"\n\n## Delegated\n\nDelegate to {who}: {decision.reason}\n"
+            body = note.body.rstrip("\n") + f"\n\n## Delegated\n\nDelegate to {who}: {decision.reason}\n"
             changes = {**common, "status": "pending_approval", "delegate_to": decision.delegate_to}
-            await self.vault.update_note(path, changes, body=body)
+            await update_note(self.vault, path, changes, body=body)
             outcome = ItemResult(path=path, status="pending_approval", message=f"Delegated to {who}")
         self.journal.write(
             "decided", note=path, decision=decision.decision, by=by, reason=decision.reason, result=outcome.path
@@ -532,12 +535,12 @@ class Orchestrator:
                 {"path": path},
             )
         note = await self.vault.read_note(path)
-        if note.get("frontmatter_error"):
-            raise BadRequest(f"{path} has corrupt frontmatter ({note['frontmatter_error']}); fix it first.")
+        if note.frontmatter_error:
+            raise BadRequest(f"{path} has corrupt frontmatter ({note.frontmatter_error}); fix it first.")
         draft = layout.approved_draft(self.root, path, note)  # refuses a draft without recipient, subject or text
         if (refusal := self.refusal(draft, approving=True)) is not None:
             raise PermissionDenied(refusal, {"path": path})
-        await self.vault.update_note(path, {"approved": utc_stamp()})
+        await update_note(self.vault, path, {"approved": utc_stamp()})
         dest = f"{APPROVED}/{layout.name_of(path)}"
         await self.vault.move_note(path, dest)
         self.journal.write("approved", note=dest)
@@ -547,20 +550,20 @@ class Orchestrator:
         if layout.folder_of(path) not in (DRAFTS, APPROVED):
             raise BadRequest(f"{path} is not a draft waiting to be sent.", {"path": path})
         note = await self.vault.read_note(path)
-        front = note["frontmatter"]
+        front = note.frontmatter
         if str(front.get("draft_id") or "") in self.state.sent:
             raise Conflict(f"{path} was already sent; it can no longer be rejected.", {"path": path})
         if front.get("draft_id"):
             self.ledger.reject(str(front["draft_id"]))
-        await self.vault.update_note(path, {"status": "rejected", "rejected": utc_stamp(), "reject_reason": reason})
+        await update_note(self.vault, path, {"status": "rejected", "rejected": utc_stamp(), "reject_reason": reason})
         done = await self._move_to_done(path)
         source = front.get("source_note")
         if isinstance(source, str) and layout.folder_of(source) == NEEDS_ACTION:
             try:
                 source_note = await self.vault.read_note(source)
-                revision = int(source_note["frontmatter"].get("revision") or 0) + 1
+                revision = int(source_note.frontmatter.get("revision") or 0) + 1
                 changes = {"status": "needs_info", "reason": f"Draft rejected: {reason}", "revision": revision}
-                await self.vault.update_note(source, {**changes, "draft": None})
+                await update_note(self.vault, source, {**changes, "draft": None})
             except NotFound:
                 pass
         self.journal.write("rejected", note=done, reason=reason)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from deskmcp.core.errors import BadRequest, Conflict, NotFound
 from deskmcp.orchestrator import layout
-from deskmcp.orchestrator.access import MailAccess, VaultAccess
+from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import DRAFTS, NEEDS_ACTION
 from deskmcp.orchestrator.mcp_client import MCPClient
@@ -26,6 +26,7 @@ from deskmcp.orchestrator.runner import server_environment
 from deskmcp.orchestrator.service import Orchestrator, vault_folder_counts
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.state import State, VaultLock, lock_holder
+from deskmcp.orchestrator.vault_port import list_paths, open_vault
 
 MAX_BODY = 4_000
 
@@ -34,11 +35,11 @@ class TriageService:
     def __init__(self, settings: OrchestratorSettings) -> None:
         self.settings = settings
         self.root = settings.root
-        self.vault = VaultAccess(self.root, settings.workspace)
+        self.vault = open_vault(self.root)  # the files in this process: no index of its own
         self.orchestrator = Orchestrator(settings, self.vault, None, None)
 
     def close(self) -> None:
-        self.vault.close()
+        """Nothing to release: the vault is reached note by note, with no index held open."""
 
     def _ready(self) -> None:
         """Before a change: the flow's folders exist and the state is current."""
@@ -52,10 +53,10 @@ class TriageService:
 
     async def list_items(self, stage: Literal["decision", "approval"], limit: int) -> PendingList:
         if stage == "decision":
-            paths = await self.vault.list_paths(NEEDS_ACTION)
+            paths = await list_paths(self.vault, NEEDS_ACTION)
             wanted = ("pending", "needs_info")
         else:
-            paths = await self.vault.list_paths(DRAFTS)
+            paths = await list_paths(self.vault, DRAFTS)
             wanted = ("pending_approval",)
         items: list[PendingItem] = []
         total = 0
@@ -64,8 +65,8 @@ class TriageService:
                 note = await self.vault.read_note(path)
             except NotFound:
                 continue
-            front = note["frontmatter"]
-            if note.get("frontmatter_error"):
+            front = note.frontmatter
+            if note.frontmatter_error:
                 front = {"status": "pending"}
             status = str(front.get("status") or "")
             if status not in wanted:
@@ -73,7 +74,7 @@ class TriageService:
             total += 1
             if len(items) >= limit:
                 continue
-            body = str(note["body"])
+            body = note.body
             items.append(
                 PendingItem(
                     path=path,
@@ -82,7 +83,7 @@ class TriageService:
                     subject=str(front.get("subject") or ""),
                     received=str(front.get("received") or front.get("created") or ""),
                     priority=str(front.get("priority") or "normal"),
-                    reason=str(note.get("frontmatter_error") or front.get("reason") or ""),
+                    reason=str(note.frontmatter_error or front.get("reason") or ""),
                     body=body if len(body) <= MAX_BODY else body[:MAX_BODY] + "\n[…]",
                 )
             )
@@ -95,9 +96,9 @@ class TriageService:
         if layout.folder_of(rel) != NEEDS_ACTION:
             raise BadRequest(f"{path} is not in {NEEDS_ACTION}/; call triage_list for items to decide.", {"path": path})
         note = await self.vault.read_note(rel)
-        if note.get("frontmatter_error"):
-            raise BadRequest(f"{rel} has corrupt frontmatter ({note['frontmatter_error']}); fix it first.")
-        status = note["frontmatter"].get("status")
+        if note.frontmatter_error:
+            raise BadRequest(f"{rel} has corrupt frontmatter ({note.frontmatter_error}); fix it first.")
+        status = note.frontmatter.get("status")
         if status not in ("pending", "needs_info"):
             raise Conflict(f"{rel} is {status}, not awaiting a decision.", {"path": rel, "status": status})
         return await self.orchestrator.apply_decision(rel, decision, by="assistant", note=note)
