@@ -323,8 +323,11 @@ class BrokenServer:
         with contextlib.suppress(OSError):
             while True:
                 conn, _ = self.sock.accept()
-                with conn:
-                    self._talk(conn)
+                threading.Thread(target=self._talk_and_close, args=(conn,), daemon=True).start()
+
+    def _talk_and_close(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            self._talk(conn)
 
     def _talk(self, conn: socket.socket) -> None:
         if self.greeting is None:
@@ -332,7 +335,8 @@ class BrokenServer:
         conn.sendall(self.greeting)
         for line in conn.makefile("rb"):
             tag, _, rest = line.strip().partition(b" ")
-            reply = self.script(rest.split(b" ")[0].upper())
+            words = rest.upper().split(b" ")
+            reply = self.script(words[1] if words[0] == b"UID" and len(words) > 1 else words[0])
             if reply is None:
                 return
             conn.sendall(reply.replace(b"TAG", tag))
@@ -413,3 +417,53 @@ async def test_imap_broken_server_is_reported_with_its_own_words_not_as_internal
     assert error["error"] == code
     assert words in error["message"]
     assert f"127.0.0.1:{server.port}" in error["message"]
+
+
+async def test_imap_cursor_from_another_server_process_falls_back_to_its_offset(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    batch = [Loaded("INBOX", make_mail(f"Report {i}", "x", days_ago=20 - i), BASE_DAY) for i in range(5)]
+    batch.append(Loaded("Projects", make_mail("Filed", "x", days_ago=17.5), BASE_DAY))
+    append_all(dovecot, mailbox, batch)
+    async with connect(**dovecot.settings(mailbox)) as c:
+        first = await call(c, "list_emails", {"query": "", "max_results": 3})
+    async with connect(**dovecot.settings(mailbox)) as c:  # a restarted server: no page remembered
+        second = await call(c, "list_emails", {"query": "", "max_results": 3, "cursor": first["next_cursor"]})
+    assert [e["subject"] for e in first["emails"]] == ["Report 4", "Report 3", "Filed"]
+    assert [e["subject"] for e in second["emails"]] == ["Report 2", "Report 1", "Report 0"]
+
+
+def no_utf8_search(command: bytes) -> bytes | None:
+    """A server that logs in and opens INBOX but refuses any charset but US-ASCII in SEARCH."""
+    replies = {
+        b"CAPABILITY": b"* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\nTAG OK done\r\n",
+        b"LOGIN": b"TAG OK logged in\r\n",
+        b"NOOP": b"TAG OK\r\n",
+        b"SELECT": b"* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n* OK [PERMANENTFLAGS (\\Seen \\*)] ok\r\n"
+        b"TAG OK [READ-WRITE] done\r\n",
+        b"EXAMINE": b"* 1 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\nTAG OK [READ-ONLY] done\r\n",
+        b"SEARCH": b"TAG NO [BADCHARSET (US-ASCII)] The only charset here is US-ASCII\r\n",
+        b"LOGOUT": b"* BYE bye\r\nTAG OK\r\n",
+    }
+    return replies.get(command)
+
+
+async def test_imap_server_without_utf8_search_answers_bad_request_for_non_ascii_terms(
+    connect: Connect, broken: Callable[[bytes | None, Script], BrokenServer]
+) -> None:
+    server = broken(b"* OK ready\r\n", no_utf8_search)
+    settings = {
+        "backend": "imap",
+        "imap_host": "127.0.0.1",
+        "imap_port": server.port,
+        "imap_user": "me@corp.test",
+        "imap_password": "pw",
+        "imap_security": "none",
+        "address": "me@corp.test",
+        "timeout": 10,
+    }
+    with anyio.fail_after(60):
+        async with connect(**settings) as c:
+            error = await fail(c, "list_emails", {"query": "in:inbox subject:Überprüfung"})
+    assert error["error"] == "bad_request"
+    assert "ASCII" in error["message"]
