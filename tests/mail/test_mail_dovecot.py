@@ -235,6 +235,29 @@ async def test_imap_moving_a_message_without_message_id_returns_its_new_id(
     assert inbox["emails"] == []
 
 
+async def test_imap_get_thread_of_a_message_without_message_id_is_that_message(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    append_all(dovecot, mailbox, [Loaded("INBOX", NO_MESSAGE_ID, BASE_DAY)])
+    async with connect(**dovecot.settings(mailbox)) as c:
+        target = (await call(c, "list_emails", {"query": ""}))["emails"][0]
+        thread = await call(c, "get_thread", {"thread_id": target["thread_id"]})
+    assert [m["id"] for m in thread["messages"]] == [target["id"]]
+
+
+@pytest.mark.parametrize("label", ["*", "Clients/%", "a\nb", "/root", "a//b"])
+async def test_imap_security_label_with_list_wildcards_or_empty_parts_is_refused(
+    connect: Connect, dovecot: Dovecot, mailbox: str, label: str
+) -> None:
+    append_all(dovecot, mailbox, [Loaded("INBOX", NO_MESSAGE_ID, BASE_DAY)])
+    async with connect(**dovecot.settings(mailbox)) as c:
+        target = (await call(c, "list_emails", {"query": ""}))["emails"][0]
+        error = await fail(c, "move_email", {"message_id": target["id"], "destination_label": label})
+        labels = {x["name"] for x in (await call(c, "list_labels"))["labels"]}
+    assert error["error"] == "bad_request"
+    assert labels == {"INBOX", "SENT", "DRAFT", "TRASH", "SPAM"}
+
+
 # -- 7. attachments from BODYSTRUCTURE ------------------------------------------------------------
 
 

@@ -143,6 +143,11 @@ class ImapBackend:
 
     def _mailbox(self, client: Any, label: str) -> str:
         """The server's name of a folder label (`Clients/Acme` is `Clients.Acme` where `.` separates)."""
+        if any(ch in label for ch in "%*\r\n\0") or label.startswith("/") or "//" in label:
+            # LIST wildcards would name other folders; the rest is no folder name at all.
+            raise BadRequest(
+                f"{label!r} is not a usable label: leave out %, *, line breaks and empty / parts.", {"label": label}
+            )
         sep = self._separator(client)
         return label.replace("/", sep) if sep != "/" else label
 
@@ -366,6 +371,12 @@ class ImapBackend:
             root = base64.urlsafe_b64decode(thread_id + "=" * (-len(thread_id) % 4)).decode()
         except (binascii.Error, UnicodeDecodeError) as exc:
             raise NotFound(f"No thread {thread_id!r}.", {"thread_id": thread_id}) from exc
+        if not root.startswith("<"):  # a message without a Message-ID is a conversation of its own
+            with contextlib.suppress(NotFound):
+                decode_id(thread_id)
+                self.fetch(thread_id)
+                return [thread_id]
+            raise NotFound(f"No thread {thread_id!r}. Use a thread_id from list_emails.", {"thread_id": thread_id})
         with self.session() as client:
             found = self.conversations.members(client, root)
         if not found:
