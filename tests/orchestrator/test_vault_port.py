@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from deskmcp.core.errors import Conflict, ExternalServiceError, NotFound, PermissionDenied
 from deskmcp.core.server import DeskServer
@@ -18,6 +19,7 @@ from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.local_vault import LocalVault
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.mcp_vault import McpVault
+from deskmcp.orchestrator.server import create_server as create_orchestrator
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.vault_port import VaultPort, list_paths, open_vault, update_note
@@ -26,6 +28,7 @@ from deskmcp.vault.server import Settings as VaultSettings
 from deskmcp.vault.server import create_server as create_vault
 from tests.orchestrator import mail_stub
 from tests.orchestrator.conftest import add_mail
+from tests.tool_calls import call
 
 pytestmark = pytest.mark.anyio
 
@@ -175,4 +178,20 @@ async def test_a_pass_on_a_dead_vault_server_falls_back_to_the_files_and_builds_
     assert summary.ingested == 1 and summary.failed == 0
     assert len(list((vault / "Needs_Action").glob("*.md"))) == 1
     assert any(e["event"] == "mcp_unavailable" and e["fallback"] for e in events(vault))
+    assert index_files(tmp_path) == []
+
+
+async def test_the_triage_tools_work_on_the_files_and_build_no_index(tmp_path: Path, vault: Path) -> None:
+    (vault / "Needs_Action").mkdir()
+    (vault / "Needs_Action" / "lunch.md").write_text(
+        "---\nstatus: pending\nfrom: ana@example.org\nsubject: Lunch?\nmessage_id: m1\n---\n> Friday?\n",
+        encoding="utf-8",
+    )
+    settings = OrchestratorSettings(workspace=tmp_path / "ws", vault_path=vault, decider="assistant")
+    async with Client(create_orchestrator(settings)) as client:
+        [item] = (await call(client, "triage_list"))["items"]
+        decided = await call(client, "triage_decide", {"path": item["path"], "decision": "draft_reply", "reply": "Yes"})
+        drafts = await call(client, "triage_list", {"stage": "approval"})
+    assert [d["path"] for d in drafts["items"]] == [decided["draft"]]
+    assert (vault / decided["draft"]).read_text(encoding="utf-8").endswith("Yes\n")
     assert index_files(tmp_path) == []
