@@ -240,8 +240,11 @@ class ImapBackend:
             # Without a remembered boundary, an offset into the merged list: each folder gives
             # its first offset + limit + 1 (one folder: the slice itself).
             skip = 0 if boundary is not None else offset
+            # Only a label inside the query needs to know whether keywords work here (a
+            # read-write SELECT, which a read-only listing otherwise never makes).
+            labelled = imap_search.names_label(plan.rest)
             for folder in folders:
-                keywords = self._keywords_allowed(client, folder)
+                keywords = self._keywords_allowed(client, folder) if labelled else True
                 validity = self._select(client, folder, readonly=True)
                 criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
                 uids = self.ordering.with_structure(

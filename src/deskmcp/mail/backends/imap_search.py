@@ -101,6 +101,17 @@ def plan(node: Node | None) -> Plan:
     return Plan(label, everywhere, remaining, structure)
 
 
+def names_label(node: Node | None) -> bool:
+    """Whether `node` has an in:/label: term that becomes a KEYWORD criterion."""
+    if node is None:
+        return False
+    if isinstance(node, Term):
+        return node.op in ("in", "label") and node.value.lower() not in FOLDER_WORDS
+    if isinstance(node, Not):
+        return names_label(node.node)
+    return any(names_label(n) for n in node.nodes)
+
+
 def criteria(node: Node | None, keywords: bool) -> list[Any]:
     """The IMAP SEARCH criteria of `node` (has:/filename: inside OR or NOT only approximated)."""
     if node is None:
