@@ -490,3 +490,22 @@ async def test_imap_server_without_utf8_search_answers_bad_request_for_non_ascii
             error = await fail(c, "list_emails", {"query": "in:inbox subject:Überprüfung"})
     assert error["error"] == "bad_request"
     assert "ASCII" in error["message"]
+
+
+async def test_imap_every_corpus_message_lists_and_reads_with_the_attachments_get_email_shows(
+    connect: Connect, corpus: Corpus
+) -> None:
+    async with connect(**corpus.settings()) as c:
+        listed: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = await call(c, "list_emails", {"query": "in:anywhere", "max_results": 20, "cursor": cursor})
+            listed.extend(page["emails"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        full = [await call(c, "get_email", {"message_id": e["id"]}) for e in listed]
+    assert len(listed) == len(corpus.messages) == len({e["id"] for e in listed})
+    for summary, message in zip(listed, full, strict=True):
+        assert summary["has_attachments"] == bool(message["attachments"]), message["subject"]
+        assert summary["subject"] == message["subject"] and summary["sender"] == message["sender"]
