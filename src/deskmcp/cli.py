@@ -100,7 +100,7 @@ def serve(
     host: Annotated[str, typer.Option(help="HTTP address to bind; anything but loopback requires a token.")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    port: Annotated[int, typer.Option(help="HTTP port (1-65535).", min=1, max=65535)] = 8765,
     only: OnlyOpt = None,
     exclude: ExcludeOpt = None,
     allow_host: Annotated[
@@ -133,8 +133,6 @@ def serve(
     from deskmcp.httpapi import serve as serve_http
 
     token, generated = resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
-    if generated:
-        typer.echo(f"deskmcp: bound to {host}; send 'Authorization: Bearer {token}' (or set DESKMCP_TOKEN).", err=True)
     options = HttpOptions(
         host=host,
         port=port,
@@ -143,7 +141,27 @@ def serve(
         allowed_hosts=tuple(allow_host or ()),
         workspace=workspace,
     )
-    serve_http(composition, options, log_level=log_level)
+
+    def announce() -> None:
+        # stderr: over HTTP stdout is free, but logs and notices all go to stderr.
+        base = f"http://{_url_host(host)}:{port}"
+        where = f" (bound to every address, {host})" if host in ("0.0.0.0", "::") else ""
+        typer.echo(
+            f"deskmcp: serving MCP at {base}/mcp and the tool API at {base}/tools{where}; Ctrl-C stops.", err=True
+        )
+        if generated:
+            typer.echo(f"deskmcp: send 'Authorization: Bearer {token}' (or set DESKMCP_TOKEN).", err=True)
+        elif token:
+            typer.echo("deskmcp: requests need 'Authorization: Bearer' with the value of DESKMCP_TOKEN.", err=True)
+
+    serve_http(composition, options, log_level=log_level, on_ready=announce)
+
+
+def _url_host(host: str) -> str:
+    """The host as written in a URL: IPv6 in brackets, a wildcard bind as the loopback name."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1" if host != "::" else "[::1]"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _server_name(name: str) -> str:
@@ -178,10 +196,16 @@ def tools(
     Describing writes nothing: no index is opened and no folder is created.
     """
     if stats:
+        from deskmcp.core.errors import BadRequest
         from deskmcp.toolcost import measure, print_table
 
         setup_logging("ERROR")
-        print_table(measure(workspace=workspace, toolsets=toolsets), typer.echo)
+        try:
+            costs = measure(workspace=workspace, toolsets=toolsets)
+        except BadRequest as exc:
+            typer.echo(f"deskmcp: {exc.message}", err=True)
+            raise typer.Exit(2) from None
+        print_table(costs, typer.echo)
         return
     import anyio
     import orjson

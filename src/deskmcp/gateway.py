@@ -204,7 +204,10 @@ def compose(
         module.register(server, Deferred(module.create_service, settings))
         composition.included.append(spec.name)
     server.registering = CORE_GROUP  # tools a host program adds later are always on
-    server.select_toolsets(toolsets if toolsets is not None else shared.toolsets, absent=SERVERS)
+    if toolsets is not None:
+        server.select_toolsets(toolsets, absent=SERVERS, source="--toolsets")
+    else:
+        server.select_toolsets(shared.toolsets, absent=SERVERS)
     if not composition.included:
         log.warning("no server is available; only the health check will answer")
     return composition

@@ -24,6 +24,7 @@ import hmac
 import ipaddress
 import logging
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -451,12 +452,24 @@ def read_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
     return ReadTimeoutH11Protocol
 
 
-def serve(composition: Composition, options: HttpOptions, *, log_level: str = "warning") -> None:
-    """Run the app under uvicorn until interrupted."""
+def serve(
+    composition: Composition,
+    options: HttpOptions,
+    *,
+    log_level: str = "warning",
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Run the app under uvicorn until interrupted; `on_ready` is called once it is listening."""
     import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if on_ready is not None and not self.should_exit:
+                on_ready()
 
     app = create_app(composition, options)
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_level=log_level.lower(), **uvicorn_settings(options)
     )
-    uvicorn.Server(config).run()
+    AnnouncingServer(config).run()

@@ -109,6 +109,34 @@ def test_serve_all_logs_one_line_for_a_skipped_server(tmp_path: Path) -> None:
     assert "meetings" in skipping[0]
 
 
+def test_serve_all_http_prints_its_address_on_start(tmp_path: Path) -> None:
+    write_cache(tmp_path / "granola")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    with server_process(["serve", "all", "--http", "--port", str(port)], environment(tmp_path), url) as seen:
+        health = httpx2.get(f"http://127.0.0.1:{port}/", timeout=30)
+
+    assert health.status_code == 200
+    assert any(f"http://127.0.0.1:{port}/tools" in line for line in seen)
+    assert not any("Bearer" in line for line in seen)
+
+
+def test_serve_all_http_off_loopback_prints_its_address_and_the_generated_token(tmp_path: Path) -> None:
+    write_cache(tmp_path / "granola")
+    port = free_port()
+    args = ["serve", "all", "--http", "--host", "0.0.0.0", "--port", str(port)]
+
+    with server_process(args, environment(tmp_path), "Authorization: Bearer") as seen:
+        token = seen[-1].split("Bearer ", 1)[1].split("'", 1)[0]
+        denied = httpx2.get(f"http://127.0.0.1:{port}/tools", timeout=30)
+        allowed = httpx2.get(f"http://127.0.0.1:{port}/tools", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+    assert any(f"http://127.0.0.1:{port}/mcp" in line and "0.0.0.0" in line for line in seen)
+    assert denied.status_code == 401
+    assert allowed.status_code == 200
+
+
 @pytest.mark.parametrize("name", ["all", "meetings"])
 def test_serve_over_stdio_lists_and_calls_tools(tmp_path: Path, name: str) -> None:
     write_cache(tmp_path / "granola")

@@ -96,3 +96,35 @@ def test_serve_a_single_server_rejects_only_and_exclude(workspace: Path) -> None
 
     assert result.exit_code == 2
     assert "serve all" in result.stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_serve_refuses_a_port_outside_1_to_65535_with_one_clean_error(workspace: Path, port: str) -> None:
+    result = runner.invoke(app, ["serve", "all", "--http", "--port", port])
+
+    assert result.exit_code == 2
+    assert "--port" in result.stderr
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_an_unknown_toolset_given_by_flag_names_the_flag(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DESKMCP_TOOLSETS", raising=False)
+    served = runner.invoke(app, ["serve", "all", "--toolsets", "bogus"])
+    stats = runner.invoke(app, ["tools", "--stats", "--toolsets", "bogus"])
+
+    for result in (served, stats):
+        assert result.exit_code == 2
+        assert "Unknown toolset 'bogus' in --toolsets" in result.stderr
+        assert "DESKMCP_TOOLSETS" not in result.stderr
+        assert "Traceback" not in result.output
+
+
+def test_an_unknown_toolset_from_the_environment_names_the_variable(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESKMCP_TOOLSETS", "bogus")
+    result = runner.invoke(app, ["tools"])
+
+    assert result.exit_code == 2
+    assert "Unknown toolset 'bogus' in DESKMCP_TOOLSETS" in result.stderr

@@ -269,14 +269,15 @@ class DeskServer(MCPServer[Any]):
         for toolset in declare(server, toolsets, defaults):
             self.toolsets[toolset.id] = toolset
 
-    def select_toolsets(self, spec: str | None, absent: Iterable[str] = ()) -> None:
-        """Apply a `DESKMCP_TOOLSETS` value; in dynamic mode add the tools that switch toolsets."""
+    def select_toolsets(self, spec: str | None, absent: Iterable[str] = (), source: str = "DESKMCP_TOOLSETS") -> None:
+        """Apply a `DESKMCP_TOOLSETS` value (or one from `source`, e.g. the `--toolsets` flag); in
+        dynamic mode add the tools that switch toolsets."""
         undeclared = sorted(
             {t for t in self.tool_toolsets.values() if t not in self.toolsets and not t.startswith(f"{CORE_GROUP}.")}
         )
         if undeclared:
             raise ValueError(f"tools are registered in undeclared toolsets: {', '.join(undeclared)}")
-        selection = select(spec, self.toolsets.values(), absent)
+        selection = select(spec, self.toolsets.values(), absent, source)
         self.enabled_toolsets = selection.enabled
         self._definitions.clear()
         if selection.dynamic:

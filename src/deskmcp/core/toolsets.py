@@ -48,11 +48,14 @@ def declare(server: str, toolsets: Mapping[str, str], defaults: Iterable[str]) -
     return [Toolset(f"{server}.{name}", text, name in wanted) for name, text in toolsets.items()]
 
 
-def select(spec: str | None, toolsets: Iterable[Toolset], absent: Iterable[str] = ()) -> Selection:
+def select(
+    spec: str | None, toolsets: Iterable[Toolset], absent: Iterable[str] = (), source: str = "DESKMCP_TOOLSETS"
+) -> Selection:
     """Parse a `DESKMCP_TOOLSETS` value against the declared toolsets.
 
     Words about the servers in `absent` (known, but not running in this process) are ignored,
-    so one setting serves `serve all` and `serve NAME` alike.
+    so one setting serves `serve all` and `serve NAME` alike. `source` is where `spec` came from
+    (the variable, or the `--toolsets` flag), named in the error about an unknown word.
     """
     known = {t.id: t for t in toolsets}
     servers = {tid.split(".", 1)[0] for tid in known}
@@ -78,7 +81,7 @@ def select(spec: str | None, toolsets: Iterable[Toolset], absent: Iterable[str] 
             target.add(name)
         else:
             raise BadRequest(
-                f"Unknown toolset {name!r} in DESKMCP_TOOLSETS. Use default, all, dynamic, a server name "
+                f"Unknown toolset {name!r} in {source}. Use default, all, dynamic, a server name "
                 f"({', '.join(sorted(servers))}) or one of: {', '.join(sorted(known))}.",
                 {"toolset": name, "toolsets": sorted(known)},
             )
