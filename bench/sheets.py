@@ -6,8 +6,8 @@ stdio as an MCP client would, and measures at the client:
 - open-to-first-read: the first read_values of a workbook nobody has opened yet;
 - read_values of 1,000 rows at random offsets, p50 / p95;
 - find_in_spreadsheet of a value that occurs once (a scan of every cell), p50 / p95;
-- append_rows of 1,000 rows (a full load and atomic save of the workbook);
-- the server's peak RSS (VmHWM, Linux).
+- in a second server that has read nothing: update_values of one cell and append_rows of 1,000
+  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux).
 
 Baseline in the same run: openpyxl's streaming reader (read_only=True) reading the same
 1,000-row windows, and the ratio.
@@ -29,41 +29,64 @@ import argparse
 import random
 import tempfile
 import time
+from collections.abc import Iterator
 
 import anyio
 
 from bench.common import peak_rss_mb, percentile, stdio_params, summary, timed_call
 
 
-def generate(path: Path, rows: int, cols: int, rng: random.Random) -> None:
-    """A minimal xlsx written directly (inline strings): openpyxl takes minutes at this size."""
+def generate(path: Path, rows: int, cols: int, rng: random.Random, *, formulas: bool = True) -> int:
+    """A minimal xlsx written directly (inline strings): openpyxl takes minutes at this size.
+
+    With `formulas`, the last three columns of each data row are formulas with their cached values
+    (`=B*2`, `=SUM(B:D)` of the row, `=IF(...)` of those two), and a Totals sheet sums every block of
+    100 rows of three columns (about 303,000 formulas at 100,000 rows). Returns the formula count."""
     import zipfile
     from xml.sax.saxutils import escape
 
     from deskmcp.sheets.a1 import column_letters
 
     letters = [column_letters(c) for c in range(1, cols + 1)]
+    plain = cols - 3 if formulas else cols
+    count = 0
 
     def cell(ref: str, value: object) -> str:
         if isinstance(value, int):
             return f'<c r="{ref}"><v>{value}</v></c>'
         return f'<c r="{ref}" t="inlineStr"><is><t>{escape(str(value))}</t></is></c>'
 
-    def sheet_rows() -> object:
+    def sheet_rows() -> Iterator[str]:
+        nonlocal count
         header = [f"col{c}" for c in range(1, cols + 1)]
         yield '<row r="1">' + "".join(cell(f"{letters[c]}1", v) for c, v in enumerate(header)) + "</row>"
         for r in range(1, rows + 1):
+            n = r + 1
             values = [
                 f"row{r}" if c == 0 else (rng.randint(0, 1_000_000) if c % 2 else f"v{r % 977}-{c}")
-                for c in range(cols)
+                for c in range(plain)
             ]
-            yield (
-                f'<row r="{r + 1}">' + "".join(cell(f"{letters[c]}{r + 1}", v) for c, v in enumerate(values)) + "</row>"
-            )
+            body = "".join(cell(f"{letters[c]}{n}", v) for c, v in enumerate(values))
+            if formulas:
+                b, d = (v if isinstance(v, int) else 0 for v in (values[1], values[3]))
+                double, total = b * 2, b + d
+                big = "big" if total > 1_000_000 else "small"
+                x, y, z = letters[plain], letters[plain + 1], letters[plain + 2]
+                body += (
+                    f'<c r="{x}{n}"><f>B{n}*2</f><v>{double}</v></c>'
+                    f'<c r="{y}{n}"><f>SUM(B{n}:D{n})</f><v>{total}</v></c>'
+                    f'<c r="{z}{n}" t="str"><f>IF({y}{n}&gt;1000000,"big","small")</f><v>{big}</v></c>'
+                )
+                count += 3
+                sums[(r - 1) // 100] = [a + v for a, v in zip(sums[(r - 1) // 100], (b, double, total), strict=True)]
+            yield f'<row r="{n}">{body}</row>'
 
+    blocks = (rows + 99) // 100
+    sums = [[0, 0, 0] for _ in range(blocks)]
     ns = "http://schemas.openxmlformats.org"
     office = "application/vnd.openxmlformats-officedocument.spreadsheetml"
     rel = f"{ns}/officeDocument/2006/relationships"
+    sheets = [("Data", "sheet1.xml")] + ([("Totals", "sheet2.xml")] if formulas else [])
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(
             "[Content_Types].xml",
@@ -71,8 +94,11 @@ def generate(path: Path, rows: int, cols: int, rng: random.Random) -> None:
             '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
             '<Default Extension="xml" ContentType="application/xml"/>'
             f'<Override PartName="/xl/workbook.xml" ContentType="{office}.sheet.main+xml"/>'
-            f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{office}.worksheet+xml"/>'
-            "</Types>",
+            + "".join(
+                f'<Override PartName="/xl/worksheets/{part}" ContentType="{office}.worksheet+xml"/>'
+                for _name, part in sheets
+            )
+            + "</Types>",
         )
         zf.writestr(
             "_rels/.rels",
@@ -83,14 +109,20 @@ def generate(path: Path, rows: int, cols: int, rng: random.Random) -> None:
         zf.writestr(
             "xl/workbook.xml",
             f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
-            f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets><sheet name="Data" sheetId="1" r:id="rId1"/>'
-            "</sheets></workbook>",
+            f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets>'
+            + "".join(
+                f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>' for i, (name, _part) in enumerate(sheets, 1)
+            )
+            + "</sheets></workbook>",
         )
         zf.writestr(
             "xl/_rels/workbook.xml.rels",
             f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/>'
-            "</Relationships>",
+            + "".join(
+                f'<Relationship Id="rId{i}" Type="{rel}/worksheet" Target="worksheets/{part}"/>'
+                for i, (_name, part) in enumerate(sheets, 1)
+            )
+            + "</Relationships>",
         )
         with zf.open("xl/worksheets/sheet1.xml", "w") as sheet:
             head = (
@@ -101,6 +133,24 @@ def generate(path: Path, rows: int, cols: int, rng: random.Random) -> None:
             for row in sheet_rows():
                 sheet.write(str(row).encode())
             sheet.write(b"</sheetData></worksheet>")
+        if formulas:
+            x, y = letters[plain], letters[plain + 1]
+            parts = []
+            for k in range(blocks):
+                first, last = 2 + 100 * k, min(101 + 100 * k, rows + 1)
+                a, b, c = sums[k]
+                parts.append(
+                    f'<row r="{k + 1}"><c r="A{k + 1}"><f>SUM(Data!B{first}:B{last})</f><v>{a}</v></c>'
+                    f'<c r="B{k + 1}"><f>SUM(Data!{x}{first}:{x}{last})</f><v>{b}</v></c>'
+                    f'<c r="C{k + 1}"><f>SUM(Data!{y}{first}:{y}{last})</f><v>{c}</v></c></row>'
+                )
+                count += 3
+            zf.writestr(
+                "xl/worksheets/sheet2.xml",
+                f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{ns}/spreadsheetml/2006/main">'
+                f"<sheetData>{''.join(parts)}</sheetData></worksheet>",
+            )
+    return count
 
 
 def openpyxl_window(path: Path, start: int, count: int, cols: int) -> float:
@@ -151,7 +201,33 @@ async def measure(root: Path, rows: int, cols: int, samples: int) -> None:
             for _ in range(max(3, samples // 4))
         ]
         print(f"find_in_spreadsheet       {summary(finds)}")
-        new_rows = [[f"new{i}", *range(cols - 1)] for i in range(1000)]
+        rss = peak_rss_mb(pidfile)
+        print(f"server peak RSS (reads)   {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
+    await measure_writes(root, rows, cols)
+    path = root / "sheets" / "big.xlsx"
+    baseline = [openpyxl_window(path, s, 1000, cols) for s in starts[: max(3, samples // 4)]]
+    print(f"openpyxl read_only window {summary(baseline)}")
+    ratio = percentile(baseline, 50) / percentile(reads, 50)
+    print(f"ratio openpyxl / deskmcp read_values p50: {ratio:.1f}x")
+
+
+async def measure_writes(root: Path, rows: int, cols: int) -> None:
+    """One-cell update_values and append_rows of 1,000 rows in a server that has read nothing,
+    so its peak RSS is what the writes cost."""
+    from mcp import Client
+
+    pidfile = root / "writer.pid"
+    env = {"SHEETS_PATH": str(root / "sheets"), "DESKMCP_WORKSPACE": str(root / "ws")}
+    params = stdio_params(["-m", "deskmcp.cli", "serve", "sheets"], env, pidfile)
+    async with Client(params) as client:
+        update = await timed_call(
+            client,
+            "update_values",
+            {"spreadsheet_id": "big.xlsx", "range": f"Data!B{rows // 2}", "values": [[123]]},
+            validate=False,
+        )
+        print(f"update_values 1 cell      {update:9.1f} ms")
+        new_rows = [[f"new{i}", *range(cols - 4)] for i in range(1000)]
         append = await timed_call(
             client, "append_rows", {"spreadsheet_id": "big.xlsx", "range": "Data", "values": new_rows}, validate=False
         )
@@ -164,12 +240,7 @@ async def measure(root: Path, rows: int, cols: int, samples: int) -> None:
         )
         print(f"first read after append   {after:9.1f} ms")
         rss = peak_rss_mb(pidfile)
-        print(f"server peak RSS           {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
-    path = root / "sheets" / "big.xlsx"
-    baseline = [openpyxl_window(path, s, 1000, cols) for s in starts[: max(3, samples // 4)]]
-    print(f"openpyxl read_only window {summary(baseline)}")
-    ratio = percentile(baseline, 50) / percentile(reads, 50)
-    print(f"ratio openpyxl / deskmcp read_values p50: {ratio:.1f}x")
+        print(f"server peak RSS (writes)  {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
 
 
 def main() -> None:
@@ -177,17 +248,22 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--cols", type=int, default=20)
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--writes-only", action="store_true", help="only the update and append measures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deskmcp-bench-sheets-") as tmp:
         root = Path(tmp)
         (root / "sheets").mkdir()
         started = time.perf_counter()
-        generate(root / "sheets" / "big.xlsx", args.rows, args.cols, random.Random(2026))
+        count = generate(root / "sheets" / "big.xlsx", args.rows, args.cols, random.Random(2026))
         size = (root / "sheets" / "big.xlsx").stat().st_size / 1e6
         print(
-            f"workbook {args.rows:,} x {args.cols}: {size:.1f} MB, generated in {time.perf_counter() - started:.1f} s"
+            f"workbook {args.rows:,} x {args.cols} ({count:,} formulas): {size:.1f} MB, "
+            f"generated in {time.perf_counter() - started:.1f} s"
         )
-        anyio.run(measure, root, args.rows, args.cols, args.samples)
+        if args.writes_only:
+            anyio.run(measure_writes, root, args.rows, args.cols)
+        else:
+            anyio.run(measure, root, args.rows, args.cols, args.samples)
 
 
 if __name__ == "__main__":

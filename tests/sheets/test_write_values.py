@@ -19,6 +19,19 @@ from tests.sheets.conftest import Connect, call
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(params=[True, False], ids=["patched", "openpyxl"])
+def connect(request: pytest.FixtureRequest, root: Path, settings_for: Any) -> Connect:
+    """Every test here runs on both write paths: the package patched in place, and openpyxl."""
+    from mcp import Client
+
+    from deskmcp.sheets.server import create_server
+
+    def build(folder: Path | None = None, **overrides: Any) -> Client:
+        return Client(create_server(settings_for(folder or root, fast_writes=request.param, **overrides)))
+
+    return build
+
+
 def invoice(path: Path) -> Path:
     """An invoice as Excel would save it: formulas with their cached results. B2 and D2 use
     LOOKUP, which deskmcp does not compute; E2 holds a date, F2 an error, G2 TODAY()."""
@@ -239,3 +252,37 @@ async def test_formulas_reading_defined_names_and_times_of_day_are_computed(root
         out = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A2"]})
     assert not answer.get("uncomputed")
     assert out["ranges"][0]["values"] == [[155]]
+
+
+async def test_a_cell_write_patches_the_package_in_place_keeping_every_other_part_byte_for_byte(
+    root: Path, settings_for: Any
+) -> None:
+    from mcp import Client
+
+    from deskmcp.sheets.server import create_server
+    from tests.sheets.conftest import make_xlsx
+
+    path = make_xlsx(root / "p.xlsx", {"S": [[1, "=A1*2"]], "T": [["other"]]})
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("customXml/item1.xml", "<kept/>")  # a part openpyxl does not carry through a save
+    with zipfile.ZipFile(path) as zf:
+        before = {n: zf.read(n) for n in zf.namelist()}
+    async with Client(create_server(settings_for(root))) as c:
+        await call(c, "update_values", {"spreadsheet_id": "p.xlsx", "range": "S!A1", "values": [[5]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "p.xlsx", "ranges": ["S!A1:B1"]})
+    assert out["ranges"][0]["values"] == [[5, 10]]
+    with zipfile.ZipFile(path) as zf:
+        after = {n: zf.read(n) for n in zf.namelist()}
+    assert set(after) == set(before)
+    assert [n for n in before if before[n] != after[n]] == ["xl/worksheets/sheet1.xml"]
+
+
+async def test_writing_an_ods_workbook_is_refused_saying_why_and_how_to_edit_it(root: Path, connect: Connect) -> None:
+    from tests.conftest import shared_corpus
+    from tests.sheets.conftest import fail
+
+    shutil.copy(shared_corpus("spreadsheets") / "calamine" / "date.ods", root / "date.ods")
+    async with connect() as c:
+        error = await fail(c, "update_values", {"spreadsheet_id": "date.ods", "range": "A1", "values": [[1]]})
+    assert error["error"] == "permission_denied"
+    assert "no OpenDocument writer" in error["message"] and ".xlsx" in error["message"]

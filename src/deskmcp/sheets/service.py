@@ -37,7 +37,9 @@ def create_backend(settings: SheetsSettings) -> SheetsBackend:
         return GoogleBackend(settings)
     from deskmcp.sheets.backends.local import LocalBackend
 
-    return LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
+    backend = LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
+    backend.fast_writes = settings.fast_writes
+    return backend
 
 
 def _rows(values: Any, what: str = "values") -> list[list[Any]]:

@@ -48,6 +48,11 @@ class SheetsSettings(GoogleSettings):
         validation_alias=env_alias("requests_per_minute", "SHEETS_REQUESTS_PER_MINUTE"),
         description="Client-side limit on Google Sheets API requests (Google's default quota is 60/min/user).",
     )
+    fast_writes: bool = Field(
+        default=True,
+        validation_alias=env_alias("fast_writes", "SHEETS_FAST_WRITES"),
+        description="Cell writes patch an .xlsx in place when they can; 0: always load and save it whole (openpyxl).",
+    )
     max_cells: int = Field(
         default=2_000_000,
         ge=1_000,

@@ -213,6 +213,9 @@ class LocalBackend:
         self._verified: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
+    fast_writes = True
+    """Cell writes of an .xlsx patch its package in place when they can (False: always openpyxl)."""
+
     def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
@@ -668,6 +671,12 @@ class LocalBackend:
     def writability(self, path: Path, fmt: str) -> tuple[bool, str | None]:
         if fmt == "csv":
             return True, None
+        if fmt == "ods":
+            return False, (
+                "ods workbooks are read-only here: deskmcp has no OpenDocument writer that keeps the file's "
+                "styles, formulas and other content. create_spreadsheet an .xlsx and copy the values to edit them, "
+                "or edit the file in LibreOffice."
+            )
         if fmt != "xlsx":
             return False, (
                 f"{fmt} workbooks are read-only here; create_spreadsheet an .xlsx and copy the values to edit them."
@@ -721,13 +730,22 @@ class LocalBackend:
             )
         return wb
 
-    def edit(self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True) -> _T:
-        """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time."""
+    def edit(
+        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = False
+    ) -> _T:
+        """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time.
+
+        `cells_only`: `change` only writes and clears cells, so an xlsx is patched in place
+        (`package_edit`) when it can be, instead of a whole openpyxl load and save."""
         with self._write_lock:
             path, fmt = self.locate(spreadsheet_id)
             writable, why = self.writability(path, fmt)
             if not writable:
                 raise PermissionDenied(f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id})
+            if cells_only and fmt == "xlsx" and self.fast_writes:
+                done = self._patch(path, change)
+                if done is not None:
+                    return done[0]
             wb = self._csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
             book = Book(wb, path, fmt, self)
             book.escape_csv = escape_csv
@@ -738,15 +756,39 @@ class LocalBackend:
     def edit_flagged(
         self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True
     ) -> tuple[_T, list[str]]:
-        """`edit`, and the formulas the save left without a value (A1 cells, sheet named)."""
+        """`edit` of cells only, and the formulas the save left without a value (A1 cells, sheet named)."""
         flagged: list[str] = []
 
         def run(book: Book) -> _T:
             result = change(book)
+            flagged.clear()  # a patch given up is done again through openpyxl
             book.report = flagged
             return result
 
-        return self.edit(spreadsheet_id, run, escape_csv=escape_csv), flagged
+        return self.edit(spreadsheet_id, run, escape_csv=escape_csv, cells_only=True), flagged
+
+    def _patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
+        """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
+        from deskmcp.sheets.package_edit import Fallback, PackageBook
+
+        self._verify(path)
+        where, look = self._package(path)
+        package = PackageBook(path, where, look, "xlsx")
+        try:
+            book = PatchedBook(package, self)
+            result = change(book)  # type: ignore[arg-type]  # the same operations as Book
+            names = _package_names(package.zf)
+            data, uncomputed = package.save(names)
+        except Fallback as exc:
+            log.info("%s edited through openpyxl: %s", path.name, exc)
+            return None
+        except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+        finally:
+            package.close()
+        book.report.extend(f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs)
+        atomic_write_bytes(path, data)
+        return (result,)
 
     def _csv_workbook(self, path: Path) -> Workbook:
         from openpyxl import Workbook
@@ -955,6 +997,92 @@ def _at(values: list[list[Any]], cell: str, r0: int, c0: int) -> Any:
         return None
 
 
+def put_block(
+    title: str,
+    rng: A1Range,
+    rows: list[list[Any]],
+    mode: InputMode,
+    fmt: str,
+    store: Callable[[int, int, Any, bool], None],
+) -> UpdatedRange:
+    """Write `rows` from the range's top-left cell through `store(row, column, value, literal)`."""
+    r0, c0 = rng.start_row or 1, rng.start_col or 1
+    if rng.is_cell:  # a single cell anchors the block, as in Google Sheets
+        rng = A1Range(rng.sheet, r0, c0, None, None)
+    height = len(rows)
+    width = max((len(r) for r in rows), default=0)
+    if rng.end_row is not None and rng.start_row is not None and r0 + height - 1 > rng.end_row:
+        raise BadRequest(
+            f"{height} rows do not fit in {rng.a1()}; widen the range or send fewer rows.", {"range": rng.a1()}
+        )
+    if rng.end_col is not None and c0 + width - 1 > rng.end_col:
+        raise BadRequest(
+            f"{width} columns do not fit in {rng.a1()}; widen the range or send fewer values.", {"range": rng.a1()}
+        )
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            if value is None:
+                continue  # null leaves the cell as it is
+            if isinstance(value, dict | list):
+                raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
+            stored = user_entered(value) if mode == "USER_ENTERED" else value
+            if mode == "USER_ENTERED" and fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
+                stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
+            literal = isinstance(stored, str) and stored != "" and (mode == "RAW" or not stored.startswith("="))
+            store(r0 + i, c0 + j, stored, literal)
+    end_row = r0 + max(height, 1) - 1
+    end_col = c0 + max(width, 1) - 1
+    a1 = A1Range(title, r0, c0, end_row, end_col).a1()
+    cells = sum(len(r) for r in rows)
+    return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
+
+
+class PatchedBook:
+    """The cell operations of `Book` over a package patched in place (`package_edit`)."""
+
+    def __init__(self, package: Any, backend: LocalBackend) -> None:
+        self.package = package
+        self.backend = backend
+        self.report: list[str] = []
+
+    def sheet(self, name: str | None) -> Any:
+        try:
+            return self.package.sheet(name)
+        except KeyError:
+            raise self.backend._no_sheet(self.package.path, name or "", list(self.package.where.sheets)) from None
+
+    def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        title = self.sheet(rng.sheet).title
+        return put_block(
+            title, rng, rows, mode, "xlsx", lambda r, c, v, lit: self.package.write_cell(title, r, c, v, lit)
+        )
+
+    def clear(self, rng: A1Range) -> str:
+        self.sheet(rng.sheet)
+        return self.package.clear(rng)
+
+    def last_row(self, ws: Any, c0: int, c1: int | None) -> int:
+        return self.package.last_row(ws, c0, c1)
+
+
+def _package_names(zf: zipfile.ZipFile) -> Callable[[str, str], str | None]:
+    """The defined names of a package as `WorkbookCalculator` takes them (per-sheet ones first)."""
+    root = ElementTree.fromstring(read_part(zf, "xl/workbook.xml"))
+    sheets = [e.get("name", "") for e in root.iter() if e.tag.rsplit("}", 1)[-1] == "sheet"]
+    found: dict[tuple[str, str], str] = {}
+    for e in root.iter():
+        if e.tag.rsplit("}", 1)[-1] != "definedName" or not e.text:
+            continue
+        local = e.get("localSheetId")
+        scope = sheets[int(local)] if local is not None and local.isdigit() and int(local) < len(sheets) else ""
+        found[(scope, e.get("name", "").upper())] = e.text
+
+    def resolve(sheet: str, name: str) -> str | None:
+        return found.get((sheet, name)) or found.get(("", name))
+
+    return resolve
+
+
 def _check_title(title: str, existing: list[str]) -> str:
     title = title.strip()
     if not title or len(title) > 100 or re.search(r"[\[\]:*?/\\]", title):
@@ -1012,42 +1140,19 @@ class Book:
 
     def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
         ws = self.sheet(rng.sheet)
-        r0, c0 = rng.start_row or 1, rng.start_col or 1
-        if rng.is_cell:  # a single cell anchors the block, as in Google Sheets
-            rng = A1Range(rng.sheet, r0, c0, None, None)
-        height = len(rows)
-        width = max((len(r) for r in rows), default=0)
-        if rng.end_row is not None and rng.start_row is not None and r0 + height - 1 > rng.end_row:
-            raise BadRequest(
-                f"{height} rows do not fit in {rng.a1()}; widen the range or send fewer rows.", {"range": rng.a1()}
-            )
-        if rng.end_col is not None and c0 + width - 1 > rng.end_col:
-            raise BadRequest(
-                f"{width} columns do not fit in {rng.a1()}; widen the range or send fewer values.", {"range": rng.a1()}
-            )
-        for i, row in enumerate(rows):
-            for j, value in enumerate(row):
-                if value is None:
-                    continue  # null leaves the cell as it is
-                if isinstance(value, dict | list):
-                    raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
-                stored = user_entered(value) if mode == "USER_ENTERED" else value
-                if mode == "USER_ENTERED" and self.fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
-                    stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
-                cell: Any = ws.cell(row=r0 + i, column=c0 + j)
-                cell.value = None if stored == "" else stored
-                key = (ws.title, r0 + i, c0 + j)
-                self.touched.add(key)
-                if isinstance(stored, str) and stored != "" and (mode == "RAW" or not stored.startswith("=")):
-                    cell.data_type = "s"  # text that merely starts with '=' stays text
-                    self.literal.add(key)
-                else:
-                    self.literal.discard(key)
-        end_row = r0 + max(height, 1) - 1
-        end_col = c0 + max(width, 1) - 1
-        a1 = A1Range(ws.title, r0, c0, end_row, end_col).a1()
-        cells = sum(len(r) for r in rows)
-        return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
+
+        def store(r: int, c: int, stored: Any, literal: bool) -> None:
+            cell: Any = ws.cell(row=r, column=c)
+            cell.value = None if stored == "" else stored
+            key = (ws.title, r, c)
+            self.touched.add(key)
+            if literal:
+                cell.data_type = "s"  # text that merely starts with '=' stays text
+                self.literal.add(key)
+            else:
+                self.literal.discard(key)
+
+        return put_block(ws.title, rng, rows, mode, self.fmt, store)
 
     def clear(self, rng: A1Range) -> str:
         ws = self.sheet(rng.sheet)
