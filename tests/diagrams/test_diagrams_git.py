@@ -15,10 +15,10 @@ import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
 
-from deskmcp.core.policies import ManualClock
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.git import GitRepositories, public_url
 from deskmcp.diagrams.sources.git_remote import parse_remote
+from tests.clock import ManualClock
 from tests.diagrams.conftest import Connect, call, fail, write
 
 pytestmark = pytest.mark.anyio

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from deskmcp.core.policies import ManualClock
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.github import GitHubClient, parse_repo
+from tests.clock import ManualClock
 from tests.diagrams.conftest import Connect, call, fail
 from tests.diagrams.github_stub import GitHubStub, Reply, serve
 

@@ -19,12 +19,13 @@ import anyio.lowlevel
 import pytest
 
 from deskmcp.core.errors import BadRequest, Timeout
-from deskmcp.core.policies import ManualClock, RetryPolicy
+from deskmcp.core.retry import RetryPolicy
 from deskmcp.diagrams.models import MermaidCheck
 from deskmcp.diagrams.output import filename_stem
 from deskmcp.diagrams.render import KrokiRenderer, OfflineRenderer
 from deskmcp.diagrams.server import Settings
 from deskmcp.diagrams.service import DiagramsService
+from tests.clock import ManualClock
 from tests.conftest import shared_corpus
 from tests.diagrams.conftest import Connect, call, fail, write
 

@@ -14,10 +14,11 @@ from googleapiclient.http import HttpMockSequence
 from mcp import Client
 
 from deskmcp.core.google_auth import SCOPES, FileTokenStore
-from deskmcp.core.policies import ManualClock, RetryPolicy
+from deskmcp.core.retry import RetryPolicy
 from deskmcp.mail.backends.gmail import GmailBackend
 from deskmcp.mail.server import Settings, create_server
 from deskmcp.mail.service import MailService
+from tests.clock import ManualClock
 from tests.mail.conftest import audit_lines, call, fail, make_mail
 
 pytestmark = pytest.mark.anyio

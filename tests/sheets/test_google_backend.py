@@ -13,10 +13,11 @@ from googleapiclient.http import HttpMockSequence
 from mcp import Client
 
 from deskmcp.core.google_auth import SCOPES, FileTokenStore
-from deskmcp.core.policies import ManualClock, RetryPolicy
+from deskmcp.core.retry import RetryPolicy
 from deskmcp.sheets.backends.google import GoogleBackend
 from deskmcp.sheets.server import Settings, create_server
 from deskmcp.sheets.service import SheetsService
+from tests.clock import ManualClock
 from tests.sheets.conftest import call, fail
 
 pytestmark = pytest.mark.anyio

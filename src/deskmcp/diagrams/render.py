@@ -274,22 +274,20 @@ class KrokiRenderer:
     concurrency = 2  # as many as the throttle lets through
 
     def __init__(self, settings: DiagramsSettings, transport: httpx2.BaseTransport | None = None) -> None:
-        import httpx2
-
-        from deskmcp.core.policies import RetryPolicy, Throttle
+        from deskmcp.core.http import new_client
+        from deskmcp.core.retry import RetryPolicy
+        from deskmcp.core.throttle import Throttle
 
         assert settings.kroki_base_url
         self.base = settings.kroki_base_url.rstrip("/")
-        self.client = httpx2.Client(
-            timeout=settings.http_timeout,
-            transport=transport,
-            headers={"User-Agent": "deskmcp-diagrams"},
+        self.client = new_client(
+            timeout=settings.http_timeout, transport=transport, headers={"User-Agent": "deskmcp-diagrams"}
         )
         self.retry = RetryPolicy(attempts=3, max_wait=settings.max_wait)
         self.throttle = Throttle(concurrency=2)
 
     def _post(self, code: str, fmt: str) -> bytes:
-        from deskmcp.core.policies import request
+        from deskmcp.core.http import request
 
         try:
             response = request(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import root_relative
-from deskmcp.core.policies import TTLCache
+from deskmcp.core.ttlcache import TTLCache
 from deskmcp.diagrams.models import FileContent, FileEntry, FileList, MermaidCheck, RenderResult, SourceKind
 from deskmcp.diagrams.sources.contract import Entry, normalise, read_text, select
 from deskmcp.diagrams.sources.factory import SourceFactory

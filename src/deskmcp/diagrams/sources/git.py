@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 
+from deskmcp.core.clock import SYSTEM_CLOCK, Clock
 from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, PermissionDenied, Timeout
 from deskmcp.core.paths import is_within, safe_join
-from deskmcp.core.policies import SYSTEM_CLOCK, Clock, TTLCache
+from deskmcp.core.ttlcache import TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
 from deskmcp.diagrams.sources.git_blob import open_blob
 from deskmcp.diagrams.sources.git_remote import RemotePolicy, RemoteURL, guarded_pool_manager, parse_remote

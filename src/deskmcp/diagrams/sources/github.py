@@ -3,7 +3,7 @@
 Listing uses the git trees API (`recursive=1`), walking sub-trees one by one when GitHub
 answers `truncated: true` (very large repositories); reads fetch raw blobs by the sha the tree
 gave, so a listing and the reads after it see the same commit. Every request goes through the
-core policies: rate limits as GitHub documents them, backoff on 5xx, TLS verified.
+core HTTP policies (`core/http.py`): rate limits as GitHub documents them, backoff on 5xx, TLS verified.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote
 
+from deskmcp.core.clock import SYSTEM_CLOCK, Clock
 from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound
-from deskmcp.core.policies import SYSTEM_CLOCK, Clock, RetryPolicy, Throttle, TTLCache, request
+from deskmcp.core.http import new_client, request
+from deskmcp.core.retry import RetryPolicy
+from deskmcp.core.throttle import Throttle
+from deskmcp.core.ttlcache import TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
 
 if TYPE_CHECKING:
@@ -72,8 +76,6 @@ class GitHubClient:
         transport: httpx2.BaseTransport | None = None,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        import httpx2
-
         headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": API_VERSION,
@@ -82,8 +84,7 @@ class GitHubClient:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self.base = api_url.rstrip("/")
-        # verify=True is httpx's default and is never turned off
-        self.http = httpx2.Client(timeout=timeout, headers=headers, transport=transport, follow_redirects=True)
+        self.http = new_client(timeout=timeout, headers=headers, transport=transport, follow_redirects=True)
         self.retry = RetryPolicy(attempts=4, base=1.0, cap=16.0, max_wait=max_wait, clock=clock)
         # GitHub asks integrators to avoid concurrent bursts (secondary limits): two at a time
         self.throttle = Throttle(concurrency=2, clock=clock)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any, TypeVar
 
+from deskmcp.core.clock import SYSTEM_CLOCK, Clock
 from deskmcp.core.errors import (
     AuthRequired,
     BadRequest,
@@ -29,7 +30,7 @@ from deskmcp.core.errors import (
     Timeout,
 )
 from deskmcp.core.google_auth import SCOPES, GoogleSettings, build_service, credentials
-from deskmcp.core.policies import SYSTEM_CLOCK, Clock, Retry, RetryPolicy, retry_after_seconds
+from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
 from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Sent
 from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
 from deskmcp.mail.models import EmailSummary, LabelInfo

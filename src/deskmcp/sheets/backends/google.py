@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from deskmcp.core.clock import SYSTEM_CLOCK, Clock
 from deskmcp.core.errors import (
     AuthRequired,
     BadRequest,
@@ -25,7 +26,9 @@ from deskmcp.core.errors import (
     Timeout,
 )
 from deskmcp.core.google_auth import SCOPES, TokenStore, build_service, credentials
-from deskmcp.core.policies import SYSTEM_CLOCK, Clock, Retry, RetryPolicy, Throttle, TTLCache, retry_after_seconds
+from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
+from deskmcp.core.throttle import Throttle
+from deskmcp.core.ttlcache import TTLCache
 from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
 from deskmcp.sheets.models import (
     Grid,
