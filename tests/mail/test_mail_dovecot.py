@@ -302,6 +302,30 @@ async def test_imap_next_page_does_not_repeat_a_message_when_mail_arrives_betwee
     assert second["next_cursor"] is None
 
 
+async def test_imap_next_page_after_a_restart_neither_repeats_nor_skips_when_newer_mail_arrived(
+    connect: Connect, dovecot: Dovecot, mailbox: str, workspace: Path
+) -> None:
+    batch = [make_mail(f"Report {i}", "x", days_ago=20 - i) for i in range(6)]
+    append_all(dovecot, mailbox, [Loaded("INBOX", raw, BASE_DAY) for raw in batch])
+    for raw in batch:
+        deliver(workspace, raw)
+    newer = make_mail("Breaking", "x", days_ago=0)
+    pages: dict[str, list[list[str]]] = {}
+    for backend, settings in (("imap", dovecot.settings(mailbox)), ("maildir", {})):
+        async with connect(**settings) as c:
+            first = await call(c, "list_emails", {"query": "", "max_results": 3})
+        if backend == "imap":
+            append_all(dovecot, mailbox, [Loaded("INBOX", newer, BASE_DAY)])
+        else:
+            deliver(workspace, newer)
+        async with connect(**settings) as c:  # a restarted server: a new backend object
+            second = await call(c, "list_emails", {"query": "", "max_results": 3, "cursor": first["next_cursor"]})
+        assert second["next_cursor"] is None
+        pages[backend] = [[e["subject"] for e in p["emails"]] for p in (first, second)]
+    expected = [["Report 5", "Report 4", "Report 3"], ["Report 2", "Report 1", "Report 0"]]
+    assert pages == {"imap": expected, "maildir": expected}
+
+
 # -- 12. phrases ----------------------------------------------------------------------------------
 
 
@@ -442,7 +466,7 @@ async def test_imap_broken_server_is_reported_with_its_own_words_not_as_internal
     assert f"127.0.0.1:{server.port}" in error["message"]
 
 
-async def test_imap_cursor_from_another_server_process_falls_back_to_its_offset(
+async def test_imap_cursor_served_by_another_server_process_continues_across_folders(
     connect: Connect, dovecot: Dovecot, mailbox: str
 ) -> None:
     batch = [Loaded("INBOX", make_mail(f"Report {i}", "x", days_ago=20 - i), BASE_DAY) for i in range(5)]

@@ -7,6 +7,8 @@ written and fsynced, the backend called, and a second audit line records the out
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import logging
 import threading
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import SecretStr
@@ -29,7 +32,7 @@ from deskmcp.core.errors import (
     Timeout,
 )
 from deskmcp.core.files import atomic_write_bytes
-from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.pagination import decode_cursor, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
 from deskmcp.mail.backends.base import Counting, DeliveryUnknown, Labelled, MailBackend, Sent
@@ -170,14 +173,16 @@ class MailService:
         node = parse_query(query)
         key = query_key("list_emails", query, max_results)
         offset = decode_cursor(cursor, key)
-        emails, more = self.backend.list(node, raw=query, limit=max_results, offset=offset)
+        listed = self.backend.list(node, raw=query, limit=max_results, offset=offset, after=_cursor_mark(cursor))
+        emails, more = listed.emails, listed.more
         total = None
         if isinstance(self.backend, Counting):
             # A single page needs no count: it is everything.
             total = offset + len(emails) if not more else self.backend.count(node)
-        return EmailList(
-            emails=emails, next_cursor=page(offset, max_results, max_results + int(more), key), total=total
-        )
+        next_cursor = None
+        if more:
+            next_cursor = _encode_cursor(offset + max_results, key, listed.after)
+        return EmailList(emails=emails, next_cursor=next_cursor, total=total)
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)
@@ -605,6 +610,27 @@ def _readable(message_id: str, parsed: ParsedMail) -> None:
             " in a mail program, or move it to TRASH with move_email.",
             {"message_id": message_id, "reason": parsed.unreadable},
         )
+
+
+def _encode_cursor(offset: int, key: str, after: list[Any] | None) -> str:
+    """The core's cursor (offset and query digest) plus where the page ended, in the backend's own
+    terms: the next page starts after that message in any server process."""
+    data: dict[str, Any] = {"o": offset, "k": key}
+    if after is not None:
+        data["a"] = after
+    return base64.urlsafe_b64encode(orjson.dumps(data)).decode().rstrip("=")
+
+
+def _cursor_mark(cursor: str | None) -> list[Any] | None:
+    """The page end inside a cursor `decode_cursor` accepted; None for a cursor without one."""
+    if not cursor:
+        return None
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        return None
+    after = data.get("a") if isinstance(data, dict) else None
+    return after if isinstance(after, list) else None
 
 
 def _check_key(key: str | None) -> None:

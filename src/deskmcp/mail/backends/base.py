@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from deskmcp.core.errors import SendFailed
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -34,6 +34,20 @@ class Labelled:
     labels: list[str]
 
 
+@dataclass(frozen=True)
+class Page:
+    """A page of a listing and where it ended.
+
+    `after` is the backend's own mark of the last message shown (JSON-able: numbers, strings),
+    carried inside the opaque cursor, so the next page starts right after that message even in
+    another server process and even when newer mail arrived meanwhile (an offset would repeat one).
+    """
+
+    emails: list[EmailSummary]
+    more: bool
+    after: list[Any] | None = None
+
+
 @runtime_checkable
 class Counting(Protocol):
     """A backend that can count a query's matches cheaply (the local index); others answer no total."""
@@ -44,8 +58,10 @@ class Counting(Protocol):
 class MailBackend(Protocol):
     name: str
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
-        """A page of messages matching `query`, newest first, and whether more follow."""
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int, after: list[Any] | None = None) -> Page:
+        """A page of messages matching `query`, newest first, whether more follow and where it ended.
+        `after` is the previous page's `Page.after` (then `offset` is only the fallback when the
+        mark no longer applies); None: start at `offset`."""
         ...
 
     def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:

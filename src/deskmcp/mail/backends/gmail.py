@@ -31,7 +31,7 @@ from deskmcp.core.errors import (
 )
 from deskmcp.core.google_auth import SCOPES, GoogleSettings, build_service, credentials
 from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
-from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Sent
+from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Page, Sent
 from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
@@ -190,10 +190,11 @@ class GmailBackend:
             has_attachments=mime == "multipart/mixed",
         )
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
-        token = self._page_tokens.get((raw, offset)) if offset else None
-        if offset and token is None:
-            token = self._walk_to(raw, offset, limit)
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int, after: list[Any] | None = None) -> Page:
+        # The previous page's nextPageToken travels in the cursor; Gmail honours it in any process.
+        token = after[0] if after and len(after) == 1 and isinstance(after[0], str) else None
+        if token is None and offset:
+            token = self._page_tokens.get((raw, offset)) or self._walk_to(raw, offset, limit)
         found = self._call(
             lambda api: api.users().messages().list(userId="me", q=raw, maxResults=limit, pageToken=token)
         )
@@ -208,7 +209,7 @@ class GmailBackend:
                 )
             )
             summaries.append(self._summary(item))
-        return summaries, bool(next_token)
+        return Page(summaries, bool(next_token), [next_token] if next_token else None)
 
     def _walk_to(self, raw: str, offset: int, limit: int) -> str | None:
         """The page token of `offset` when this process has not seen it (after a restart)."""

@@ -25,7 +25,7 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Timeout
 from deskmcp.mail.backends import imap_fetch, imap_search
-from deskmcp.mail.backends.base import Labelled, Sent
+from deskmcp.mail.backends.base import Labelled, Page, Sent
 from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
 from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 SEEN, FLAGGED, DRAFT, DELETED = b"\\Seen", b"\\Flagged", b"\\Draft", b"\\Deleted"
 SPECIAL = {"SENT": (b"\\Sent", "Sent"), "DRAFT": (b"\\Drafts", "Drafts"), "TRASH": (b"\\Trash", "Trash"),
            "SPAM": (b"\\Junk", "Junk"), "ARCHIVE": (b"\\Archive", "Archive")}  # fmt: skip
-_REMEMBERED_PAGES = 256
+_PAST_ANY_UID = 2**32  # uids are 32-bit: a boundary at this uid sorts before every message of its second
 
 
 def encode_id(folder: str, validity: int, uid: int) -> str:
@@ -55,6 +55,16 @@ def decode_id(message_id: str) -> tuple[str, int, int]:
         raise NotFound(
             f"No message {message_id!r}. Call list_emails for valid ids.", {"message_id": message_id}
         ) from exc
+
+
+def _mark(after: list[Any] | None) -> tuple[float, str, int, int] | None:
+    """A page end written by `list` ([sort time, folder, uid, UIDVALIDITY]); else None (offset)."""
+    if after is None or len(after) != 4:
+        return None
+    when, folder, uid, validity = after
+    if isinstance(when, int | float) and isinstance(folder, str) and isinstance(uid, int) and isinstance(validity, int):
+        return float(when), folder, uid, validity
+    return None
 
 
 def thread_token(root: str) -> str:
@@ -82,7 +92,6 @@ class ImapBackend:
         self._keywords: dict[str, bool] = {}
         self._delimiter: str | None = None
         self.ordering = Ordering()
-        self._pages: dict[tuple[str, int, int], Key] = {}
         self.conversations = Conversations(
             lambda client: self._all_folders(client, hidden=False),
             lambda client, folder: self._select(client, folder, readonly=True),
@@ -231,21 +240,29 @@ class ImapBackend:
             raise NotFound(f"No folder or label {plan.label!r}; list_labels shows them.", {"label": plan.label})
         return folders, ["KEYWORD", keyword_for(plan.label)]
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int, after: list[Any] | None = None) -> Page:
         plan = imap_search.plan(query)
-        boundary = self._pages.get((raw, limit, offset)) if offset else None
+        mark = _mark(after)
         with self.session() as client:
             folders, extra = self._scope(client, plan)
             per_folder: dict[str, tuple[int, list[int]]] = {}
-            # Without a remembered boundary, an offset into the merged list: each folder gives
-            # its first offset + limit + 1 (one folder: the slice itself).
-            skip = 0 if boundary is not None else offset
+            # Without a boundary (an old cursor), an offset into the merged list: each folder
+            # gives its first offset + limit + 1 (one folder: the slice itself).
+            skip = 0 if mark is not None else offset
             # Only a label inside the query needs to know whether keywords work here (a
             # read-write SELECT, which a read-only listing otherwise never makes).
             labelled = imap_search.names_label(plan.rest)
             for folder in folders:
                 keywords = self._keywords_allowed(client, folder) if labelled else True
                 validity = self._select(client, folder, readonly=True)
+                boundary: Key | None = None
+                if mark is not None:
+                    when, last_folder, uid, last_validity = mark
+                    if folder == last_folder and validity != last_validity:
+                        # The folder's uids were renumbered: its time alone places the boundary,
+                        # and mail sent in that very second shows again rather than being skipped.
+                        uid = _PAST_ANY_UID
+                    boundary = (when, last_folder, uid)
                 criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
                 uids = self.ordering.with_structure(
                     client, self._selected, self.ordering.newest_first(client, self._selected, criteria), plan.structure
@@ -263,12 +280,11 @@ class ImapBackend:
                 fetched = self._merged(client, per_folder, skip, limit)
             page, more = fetched[:limit], len(fetched) > limit
             summaries = self._summaries(client, page)
-        if page and more:
-            if len(self._pages) >= _REMEMBERED_PAGES:
-                self._pages.pop(next(iter(self._pages)))
-            last_folder, _validity, last = page[-1]
-            self._pages[(raw, limit, offset + limit)] = (last.time, last_folder, last.uid)
-        return summaries, more
+        end: list[Any] | None = None
+        if page:
+            last_folder, last_validity, last = page[-1]
+            end = [last.time, last_folder, last.uid, last_validity]
+        return Page(summaries, more, end)
 
     def _merged(
         self, client: Any, per_folder: dict[str, tuple[int, list[int]]], offset: int, limit: int

@@ -23,9 +23,9 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, private_database, text_match
+from deskmcp.core.index import TEXT_MATCH, Hit, IndexRecord, IndexSchema, SearchIndex, private_database, text_match
 from deskmcp.mail import mailstore
-from deskmcp.mail.backends.base import Labelled, Sent
+from deskmcp.mail.backends.base import Labelled, Page, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -338,15 +338,28 @@ class MaildirBackend:
         clause, params = self._listing(query)
         return self.index.count(where=clause, params=params)
 
-    def list(self, query: Node | None, *, raw: str, limit: int, offset: int) -> tuple[list[EmailSummary], bool]:
+    def list(self, query: Node | None, *, raw: str, limit: int, offset: int, after: list[Any] | None = None) -> Page:
         self.refresh()
         clause, params = self._listing(query)
+        mark = _mark(after)
+        if mark is not None:
+            # Past the previous page's last message in (date, row) order: mail that arrived since
+            # sorts before it and cannot push a message already shown onto this page.
+            clause = f"({clause}) AND (d.ts < ? OR (d.ts = ? AND d.id < ?))"
+            params = [*params, mark[0], mark[0], mark[1]]
+            offset = 0
         hits = self.index.select(
             where=clause, params=params, order_by="d.ts DESC, d.id DESC", limit=limit + 1, offset=offset
         )
         page = hits[:limit]
         snippets = self._snippets([h.key for h in page], free_words(query))
-        return [self._summary(h.key, h.columns, snippets.get(h.key)) for h in page], len(hits) > limit
+        emails = [self._summary(h.key, h.columns, snippets.get(h.key)) for h in page]
+        return Page(emails, len(hits) > limit, self._position(page[-1]) if page else None)
+
+    def _position(self, hit: Hit) -> list[Any] | None:
+        with self.index.reader() as conn:
+            row = conn.execute("SELECT id FROM docs WHERE key=?", (hit.key,)).fetchone()
+        return None if row is None else [hit.columns["ts"], int(row[0])]
 
     def _snippets(self, keys: list[str], words: list[str]) -> dict[str, str]:
         if not keys or not words:
@@ -614,6 +627,16 @@ class MaildirBackend:
         with self.index.reader() as conn:
             for (key,) in conn.execute("SELECT key FROM docs"):
                 yield key
+
+
+def _mark(after: list[Any] | None) -> tuple[float, int] | None:
+    """A page end written by `_position` ([sort time, row]); anything else is ignored (offset)."""
+    if after is None or len(after) != 2:
+        return None
+    ts, row = after
+    if isinstance(ts, int | float) and isinstance(row, int) and not isinstance(row, bool):
+        return float(ts), row
+    return None
 
 
 def _recipients(message: EmailMessage) -> list[str]:
