@@ -247,3 +247,16 @@ async def test_docx_that_would_inflate_too_far_is_refused(tmp_path: Path, docs_r
         error = await fails(c, "index_document", path="bomb.docx")
     assert error["error"] == "io_error"
     assert error["details"]["expanded"] == 3_000_000
+
+
+async def test_html_document_keeps_its_bullets_links_and_table_cells(
+    settings: DocumentsSettings, docs_root: Path
+) -> None:
+    (docs_root / "links.html").write_text(
+        "<h1>Links</h1><ul><li>the <a href='https://x.test/plan'>plan</a></li><li>notes</li></ul>"
+        "<table><tr><th>Owner</th><th>Due</th></tr><tr><td>Grace</td><td>May</td></tr></table>",
+        encoding="utf-8",
+    )
+    async with Client(create_server(settings)) as c:
+        text = await ok(c, "get_document", path="links.html")
+    assert text["text"] == "Links\n\n- the plan (https://x.test/plan)\n- notes\n\nOwner | Due\nGrace | May"

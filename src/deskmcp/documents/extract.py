@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from deskmcp.core.html_text import read_html
 from deskmcp.documents.errors import DocumentFormatError, DocumentIndexError, UnsupportedFormatError
 from deskmcp.documents.frontmatter import split_frontmatter
-from deskmcp.documents.htmltext import html_text
 
 Kind = Literal["markdown", "text", "html", "pdf", "docx"]
 
@@ -121,8 +121,8 @@ def _text(data: bytes, name: str, stem: str) -> Extracted:
 
 
 def _html(data: bytes, name: str, stem: str) -> Extracted:
-    text, title, properties = html_text(decode_text(data, name))
-    return Extracted("html", title or stem, text, properties=properties)
+    page = read_html(decode_text(data, name))
+    return Extracted("html", page.title or stem, page.text, properties=page.properties)
 
 
 def _pdf(data: bytes, name: str, stem: str) -> Extracted:

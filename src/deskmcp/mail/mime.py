@@ -18,7 +18,7 @@ from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 
-from deskmcp.mail.htmltext import html_to_text
+from deskmcp.core.html_text import html_to_text
 
 _PARSER = BytesParser(policy=policy.default)
 # The index reads every message once; compat32 parses several times faster than the modern
