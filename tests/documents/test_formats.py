@@ -260,3 +260,22 @@ async def test_html_document_keeps_its_bullets_links_and_table_cells(
     async with Client(create_server(settings)) as c:
         text = await ok(c, "get_document", path="links.html")
     assert text["text"] == "Links\n\n- the plan (https://x.test/plan)\n- notes\n\nOwner | Due\nGrace | May"
+
+
+async def test_markdown_frontmatter_reads_as_the_vault_reads_it_yaml_1_2(
+    settings: DocumentsSettings, docs_root: Path
+) -> None:
+    (docs_root / "flags.md").write_text(
+        "---\ndraft: no\nmode: 0755\nstarts: 09:30\nshared: true\ntags: [ops, yes]\n---\nBody.\n", encoding="utf-8"
+    )
+    async with Client(create_server(settings)) as c:
+        indexed = await ok(c, "index_document", path="flags.md")
+        meta = await ok(c, "extract_metadata", path="flags.md")
+    assert meta["frontmatter"] == {
+        "draft": "no",
+        "mode": 755,
+        "starts": "09:30",
+        "shared": True,
+        "tags": ["ops", "yes"],
+    }
+    assert indexed["tags"] == ["ops", "yes"]

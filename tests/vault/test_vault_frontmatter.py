@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from deskmcp.core import frontmatter
 from deskmcp.core.errors import ParseError
-from deskmcp.vault import frontmatter
 from tests.vault.conftest import QUARTZ, Connect, call, fail, write
 
 pytestmark = pytest.mark.anyio

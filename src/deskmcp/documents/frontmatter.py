@@ -1,50 +1,31 @@
-"""YAML frontmatter: reading it from Markdown, and writing the notes the server creates."""
+"""YAML frontmatter of Markdown documents: read with the core reader, written for the notes the server creates."""
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
 from typing import Any
 
 import yaml
 
-_OPEN = re.compile(r"\A\ufeff?---[ \t]*\r?\n")
-_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
-
-
-def _plain(value: Any) -> Any:
-    """YAML values as JSON-safe ones (dates become ISO strings)."""
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+from deskmcp.core import frontmatter
+from deskmcp.core.errors import ParseError
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
-    """The frontmatter mapping and the body after it.
+    """The frontmatter mapping and the body after it, read as the vault reads notes (YAML 1.2:
+    `no` stays a string, `0755` is 755, dates are ISO strings).
 
     A block that is not valid YAML, or not a mapping, is kept as part of the body: the file
     is still a readable Markdown document, it just has no metadata.
     """
-    opening = _OPEN.match(text)
-    if not opening:
-        return {}, text
-    closing = _CLOSE.search(text, opening.end())
-    if not closing:
+    parts = frontmatter.split(text)
+    if not parts.has_block:
         return {}, text
     try:
-        data = yaml.safe_load(text[opening.end() : closing.start()])
-    except yaml.YAMLError:
+        values = frontmatter.parse(parts.yaml_text, "the document")
+    except ParseError:
         return {}, text
-    if not isinstance(data, dict):
-        return {}, text
-    body = text[closing.end() :].lstrip("\r\n")
-    return _plain(data), body
+    return values, parts.body.lstrip("\r\n")
 
 
 def frontmatter_tags(meta: dict[str, Any]) -> list[str]:

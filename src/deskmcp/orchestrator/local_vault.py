@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core import frontmatter as yaml_block
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
-from deskmcp.vault import frontmatter as yaml_block
 from deskmcp.vault import links
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList, NoteMatch
 from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file

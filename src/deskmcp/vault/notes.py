@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deskmcp.core import frontmatter
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.paths import relative_posix, root_relative, safe_join, split_relative
-from deskmcp.vault import frontmatter
 
 NOTE_SUFFIX = ".md"
 MAX_NAME_BYTES = 255  # the limit of common file systems for one path part

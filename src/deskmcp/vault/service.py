@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core import frontmatter
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import relative_posix
-from deskmcp.vault import frontmatter
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.links import title
 from deskmcp.vault.models import (

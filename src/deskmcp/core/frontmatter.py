@@ -1,8 +1,10 @@
 """YAML frontmatter that survives being read and written back.
 
-Values are parsed with PyYAML under YAML 1.2 core rules (Obsidian's): `09:30` and `12:30`
-stay strings (no YAML 1.1 sexagesimal numbers), `yes`/`no` stay strings, `0755` is 755,
-and dates come back as ISO strings, so every value is plain JSON.
+The one frontmatter reader: the vault's notes and the documents server's Markdown files are
+read by `split` and `parse`, so a value means the same thing in both. Values are parsed with
+PyYAML under YAML 1.2 core rules (Obsidian's): `09:30` and `12:30` stay strings (no YAML 1.1
+sexagesimal numbers), `yes`/`no` stay strings, `0755` is 755, and dates come back as ISO
+strings, so every value is plain JSON.
 
 Edits never re-dump the whole block. The text is cut into one segment per top-level key
 (with its continuation lines) plus comment and blank lines between them; a changed key's

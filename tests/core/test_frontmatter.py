@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from deskmcp.core import frontmatter
 from deskmcp.core.errors import ParseError
-from deskmcp.vault import frontmatter
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "quartz-docs"
 
