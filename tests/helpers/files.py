@@ -1,0 +1,45 @@
+"""Files the tests build in tmp_path and look at afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write(root: Path, rel: str, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8, bytes as they are) at `root/rel`, creating the folders; the path back."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def names(folder: Path) -> list[str]:
+    """The entries of a folder, sorted (temp files included)."""
+    return sorted(p.name for p in folder.iterdir())
+
+
+def real(path: Path) -> str:
+    """The path with symlinks resolved, as a server reports it."""
+    return str(path.resolve())
+
+
+def only(folder: Path) -> Path:
+    """The one Markdown file in `folder` (fails when there are none or several)."""
+    files = sorted(folder.glob("*.md"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def disk_fingerprints(root: Path) -> dict[str, str]:
+    """`mtime_ns:size` of every visible note under `root`, as the vault's index records them."""
+    out: dict[str, str] = {}
+    for path in root.rglob("*.md"):
+        rel = path.relative_to(root).as_posix()
+        if not any(part.startswith(".") for part in rel.split("/")):
+            st = path.stat()
+            out[rel] = f"{st.st_mtime_ns}:{st.st_size}"
+    return out

@@ -1,0 +1,23 @@
+"""Workbooks for the tests, written by openpyxl as another program would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def make_xlsx(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:
+    """An xlsx written by openpyxl with the given rows per sheet."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    first = True
+    for title, rows in sheets.items():
+        ws: Any = wb.active if first else wb.create_sheet()
+        ws.title = title
+        first = False
+        for row in rows:
+            ws.append(row)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wb.save(path)
+    return path
