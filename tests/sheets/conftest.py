@@ -10,8 +10,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.sheets.server import Settings, create_server
-from tests.tool_calls import call as call
-from tests.tool_calls import fail as fail
+from tests.helpers.tool_calls import Connect
 
 ENVIRONMENT = (
     "SHEETS_BACKEND",
@@ -30,11 +29,6 @@ ENVIRONMENT = (
     "GOOGLE_DELEGATED_USER",
     "GOOGLE_USE_ADC",
 )
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(autouse=True)
@@ -59,9 +53,6 @@ def settings_for(tmp_path: Path) -> Callable[..., Settings]:
     return build
 
 
-Connect = Callable[..., Client]
-
-
 @pytest.fixture
 def connect(root: Path, settings_for: Callable[..., Settings]) -> Connect:
     def build(folder: Path | None = None, **overrides: Any) -> Client:
@@ -74,20 +65,3 @@ def connect(root: Path, settings_for: Callable[..., Settings]) -> Connect:
 async def client(connect: Connect) -> AsyncIterator[Client]:
     async with connect() as c:
         yield c
-
-
-def make_xlsx(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:
-    """An xlsx written by openpyxl with the given rows per sheet."""
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    first = True
-    for title, rows in sheets.items():
-        ws: Any = wb.active if first else wb.create_sheet()
-        ws.title = title
-        first = False
-        for row in rows:
-            ws.append(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    wb.save(path)
-    return path

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_corpus
-from tests.sheets.conftest import Connect, call, fail
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sheets.conftest import Connect, call, make_xlsx
+from tests.helpers.tool_calls import Connect, call
+from tests.helpers.workbooks import make_xlsx
 
 pytestmark = pytest.mark.anyio
 

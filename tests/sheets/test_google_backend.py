@@ -17,8 +17,8 @@ from deskmcp.core.retry import RetryPolicy
 from deskmcp.sheets.backends.google import GoogleBackend
 from deskmcp.sheets.server import Settings, create_server
 from deskmcp.sheets.service import SheetsService
-from tests.clock import ManualClock
-from tests.sheets.conftest import call, fail
+from tests.helpers.clock import ManualClock
+from tests.helpers.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from deskmcp.gateway import compose
 from deskmcp.httpapi import HttpOptions, create_app
 from deskmcp.servers import get_spec
 from deskmcp.sheets.oauth import OAuthRoutes
-from tests.gateway.conftest import serving
+from tests.helpers.network import serving
 
 
 @pytest.fixture

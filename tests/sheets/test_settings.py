@@ -32,7 +32,7 @@ async def test_a_sheets_path_that_does_not_exist_is_reported_and_never_created(t
     from mcp import Client
 
     from deskmcp.sheets.server import create_server
-    from tests.sheets.conftest import fail
+    from tests.helpers.tool_calls import fail
 
     typo = tmp_path / "Documnets" / "sheets"
     settings = SheetsSettings(workspace=tmp_path / "ws", sheets_path=typo)
@@ -53,7 +53,7 @@ async def test_the_default_sheets_folder_is_created_in_the_workspace(tmp_path: P
     from mcp import Client
 
     from deskmcp.sheets.server import create_server
-    from tests.sheets.conftest import call
+    from tests.helpers.tool_calls import call
 
     settings = SheetsSettings(workspace=tmp_path / "ws")
     async with Client(create_server(settings)) as c:

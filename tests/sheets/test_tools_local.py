@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sheets.conftest import Connect, call, fail, make_xlsx
+from tests.helpers.tool_calls import Connect, call, fail
+from tests.helpers.workbooks import make_xlsx
 
 pytestmark = pytest.mark.anyio
 

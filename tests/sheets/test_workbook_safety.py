@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.sheets.conftest import Connect, call, fail
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +56,7 @@ import json, anyio
 from pathlib import Path
 from mcp import Client
 from deskmcp.sheets.server import Settings, create_server
-from tests.tool_calls import call, fail
+from tests.helpers.tool_calls import call, fail
 
 async def main():
     root = Path({str(root)!r})
@@ -163,7 +163,7 @@ def _rewrite_part(path: Path, part: str, edit: Any, *, chunks: int = 0) -> None:
 
 
 async def test_security_zip_bomb_part_is_refused_unread_naming_the_part(root: Path, connect: Connect) -> None:
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     path = make_xlsx(root / "bomb.xlsx", {"S": [[1, 2]]})
     _rewrite_part(path, "xl/workbook.xml", lambda body: body, chunks=80)  # 80 MiB inflated, 80 KiB stored

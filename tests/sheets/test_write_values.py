@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from deskmcp.sheets.ooxml import write_cached_values
-from tests.conftest import shared_corpus
-from tests.sheets.conftest import Connect, call
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 
@@ -138,7 +138,7 @@ async def test_read_values_shows_stored_errors_as_their_text_and_lists_their_cel
 async def test_read_values_keeps_the_uncomputed_flag_of_a_trailing_cell_trimmed_from_the_answer(
     root: Path, connect: Connect
 ) -> None:
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     make_xlsx(root / "t.xlsx", {"S": [[1, 2]]})
     async with connect() as c:
@@ -168,7 +168,7 @@ NEW_FUNCTIONS = [
 async def test_functions_newer_than_excel_2007_are_saved_with_their_xlfn_prefix_and_read_back_without(
     root: Path, connect: Connect
 ) -> None:
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
     async with connect() as c:
@@ -191,7 +191,7 @@ async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_s
     soffice = shutil.which("soffice")
     if soffice is None:
         pytest.skip("LibreOffice (soffice) is not on PATH")
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
     async with connect() as c:
@@ -220,7 +220,7 @@ async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_s
 async def test_computed_dates_are_stored_as_numbers_with_a_date_format(root: Path, connect: Connect) -> None:
     from openpyxl import load_workbook
 
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     path = make_xlsx(root / "d.xlsx", {"S": [[dt.date(2024, 1, 15)]]})
     formulas = ["=DATE(2024,3,15)", "=EOMONTH(A1,0)", "=EDATE(A1,1)", "=WORKDAY(A1,1)", "=A1+30"]
@@ -260,7 +260,7 @@ async def test_a_cell_write_patches_the_package_in_place_keeping_every_other_par
     from mcp import Client
 
     from deskmcp.sheets.server import create_server
-    from tests.sheets.conftest import make_xlsx
+    from tests.helpers.workbooks import make_xlsx
 
     path = make_xlsx(root / "p.xlsx", {"S": [[1, "=A1*2"]], "T": [["other"]]})
     with zipfile.ZipFile(path, "a") as zf:
@@ -278,8 +278,8 @@ async def test_a_cell_write_patches_the_package_in_place_keeping_every_other_par
 
 
 async def test_writing_an_ods_workbook_is_refused_saying_why_and_how_to_edit_it(root: Path, connect: Connect) -> None:
-    from tests.conftest import shared_corpus
-    from tests.sheets.conftest import fail
+    from tests.helpers.corpora import shared_corpus
+    from tests.helpers.tool_calls import fail
 
     shutil.copy(shared_corpus("spreadsheets") / "calamine" / "date.ods", root / "date.ods")
     async with connect() as c:
