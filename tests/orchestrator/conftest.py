@@ -34,11 +34,6 @@ ENV_NAMES = (
 )
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(autouse=True)
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV_NAMES:
@@ -57,16 +52,6 @@ def store(tmp_path: Path) -> Path:
     path = tmp_path / "mail.json"
     mail_stub.save(path, mail_stub.load(path))
     return path
-
-
-def add_mail(store: Path, mid: str, sender: str, subject: str, body: str, **extra: Any) -> None:
-    data = mail_stub.load(store)
-    data["inbox"].append(mail_stub.message(mid, sender, subject, body, **extra))
-    mail_stub.save(store, data)
-
-
-def sent(store: Path) -> list[dict[str, Any]]:
-    return mail_stub.load(store)["sent"]
 
 
 @pytest.fixture
@@ -94,13 +79,3 @@ def orchestrator(settings_for: Callable[..., OrchestratorSettings], store: Path)
             yield Orchestrator(settings, open_vault(settings.root), MailAccess(client), decider, dry_run=dry_run)
 
     return build
-
-
-def note(root: Path, rel: str) -> str:
-    return (root / rel).read_text(encoding="utf-8")
-
-
-def only(folder: Path) -> Path:
-    files = sorted(folder.glob("*.md"))
-    assert len(files) == 1, files
-    return files[0]

@@ -18,9 +18,9 @@ from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.servers import SERVERS
 from deskmcp.vault.server import Settings as VaultSettings
 from deskmcp.vault.server import create_server as create_vault
-from tests.orchestrator.conftest import add_mail, only, sent
-from tests.orchestrator.test_flow import write_rules
-from tests.tool_calls import call, fail
+from tests.helpers.files import only
+from tests.helpers.orchestrator import add_mail, sent, write_rules
+from tests.helpers.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -64,11 +64,6 @@ def llm() -> Iterator[tuple[str, Stub]]:
     server.server_close()
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_llm_decider_returns_a_validated_decision(llm: tuple[str, Stub]) -> None:
     url, stub = llm

@@ -13,8 +13,8 @@ from mcp import Client
 
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from tests.orchestrator.conftest import add_mail, sent
-from tests.tool_calls import call
+from tests.helpers.orchestrator import add_mail, sent
+from tests.helpers.tool_calls import call
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB = f"{sys.executable} -m tests.orchestrator.mail_stub"

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_serve_all_process import server_process
-from tests.mail.conftest import deliver, free_port, make_mail
-from tests.orchestrator.test_flow import RULES
+from tests.helpers.mail import deliver, make_mail
+from tests.helpers.network import free_port
+from tests.helpers.orchestrator import RULES
+from tests.helpers.processes import server_process
 
 pytestmark = pytest.mark.e2e
 

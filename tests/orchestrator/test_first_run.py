@@ -19,7 +19,7 @@ from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.vault_port import open_vault
-from tests.mail.conftest import deliver
+from tests.helpers.mail import deliver
 
 pytestmark = pytest.mark.anyio
 

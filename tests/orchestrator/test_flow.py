@@ -10,44 +10,16 @@ import pytest
 import yaml
 
 from deskmcp.orchestrator.layout import draft_id_for
+from tests.helpers.files import only
+from tests.helpers.orchestrator import add_mail, sent, write_rules
 from tests.orchestrator import mail_stub
-from tests.orchestrator.conftest import add_mail, only, sent
 
 pytestmark = pytest.mark.anyio
-
-RULES = """
-rules:
-  - name: news
-    match: {from: "newsletter@"}
-    decision: archive
-    reason: Newsletter
-  - name: meeting
-    match: {subject: "meet"}
-    decision: draft_reply
-    reason: Meeting request
-    reply: "Hi {sender_name},\\n\\nTuesday works. About {subject}."
-  - name: outage
-    match: {subject: "outage"}
-    decision: urgent
-    reply: "On it."
-  - name: invoices
-    match: {body: "invoice"}
-    decision: delegate
-    delegate_to: finance@example.com
-    reason: Finance handles invoices
-default:
-  decision: needs_info
-  reason: No rule matched
-"""
 
 
 def frontmatter(path: Path) -> dict:
     text = path.read_text(encoding="utf-8")
     return yaml.safe_load(text.split("---\n")[1])
-
-
-def write_rules(vault: Path, text: str = RULES) -> None:
-    (vault / "triage-rules.yaml").write_text(text, encoding="utf-8")
 
 
 async def test_ingest_writes_a_pending_note_and_labels_the_mail(orchestrator, vault: Path, store: Path) -> None:

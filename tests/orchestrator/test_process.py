@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.orchestrator.conftest import add_mail, sent
+from tests.helpers.orchestrator import add_mail, sent
 
 pytestmark = pytest.mark.e2e
 

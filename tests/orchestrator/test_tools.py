@@ -10,8 +10,8 @@ from mcp import Client
 
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from tests.orchestrator.conftest import add_mail, sent
-from tests.tool_calls import call, fail
+from tests.helpers.orchestrator import add_mail, sent
+from tests.helpers.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
 

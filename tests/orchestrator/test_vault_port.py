@@ -26,9 +26,9 @@ from deskmcp.orchestrator.vault_port import VaultPort, list_paths, open_vault, u
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList
 from deskmcp.vault.server import Settings as VaultSettings
 from deskmcp.vault.server import create_server as create_vault
+from tests.helpers.orchestrator import add_mail
+from tests.helpers.tool_calls import call
 from tests.orchestrator import mail_stub
-from tests.orchestrator.conftest import add_mail
-from tests.tool_calls import call
 
 pytestmark = pytest.mark.anyio
 
