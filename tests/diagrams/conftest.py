@@ -11,8 +11,7 @@ from mcp import Client
 
 from deskmcp.diagrams.server import Settings, create_server
 from deskmcp.diagrams.service import DiagramsService
-from tests.tool_calls import call as call
-from tests.tool_calls import fail as fail
+from tests.helpers.tool_calls import Connect
 
 ENVIRONMENT = (
     "PROJECT_ROOT",
@@ -59,9 +58,6 @@ def settings_for(tmp_path: Path) -> Callable[..., Settings]:
     return build
 
 
-Connect = Callable[..., Client]
-
-
 @pytest.fixture
 def connect(project: Path, settings_for: Callable[..., Settings]) -> Connect:
     """An in-memory client over a fresh server on `project` (enter it after writing the test data)."""
@@ -71,10 +67,3 @@ def connect(project: Path, settings_for: Callable[..., Settings]) -> Connect:
         return Client(create_server(settings, service))
 
     return build
-
-
-def write(root: Path, rel: str, data: str | bytes) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    return path

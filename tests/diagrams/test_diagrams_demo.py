@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.demo import diagrams as demo
 from deskmcp.demo.tour import DATA_FOLDERS, resolve
-from tests.diagrams.conftest import Connect, call
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,9 @@ from dulwich.repo import Repo
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.git import GitRepositories, public_url
 from deskmcp.diagrams.sources.git_remote import parse_remote
-from tests.clock import ManualClock
-from tests.diagrams.conftest import Connect, call, fail, write
+from tests.helpers.clock import ManualClock
+from tests.helpers.files import write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

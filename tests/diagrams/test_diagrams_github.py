@@ -10,9 +10,9 @@ import pytest
 
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.github import GitHubClient, parse_repo
-from tests.clock import ManualClock
-from tests.diagrams.conftest import Connect, call, fail
 from tests.diagrams.github_stub import GitHubStub, Reply, serve
+from tests.helpers.clock import ManualClock
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from deskmcp.diagrams.sources.contract import SNIFF_BYTES, glob_regex, read_text
-from tests.diagrams.conftest import Connect, call, fail, write
+from tests.helpers.files import write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -25,9 +25,10 @@ from deskmcp.diagrams.output import filename_stem
 from deskmcp.diagrams.render import KrokiRenderer, OfflineRenderer
 from deskmcp.diagrams.server import Settings
 from deskmcp.diagrams.service import DiagramsService
-from tests.clock import ManualClock
-from tests.conftest import shared_corpus
-from tests.diagrams.conftest import Connect, call, fail, write
+from tests.helpers.clock import ManualClock
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.files import write
+from tests.helpers.tool_calls import Connect, call, fail
 
 FLOW = "flowchart LR\n  A[Client] --> B[Server]\n  B --> C[(Database)]\n"
 BROKEN = "flowchart TD\n  A --> B\n  B --< C\n"
