@@ -9,8 +9,8 @@ from mcp import Client
 
 from deskmcp.documents.server import create_server
 from deskmcp.documents.settings import DocumentsSettings
-from tests.conftest import shared_corpus
 from tests.documents.samples import ok
+from tests.helpers.corpora import shared_corpus
 
 pytestmark = pytest.mark.anyio
 
