@@ -16,7 +16,7 @@ from deskmcp.meetings.models import Meeting
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.meetings.worker import changes
-from tests.conftest import shared_corpus
+from tests.helpers.corpora import shared_corpus
 
 from .fixtures import ALPHA, BETA, state
 from .test_cache_file import TRICKY

@@ -12,7 +12,7 @@ from mcp import Client
 
 from deskmcp.meetings.server import create_server
 from deskmcp.meetings.settings import MeetingsSettings
-from tests.conftest import shared_corpus
+from tests.helpers.corpora import shared_corpus
 
 from .fixtures import write
 
