@@ -17,7 +17,7 @@ from deskmcp.core.errors import (
 from deskmcp.core.http import error_for_exception, error_for_response, new_client, request
 from deskmcp.core.retry import RetryPolicy
 from deskmcp.core.throttle import Throttle
-from tests.clock import ManualClock
+from tests.helpers.clock import ManualClock
 
 START = 1_800_000_000.0
 

@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.core.errors import ExternalServiceError, NotFound, RateLimited
 from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
-from tests.clock import ManualClock
+from tests.helpers.clock import ManualClock
 
 START = 1_800_000_000.0
 

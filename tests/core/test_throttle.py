@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deskmcp.core.throttle import RateLimiter, Throttle
-from tests.clock import ManualClock
+from tests.helpers.clock import ManualClock
 
 
 def test_rate_limiter_allows_a_burst_then_spreads_requests_over_the_minute() -> None:

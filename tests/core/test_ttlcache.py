@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from deskmcp.core.ttlcache import TTLCache
-from tests.clock import ManualClock
+from tests.helpers.clock import ManualClock
 
 
 def test_ttl_cache_expires_entries_after_ttl() -> None:
