@@ -10,15 +10,13 @@ import pytest
 from mcp import Client
 
 from deskmcp.vault.server import Settings, create_server
-from tests.tool_calls import call as call
-from tests.tool_calls import fail as fail
 
-QUARTZ = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "quartz-docs"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+# Re-exported only for test_vault_frontmatter.py until its import line moves to tests.helpers.
+from tests.helpers.corpora import QUARTZ as QUARTZ
+from tests.helpers.files import write as write
+from tests.helpers.tool_calls import Connect
+from tests.helpers.tool_calls import call as call
+from tests.helpers.tool_calls import fail as fail
 
 
 @pytest.fixture(autouse=True)
@@ -51,9 +49,6 @@ def settings_for(tmp_path: Path) -> Callable[..., Settings]:
     return build
 
 
-Connect = Callable[..., Client]
-
-
 @pytest.fixture
 def connect(vault: Path, settings_for: Callable[..., Settings]) -> Connect:
     """An in-memory client over a fresh server on `vault` (enter it after writing the test data)."""
@@ -64,39 +59,8 @@ def connect(vault: Path, settings_for: Callable[..., Settings]) -> Connect:
     return build
 
 
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode("utf-8"))
-    return path
-
-
 @pytest.fixture
 async def client(connect: Connect) -> AsyncIterator[Client]:
     """A client over an empty vault, for tests that create their data through the tools."""
     async with connect() as c:
         yield c
-
-
-def names(folder: Path) -> list[str]:
-    """The entries of a folder, sorted (temp files included)."""
-    return sorted(p.name for p in folder.iterdir())
-
-
-def disk_fingerprints(root: Path) -> dict[str, str]:
-    """`mtime_ns:size` of every visible note under `root`, as the index records them."""
-    out: dict[str, str] = {}
-    for path in root.rglob("*.md"):
-        rel = path.relative_to(root).as_posix()
-        if not any(part.startswith(".") for part in rel.split("/")):
-            st = path.stat()
-            out[rel] = f"{st.st_mtime_ns}:{st.st_size}"
-    return out
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
-
-
-def real(path: Path) -> str:
-    return str(path.resolve())

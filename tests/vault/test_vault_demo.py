@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.demo import vault as demo
 from deskmcp.demo.tour import resolve
-from tests.vault.conftest import Connect, call
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 

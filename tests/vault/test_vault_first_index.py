@@ -11,8 +11,7 @@ from mcp import Client
 from deskmcp.vault.catalog import Catalog
 from deskmcp.vault.server import create_server
 from deskmcp.vault.service import WAIT_BELOW, VaultService
-
-from .conftest import call
+from tests.helpers.tool_calls import call
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,8 @@ from mcp import Client
 
 import deskmcp.core.files
 from deskmcp.vault.service import VaultService
-from tests.vault.conftest import Connect, call, disk_fingerprints, fail, names, write
+from tests.helpers.files import disk_fingerprints, names, write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ import pytest
 
 from deskmcp.core.errors import Conflict
 from deskmcp.vault.service import VaultService
-
-from .conftest import call, write
+from tests.helpers.files import write
+from tests.helpers.tool_calls import call
 
 pytestmark = pytest.mark.anyio
 

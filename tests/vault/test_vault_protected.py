@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.vault.conftest import Connect, call, fail, write
+from tests.helpers.files import write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

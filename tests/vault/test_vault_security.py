@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.vault.conftest import Connect, call, fail, names, read, write
+from tests.helpers.files import names, read, write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.vault.conftest import call, write
+from tests.helpers.files import write
+from tests.helpers.tool_calls import call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -9,7 +9,8 @@ import pytest
 from mcp import Client
 
 from deskmcp.vault.server import create_server
-from tests.vault.conftest import Connect, call, fail, real, write
+from tests.helpers.files import real, write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 
