@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
-from starlette.types import ASGIApp
+from tests.helpers.network import Serving, serving
 
 MEETINGS = [
     ("m-budget", "Budget review", "2026-11-02T09:00:00Z", "Ada Lovelace", "ada@example.com"),
@@ -58,47 +52,6 @@ def empty_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GRANOLA_CACHE_PATH", str(root / "granola"))
     monkeypatch.delenv("DESKMCP_TOKEN", raising=False)
     return root
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-class ObservedServer(uvicorn.Server):
-    """A uvicorn server that signals when it is listening."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
-@contextmanager
-def serving(app: ASGIApp, *, startup_seconds: float = 30, **config: Any) -> Iterator[str]:
-    """Run `app` under uvicorn on a free loopback port in a thread; yields the base URL.
-    `config` goes to `uvicorn.Config` (e.g. `httpapi.uvicorn_settings(options)`)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = ObservedServer(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        if not server.ready.wait(startup_seconds) or not server.started:
-            raise RuntimeError("uvicorn did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-
-
-Serving = Callable[..., AbstractContextManager[str]]
 
 
 @pytest.fixture
