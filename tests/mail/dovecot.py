@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 from imapclient import IMAPClient
 
-from tests.mail.conftest import free_port, make_mail
+from tests.helpers.mail import make_mail
+from tests.helpers.network import free_port
 
 DOVECOT = "dovecot"
 PASSWORD = "dovecot-pw"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_corpus
-from tests.mail.conftest import Connect, call
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 

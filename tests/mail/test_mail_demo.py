@@ -11,7 +11,8 @@ import pytest
 
 from deskmcp.demo import mail as demo
 from deskmcp.demo.tour import resolve
-from tests.mail.conftest import Connect, audit_lines, call
+from tests.helpers.mail import audit_lines
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 

@@ -18,8 +18,9 @@ from deskmcp.core.retry import RetryPolicy
 from deskmcp.mail.backends.gmail import GmailBackend
 from deskmcp.mail.server import Settings, create_server
 from deskmcp.mail.service import MailService
-from tests.clock import ManualClock
-from tests.mail.conftest import audit_lines, call, fail, make_mail
+from tests.helpers.clock import ManualClock
+from tests.helpers.mail import audit_lines, make_mail
+from tests.helpers.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mail.conftest import Connect, call, deliver, fail, make_mail
+from tests.helpers.mail import deliver, make_mail
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mail.conftest import Connect, call, deliver
+from tests.helpers.mail import deliver
+from tests.helpers.tool_calls import Connect, call
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 from imapclient import IMAPClient
 
-from tests.mail.conftest import Connect, SmtpSink, call, fail, free_port, make_mail
+from tests.helpers.mail import SmtpSink, make_mail
+from tests.helpers.network import free_port
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from deskmcp.mail.server import Settings
 from deskmcp.mail.service import MailService
-from tests.mail.conftest import SmtpSink, audit_lines
+from tests.helpers.mail import SmtpSink, audit_lines
 
 SEND = """
 from deskmcp.mail.server import Settings

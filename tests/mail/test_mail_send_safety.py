@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.mail.conftest import Connect, SmtpSink, audit_lines, call, deliver, fail, make_mail
+from tests.helpers.mail import SmtpSink, audit_lines, deliver, make_mail
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 

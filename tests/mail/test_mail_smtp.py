@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mail.conftest import Connect, SmtpSink, audit_lines, call, deliver, fail, make_mail
+from tests.helpers.mail import SmtpSink, audit_lines, deliver, make_mail
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +61,7 @@ async def test_smtp_retry_with_the_same_key_delivers_once(connect: Connect, smtp
 
 
 async def test_unreachable_smtp_server_is_send_failed_and_nothing_is_filed(connect: Connect, workspace: Path) -> None:
-    from tests.mail.conftest import free_port
+    from tests.helpers.network import free_port
 
     settings = {"smtp_host": "127.0.0.1", "smtp_port": free_port(), "smtp_security": "none", "timeout": 5}
     async with connect(**settings) as c:

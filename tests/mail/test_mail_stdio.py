@@ -11,7 +11,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.mail.conftest import audit_lines, call, deliver, fail, make_mail
+from tests.helpers.mail import audit_lines, deliver, make_mail
+from tests.helpers.tool_calls import call, fail
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mail.conftest import Connect, audit_lines, call, deliver, fail, make_mail
+from tests.helpers.mail import audit_lines, deliver, make_mail
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 
