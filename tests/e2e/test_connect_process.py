@@ -10,14 +10,10 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.e2e.test_serve_all_process import environment, free_port, server_process, write_cache
+from tests.helpers.network import free_port
+from tests.helpers.processes import environment, server_process, write_meeting_cache
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def connect_params(url: str, workspace: Path, **env: str) -> StdioServerParameters:
@@ -34,7 +30,7 @@ def remote(workspace: Path, port: int, token: str) -> object:
 
 
 async def test_connect_forwards_tools_and_answers_mcp_unavailable_while_the_remote_is_down(tmp_path: Path) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     (tmp_path / "sheets").mkdir()
     (tmp_path / "sheets" / "team.csv").write_text("name,role\nAda,lead\n", encoding="utf-8")
     port = free_port()
@@ -68,7 +64,7 @@ async def test_connect_forwards_tools_and_answers_mcp_unavailable_while_the_remo
 
 
 async def test_connect_with_a_wrong_token_answers_auth_required(tmp_path: Path) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     port = free_port()
     params = connect_params(f"http://127.0.0.1:{port}", tmp_path, DESKMCP_REMOTE_TOKEN="wrong")
     with anyio.fail_after(240), remote(tmp_path, port, "right"):

@@ -17,11 +17,6 @@ from deskmcp.demo.tour import demo_servers, show_client_config
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_every_printed_demo_entry_starts_a_server_that_answers_initialize(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

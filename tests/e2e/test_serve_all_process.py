@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import socket
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -20,61 +11,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from deskmcp.servers import SERVERS
+from tests.helpers.network import free_port
+from tests.helpers.processes import environment, server_process, write_meeting_cache
 
 pytestmark = pytest.mark.e2e
 
 
-def write_cache(folder: Path) -> None:
-    folder.mkdir(parents=True)
-    state = {"documents": {"m-1": {"id": "m-1", "title": "Quarterly planning", "created_at": "2026-11-02T09:00:00Z"}}}
-    (folder / "cache-v4.json").write_text(json.dumps({"cache": {"state": state}}), encoding="utf-8")
-
-
-def environment(workspace: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "DESKMCP_TOKEN"}
-    env.update(DESKMCP_WORKSPACE=str(workspace), GRANOLA_CACHE_PATH=str(workspace / "granola"), **extra)
-    return env
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def server_process(args: list[str], env: dict[str, str], ready: str, seconds: float = 60) -> Iterator[list[str]]:
-    """Start `deskmcp ARGS`; yields once a stderr line contains `ready`, with the stderr lines so far."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "deskmcp.cli", *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    assert proc.stderr is not None
-    stderr = proc.stderr
-    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
-    seen: list[str] = []
-    try:
-        deadline = time.monotonic() + seconds
-        while not any(ready in line for line in seen):
-            seen.append(lines.get(timeout=max(0.01, deadline - time.monotonic())))
-        yield seen
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-
-
 def test_serve_all_http_process_answers_tool_api_and_mcp(tmp_path: Path) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     args = ["serve", "all", "--http", "--port", str(port), "--log-level", "INFO"]
@@ -110,7 +54,7 @@ def test_serve_all_logs_one_line_for_a_skipped_server(tmp_path: Path) -> None:
 
 
 def test_serve_all_http_prints_its_address_on_start(tmp_path: Path) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
 
@@ -123,7 +67,7 @@ def test_serve_all_http_prints_its_address_on_start(tmp_path: Path) -> None:
 
 
 def test_serve_all_http_off_loopback_prints_its_address_and_the_generated_token(tmp_path: Path) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     port = free_port()
     args = ["serve", "all", "--http", "--host", "0.0.0.0", "--port", str(port)]
 
@@ -139,7 +83,7 @@ def test_serve_all_http_off_loopback_prints_its_address_and_the_generated_token(
 
 @pytest.mark.parametrize("name", ["all", "meetings"])
 def test_serve_over_stdio_lists_and_calls_tools(tmp_path: Path, name: str) -> None:
-    write_cache(tmp_path / "granola")
+    write_meeting_cache(tmp_path / "granola")
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "deskmcp.cli", "serve", name], env=environment(tmp_path)
     )
