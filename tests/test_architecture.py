@@ -5,7 +5,7 @@ nothing imported):
 - the orchestrator imports nothing from `deskmcp.mail` (it reaches mail over MCP only);
 - only the MCP adapters and the entry points import the SDK (`mcp`): every `*/server.py`,
   `cli.py`, `gateway.py`, `connect.py`, `httpapi.py`, `demo/tour.py`, `orchestrator/mcp_client.py`
-  and `core/errors.py` (the taxonomy subclasses the SDK's `ToolError`).
+  and `core/server.py` (the error taxonomy, `core/errors.py`, is a plain exception tree).
 
 Every import counts: at the top, inside a function, under `if TYPE_CHECKING:`, relative ones, and
 `importlib.import_module("...")` with a literal name. The checker is tested on small trees built
@@ -22,7 +22,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "deskmcp"
 
 MCP_ALLOWED = {"cli.py", "gateway.py", "connect.py", "httpapi.py", "demo/tour.py", "orchestrator/mcp_client.py"}
-MCP_ALLOWED |= {"core/server.py", "core/errors.py"}
+MCP_ALLOWED |= {"core/server.py"}
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 CLEAN = {
-    "core/errors.py": "from mcp.server.mcpserver.exceptions import ToolError\n",
+    "core/errors.py": "import orjson\n",
     "core/server.py": "import mcp\n",
     "core/index.py": "from deskmcp.core import errors\nfrom . import errors as e\n",
     "vault/server.py": "from mcp.types import TextContent\nfrom .service import VaultService\n",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from deskmcp import __version__
+from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.servers import SERVERS, ServerSpec, get_spec
 
 if TYPE_CHECKING:
@@ -79,7 +80,6 @@ ExcludeOpt = Annotated[str | None, typer.Option("--exclude", help="Comma-separat
 
 
 def _selected(name: str, only: str | None, exclude: str | None) -> list[ServerSpec]:
-    from deskmcp.core.errors import BadRequest
     from deskmcp.gateway import parse_names, select
 
     try:
@@ -170,7 +170,6 @@ def _server_name(name: str) -> str:
 
 def _compose(specs: list[ServerSpec], **kwargs: Any) -> Any:
     """`gateway.compose`, with a bad toolset selection reported as one line and exit code 2."""
-    from deskmcp.core.errors import BadRequest
     from deskmcp.gateway import compose
 
     try:
@@ -196,7 +195,6 @@ def tools(
     Describing writes nothing: no index is opened and no folder is created.
     """
     if stats:
-        from deskmcp.core.errors import BadRequest
         from deskmcp.toolcost import measure, print_table
 
         setup_logging("ERROR")
@@ -241,8 +239,6 @@ def parse_assignments(pairs: list[str]) -> dict[str, Any]:
     """
     import orjson
 
-    from deskmcp.core.errors import BadRequest
-
     arguments: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -274,7 +270,6 @@ def call(
     from mcp import Client
     from mcp.types import TextContent
 
-    from deskmcp.core.errors import BadRequest
     from deskmcp.gateway import compose
 
     setup_logging(log_level)
@@ -393,7 +388,6 @@ def auth_google(
     Needs an OAuth client: GOOGLE_CLIENT_SECRETS (the client JSON of a Desktop app), or
     GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET. Run it again whenever a tool answers auth_required.
     """
-    from deskmcp.core.errors import DeskError
     from deskmcp.core.google_auth import GoogleSettings, run_desktop_flow, scopes_for
 
     setup_logging("WARNING")

@@ -24,6 +24,7 @@ from mcp.types import Tool as MCPTool
 from deskmcp import __version__
 from deskmcp.core.errors import AuthRequired, DeskError, MCPUnavailable
 from deskmcp.core.files import atomic_write_text
+from deskmcp.core.server import error_result
 
 log = logging.getLogger("deskmcp.connect")
 
@@ -118,13 +119,13 @@ class ForwardingServer(MCPServer[Any]):
                 result = await client.call_tool(name, arguments)
         except MCPError as exc:
             if 401 in statuses or not statuses or statuses[-1] >= 400:
-                raise self._unavailable(exc, statuses) from exc
+                return error_result(self._unavailable(exc, statuses))
             return CallToolResult(
                 content=[TextContent(type="text", text=json.dumps({"error": "bad_request", "message": str(exc)}))],
                 is_error=True,
             )
         except Exception as exc:  # the remote boundary
-            raise self._unavailable(exc, statuses) from exc
+            return error_result(self._unavailable(exc, statuses))
         return result
 
     def _cached_tools(self) -> list[MCPTool]:

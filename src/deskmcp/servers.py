@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from deskmcp.core.errors import BadRequest
+
 
 @dataclass(frozen=True)
 class ServerSpec:
@@ -65,8 +67,6 @@ SERVERS: dict[str, ServerSpec] = {
 
 
 def get_spec(name: str) -> ServerSpec:
-    from deskmcp.core.errors import BadRequest  # the errors import the SDK: only when needed
-
     try:
         return SERVERS[name]
     except KeyError:

@@ -1,13 +1,13 @@
 import json
-
-from mcp.server.mcpserver.exceptions import ToolError
+import subprocess
+import sys
 
 from deskmcp.core.errors import ERRORS_BY_CODE, Conflict, DeskError, NotFound, from_payload
 
 
-def test_every_error_is_a_tool_error_whose_text_is_the_json_body():
+def test_every_error_is_a_plain_exception_whose_text_is_the_json_body():
     exc = NotFound("No meeting 'abc'. Call meetings_list for valid ids.", {"id": "abc"})
-    assert isinstance(exc, ToolError)
+    assert NotFound.__mro__[1:] == (DeskError, Exception, BaseException, object)
     assert json.loads(str(exc)) == {
         "error": "not_found",
         "message": "No meeting 'abc'. Call meetings_list for valid ids.",
@@ -38,3 +38,13 @@ def test_unknown_code_in_a_payload_becomes_internal_error():
     rebuilt = from_payload({"error": "weird", "message": "m"})
     assert isinstance(rebuilt, DeskError)
     assert rebuilt.code == "internal_error"
+
+
+def test_importing_the_taxonomy_does_not_load_the_mcp_sdk():
+    # A fresh interpreter: the test process itself has the SDK loaded already.
+    code = (
+        "import sys, deskmcp.core.errors, deskmcp.core.dates\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mcp'))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

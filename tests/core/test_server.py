@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult, TextContent
 
 from deskmcp.core.errors import NotFound
 from deskmcp.core.server import READ_ONLY, DeskServer
@@ -86,6 +88,23 @@ async def test_a_crashing_tool_is_an_internal_error_without_its_traceback():
     body = json.loads(result.content[0].text)  # type: ignore[union-attr]
     assert body["error"] == "internal_error"
     assert "secret" not in body["message"]
+
+
+async def test_call_tool_answers_a_desk_error_as_an_error_result_with_the_exact_json_body():
+    result = await build().call_tool("notes.lookup", {"key": "b"})
+    assert isinstance(result, CallToolResult)
+    assert result.is_error
+    assert [c.text for c in result.content if isinstance(c, TextContent)] == [
+        '{"error":"not_found","message":"No note \'b\'. Call notes.lookup_all for keys.","details":{"key":"b"}}'
+    ]
+
+
+async def test_an_anticipated_error_is_not_logged_as_a_crash(caplog: pytest.LogCaptureFixture):
+    with caplog.at_level(logging.INFO):
+        async with Client(build()) as client:
+            result = await client.call_tool("notes.lookup", {"key": "b"})
+    assert result.is_error
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 async def test_deskmcp_tool_names_safe_makes_every_composed_tool_name_client_safe(

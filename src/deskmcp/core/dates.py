@@ -7,6 +7,8 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from deskmcp.core.errors import BadRequest
+
 _MS_THRESHOLD = 1e11  # epoch values above this are milliseconds (year 5138 in seconds)
 
 
@@ -65,8 +67,6 @@ def parse_user_time(value: str | None, field: str, zone: tzinfo, *, end_of_day: 
             return (start + timedelta(days=1) if end_of_day else start).astimezone(UTC)
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        from deskmcp.core.errors import BadRequest  # the MCP SDK: kept out of the meetings worker
-
         raise BadRequest(
             f"{field} {value!r} is not an ISO 8601 date or datetime (e.g. 2024-05-01 or 2024-05-01T09:30:00Z).",
             {"field": field, "value": value},
@@ -122,8 +122,6 @@ def resolve_zone(name: str | None) -> tzinfo:
             return ZoneInfo(candidate)
         except (ZoneInfoNotFoundError, ValueError) as exc:
             if name:
-                from deskmcp.core.errors import BadRequest
-
                 raise BadRequest(
                     f"Unknown time zone {name!r}; use an IANA name such as 'Europe/Paris'.",
                     {"timezone": name},

@@ -1,9 +1,10 @@
 """One error taxonomy for every server.
 
-Every failure a tool reports is a `DeskError`. It subclasses the SDK's `ToolError`
-so the model receives our text, and that text is the JSON object
-`{"error": code, "message": ..., "details": {...}}`. Each code also carries the HTTP
-status the tool API answers with.
+Every failure a tool reports is a `DeskError`: a plain exception tree (no SDK import, so
+services, the meetings cache reader process and the CLI can raise and catch it without loading
+the MCP SDK). `DeskServer.call_tool` (core/server.py) turns one into the tool result the model
+sees: `isError: true` and the JSON object `{"error": code, "message": ..., "details": {...}}`.
+Each code also carries the HTTP status the tool API answers with.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import orjson
-from mcp.server.mcpserver.exceptions import ToolError
 
 ErrorCode = Literal[
     "bad_request",
@@ -30,7 +30,7 @@ ErrorCode = Literal[
 ]
 
 
-class DeskError(ToolError):
+class DeskError(Exception):
     """Base of the taxonomy. Subclasses fix `code` and `http_status`."""
 
     code: ClassVar[ErrorCode] = "internal_error"
@@ -48,7 +48,7 @@ class DeskError(ToolError):
         return orjson.dumps(self.to_dict(), default=str).decode()
 
     def __str__(self) -> str:
-        # The SDK sends str(exc) to the client as the result text.
+        # The JSON body: what the model reads, and what a log line or the CLI shows.
         return self.to_json()
 
 

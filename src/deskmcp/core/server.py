@@ -2,10 +2,10 @@
 
 Every server package builds its tools on a `DeskServer`. What it adds to the SDK:
 
-- every failed tool call comes back as the taxonomy's JSON body: a `DeskError` as is, an
-  argument that fails the input schema or is not a parameter at all as `bad_request` (naming
-  the valid ones), an unknown tool as `not_found`, a crash as `internal_error` (traceback to
-  the log, never to the client);
+- every failed tool call comes back as an `isError` result holding the taxonomy's JSON body,
+  converted once in `call_tool`: a `DeskError` as is, an argument that fails the input schema
+  or is not a parameter at all as `bad_request` (naming the valid ones), an unknown tool as
+  `not_found`, a crash as `internal_error` (traceback to the log, never to the client);
 - results carry their structured content once more as compact JSON text (no indentation);
 - tool definitions are published compactly (`core.schema`), output schemas only on request;
 - tools belong to toolsets (`core.toolsets`) that configuration, or the client itself in
@@ -66,10 +66,10 @@ def validation_error(exc: ValidationError) -> BadRequest:
 
 
 def as_desk_error(exc: ToolError, tool: str) -> DeskError:
-    """Map whatever the SDK raised around a tool call onto the taxonomy."""
+    """Map whatever the SDK raised around a tool call onto the taxonomy. A `DeskError` raised by
+    the tool reaches here as the `__cause__` of the SDK's wrapper (an `UnexpectedToolError`, as
+    for any exception that is not the SDK's own), so it is looked for first."""
     cause = exc.__cause__
-    if isinstance(exc, DeskError):
-        return exc
     if isinstance(cause, DeskError):
         return cause
     if isinstance(exc, UnexpectedToolError):
@@ -403,17 +403,28 @@ class DeskServer(MCPServer[Any]):
             )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        """Run a tool. Every failure comes back here, once, as the taxonomy's error result (the
+        same conversion the SDK applies to a `ToolError`), so MCP clients and the tool API see
+        the same body."""
         try:
             self.check_arguments(name, arguments)
             result = await super().call_tool(name, arguments, context)
         except DeskError as exc:
-            exc.message = self.published(exc.message) or ""
-            raise
+            return self.error_result(exc, name)
         except ToolError as exc:
-            error = as_desk_error(exc, name)
-            error.message = self.published(error.message) or ""
-            raise error from exc
+            return self.error_result(as_desk_error(exc, name), name)
         return compact_result(result)
+
+    def error_result(self, error: DeskError, tool: str) -> CallToolResult:
+        """`error` as the tool result the model reads, tool names written as the client sees them."""
+        error.message = self.published(error.message) or ""
+        log.info("tool %s failed: %s %r", tool, error.code, error.message)
+        return error_result(error)
+
+
+def error_result(error: DeskError) -> CallToolResult:
+    """The MCP form of a failed call: `isError` and the JSON body as the only text."""
+    return CallToolResult(content=[TextContent(type="text", text=error.to_json())], is_error=True)
 
 
 def compact_result(result: Any) -> Any:
