@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# Re-exported only for tests/mail/test_mail_dovecot.py until its import line moves to tests.helpers.
+from tests.helpers.corpora import shared_corpus as shared_corpus
 
 
 @pytest.fixture
 def anyio_backend() -> str:
+    """Async tests (`pytest.mark.anyio`) run on asyncio, the loop the servers run on in production."""
     return "asyncio"
 
 
@@ -21,11 +23,3 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home" / ".local" / "share"))
     monkeypatch.setenv("DESKMCP_TIMEZONE", "UTC")
-
-
-def shared_corpus(name: str) -> Path:
-    """A folder of the shared test corpora (beside the checkout), or skip the test when they are absent."""
-    path = SHARED / "corpora" / name
-    if not path.is_dir():
-        pytest.skip(f"the {name} corpus is not installed beside the checkout")
-    return path
