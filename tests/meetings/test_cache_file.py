@@ -4,7 +4,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from deskmcp.meetings.cache_file import CacheReadError, read_document
+from deskmcp.core.errors import DeskError
+from deskmcp.meetings.cache_file import read_document
 from deskmcp.meetings.normalize import transcript_digest, transcript_segments
 
 TRICKY = [
@@ -65,7 +66,7 @@ def test_a_cache_that_keeps_changing_while_read_is_a_parse_error_not_a_mix(tmp_p
     def rewrite(_n: int) -> None:
         path.write_text(text + " ", encoding="utf-8")
 
-    with pytest.raises(CacheReadError, match="kept changing") as caught:
+    with pytest.raises(DeskError, match="kept changing") as caught:
         read_document(path, 1 << 20, chunk_bytes=64, after_chunk=rewrite)
     assert caught.value.code == "parse_error"
 
@@ -79,7 +80,7 @@ def test_a_malformed_string_cache_is_a_parse_error(tmp_path: Path, content: byte
     path.write_bytes(content)
     try:
         document = read_document(path, 1 << 20, chunk_bytes=4)
-    except CacheReadError as exc:
+    except DeskError as exc:
         assert exc.code == "parse_error"
     else:
         with pytest.raises(orjson.JSONDecodeError):
@@ -89,7 +90,7 @@ def test_a_malformed_string_cache_is_a_parse_error(tmp_path: Path, content: byte
 def test_a_cache_over_the_size_limit_is_refused_before_reading(tmp_path: Path):
     path = tmp_path / "cache-v6.json"
     path.write_bytes(b"{" + b" " * 5000 + b"}")
-    with pytest.raises(CacheReadError, match="over the") as caught:
+    with pytest.raises(DeskError, match="over the") as caught:
         read_document(path, 1000)
     assert caught.value.code == "io_error"
 

@@ -11,7 +11,6 @@ import pytest
 from deskmcp.core.errors import ParseError
 from deskmcp.demo.meetings import build_state
 from deskmcp.meetings import cache_scan
-from deskmcp.meetings.cache_file import CacheReadError
 from deskmcp.meetings.models import Meeting
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
@@ -121,7 +120,7 @@ def test_a_transcript_the_scan_cannot_follow_is_read_whole_with_the_same_result(
         0, {"text": "nested", "words": [{"w": "nested"}], "alternatives": ["nested"], "is_final": True}
     )
     path = write_cache(tmp_path / "g" / "cache-v3.json", data, 3)
-    with pytest.raises(CacheReadError) as caught:
+    with pytest.raises(ParseError) as caught:
         list(changes(path, 1 << 30, {}))
     assert caught.value.details["reread"] is True
     service = MeetingService(MeetingsSettings(workspace=tmp_path / "ws", cache_path=tmp_path / "g", worker_min_mb=0))
@@ -161,7 +160,7 @@ def test_a_damaged_string_cache_is_the_same_parse_error_and_leaves_the_index_as_
         data["documents"][BETA]["title"] = "Renamed before the damage"
         damaged = damage(write_cache(path, data, 3).read_bytes())
         path.write_bytes(damaged)
-        with pytest.raises(CacheReadError) as expected:
+        with pytest.raises(ParseError) as expected:
             list(changes(path, 1 << 30, {}, scan=False))
         with pytest.raises(ParseError) as caught:
             service.refresh()

@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core.errors import DeskError, IOFailure, NotFound, ParseError, PermissionDenied
+
 CHUNK_BYTES = 4 * 1024 * 1024
 ATTEMPTS = 3
 VERSIONED_NAME = re.compile(r"^cache-v(\d+)\.json$")
@@ -32,23 +34,8 @@ _STRING_CACHE = re.compile(rb'^\s*\{\s*"cache"\s*:\s*"')
 _STRING_END = re.compile(rb'"\s*\}\s*$')
 
 
-class CacheReadError(Exception):
-    """Why the cache could not be read: a code of the error taxonomy, a message saying how to
-    recover, and details. Plain, so the worker process does not import the MCP SDK; the
-    service raises it as the taxonomy's error (`deskmcp.core.errors.from_payload`)."""
-
-    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details or {}
-
-    def payload(self) -> dict[str, Any]:
-        return {"error": self.code, "message": self.message, "details": self.details}
-
-
-def _error(code: str, message: str, path: Path, **details: Any) -> CacheReadError:
-    return CacheReadError(code, message, {"path": str(path), **details})
+def _error(kind: type[DeskError], message: str, path: Path, **details: Any) -> DeskError:
+    return kind(message, {"path": str(path), **details})
 
 
 @dataclass
@@ -101,22 +88,22 @@ def read_document(
         if attempt == ATTEMPTS - 1:
             break
     raise _error(
-        "parse_error",
+        ParseError,
         f"{path.name} kept changing while being read ({ATTEMPTS} attempts); Granola may be busy. Try again.",
         path,
         attempts=ATTEMPTS,
     )
 
 
-def _open_errors(path: Path, exc: OSError) -> CacheReadError:
+def _open_errors(path: Path, exc: OSError) -> DeskError:
     name = path.name
     if isinstance(exc, FileNotFoundError):
-        return _error("not_found", f"{name} does not exist.", path)
+        return _error(NotFound, f"{name} does not exist.", path)
     if isinstance(exc, PermissionError):
-        return _error("permission_denied", f"{name} cannot be read: permission denied.", path)
+        return _error(PermissionDenied, f"{name} cannot be read: permission denied.", path)
     if isinstance(exc, IsADirectoryError):
-        return _error("not_found", f"{name} is a folder, not a file.", path)
-    return _error("io_error", f"{name} could not be read: {exc.strerror}.", path)
+        return _error(NotFound, f"{name} is a folder, not a file.", path)
+    return _error(IOFailure, f"{name} could not be read: {exc.strerror}.", path)
 
 
 def _read_once(
@@ -131,7 +118,7 @@ def _read_once(
         before = os.fstat(handle.fileno())
         if before.st_size > max_bytes:
             raise _error(
-                "io_error",
+                IOFailure,
                 f"{path.name} is {before.st_size:,} bytes, over the {max_bytes:,}-byte limit (GRANOLA_MAX_CACHE_MB).",
                 path,
                 size=before.st_size,
@@ -155,7 +142,7 @@ def _read_once(
         return None
     if len(data) < 4096 and not bytes(data).strip():
         raise _error(
-            "parse_error",
+            ParseError,
             f"{path.name} is empty. Granola may be writing it; try again, or check the Granola app.",
             path,
         )
@@ -270,7 +257,7 @@ def unescape(
         stop = 1 + carried + n
         last = remaining <= 0 or n == 0
         if last and remaining > 0:
-            raise _error("parse_error", f"{path.name} ends inside the cache string: it may be truncated.", path)
+            raise _error(ParseError, f"{path.name} ends inside the cache string: it may be truncated.", path)
         cut = stop if last else max(1, _safe_cut(work, stop))
         tail = bytes(work[cut:stop])
         if cut > 1:
@@ -280,7 +267,7 @@ def unescape(
                     text = orjson.loads(view[: cut + 1])
             except orjson.JSONDecodeError as exc:
                 raise _error(
-                    "parse_error",
+                    ParseError,
                     f"The cache string in {path.name} is not valid JSON ({exc}). It may be truncated; "
                     "reopen Granola to rewrite it.",
                     path,

@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 import orjson
 
-from deskmcp.meetings.cache_file import CacheReadError, TranscriptSpan
+from deskmcp.core.errors import ParseError
+from deskmcp.meetings.cache_file import TranscriptSpan
 from deskmcp.meetings.models import FolderRef, Meeting
 from deskmcp.meetings.normalize import (
     Segment,
@@ -95,13 +96,12 @@ def tolerant_state(data: bytes | memoryview, name: str, *, inner: bool) -> tuple
         outer = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         what = f"The inner cache JSON of {name}" if inner else name
-        raise CacheReadError(
-            "parse_error",
+        raise ParseError(
             f"{what} is not valid JSON ({exc}). It may be truncated; reopen Granola to rewrite it.",
             {"path": name},
         ) from exc
     if not isinstance(outer, dict):
-        raise CacheReadError("parse_error", f"{name} holds a JSON {type(outer).__name__}, not an object.")
+        raise ParseError(f"{name} holds a JSON {type(outer).__name__}, not an object.")
     cache: Any = outer if inner else outer.get("cache", outer)
     fmt = "string" if inner else "object"
     if isinstance(cache, str):
@@ -109,18 +109,15 @@ def tolerant_state(data: bytes | memoryview, name: str, *, inner: bool) -> tuple
         try:
             cache = orjson.loads(cache)
         except orjson.JSONDecodeError as exc:
-            raise CacheReadError(
-                "parse_error", f"The inner cache JSON of {name} is not valid JSON ({exc}).", {"path": name}
-            ) from exc
+            raise ParseError(f"The inner cache JSON of {name} is not valid JSON ({exc}).", {"path": name}) from exc
     if not isinstance(cache, dict):
-        raise CacheReadError("parse_error", f"The cache in {name} is not an object.")
+        raise ParseError(f"The cache in {name} is not an object.")
     state = cache.get("state", cache)
     if not isinstance(state, dict):
-        raise CacheReadError("parse_error", f"The cache state in {name} is not an object.")
+        raise ParseError(f"The cache state in {name} is not an object.")
     if "state" not in cache and not STATE_KEYS & state.keys():
         # Any JSON object would otherwise read as a cache of 0 meetings, hiding a wrong path.
-        raise CacheReadError(
-            "parse_error",
+        raise ParseError(
             f"{name} is not a Granola cache: it holds none of a cache's keys ('cache', 'state', "
             f"{', '.join(repr(k) for k in sorted(STATE_KEYS))}). Point GRANOLA_CACHE_PATH at Granola's "
             "cache-v*.json file or its folder.",

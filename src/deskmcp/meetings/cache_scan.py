@@ -29,8 +29,9 @@ from typing import Any
 import msgspec
 import orjson
 
+from deskmcp.core.errors import DeskError, ParseError
 from deskmcp.meetings import cache_file
-from deskmcp.meetings.cache_file import CHUNK_BYTES, CacheReadError, TranscriptSpan
+from deskmcp.meetings.cache_file import CHUNK_BYTES, TranscriptSpan
 from deskmcp.meetings.cache_records import lazy_state
 
 _MEMBER = b'\\"transcripts\\":{'
@@ -44,13 +45,12 @@ _LOOKAHEAD = 600
 """Bytes a key with its separators may take: more are read before a key is matched."""
 
 
-class SpanError(CacheReadError):
+class SpanError(ParseError):
     """A transcript span is not one JSON value, or the file changed while its spans were read:
     read the whole file instead."""
 
     def __init__(self, path: Path, why: str) -> None:
         super().__init__(
-            "parse_error",
             f"{path.name} changed or could not be read span by span ({why}); it is read whole instead.",
             {"path": str(path), "reread": True},
         )
@@ -113,7 +113,7 @@ def scan(path: Path, max_bytes: int, *, chunk_bytes: int = CHUNK_BYTES) -> Scann
         return None
     try:
         scanned = _scan(path, handle, max_bytes, chunk_bytes)
-    except (OSError, CacheReadError, _Unexpected):
+    except (OSError, DeskError, _Unexpected):
         scanned = None
     if scanned is None:
         handle.close()

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core.errors import IOFailure, NotFound, ParseError, from_payload
+from deskmcp.core.errors import IOFailure, NotFound, ParseError
 from deskmcp.meetings import cache_file
-from deskmcp.meetings.cache_file import CacheReadError
 from deskmcp.meetings.cache_records import FolderInfo, lazy_state, raw_meetings, tolerant_state
 from deskmcp.meetings.models import Meeting
 from deskmcp.meetings.normalize import Segment
@@ -123,12 +122,9 @@ def load_state(path: Path, max_bytes: int, *, lazy: bool = False) -> tuple[dict[
 
     With `lazy`, records may be `msgspec.Raw` (see `RawMeeting`).
     """
-    try:
-        document = cache_file.read_document(path, max_bytes)
-        fast = lazy_state(document.data, inner=document.inner) if lazy else None
-        state, fmt = fast or tolerant_state(document.data, path.name, inner=document.inner)
-    except CacheReadError as exc:
-        raise from_payload(exc.payload()) from exc
+    document = cache_file.read_document(path, max_bytes)
+    fast = lazy_state(document.data, inner=document.inner) if lazy else None
+    state, fmt = fast or tolerant_state(document.data, path.name, inner=document.inner)
     version = _version_of(path)
     return state, f"cache-v{version} ({fmt})" if version else fmt
 

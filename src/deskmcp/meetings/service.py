@@ -23,11 +23,10 @@ from typing import Any
 import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
-from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound, from_payload
+from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, IndexSchema, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.meetings import cache_file, granola_cache
-from deskmcp.meetings.cache_file import CacheReadError
 from deskmcp.meetings.entries import unpack_transcript
 from deskmcp.meetings.filters import GROUPS, Filters, time_bucket
 from deskmcp.meetings.markdown import DEFAULT_SECTIONS, render_markdown
@@ -142,13 +141,11 @@ class MeetingService:
         try:
             try:
                 stats, head = self._take_in(path, max_bytes, known, scan=True)
-            except CacheReadError as exc:
+            except DeskError as exc:
                 if not exc.details.get("reread"):
                     raise
                 log.info("%s: %s", path.name, exc.message)
                 stats, head = self._take_in(path, max_bytes, known, scan=False)
-        except CacheReadError as exc:
-            raise from_payload(exc.payload()) from exc
         except OSError as exc:
             raise IOFailure(f"{path.name} could not be read: {exc.strerror}.", {"path": str(path)}) from exc
         # Counted once per change of the file, so the status call stays cheap.
@@ -202,7 +199,7 @@ class MeetingService:
         those meetings unchanged."""
         kind, head = next(messages)
         if kind != "head":
-            raise CacheReadError("internal_error", f"The cache reader sent {kind!r} before its summary.")
+            raise InternalError(f"The cache reader sent {kind!r} before its summary.")
 
         def entries() -> Iterator[IndexRecord]:
             for kind, fields in messages:

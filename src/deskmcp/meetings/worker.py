@@ -29,8 +29,9 @@ from typing import IO, Any
 
 import msgspec
 
+from deskmcp.core.errors import DeskError, IOFailure, Timeout, from_payload
 from deskmcp.meetings import cache_file, cache_scan
-from deskmcp.meetings.cache_file import CacheReadError, TranscriptSpan
+from deskmcp.meetings.cache_file import TranscriptSpan
 from deskmcp.meetings.cache_records import FolderInfo, RawMeeting, lazy_state, raw_meetings, tolerant_state
 from deskmcp.meetings.cache_scan import ScannedCache
 from deskmcp.meetings.entries import index_entry
@@ -167,8 +168,8 @@ def main() -> int:
         )
         for kind, body in stream:
             _write(out, encoder, kind, body)
-    except CacheReadError as exc:
-        _write(out, encoder, "error", exc.payload())
+    except DeskError as exc:
+        _write(out, encoder, "error", exc.to_dict())
     out.flush()
     return 0
 
@@ -199,7 +200,7 @@ class WorkerRun:
             )
         except OSError as exc:
             self._stderr.close()
-            raise CacheReadError("io_error", f"Could not start the cache reader: {exc}.") from exc
+            raise IOFailure(f"Could not start the cache reader: {exc}.") from exc
         self._timer = threading.Timer(timeout, self._expire)
         self._timer.daemon = True
         self._timer.start()
@@ -233,26 +234,24 @@ class WorkerRun:
         data = self._out.read(n)
         return data if len(data) == n else None
 
-    def _failure(self) -> CacheReadError:
+    def _failure(self) -> DeskError:
         code = self._proc.wait()
         self._stderr.seek(0)
         tail = self._stderr.read()[-2000:].decode("utf-8", errors="replace").strip()
         if self._timed_out.is_set():
-            return CacheReadError(
-                "timeout",
+            return Timeout(
                 f"Reading the Granola cache took longer than {self.timeout:.0f} s and was stopped; "
                 "the index was left as it was. Try again.",
                 {"timeout_seconds": self.timeout},
             )
-        return CacheReadError(
-            "io_error",
+        return IOFailure(
             f"The cache reader stopped unexpectedly (exit code {code}); the index was left as it was. "
             "Try again; the server log has the details.",
             {"exit_code": code, "stderr": tail[-500:]},
         )
 
     def messages(self) -> Iterator[Message]:
-        """Every message up to `done`; raises `CacheReadError` on an error message or when the
+        """Every message up to `done`; raises the taxonomy's error on an error message or when the
         process ends, is killed or writes garbage before `done`."""
         while True:
             header = self._read(_LENGTH.size)
@@ -265,7 +264,7 @@ class WorkerRun:
                 self._proc.kill()
                 raise self._failure() from None
             if kind == "error":
-                raise CacheReadError(fields["error"], fields["message"], fields.get("details"))
+                raise from_payload(fields)
             yield kind, fields
             if kind == "done":
                 return
