@@ -10,12 +10,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import IOFailure
 from deskmcp.core.index import private_database
 from deskmcp.core.textindex import private_folder
@@ -59,7 +59,7 @@ class SendJournal:
         return JournalRow(row[0], row[1], row[2], row[3], row[4], row[5], orjson.loads(row[6]) if row[6] else None)
 
     def begin(self, key: str, request: str, rfc_message_id: str, raw: bytes, thread_hint: str | None) -> None:
-        now = _now()
+        now = utc_stamp()
         with self._lock:
             self._conn.execute(
                 "INSERT INTO sends VALUES(?, ?, ?, 'pending', ?, ?, NULL, ?, ?) ON CONFLICT(key) DO UPDATE SET"
@@ -70,18 +70,15 @@ class SendJournal:
     def finish(self, key: str, result: dict[str, Any]) -> None:
         with self._lock:
             self._conn.execute(
-                "UPDATE sends SET status='sent', result=?, updated=? WHERE key=?", (orjson.dumps(result), _now(), key)
+                "UPDATE sends SET status='sent', result=?, updated=? WHERE key=?",
+                (orjson.dumps(result), utc_stamp(), key),
             )
 
     def fail(self, key: str) -> None:
         """A definite failure: nothing was sent, so a retry may build and send afresh."""
         with self._lock:
-            self._conn.execute("UPDATE sends SET status='failed', updated=? WHERE key=?", (_now(), key))
+            self._conn.execute("UPDATE sends SET status='failed', updated=? WHERE key=?", (utc_stamp(), key))
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

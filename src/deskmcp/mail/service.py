@@ -13,7 +13,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import orjson
 from pydantic import SecretStr
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import (
     BadRequest,
     Conflict,
@@ -140,10 +140,6 @@ def create_backend(settings: MailSettings) -> MailBackend:
     from deskmcp.mail.backends.gmail import GmailBackend
 
     return GmailBackend(settings)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class MailService:
@@ -435,7 +431,7 @@ class MailService:
         body = message.get_body(("plain",)) if message.is_multipart() else message
         text = body.get_content() if body is not None else ""
         return AuditLogEntry(
-            timestamp=_now(),
+            timestamp=utc_stamp(),
             to=str(message.get("To", "")),
             cc=str(message["Cc"]) if message["Cc"] else None,
             bcc=str(message["Bcc"]) if message["Bcc"] else None,
@@ -497,7 +493,7 @@ class MailService:
         result = SendEmailResult(
             message_id=sent.message_id,
             thread_id=sent.thread_id,
-            sent_at=_now(),
+            sent_at=utc_stamp(),
             rfc_message_id=str(message["Message-ID"]),
             duplicate=duplicate,
             audit_log=str(audit.audit_path(self.settings.audit_folder)),

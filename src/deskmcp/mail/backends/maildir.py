@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -23,7 +24,16 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import TEXT_MATCH, Hit, IndexRecord, IndexSchema, SearchIndex, private_database, text_match
+from deskmcp.core.index import (
+    TEXT_MATCH,
+    Hit,
+    IndexRecord,
+    IndexSchema,
+    SearchIndex,
+    fts_any_prefix,
+    private_database,
+    text_match,
+)
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.base import Labelled, Page, Sent
 from deskmcp.mail.mailstore import Entry, MailStore
@@ -46,9 +56,9 @@ log = logging.getLogger(__name__)
 
 SCHEMA = IndexSchema(
     name="mail",
-    version=1,
-    text_fields=("subject", "sender", "tos", "ccs", "bccs", "body", "filenames"),
-    weights=(5.0, 3.0, 2.0, 2.0, 1.0, 1.0, 2.0),
+    version=2,
+    text_fields=("subject", "sender", "tos", "ccs", "bccs", "body", "filenames", "grams"),
+    weights=(5.0, 3.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0),
     columns=(
         ("folder", "TEXT"),
         ("sub", "TEXT"),
@@ -81,6 +91,29 @@ _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again
 _HIDDEN = ("TRASH", "SPAM")
 _FTS_COLUMNS = (None, "from", "to", "cc", "bcc", "subject", "filename")
 _COMMON_MATCHES = 2000
+
+
+# Scripts written without spaces between words (Han, kana, Hangul, half-width katakana).
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0002fa1f]+"
+)
+
+
+def _pairs(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def cjk_grams(text: str) -> str:
+    """Every run of CJK characters in `text` as its overlapping pairs, then its last character
+    alone: "会議の" is "会議 議の の". A phrase of pairs then finds any substring of two or more
+    characters, a prefix any single one, and the lone character closing each run keeps a phrase
+    from matching across two runs."""
+    words: list[str] = []
+    for run in _CJK.findall(text):
+        words.extend(_pairs(run))
+        words.append(run[-1])
+    return " ".join(words)
 
 
 def message_id_for(key: str) -> str:
@@ -203,11 +236,13 @@ class MaildirBackend:
         fresh = [entry for key, entry in appeared.items() if key not in indexed]
         labels = self.label_table.all() if fresh else {}
         batch: list[IndexRecord] = []
+        joining: list[tuple[str, str, str]] = []
         added = 0
         for entry in fresh:
             record = self._record(entry, labels.get(entry.key, []))
             if record is not None:
                 batch.append(record)
+                joining.append(_link(record))
                 added += 1
             if len(batch) >= 500:  # written as they are read: memory stays flat on a big first index
                 self.index.apply(batch)
@@ -215,12 +250,37 @@ class MaildirBackend:
         meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
         self.index.apply(batch, gone)
         with self.index.transaction() as conn:
+            self._join_threads(conn, joining)
             for key, entry in moved:
                 self._update_location(conn, key, entry)
             for k, v in meta.items():
                 self.index.set_meta(k, v, conn)
         self._listings.update(listings)
         return added + len(moved) + len(gone)
+
+    def _join_threads(self, conn: sqlite3.Connection, links: Sequence[tuple[str, str, str]]) -> None:
+        """Put new messages and the conversations they connect under one thread id.
+
+        A message's thread is keyed by its root (first References id, else In-Reply-To). A reply
+        carrying only In-Reply-To names its parent, not the root: it takes the thread of that
+        parent when the parent is indexed, and a message arriving after its replies gathers
+        the replies that were keyed by its own Message-ID. Mail can arrive in any order, so
+        each step moves every message of the thread it replaces along with it. `links` are
+        (key, Message-ID, root) of the new messages.
+        """
+        for key, rfc, root in links:
+            row = conn.execute("SELECT thread FROM docs WHERE key=?", (key,)).fetchone()
+            if row is None:
+                continue
+            current = str(row[0])
+            if root and root != rfc:
+                parent = conn.execute("SELECT thread FROM docs WHERE rfc=? AND key<>? LIMIT 1", (root, key)).fetchone()
+                if parent is not None and parent[0] != current:
+                    conn.execute("UPDATE docs SET thread=? WHERE thread=?", (parent[0], current))
+                    current = str(parent[0])
+            own = thread_id_for(rfc, key) if rfc else current
+            if own != current:
+                conn.execute("UPDATE docs SET thread=? WHERE thread=?", (current, own))
 
     def _indexed_names(self, directory: str, sub: str) -> set[str]:
         with self.index.reader() as conn:
@@ -274,6 +334,11 @@ class MaildirBackend:
                 "bccs": parsed.bcc,
                 "body": parsed.body[:INDEXED_BODY_CHARS],
                 "filenames": " ".join(attachments),
+                "grams": cjk_grams(
+                    " ".join((parsed.subject, parsed.sender, parsed.to, parsed.cc, parsed.bcc, *attachments))
+                    + " "
+                    + parsed.body[:INDEXED_BODY_CHARS]
+                ),
             },
             columns={
                 "folder": entry.folder,
@@ -362,6 +427,8 @@ class MaildirBackend:
         return None if row is None else [hit.columns["ts"], int(row[0])]
 
     def _snippets(self, keys: list[str], words: list[str]) -> dict[str, str]:
+        # CJK terms match character pairs, which make no readable snippet: the stored one is shown.
+        words = [w for w in words if not _CJK.search(w)]
         if not keys or not words:
             return {}
         try:
@@ -379,7 +446,7 @@ class MaildirBackend:
         terms = node.nodes if isinstance(node, And) else (node,)
         for term in terms:
             alternatives = term.nodes if isinstance(term, Or) else (term,)
-            if all(isinstance(t, Term) and t.op in _FTS_COLUMNS for t in alternatives):
+            if all(isinstance(t, Term) and t.op in _FTS_COLUMNS and not _CJK.search(t.value) for t in alternatives):
                 found = 0
                 for t in alternatives:
                     if isinstance(t, Term):
@@ -404,6 +471,8 @@ class MaildirBackend:
         op = term.op
         # Words with spaces between them were written in quotes ("quarterly review"): a phrase.
         text = f'"{value}"' if " " in value and '"' not in value else value
+        if _CJK.search(value) and op in (None, "from", "to", "cc", "bcc", "subject", "filename"):
+            return self._cjk_term(op, value)
         if op is None:
             return fts, [text_match(text)]
         if op in ("from", "to", "cc", "bcc", "subject", "filename"):
@@ -439,6 +508,24 @@ class MaildirBackend:
             wanted = value if value.startswith("<") else f"<{value}>"
             return "d.rfc = ?", [wanted]
         raise BadRequest(f"The search operator '{op}:' is not supported by the local mailbox.", {"operator": op})
+
+    def _cjk_term(self, op: str | None, value: str) -> tuple[str, list[Any]]:
+        """Chinese, Japanese and Korean write words without spaces between them, so the word
+        index holds a whole run of text ("会議の議事録") as one word. A term in these scripts
+        matches as a substring instead: in the header columns a listing already reads (subject,
+        sender, To, Cc), else through the index's character pairs of every such run (`grams`)."""
+        column = {"from": "sender", "to": "tos", "cc": "ccs", "subject": "subject"}.get(op or "")
+        if column is not None:
+            return f"instr(lower(d.{column}), ?) > 0", [value.lower()]
+        clauses: list[str] = []
+        params: list[Any] = []
+        for run in _CJK.findall(value):
+            clauses.append(TEXT_MATCH)
+            if len(run) == 1:  # a lone character begins a pair, or ends its run
+                params.append(fts_any_prefix("grams", [run]))
+            else:
+                params.append(text_match('"' + " ".join(_pairs(run)) + '"', "grams"))
+        return " AND ".join(clauses), params
 
     def _label_clause(self, value: str) -> tuple[str, list[Any]]:
         lower = value.lower()
@@ -483,7 +570,14 @@ class MaildirBackend:
 
     def thread(self, thread_id: str, *, limit: int) -> list[str]:
         self.refresh()
-        hits = self.index.select(where="d.thread = ?", params=[thread_id], order_by="d.ts, d.id", limit=limit + 1)
+        # Trash and Spam stay out of a conversation, as they do on IMAP and in listings.
+        hidden = [mailstore.SYSTEM_FOLDERS[name] for name in _HIDDEN]
+        hits = self.index.select(
+            where="d.thread = ? AND d.folder NOT IN (?, ?)",
+            params=[thread_id, *hidden],
+            order_by="d.ts, d.id",
+            limit=limit + 1,
+        )
         if not hits:
             raise NotFound(f"No thread {thread_id!r}. Use a thread_id from list_emails.", {"thread_id": thread_id})
         return [h.key for h in hits]
@@ -498,7 +592,10 @@ class MaildirBackend:
             if record is None:
                 raise IOFailure("The message was written but could not be read back.")
             self.index.apply([record])
-            return Sent(record.key, str(record.columns["thread"]))
+            with self.index.transaction() as conn:
+                self._join_threads(conn, [_link(record)])
+                row = conn.execute("SELECT thread FROM docs WHERE key=?", (record.key,)).fetchone()
+            return Sent(record.key, str(row[0] if row else record.columns["thread"]))
 
     def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
         data = bytes(message)
@@ -611,7 +708,7 @@ class MaildirBackend:
                 if label is None:
                     continue
                 total, unread = counts.get(directory, (0, 0))
-                kind = "system" if label == "INBOX" or label in mailstore.SYSTEM_FOLDERS else "user"
+                kind = "system" if label == "INBOX" or label in mailstore.SYSTEM_FOLDERS else "folder"
                 out.append(LabelInfo(name=label, kind=kind, total=total, unread=unread))
             names = {i.name.lower() for i in out}
             for label in self.label_table.known():
@@ -620,13 +717,21 @@ class MaildirBackend:
                 row = conn.execute(
                     "SELECT count(*), sum(unread) FROM docs WHERE instr(labels, ?) > 0", (f"{_SEP}{label}{_SEP}",)
                 ).fetchone()
-                out.append(LabelInfo(name=label, kind="user", total=int(row[0]), unread=int(row[1] or 0)))
+                out.append(LabelInfo(name=label, kind="keyword", total=int(row[0]), unread=int(row[1] or 0)))
         return out
 
     def iter_ids(self) -> Iterator[str]:
         with self.index.reader() as conn:
             for (key,) in conn.execute("SELECT key FROM docs"):
                 yield key
+
+
+def _link(record: IndexRecord) -> tuple[str, str, str]:
+    """(key, Message-ID, thread root) of a new record, for `_join_threads`."""
+    data = orjson.loads(record.data or b"{}")
+    references = data.get("references") or []
+    root = references[0] if references else data.get("in_reply_to") or ""
+    return record.key, str(record.columns["rfc"] or ""), str(root)
 
 
 def _mark(after: list[Any] | None) -> tuple[float, int] | None:
