@@ -59,7 +59,9 @@ class LabelResult(BaseModel):
 
 class LabelInfo(BaseModel):
     name: str
-    kind: str = Field(description="system or user")
+    kind: str = Field(
+        description="system (INBOX, SENT, DRAFT, TRASH, SPAM), folder, or keyword (a tag, many per message)"
+    )
     total: int | None = None
     unread: int | None = None
 
