@@ -1,7 +1,7 @@
 """Text and properties out of each supported format: Markdown, plain text, HTML, PDF and DOCX.
 
 `extract` is pure: it takes the bytes already read (within the size limit) and returns the
-text, a title and what the format records about itself, or raises `DocumentFormatError`.
+text, a title and what the format records about itself, or raises `ParseError`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from deskmcp.core.errors import BadRequest, IOFailure, ParseError
 from deskmcp.core.html_text import read_html
-from deskmcp.documents.errors import DocumentFormatError, DocumentIndexError, UnsupportedFormatError
 from deskmcp.documents.frontmatter import split_frontmatter
 
 Kind = Literal["markdown", "text", "html", "pdf", "docx"]
@@ -70,7 +70,7 @@ def kind_of(path: Path) -> Kind:
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
         supported = ", ".join(sorted(KINDS))
-        raise UnsupportedFormatError(
+        raise BadRequest(
             f"{path.name} is not a supported document type. Supported extensions: {supported}.",
             {"path": path.name, "extension": path.suffix},
         )
@@ -88,7 +88,7 @@ def decode_text(data: bytes, name: str) -> str:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16", errors="replace")
     if b"\x00" in data[:8192]:
-        raise DocumentFormatError(
+        raise ParseError(
             f"{name} looks like a binary file, not text. Rename it with its real extension or remove it.",
             {"path": name},
         )
@@ -132,9 +132,7 @@ def _pdf(data: bytes, name: str, stem: str) -> Extracted:
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
-            raise DocumentFormatError(
-                f"{name} is an encrypted PDF. Save an unencrypted copy to index it.", {"path": name}
-            )
+            raise ParseError(f"{name} is an encrypted PDF. Save an unencrypted copy to index it.", {"path": name})
         pages = [page.extract_text() or "" for page in reader.pages]
         info = reader.metadata
         properties = {}
@@ -149,7 +147,7 @@ def _pdf(data: bytes, name: str, stem: str) -> Extracted:
     # Python ones raised while walking the object tree.
     except (PyPdfError, DependencyError, ValueError, KeyError, TypeError, IndexError, AttributeError,
             RecursionError, OverflowError, ZeroDivisionError, NotImplementedError) as exc:  # fmt: skip
-        raise DocumentFormatError(
+        raise ParseError(
             f"{name} is not a readable PDF ({type(exc).__name__}: {exc}). Check that the file is complete.",
             {"path": name},
         ) from exc
@@ -163,7 +161,7 @@ def _check_inflated_size(data: bytes, name: str, limit: int) -> bytes | None:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         inflated = sum(info.file_size for info in archive.infolist())
         if inflated > limit * INFLATE_FACTOR:
-            raise DocumentIndexError(
+            raise IOFailure(
                 f"{name} would expand to {inflated:,} bytes, too large to read safely.",
                 {"path": name, "expanded": inflated},
             )
@@ -204,7 +202,7 @@ def _docx(data: bytes, name: str, stem: str, limit: int) -> Extracted:
         }
         core_title = (core.title or "").strip()
     except (zipfile.BadZipFile, OpcError, LxmlError, KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise DocumentFormatError(
+        raise ParseError(
             f"{name} is not a readable DOCX ({type(exc).__name__}: {exc}). Open and re-save it in a word processor.",
             {"path": name},
         ) from exc

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.paths import is_absolute, relative_posix, root_relative, safe_join
-from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
 
 MAIN = "documents"
 _NAME_CHARS = re.compile(r"[^a-z0-9_-]+")
@@ -42,8 +41,8 @@ class Root:
         """The setting that names this folder."""
         return MAIN_VARIABLE if self.main else EXTRA_VARIABLE
 
-    def missing(self) -> DocumentNotFoundError:
-        return DocumentNotFoundError(
+    def missing(self) -> NotFound:
+        return NotFound(
             missing_folder(self.path, self.variable),
             {"root": self.name, "path": str(self.path), "variable": self.variable},
         )
@@ -87,7 +86,7 @@ class Roots:
             try:
                 main.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise DocumentIndexError(
+                raise IOFailure(
                     f"The documents folder {main} cannot be created: {exc.strerror}. "
                     f"Set {MAIN_VARIABLE} to a writable folder.",
                     {"path": str(main), "variable": MAIN_VARIABLE},

@@ -18,7 +18,6 @@ from deskmcp.core.index import Hit, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.documents import extract as formats
-from deskmcp.documents.errors import DocumentSearchError
 from deskmcp.documents.models import (
     DocumentSummary,
     ListDocumentsOutput,
@@ -69,9 +68,7 @@ class Catalog:
             params.append(name)
         if kind:
             if kind not in formats.MIME_TYPES:
-                raise DocumentSearchError(
-                    f"kind must be one of {', '.join(formats.MIME_TYPES)} (got {kind!r}).", {"kind": kind}
-                )
+                raise BadRequest(f"kind must be one of {', '.join(formats.MIME_TYPES)} (got {kind!r}).", {"kind": kind})
             clauses.append("d.kind = ?")
             params.append(kind)
         return " AND ".join(clauses), params
@@ -124,7 +121,7 @@ class Catalog:
         check_limit(limit)
         text = (query or "").strip()
         if not text and not tags and not (filename or "").strip() and not kind:
-            raise DocumentSearchError(
+            raise BadRequest(
                 "Give a query, tags, a filename or a kind to search by. Use list_documents to browse everything."
             )
         where, params = self._filters(tags, filename, kind)

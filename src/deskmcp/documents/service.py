@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from deskmcp.core.dates import iso
-from deskmcp.core.errors import BadRequest, DeskError
+from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
 from deskmcp.core.paths import is_within, relative_posix
 from deskmcp.documents import extract as formats
-from deskmcp.documents.errors import DocumentIndexError, DocumentNotFoundError
 from deskmcp.documents.frontmatter import frontmatter_tags
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -91,14 +90,12 @@ class DocumentService:
         try:
             st = located.path.stat()
         except FileNotFoundError as exc:
-            raise DocumentNotFoundError(
+            raise NotFound(
                 f"No file {located.address!r}. Call list_documents or search_documents for indexed paths.",
                 {"path": located.address},
             ) from exc
         except OSError as exc:
-            raise DocumentIndexError(
-                f"{located.address} cannot be read: {exc.strerror}.", {"path": located.address}
-            ) from exc
+            raise IOFailure(f"{located.address} cannot be read: {exc.strerror}.", {"path": located.address}) from exc
         if located.path.is_dir():
             raise BadRequest(
                 f"{located.address or 'The root'} is a folder. Use index_folder for folders.",
@@ -115,7 +112,7 @@ class DocumentService:
         st = self._stat(located)
         limit = self.settings.max_file_bytes
         if st.st_size > limit:
-            raise DocumentIndexError(
+            raise IOFailure(
                 f"{located.address} is {st.st_size:,} bytes, over the {limit:,}-byte limit "
                 "(DOCUMENTS_MAX_FILE_MB). It was not read.",
                 {"path": located.address, "size": st.st_size, "limit": limit},
@@ -176,7 +173,7 @@ class DocumentService:
         if folder.path.is_file():
             raise BadRequest(f"{folder.address} is a file. Use index_document for one file.", {"path": path})
         if not folder.path.is_dir():
-            raise DocumentNotFoundError(
+            raise NotFound(
                 f"No folder {folder.address or path!r}. Give a folder path relative to a root, or '' for the root.",
                 {"path": path},
             )
@@ -274,9 +271,7 @@ class DocumentService:
         key = located.address if located else root.prefix(rel)
         stats = self.index.apply(deletes=[key])
         if not stats.deleted:
-            raise DocumentNotFoundError(
-                f"{key!r} is not in the index. Call list_documents for indexed paths.", {"path": key}
-            )
+            raise NotFound(f"{key!r} is not in the index. Call list_documents for indexed paths.", {"path": key})
         return RemovedDocument(path=key)
 
     # -- notes -----------------------------------------------------------------------------
