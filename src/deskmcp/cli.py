@@ -388,7 +388,7 @@ def auth_google(
     Needs an OAuth client: GOOGLE_CLIENT_SECRETS (the client JSON of a Desktop app), or
     GOOGLE_CLIENT_ID and GOOGLE_CLIENT_SECRET. Run it again whenever a tool answers auth_required.
     """
-    from deskmcp.core.google_auth import GoogleSettings, run_desktop_flow, scopes_for
+    from deskmcp.google.auth import GoogleSettings, run_desktop_flow, scopes_for
 
     setup_logging("WARNING")
     overrides: dict[str, Any] = {"workspace": workspace} if workspace else {}

@@ -79,7 +79,7 @@ class HttpOptions:
     workspace: Path | None = None
     """The workspace the servers use (where the Google token is kept by default)."""
     oauth: Any = None
-    """The Google sign-in routes (`deskmcp.sheets.oauth.OAuthRoutes`); built from the environment when None."""
+    """The Google sign-in routes (`deskmcp.google.web.OAuthRoutes`); built from the environment when None."""
     read_timeout: float = 30.0
     """Seconds a client has to send a whole request, head and body, before its connection is closed."""
     keep_alive_timeout: int = 5
@@ -365,8 +365,8 @@ def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRo
 
     Both pass the Host/Origin checks first: `/auth/url` builds its redirect address from the Host
     header, so a forged one would send Google's code to that host."""
-    from deskmcp.core.google_auth import GoogleSettings
-    from deskmcp.sheets.oauth import OAuthRoutes
+    from deskmcp.google.auth import GoogleSettings
+    from deskmcp.google.web import OAuthRoutes
 
     names = tuple(n for n in ("sheets", "mail") if n in composition.included) or ("sheets",)
     oauth = options.oauth

@@ -11,11 +11,11 @@ from typing import Any
 import httpx2
 import pytest
 
-from deskmcp.core.google_auth import GoogleSettings
 from deskmcp.gateway import compose
+from deskmcp.google.auth import GoogleSettings
+from deskmcp.google.web import OAuthRoutes
 from deskmcp.httpapi import HttpOptions, create_app, uvicorn_settings
 from deskmcp.servers import get_spec
-from deskmcp.sheets.oauth import OAuthRoutes
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from googleapiclient.http import HttpMockSequence
 from mcp import Client
 
-from deskmcp.core.google_auth import SCOPES, FileTokenStore
 from deskmcp.core.retry import RetryPolicy
+from deskmcp.google.auth import SCOPES, FileTokenStore
 from deskmcp.mail.backends.gmail import GmailBackend
 from deskmcp.mail.server import Settings, create_server
 from deskmcp.mail.service import MailService
@@ -234,3 +234,32 @@ async def test_gmail_labels_move_and_mark_read_modify_label_ids(workspace: Path)
     modify_bodies = [json.loads(b) for _, _, b in gmail.api_requests("/modify")]
     assert modify_bodies[1] == {"addLabelIds": ["Label_8"], "removeLabelIds": ["INBOX", "SPAM", "TRASH"]}
     assert modify_bodies[2] == {"addLabelIds": [], "removeLabelIds": ["UNREAD"]}
+
+
+async def test_gmail_403_rate_limit_reason_beside_a_details_list_is_retried(workspace: Path) -> None:
+    # Newer Gmail answers carry both error.errors[] and error.details[]: the reason is in errors[].
+    body = {
+        "error": {
+            "code": 403,
+            "message": "Rate Limit Exceeded",
+            "errors": [{"domain": "usageLimits", "reason": "rateLimitExceeded", "message": "Rate Limit Exceeded"}],
+            "status": "PERMISSION_DENIED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.Help", "links": []}],
+        }
+    }
+    limited = ({"status": "403", "content-type": "application/json", "retry-after": "3"}, json.dumps(body).encode())
+    gmail = Gmail(workspace, [limited, ok({"messages": []})])
+    started = gmail.clock.monotonic()
+    async with gmail.client() as c:
+        result = await call(c, "list_emails", {})
+    assert result["emails"] == []
+    assert gmail.clock.monotonic() - started == 3
+
+
+async def test_gmail_403_domain_policy_is_permission_denied_without_retrying(workspace: Path) -> None:
+    gmail = Gmail(workspace, [error(403, "domainPolicy")])
+    async with gmail.client() as c:
+        result = await fail(c, "list_emails", {})
+    assert result["error"] == "permission_denied"
+    assert result["details"]["reason"] == "domainPolicy"
+    assert len(gmail.api_requests("/messages")) == 1

@@ -12,8 +12,8 @@ import pytest
 from googleapiclient.http import HttpMockSequence
 from mcp import Client
 
-from deskmcp.core.google_auth import SCOPES, FileTokenStore
 from deskmcp.core.retry import RetryPolicy
+from deskmcp.google.auth import SCOPES, FileTokenStore
 from deskmcp.sheets.backends.google import GoogleBackend
 from deskmcp.sheets.server import Settings, create_server
 from deskmcp.sheets.service import SheetsService
@@ -384,3 +384,35 @@ async def test_missing_authorisation_answers_auth_required(tmp_path: Path) -> No
         err = await fail(c, "list_spreadsheets")
     assert err["error"] == "auth_required"
     assert "deskmcp auth google" in err["message"]
+
+
+async def test_403_unregistered_caller_limit_is_permission_denied_not_retried(tmp_path: Path) -> None:
+    # "userRateLimitExceededUnreg" names a missing project, not load: only exact reasons are rate limits.
+    h = Harness(tmp_path, [status(403, "Daily Limit for Unauthenticated Use Exceeded.", "userRateLimitExceededUnreg")])
+    async with h.client as c:
+        err = await fail(c, "get_spreadsheet", {"spreadsheet_id": SID})
+    assert err["error"] == "permission_denied"
+    assert len(h.http.requests) == 1
+    assert h.waited == 0
+
+
+async def test_403_daily_limit_is_rate_limited_at_once(tmp_path: Path) -> None:
+    h = Harness(tmp_path, [status(403, "Daily Limit Exceeded", "dailyLimitExceeded")])
+    async with h.client as c:
+        err = await fail(c, "get_spreadsheet", {"spreadsheet_id": SID})
+    assert err["error"] == "rate_limited"
+    assert err["details"]["reason"] == "dailyLimitExceeded"
+    assert len(h.http.requests) == 1
+
+
+async def test_403_rate_limit_in_error_info_details_is_retried(tmp_path: Path) -> None:
+    info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED", "domain": "x"}
+    limited = (
+        {"status": "403", "content-type": "application/json", "retry-after": "5"},
+        {"error": {"code": 403, "message": "Quota exceeded", "status": "PERMISSION_DENIED", "details": [info]}},
+    )
+    h = Harness(tmp_path, [limited, ok(META)])
+    async with h.client as c:
+        info_out = await call(c, "get_spreadsheet", {"spreadsheet_id": SID})
+    assert info_out["title"] == "Budget"
+    assert h.waited == pytest.approx(5.0)

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 
 from deskmcp.core.config import OptionalPath, env_alias
-from deskmcp.core.google_auth import GoogleSettings
+from deskmcp.google.auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
 

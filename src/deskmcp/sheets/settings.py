@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field
 from pydantic_settings import NoDecode
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
-from deskmcp.core.google_auth import GoogleSettings
+from deskmcp.google.auth import GoogleSettings
 
 
 def _path_list(value: object) -> object:

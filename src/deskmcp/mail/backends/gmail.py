@@ -1,7 +1,8 @@
-"""The Gmail API backend (google-api-python-client), authorised by `deskmcp.core.google_auth`.
+"""The Gmail API backend (google-api-python-client), authorised by `deskmcp.google.auth`.
 
-Queries go to Gmail as written (it speaks its own syntax). Calls are retried with backoff on
-429 and quota errors, honouring `Retry-After`, and on 5xx for reads; a send is never retried
+Queries go to Gmail as written (it speaks its own syntax). Failures are mapped by
+`deskmcp.google.errors`; calls are retried with backoff on 429 and rate-limit reasons,
+honouring `Retry-After`, and on 5xx for reads; a send is never retried
 blindly: a 5xx or timeout on `messages.send` is ambiguous, and the service then looks for the
 message's Message-ID in Sent before answering.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import logging
-import socket
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,18 +19,10 @@ from email.message import EmailMessage
 from typing import Any, TypeVar
 
 from deskmcp.core.clock import SYSTEM_CLOCK, Clock
-from deskmcp.core.errors import (
-    AuthRequired,
-    BadRequest,
-    DeskError,
-    ExternalServiceError,
-    NotFound,
-    PermissionDenied,
-    RateLimited,
-    Timeout,
-)
-from deskmcp.core.google_auth import SCOPES, GoogleSettings, build_service, credentials
-from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
+from deskmcp.core.errors import DeskError, NotFound
+from deskmcp.core.retry import Retry, RetryPolicy
+from deskmcp.google.auth import SCOPES, GoogleSettings, build_service, credentials
+from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Page, Sent
 from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -40,7 +32,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 HEADERS = ["Subject", "From", "To", "Cc", "Date", "Message-ID"]
 FOLDER_LABELS = ("INBOX", "SPAM", "TRASH")
-RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "dailyLimitExceeded")
+GMAIL = GoogleApi(
+    name="Gmail",
+    key="gmail",
+    listing="Call list_emails for valid ids.",
+    forbidden="Check that `deskmcp auth google --scopes mail` was granted for this account.",
+)
 
 
 class GmailBackend:
@@ -89,44 +86,14 @@ class GmailBackend:
         return self.retry.call(attempt)
 
     def _signal(self, exc: Exception, sending: bool) -> DeskError | Retry:
-        from googleapiclient.errors import HttpError
-
-        if isinstance(exc, HttpError):
-            status = int(exc.resp.status)
-            reason = _reason(exc)
-            headers = {str(k).lower(): str(v) for k, v in dict(exc.resp).items()}
-            message = _message(exc)
-            if status == 429 or (status == 403 and reason in RATE_REASONS):
-                wait = retry_after_seconds(headers, self.retry.clock)
-                return Retry(RateLimited(f"Gmail is rate limiting deskmcp: {message}", {"reason": reason}), wait)
-            if status >= 500:
-                if sending:
-                    return DeliveryUnknown(
-                        f"Gmail answered {status} while sending; it may or may not have been sent.",
-                        {"status": status},
-                    )
-                return Retry(ExternalServiceError(f"Gmail failed ({status}): {message}", {"status": status}))
-            if status == 401:
-                return AuthRequired(
-                    "Gmail refused the authorisation. Run `deskmcp auth google` to authorise deskmcp again.",
-                    {"command": "deskmcp auth google"},
-                )
-            if status == 403:
-                return PermissionDenied(f"Gmail refused: {message}", {"reason": reason})
-            if status == 404:
-                return NotFound(f"Gmail has no such item: {message}. Call list_emails for valid ids.")
-            if status == 400:
-                return BadRequest(f"Gmail refused the request: {message}", {"reason": reason})
-            return ExternalServiceError(f"Gmail answered {status}: {message}", {"status": status})
-        if isinstance(exc, TimeoutError | socket.timeout):
-            if sending:
-                return DeliveryUnknown("Gmail did not answer in time while sending.", {"reason": "timeout"})
-            return Retry(Timeout("Gmail did not answer in time."))
-        if isinstance(exc, OSError):
-            if sending:
-                return DeliveryUnknown(f"The connection to Gmail failed while sending: {exc}.")
-            return Retry(ExternalServiceError(f"Gmail could not be reached: {exc}."))
-        return ExternalServiceError(f"Gmail failed: {exc}.")
+        signal = map_error(exc, GMAIL, clock=self.retry.clock)
+        if sending and may_have_applied(signal):
+            # A 5xx, timeout or dropped connection while sending: the service looks in Sent first.
+            error = signal.error if isinstance(signal, Retry) else signal
+            return DeliveryUnknown(
+                f"{error.message} It may or may not have been sent.", {"reason": error.code, **error.details}
+            )
+        return signal
 
     # -- labels ----------------------------------------------------------------------------
 
@@ -297,20 +264,3 @@ class GmailBackend:
 
 def _b64(message: EmailMessage) -> str:
     return base64.urlsafe_b64encode(bytes(message)).decode()
-
-
-def _reason(exc: Any) -> str:
-    try:
-        details = exc.error_details
-        if isinstance(details, list) and details and isinstance(details[0], dict):
-            return str(details[0].get("reason", ""))
-    except AttributeError:
-        pass
-    return ""
-
-
-def _message(exc: Any) -> str:
-    try:
-        return str(exc.reason or exc)[:300]
-    except AttributeError:
-        return str(exc)[:300]

@@ -1,8 +1,9 @@
 """Google Sheets through the Sheets API v4 (and Drive v3 to list spreadsheets).
 
 Every request goes through one `Throttle` (a client-side limit, 60 requests a minute by
-default, Google's per-user quota) and one `RetryPolicy` (backoff with full jitter on 429 and
-5xx, honouring `Retry-After`). Several ranges are read with one `values:batchGet` and
+default, Google's per-user quota) and one `RetryPolicy` (backoff with full jitter on 429,
+rate-limit reasons and 5xx, honouring `Retry-After`); failures are mapped by
+`deskmcp.google.errors`. Several ranges are read with one `values:batchGet` and
 written with one `values:batchUpdate`. Requests that add something (append, add or
 duplicate a sheet, insert rows) are retried only when Google refused them outright (429),
 never after an answer that leaves it unclear whether they were applied.
@@ -10,25 +11,16 @@ never after an answer that leaves it unclear whether they were applied.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from deskmcp.core.clock import SYSTEM_CLOCK, Clock
-from deskmcp.core.errors import (
-    AuthRequired,
-    BadRequest,
-    DeskError,
-    ExternalServiceError,
-    NotFound,
-    PermissionDenied,
-    RateLimited,
-    Timeout,
-)
-from deskmcp.core.google_auth import SCOPES, TokenStore, build_service, credentials
-from deskmcp.core.retry import Retry, RetryPolicy, retry_after_seconds
+from deskmcp.core.errors import DeskError, ExternalServiceError, NotFound
+from deskmcp.core.retry import Retry, RetryPolicy
 from deskmcp.core.throttle import Throttle
 from deskmcp.core.ttlcache import TTLCache
+from deskmcp.google.auth import SCOPES, TokenStore, build_service, credentials
+from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
 from deskmcp.sheets.models import (
     Grid,
@@ -46,7 +38,13 @@ log = logging.getLogger("deskmcp.sheets.google")
 
 SPREADSHEET_MIME = "application/vnd.google-apps.spreadsheet"
 RENDER = {"shown": "FORMATTED_VALUE", "raw": "UNFORMATTED_VALUE", "formula": "FORMULA"}
-_RATE_REASONS = ("rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED", "quota")
+SHEETS_API = GoogleApi(
+    name="Google Sheets",
+    key="google_sheets",
+    listing="Call list_spreadsheets for valid ids.",
+    forbidden="Check the spreadsheet is shared with this account and that `deskmcp auth google --scopes sheets` "
+    "was granted.",
+)
 
 
 class GoogleBackend:
@@ -94,61 +92,26 @@ class GoogleBackend:
 
     def execute(self, request: Any, *, idempotent: bool = True) -> dict[str, Any]:
         """Run one API request under the throttle and the retry policy; errors mapped to the taxonomy."""
-        from googleapiclient.errors import HttpError
-        from httplib2 import HttpLib2Error
 
         def attempt() -> dict[str, Any]:
             with self.throttle:
                 try:
                     return request.execute(num_retries=0) or {}
-                except HttpError as exc:
-                    raise self._http_error(exc, idempotent) from exc
-                except TimeoutError as exc:
-                    error = Timeout("Google Sheets did not answer in time.", {"service": "google_sheets"})
-                    if idempotent:
-                        raise Retry(error) from exc
-                    raise self._ambiguous(error) from exc
-                except (HttpLib2Error, OSError) as exc:
-                    error = ExternalServiceError(
-                        f"Google Sheets could not be reached: {exc}.", {"service": "google_sheets"}
-                    )
-                    if idempotent:
-                        raise Retry(error) from exc
-                    raise self._ambiguous(error) from exc
+                except DeskError:
+                    raise
+                except Exception as exc:  # googleapiclient/httplib2/google.auth raise a wide family
+                    raise self._signal(exc, idempotent) from exc
 
         return self.retry.call(attempt)
 
-    def _ambiguous(self, error: DeskError) -> DeskError:
-        error.message += " The change may or may not have been applied: read the sheet before trying again."
-        return error
-
-    def _http_error(self, exc: Any, idempotent: bool) -> DeskError | Retry:
-        status = int(getattr(exc.resp, "status", 0) or 0)
-        headers = {str(k).lower(): str(v) for k, v in dict(exc.resp).items()}
-        message, reason = _google_message(exc)
-        details: dict[str, Any] = {"status": status, "service": "google_sheets"}
-        if status == 429 or (status == 403 and any(r in reason for r in _RATE_REASONS)):
-            wait = retry_after_seconds(headers)
-            return Retry(RateLimited(f"Google Sheets quota reached: {message}", details), wait)
-        if status >= 500:
-            error = ExternalServiceError(f"Google Sheets failed ({status}): {message}", details)
-            return Retry(error, retry_after_seconds(headers)) if idempotent else self._ambiguous(error)
-        if status == 401:
-            return AuthRequired(
-                "Google refused the authorisation. Run `deskmcp auth google` to authorise again.",
-                details | {"command": "deskmcp auth google"},
-            )
-        if status == 403:
-            return PermissionDenied(
-                f"Google Sheets refused access: {message}. Check the spreadsheet is shared with this account "
-                "and that `deskmcp auth google --scopes sheets` was granted.",
-                details,
-            )
-        if status == 404:
-            return NotFound(f"Not found on Google Sheets: {message}. Call list_spreadsheets for valid ids.", details)
-        if status == 400:
-            return BadRequest(f"Google Sheets refused the request: {message}", details)
-        return ExternalServiceError(f"Google Sheets answered {status}: {message}", details)
+    def _signal(self, exc: Exception, idempotent: bool) -> DeskError | Retry:
+        signal = map_error(exc, SHEETS_API, clock=self.retry.clock)
+        if not idempotent and may_have_applied(signal):
+            # Repeating an append or an added sheet after a 5xx or timeout could apply it twice.
+            error = signal.error if isinstance(signal, Retry) else signal
+            error.message += " The change may or may not have been applied: read the sheet before trying again."
+            return error
+        return signal
 
     def _spreadsheet(self, spreadsheet_id: str, *, fresh: bool = False) -> dict[str, Any]:
         if fresh:
@@ -358,23 +321,6 @@ def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:
             f"Google Sheets answered {kind} without the new sheet.", {"service": "google_sheets"}
         )
     return props
-
-
-def _google_message(exc: Any) -> tuple[str, str]:
-    """(message, reason) from a googleapiclient HttpError's JSON body."""
-    try:
-        body = json.loads(exc.content.decode("utf-8") if isinstance(exc.content, bytes) else exc.content)
-    except (ValueError, AttributeError, UnicodeDecodeError):
-        return str(getattr(exc, "reason", "") or "no details")[:300], ""
-    error = body.get("error", {}) if isinstance(body, dict) else {}
-    if not isinstance(error, dict):
-        return str(error)[:300], str(error)
-    reasons = [str(e.get("reason", "")) for e in error.get("errors", []) if isinstance(e, dict)]
-    reasons.append(str(error.get("status", "")))
-    for detail in error.get("details", []) or []:
-        if isinstance(detail, dict) and detail.get("reason"):
-            reasons.append(str(detail["reason"]))
-    return str(error.get("message", "no details"))[:300], " ".join(reasons)
 
 
 def _sheet_info(props: dict[str, Any]) -> SheetInfo:

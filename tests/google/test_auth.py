@@ -1,4 +1,5 @@
-"""Google authorisation: the token store, silent refresh, revoked grants and the web flow."""
+"""Google credentials (deskmcp.google.auth) and the web flow (deskmcp.google.web): the token store,
+silent refresh, revoked grants, PKCE and states."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ import pytest
 from googleapiclient.http import HttpMockSequence
 
 from deskmcp.core.errors import AuthRequired, BadRequest
-from deskmcp.core.google_auth import (
+from deskmcp.google.auth import (
     SCOPES,
     FileTokenStore,
     GoogleSettings,
-    WebAuthorization,
     build_service,
     credentials,
     scopes_for,
 )
+from deskmcp.google.web import WebAuthorization
 
 SHEETS = list(SCOPES["sheets"])
 
@@ -261,9 +262,10 @@ def test_web_flow_keeps_a_bounded_number_of_pending_states_and_forgets_old_ones(
         flow.finish(states[-1], "c")
 
 
-def test_importing_the_module_loads_no_google_library() -> None:
+def test_importing_the_google_layer_loads_no_google_library() -> None:
     code = (
-        "import sys, deskmcp.core.google_auth; print([m for m in sys.modules if m.startswith(('google', 'httplib2'))])"
+        "import sys, deskmcp.google.auth, deskmcp.google.errors, deskmcp.google.web; "
+        "print([m for m in sys.modules if m.startswith(('google', 'httplib2'))])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

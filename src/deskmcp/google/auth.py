@@ -1,4 +1,4 @@
-"""Google authorisation shared by every server that talks to a Google API (mail, sheets).
+"""Google credentials for every server that talks to a Google API (mail, sheets).
 
 Three ways to authorise, tried in this order: a service account (optionally acting for a
 Workspace user through domain-wide delegation), Application Default Credentials, or the
@@ -7,18 +7,14 @@ silently, the refreshed token written back. A missing, revoked or expired grant 
 `AuthRequired` naming the command that fixes it: `deskmcp auth google`.
 
 google-auth, google-auth-oauthlib and google-api-python-client are imported inside the
-functions that need them, so importing this module costs nothing.
+functions that need them, so importing this module costs nothing. The sign-in routes of the
+HTTP app are in `deskmcp.google.web`, the mapping of Google's errors in `deskmcp.google.errors`.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import logging
-import secrets
-import time
-import urllib.parse
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,7 +26,6 @@ from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, 
 from deskmcp.core.files import atomic_write_text
 
 if TYPE_CHECKING:
-    import httpx2 as httpx
     from google.auth.credentials import Credentials
 
 log = logging.getLogger("deskmcp.google")
@@ -188,7 +183,8 @@ def client_config(settings: GoogleSettings) -> dict[str, Any]:
     )
 
 
-def _client_entry(config: dict[str, Any]) -> dict[str, Any]:
+def client_entry(config: dict[str, Any]) -> dict[str, Any]:
+    """The client's own fields (client_id, client_secret, auth_uri, token_uri) of either kind."""
     entry = config.get("installed") or config.get("web") or {}
     return entry if isinstance(entry, dict) else {}
 
@@ -253,7 +249,7 @@ def user_credentials(settings: GoogleSettings, scopes: Sequence[str], *, store: 
     # The client id/secret must travel with the token or refresh cannot work.
     if not data.get("client_id") or not data.get("client_secret"):
         try:
-            entry = _client_entry(client_config(settings))
+            entry = client_entry(client_config(settings))
         except AuthRequired:
             entry = {}
         data["client_id"] = data.get("client_id") or entry.get("client_id")
@@ -355,124 +351,3 @@ def run_desktop_flow(
     data = json.loads(creds.to_json())
     token_store(settings).save(data)
     return data
-
-
-# -- the web flow (HTTP routes /auth/url and /callback) ---------------------------------------
-
-
-class WebAuthorization:
-    """The authorisation-code flow with PKCE and a checked `state`, for `/auth/url` and `/callback`.
-
-    `start` gives the consent URL and remembers (state -> code verifier) for `ttl` seconds, at
-    most `max_pending` of them (the oldest is forgotten first: anyone who may call `/auth/url`
-    could otherwise fill the memory with states); `finish` checks the state, exchanges the code
-    and stores the token. `transport` lets tests answer the token endpoint with an
-    `httpx.MockTransport`.
-    """
-
-    def __init__(
-        self,
-        settings: GoogleSettings,
-        scopes: Sequence[str],
-        *,
-        store: TokenStore | None = None,
-        transport: httpx.BaseTransport | None = None,
-        ttl: float = 600.0,
-        max_pending: int = 64,
-        clock: Any = time.monotonic,
-    ) -> None:
-        self.settings = settings
-        self.scopes = list(scopes)
-        self.store = store or token_store(settings)
-        self.transport = transport
-        self.ttl = ttl
-        self.max_pending = max_pending
-        self.clock = clock
-        self._pending: dict[str, tuple[str, str, float]] = {}
-
-    def is_pending(self, state: str) -> bool:
-        """Whether `state` was issued here and can still be finished."""
-        self._expire()
-        return state in self._pending
-
-    def start(self, redirect_uri: str) -> str:
-        entry = _client_entry(client_config(self.settings))
-        self._expire()
-        while len(self._pending) >= self.max_pending:
-            del self._pending[next(iter(self._pending))]  # insertion order: the oldest first
-        state = secrets.token_urlsafe(24)
-        verifier = secrets.token_urlsafe(64)
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-        self._pending[state] = (verifier, redirect_uri, self.clock() + self.ttl)
-        query = {
-            "response_type": "code",
-            "client_id": entry.get("client_id", ""),
-            "redirect_uri": redirect_uri,
-            "scope": " ".join(self.scopes),
-            "state": state,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "access_type": "offline",
-            "prompt": "consent",
-            "include_granted_scopes": "true",
-        }
-        return f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
-
-    def finish(self, state: str | None, code: str | None, error: str | None = None) -> dict[str, Any]:
-        self._expire()
-        pending = self._pending.pop(state or "", None)
-        if pending is None:
-            raise BadRequest(
-                "Unknown or expired state: this authorisation was not started here, or took too long. "
-                "Open /auth/url again.",
-                {"state": state},
-            )
-        if error:
-            raise AuthRequired(f"Google did not authorise deskmcp: {error}.", {"reason": error})
-        if not code:
-            raise BadRequest("The callback carries no code.", {})
-        verifier, redirect_uri, _deadline = pending
-        entry = _client_entry(client_config(self.settings))
-        token_uri = entry.get("token_uri", TOKEN_URI)
-        import httpx2 as httpx
-
-        form = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": redirect_uri,
-            "client_id": entry.get("client_id", ""),
-            "client_secret": entry.get("client_secret", ""),
-            "code_verifier": verifier,
-        }
-        try:
-            with httpx.Client(transport=self.transport, timeout=30.0) as client:
-                response = client.post(token_uri, data=form)
-        except httpx.HTTPError as exc:
-            raise ExternalServiceError(f"Google's token endpoint could not be reached: {exc}.", {}) from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
-        if response.status_code != 200 or "access_token" not in body:
-            raise ExternalServiceError(
-                f"Google refused the code: {body.get('error', response.status_code)}.",
-                {"status": response.status_code, "error": body.get("error")},
-            )
-        data: dict[str, Any] = {
-            "token": body["access_token"],
-            "refresh_token": body.get("refresh_token"),
-            "token_uri": token_uri,
-            "client_id": entry.get("client_id"),
-            "client_secret": entry.get("client_secret"),
-            "scopes": str(body.get("scope") or " ".join(self.scopes)).split(),
-        }
-        if isinstance(body.get("expires_in"), int | float):
-            expiry = time.gmtime(time.time() + float(body["expires_in"]))
-            data["expiry"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", expiry)
-        self.store.save(data)
-        return data
-
-    def _expire(self) -> None:
-        now = self.clock()
-        for state in [s for s, (_v, _r, deadline) in self._pending.items() if deadline < now]:
-            del self._pending[state]

@@ -1,4 +1,4 @@
-"""Connecting a Google account over HTTP: /auth/url and /callback on the HTTP app."""
+"""Connecting a Google account over HTTP: /auth/url and /callback (deskmcp.google.web) on the HTTP app."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 import httpx2
 import pytest
 
-from deskmcp.core.google_auth import GoogleSettings
 from deskmcp.gateway import compose
+from deskmcp.google.auth import GoogleSettings
+from deskmcp.google.web import OAuthRoutes
 from deskmcp.httpapi import HttpOptions, create_app
 from deskmcp.servers import get_spec
-from deskmcp.sheets.oauth import OAuthRoutes
 from tests.helpers.network import serving
 
 

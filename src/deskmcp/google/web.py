@@ -1,0 +1,241 @@
+"""Connecting a Google account over HTTP: `GET /auth/url` and `GET /callback` on the HTTP app.
+
+`/auth/url` (behind the bearer token like the rest of the HTTP surface) answers the consent
+URL, with a fresh `state` and a PKCE challenge. Google then sends the user's browser to
+`/callback`, which cannot carry the bearer token: it is authorised instead by that one-time
+`state`, which only a caller of `/auth/url` holds and which expires after ten minutes. The
+code is exchanged with its PKCE verifier and the token stored through the `TokenStore`. One
+set of routes serves every server that uses Google (mail, sheets): `?scopes=mail,sheets`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import secrets
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError
+from deskmcp.google.auth import (
+    AUTH_URI,
+    TOKEN_URI,
+    GoogleSettings,
+    TokenStore,
+    client_config,
+    client_entry,
+    scopes_for,
+    token_store,
+)
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
+
+CALLBACK_PATH = "/callback"
+
+
+class WebAuthorization:
+    """The authorisation-code flow with PKCE and a checked `state`, for `/auth/url` and `/callback`.
+
+    `start` gives the consent URL and remembers (state -> code verifier) for `ttl` seconds, at
+    most `max_pending` of them (the oldest is forgotten first: anyone who may call `/auth/url`
+    could otherwise fill the memory with states); `finish` checks the state, exchanges the code
+    and stores the token. `transport` lets tests answer the token endpoint with an
+    `httpx.MockTransport`.
+    """
+
+    def __init__(
+        self,
+        settings: GoogleSettings,
+        scopes: Sequence[str],
+        *,
+        store: TokenStore | None = None,
+        transport: httpx.BaseTransport | None = None,
+        ttl: float = 600.0,
+        max_pending: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.scopes = list(scopes)
+        self.store = store or token_store(settings)
+        self.transport = transport
+        self.ttl = ttl
+        self.max_pending = max_pending
+        self.clock = clock
+        self._pending: dict[str, tuple[str, str, float]] = {}
+
+    def is_pending(self, state: str) -> bool:
+        """Whether `state` was issued here and can still be finished."""
+        self._expire()
+        return state in self._pending
+
+    def start(self, redirect_uri: str) -> str:
+        entry = client_entry(client_config(self.settings))
+        self._expire()
+        while len(self._pending) >= self.max_pending:
+            del self._pending[next(iter(self._pending))]  # insertion order: the oldest first
+        state = secrets.token_urlsafe(24)
+        verifier = secrets.token_urlsafe(64)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        self._pending[state] = (verifier, redirect_uri, self.clock() + self.ttl)
+        query = {
+            "response_type": "code",
+            "client_id": entry.get("client_id", ""),
+            "redirect_uri": redirect_uri,
+            "scope": " ".join(self.scopes),
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "access_type": "offline",
+            "prompt": "consent",
+            "include_granted_scopes": "true",
+        }
+        return f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+
+    def finish(self, state: str | None, code: str | None, error: str | None = None) -> dict[str, Any]:
+        self._expire()
+        pending = self._pending.pop(state or "", None)
+        if pending is None:
+            raise BadRequest(
+                "Unknown or expired state: this authorisation was not started here, or took too long. "
+                "Open /auth/url again.",
+                {"state": state},
+            )
+        if error:
+            raise AuthRequired(f"Google did not authorise deskmcp: {error}.", {"reason": error})
+        if not code:
+            raise BadRequest("The callback carries no code.", {})
+        verifier, redirect_uri, _deadline = pending
+        entry = client_entry(client_config(self.settings))
+        token_uri = entry.get("token_uri", TOKEN_URI)
+        import httpx2 as httpx
+
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "client_id": entry.get("client_id", ""),
+            "client_secret": entry.get("client_secret", ""),
+            "code_verifier": verifier,
+        }
+        try:
+            with httpx.Client(transport=self.transport, timeout=30.0) as client:
+                response = client.post(token_uri, data=form)
+        except httpx.HTTPError as exc:
+            raise ExternalServiceError(f"Google's token endpoint could not be reached: {exc}.", {}) from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code != 200 or "access_token" not in body:
+            raise ExternalServiceError(
+                f"Google refused the code: {body.get('error', response.status_code)}.",
+                {"status": response.status_code, "error": body.get("error")},
+            )
+        data: dict[str, Any] = {
+            "token": body["access_token"],
+            "refresh_token": body.get("refresh_token"),
+            "token_uri": token_uri,
+            "client_id": entry.get("client_id"),
+            "client_secret": entry.get("client_secret"),
+            "scopes": str(body.get("scope") or " ".join(self.scopes)).split(),
+        }
+        if isinstance(body.get("expires_in"), int | float):
+            expiry = time.gmtime(time.time() + float(body["expires_in"]))
+            data["expiry"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", expiry)
+        self.store.save(data)
+        return data
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for state in [s for s, (_v, _r, deadline) in self._pending.items() if deadline < now]:
+            del self._pending[state]
+
+
+_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>deskmcp</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:34em;margin:4em auto;line-height:1.5}}</style></head>
+<body><h1>{title}</h1><p>{text}</p></body></html>"""
+
+
+def page(title: str, text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(_PAGE.format(title=html.escape(title), text=html.escape(text)), status_code=status)
+
+
+class OAuthRoutes:
+    """Handlers bound to one `WebAuthorization` per scope set, created on first use."""
+
+    def __init__(
+        self,
+        settings: GoogleSettings | None = None,
+        *,
+        default_scopes: tuple[str, ...] = ("sheets",),
+        store: TokenStore | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._settings = settings
+        self.default_scopes = default_scopes
+        self.store = store
+        self.transport = transport
+        self._flows: dict[tuple[str, ...], WebAuthorization] = {}
+        self._by_state: dict[str, WebAuthorization] = {}
+
+    @property
+    def settings(self) -> GoogleSettings:
+        if self._settings is None:
+            self._settings = GoogleSettings()
+        return self._settings
+
+    def flow(self, names: tuple[str, ...]) -> WebAuthorization:
+        if names not in self._flows:
+            self._flows[names] = WebAuthorization(
+                self.settings,
+                scopes_for(names),
+                store=self.store,
+                transport=self.transport,
+            )
+        return self._flows[names]
+
+    async def auth_url(self, request: Request) -> Response:
+        names = tuple(n.strip() for n in request.query_params.get("scopes", "").split(",") if n.strip())
+        try:
+            flow = self.flow(names or self.default_scopes)
+            redirect_uri = str(request.url_for("google_callback"))
+            url = flow.start(redirect_uri)
+        except DeskError as exc:
+            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+        state = dict(_query(url)).get("state", "")
+        # Keep only the states their flow still holds, so this map is bounded like the flows are.
+        self._by_state = {s: f for s, f in self._by_state.items() if f.is_pending(s)}
+        self._by_state[state] = flow
+        if request.query_params.get("redirect") in ("1", "true"):
+            return RedirectResponse(url, status_code=302)
+        return JSONResponse({"url": url, "redirect_uri": redirect_uri, "scopes": flow.scopes})
+
+    async def callback(self, request: Request) -> Response:
+        params = request.query_params
+        state = params.get("state")
+        flow = self._by_state.pop(state or "", None)
+        try:
+            if flow is None:
+                raise BadRequest("Unknown or expired state: start again from /auth/url.", {"state": state})
+            flow.finish(state, params.get("code"), params.get("error"))
+        except DeskError as exc:
+            return page("deskmcp was not authorised", exc.message, exc.http_status)
+        return page("deskmcp is authorised", "The Google account is connected. You can close this window.")
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/auth/url", self.auth_url, methods=["GET"]),
+            Route(CALLBACK_PATH, self.callback, methods=["GET"], name="google_callback"),
+        ]
+
+
+def _query(url: str) -> list[tuple[str, str]]:
+    return urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)
