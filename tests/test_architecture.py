@@ -5,7 +5,10 @@ nothing imported):
 - the orchestrator imports nothing from `deskmcp.mail` (it reaches mail over MCP only);
 - only the MCP adapters and the entry points import the SDK (`mcp`): every `*/server.py`,
   `cli.py`, `gateway.py`, `connect.py`, `httpapi.py`, `demo/tour.py`, `orchestrator/mcp_client.py`
-  and `core/server.py` (the error taxonomy, `core/errors.py`, is a plain exception tree).
+  and `core/server.py` (the error taxonomy, `core/errors.py`, is a plain exception tree);
+- only `deskmcp.google` and the two Google backends (`mail/backends/gmail.py`,
+  `sheets/backends/google.py`) import the Google client libraries (googleapiclient, google.auth,
+  google.oauth2, google_auth_oauthlib, google_auth_httplib2): one place signs in and maps errors.
 
 Every import counts: at the top, inside a function, under `if TYPE_CHECKING:`, relative ones, and
 `importlib.import_module("...")` with a literal name. The checker is tested on small trees built
@@ -23,6 +26,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "deskmcp"
 
 MCP_ALLOWED = {"cli.py", "gateway.py", "connect.py", "httpapi.py", "demo/tour.py", "orchestrator/mcp_client.py"}
 MCP_ALLOWED |= {"core/server.py"}
+
+GOOGLE_LIBRARIES = ("googleapiclient", "google.auth", "google.oauth2", "google_auth_oauthlib", "google_auth_httplib2")
+GOOGLE_ALLOWED = {"mail/backends/gmail.py", "sheets/backends/google.py"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,12 @@ def violations(package: Path) -> list[str]:
             and not (imp.file.endswith("/server.py") or imp.file == "server.py")
         ):
             rule = "only the MCP adapters and entry points import the SDK"
+        elif (
+            any(_within(imp, library) for library in GOOGLE_LIBRARIES)
+            and top != "google"
+            and imp.file not in GOOGLE_ALLOWED
+        ):
+            rule = "only deskmcp.google and the Google backends import the Google libraries"
         if rule is not None:
             found.append(f"{imp.file}:{imp.line} {imp.text}: {rule}")
     return sorted(set(found))
@@ -124,6 +136,10 @@ CLEAN = {
     "cli.py": "import mcp\nfrom deskmcp.mail import server\n",
     "gateway.py": "from mcp.server import Server\n",
     "demo/tour.py": "from mcp import Client\n",
+    "google/auth.py": "def later():\n    import google.auth\n    from google_auth_oauthlib import flow\n",
+    "google/errors.py": "def later():\n    from googleapiclient.errors import HttpError\n",
+    "mail/backends/gmail.py": "from deskmcp.google.errors import map_error\n",
+    "sheets/backends/google.py": "def later():\n    from googleapiclient.http import HttpRequest\n",
 }
 
 
@@ -132,6 +148,7 @@ def test_the_source_tree_keeps_the_architecture_rules() -> None:
     # the walk sees the real tree (a wrong path would find nothing and pass)
     assert any(i.file == "orchestrator/mcp_client.py" and _within(i, "mcp") for i in found)
     assert any(i.file == "orchestrator/vault_port.py" and _within(i, "deskmcp.vault") for i in found)
+    assert any(i.file == "google/auth.py" and _within(i, "google.oauth2") for i in found)
     assert violations(SRC) == []
 
 
@@ -152,17 +169,24 @@ def test_the_architecture_check_reports_each_broken_rule_in_a_small_tree(tmp_pat
         "orchestrator/cli.py": "from mcp import Client\n",  # only the top-level cli.py may
         "vault/service.py": "import mcp.types\n",
         "mail/models.py": "from mcp.types import TextContent as T\n",
+        "mail/service.py": "def later():\n    from googleapiclient.errors import HttpError\n",
+        "sheets/service.py": "from google.auth.exceptions import RefreshError\n",
+        "core/retry.py": "import google_auth_httplib2\n",
     }
     found = violations(write_tree(tmp_path, broken))
     sdk = "only the MCP adapters and entry points import the SDK"
+    google = "only deskmcp.google and the Google backends import the Google libraries"
     assert found == [
         "core/dates.py:3 from deskmcp import sheets: core imports no server package",
         "core/index.py:1 from deskmcp.vault import service: core imports no server package",
         "core/paths.py:2 from deskmcp.mail.models import Email: core imports no server package",
+        f"core/retry.py:1 import google_auth_httplib2: {google}",
         f"mail/models.py:1 from mcp.types import TextContent: {sdk}",
+        f"mail/service.py:2 from googleapiclient.errors import HttpError: {google}",
         "orchestrator/access.py:2 import_module('deskmcp.mail.service'): the orchestrator reaches mail over MCP only",
         f"orchestrator/cli.py:1 from mcp import Client: {sdk}",
         "orchestrator/service.py:2 from deskmcp import mail: the orchestrator reaches mail over MCP only",
         "orchestrator/triage.py:1 import deskmcp.mail.backends.maildir: the orchestrator reaches mail over MCP only",
+        f"sheets/service.py:1 from google.auth.exceptions import RefreshError: {google}",
         f"vault/service.py:1 import mcp.types: {sdk}",
     ]
