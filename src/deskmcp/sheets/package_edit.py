@@ -13,27 +13,44 @@ edits the workbook through openpyxl instead.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import datetime as dt
 import html
-import io
 import json
+import os
 import re
+import shutil
+import tempfile
 import zipfile
 from bisect import bisect_left
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from deskmcp.sheets.a1 import MAX_COLUMNS, A1Range, cell_name, column_index
-from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, attributes, cached, plain, unescape
+from deskmcp.core.files import fsync_dir, replace_file
+from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
+from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, cached, plain, unescape
 from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part
-from deskmcp.sheets.recalc import Dependents, Key, inputs
+from deskmcp.sheets.recalc import Dependents, InputReader, Key
 from deskmcp.sheets.sheetdata import Styles
 
 ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
+ROW_OPEN = re.compile(rb"<row\b([^>]*)>")
 ROW_NUMBER = re.compile(rb'\br="([0-9]+)"')
+# A formula cell in the plain form, its `<f>` first: reference, cell attributes, formula attributes,
+# text, and what follows (the cached value).
+FORMULA_CELL = re.compile(
+    rb'<c r="([A-Z]{1,3})([0-9]+)"([^>]*)>\s*<f\b([^>]*?)(?:/>|>([^<]*)</f>)([^<]*(?:<(?!/c>)[^<]*)*)</c>'
+)
+FORMULA_TAGS = (b"<f>", b"<f ", b"<f/>", b"<f\t", b"<f\n", b"<f\r")
+DIGITS = re.compile(rb"[0-9]+")
+# An entity other than the five of XML: unescaping it may change the digits of a formula's text.
+_ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
+ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
 DIMENSION = re.compile(rb'<dimension ref="[^"]*"\s*/>')
 EPOCH = dt.datetime(1899, 12, 30)
 DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
@@ -55,15 +72,17 @@ class Cell:
 
 @dataclass
 class Sheet:
-    """One worksheet part as bytes, its rows indexed by number, cells parsed on demand."""
+    """One worksheet part as bytes, where each row starts, cells parsed on demand."""
 
     title: str
     part: str
     data: bytes
-    rows: dict[int, tuple[int, int]] = field(default_factory=dict)  # row -> (start, end) in data
+    rows: dict[int, int] = field(default_factory=dict)  # row -> where its <row> starts in data
+    start: int = 0  # where <sheetData starts
     end: int = 0  # where </sheetData> starts
     parsed: dict[int, dict[int, Cell]] = field(default_factory=dict)
     max_column: int = 0
+    max_row: int = 0
 
     @classmethod
     def load(cls, title: str, part: str, data: bytes) -> Sheet:
@@ -74,26 +93,34 @@ class Sheet:
         end = data.find(b"</sheetData>", start)
         if end < 0:
             raise Fallback(f"{part} has no end of sheetData")
-        sheet = cls(title, part, data, end=end)
+        sheet = cls(title, part, data, start=start, end=end)
         number = 0
-        for m in ROW.finditer(data, start, end):
+        rows = sheet.rows
+        for m in ROW_OPEN.finditer(data, start, end):
             ref = ROW_NUMBER.search(m.group(1))
             number = int(ref.group(1)) if ref else number + 1
-            sheet.rows[number] = (m.start(), m.end())
+            rows[number] = m.start()
+        sheet.max_row = max(rows, default=0)
         dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
         sheet.max_column = column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
         return sheet
 
-    @property
-    def max_row(self) -> int:
-        return max(self.rows, default=0)
+    def span(self, row: int) -> tuple[int, int] | None:
+        """Where the `<row>` element of `row` starts and ends in data."""
+        start = self.rows.get(row)
+        if start is None:
+            return None
+        m = ROW.match(self.data, start)
+        if m is None:
+            raise Fallback(f"row {row} of {self.part} is not well formed")
+        return start, m.end()
 
     def cells(self, row: int) -> dict[int, Cell]:
         found = self.parsed.get(row)
         if found is not None:
             return found
         found = {}
-        span = self.rows.get(row)
+        span = self.span(row)
         if span is not None:
             col = 0
             for m in CELL.finditer(self.data, span[0], span[1]):
@@ -112,45 +139,90 @@ class Formula:
     cached: Any  # None: no cached value
 
 
-def _formulas(sheet: Sheet) -> dict[tuple[int, int], Formula]:
-    """Every formula of a sheet, shared ones translated to their cells."""
-    out: dict[tuple[int, int], Formula] = {}
+def _scan(
+    sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Dependents
+) -> tuple[list[Key], dict[tuple[int, int], str]]:
+    """Every formula of `sheet` not in `skip` added to `index`, in one pass over the part's bytes
+    (no object per cell): formulas are grouped by shape (`InputReader`) and each group's references
+    read from the digits of their texts. Returns the formulas holding no cached value, and the text
+    of each shared formula that borrows its anchor's, translated to its cell."""
+    data, title = sheet.data, sheet.title
+    uncached: list[Key] = []
+    borrowed: dict[tuple[int, int], str] = {}
     masters: dict[bytes, tuple[str, str]] = {}
-    data = sheet.data
-    pos = 0
-    while True:
-        at = data.find(b"<f", pos)
-        if at < 0:
-            break
-        start = data.rfind(b"<c ", 0, at)
-        m = CELL.match(data, start)
-        if m is None or m.end() <= at:
-            raise Fallback("a formula outside a cell")
-        pos = m.end()
-        ref = REF.search(m.group(1))
-        inner = m.group(2) or b""
-        f = FORMULA.search(inner)
-        if ref is None or f is None:
-            raise Fallback("a cell without a reference")
-        row, col = int(ref.group(2)), column_index(ref.group(1).decode("ascii"))
-        fattrs = attributes(f.group(1))
-        kind = fattrs.get(b"t", b"")
-        text = unescape(f.group(2) or b"")
-        anchor = False
-        if kind == b"shared":
-            si = fattrs.get(b"si", b"")
-            if text:
-                masters[si] = (cell_name(row, col), text)
-                anchor = True
-            elif si in masters:
-                text = _translate(masters[si], cell_name(row, col))
-            else:
-                raise Fallback("a shared formula before its anchor")
-        elif kind == b"array" and fattrs.get(b"ref", b"") not in (b"", ref.group(0)):
-            anchor = True
-        value = cached(attributes(m.group(1)).get(b"t", b"n"), inner)
-        out[(row, col)] = Formula("=" + text, kind, anchor or kind == b"array", value)
-    return out
+    columns: dict[bytes, int] = {}
+    skip_rows = {k[1] for k in skip if k[0] == title}
+    shapes: dict[bytes, tuple[list[int], list[bytes], list[bytes]]] = {}  # rows, columns, texts
+    count = 0
+    for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
+        count += 1
+        letters, digits, cattrs, fattrs, ftext, tail = m.groups()
+        row = int(digits)
+        if row in skip_rows or b"shared" in fattrs or not ftext or _ODD_ENTITY.search(ftext):
+            col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
+            text = unescape(ftext) if ftext else ""
+            if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
+                si = fa.get(b"si", b"")
+                if text:
+                    masters[si] = (cell_name(row, col), text)
+                elif si in masters:
+                    text = borrowed[(row, col)] = _translate(masters[si], cell_name(row, col))
+                else:
+                    raise Fallback("a shared formula before its anchor")
+            key = (title, row, col)
+            if key in skip:
+                continue
+            if _no_value(cattrs, tail):
+                uncached.append(key)
+            index.add(key, reader.areas("=" + text, title))
+            continue
+        if _no_value(cattrs, tail):
+            col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
+            uncached.append((title, row, col))
+        shape = DIGITS.sub(b"0", ftext)
+        group = shapes.get(shape)
+        if group is None:
+            group = shapes[shape] = ([], [], [])
+        group[0].append(row)
+        group[1].append(letters)
+        group[2].append(ftext)
+    # every <f> of the cells is one of those read above, or the part is not in the form they assume
+    tags = sum(data.count(tag, sheet.start, sheet.end) for tag in FORMULA_TAGS)
+    if count != tags:
+        raise Fallback(f"formulas of {sheet.part} in an unexpected form")
+    for shape, (rows, letters_of, texts) in shapes.items():
+        for letters in set(letters_of):
+            if letters not in columns:
+                columns[letters] = column_index(letters.decode("ascii"))
+        cols = [columns[letters] for letters in letters_of]
+        recipe = reader.recipe(html.unescape(shape.decode("utf-8")))
+        if recipe is None:
+            index.add_anything(title, rows, cols)
+        elif isinstance(recipe, str):
+            for row, col, ftext in zip(rows, cols, texts, strict=True):
+                index.add((title, row, col), reader.areas("=" + unescape(ftext), title))
+        else:
+            runs = [DIGITS.findall(t) for t in texts] if recipe else []
+            reads: list[tuple[str, int, int, list[int], list[int]]] = []
+            for ref_sheet, c0, c1, i0, i1 in recipe:
+                if i0 < 0:
+                    whole = [1] * len(rows)
+                    reads.append((ref_sheet or title, c0, c1, whole, [MAX_ROWS] * len(rows)))
+                    continue
+                firsts = [int(r[i0]) for r in runs]
+                if i1 == i0:
+                    reads.append((ref_sheet or title, c0, c1, firsts, firsts))
+                    continue
+                lasts = [int(r[i1]) for r in runs]
+                reads.append((ref_sheet or title, c0, c1, list(map(min, firsts, lasts)), list(map(max, firsts, lasts))))
+            index.add_block(title, rows, cols, reads)
+    return uncached, borrowed
+
+
+def _no_value(cattrs: bytes, tail: bytes) -> bool:
+    """What `cached` reads as no value: no <v>, or a shared string (not looked up here)."""
+    kind = attributes(cattrs).get(b"t", b"n") if b"t=" in cattrs else b"n"
+    return kind == b"s" or (kind != b"inlineStr" and VALUE.search(tail) is None)
 
 
 def _translate(master: tuple[str, str], here: str) -> str:
@@ -176,6 +248,10 @@ class PackageBook:
         self.writes: dict[Key, Any] = {}  # None clears the cell
         self.literal: set[Key] = set()
         self.report: list[str] = []
+        self.borrowed: dict[str, dict[tuple[int, int], str]] = {}  # shared formulas' texts, by sheet
+        self.parts: dict[str, bytes] = {}  # small parts replaced by the patch
+        self.new_parts: dict[str, bytes] = {}
+        self.edits: dict[str, tuple[Sheet, list[tuple[int, int, bytes]]]] = {}  # sheet parts patched
 
     def close(self) -> None:
         self.zf.close()
@@ -262,28 +338,52 @@ class PackageBook:
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, names: Any) -> tuple[bytes, dict[str, list[str]]]:
-        """The new package's bytes and the formulas left uncomputed (sheet -> cells)."""
+    def formula(self, key: Key) -> Formula | None:
+        """The formula of a cell after the edits so far, or None when it holds none."""
+        if key in self.writes:
+            stored = self.writes[key]
+            if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
+                return Formula(stored, b"", False, None)
+            return None
+        if key[0] not in self.where.sheets:
+            return None
+        cell = self.sheet(key[0]).cells(key[1]).get(key[2])
+        if cell is None:
+            return None
+        f = FORMULA.search(cell.inner)
+        if f is None:
+            return None
+        fattrs = attributes(f.group(1))
+        kind = fattrs.get(b"t", b"")
+        borrowed = self.borrowed.get(key[0], {}).get((key[1], key[2]))
+        text = borrowed if borrowed is not None else unescape(f.group(2) or b"")
+        anchor = (kind == b"shared" and borrowed is None) or (
+            kind == b"array" and fattrs.get(b"ref", b"") not in (b"", cell_name(key[1], key[2]).encode())
+        )
+        value = cached(cell.attrs.get(b"t", b"n"), cell.inner)
+        return Formula("=" + text, kind, anchor or kind == b"array", value)
+
+    def save(self, names: Any) -> dict[str, list[str]]:
+        """Compute what the edits make stale and prepare the patch (`write` then streams it out);
+        returns the formulas left uncomputed (sheet -> cells)."""
         for title in self.where.sheets:
             self.sheet(title)
-        formulas: dict[Key, Formula] = {}
-        for title, sheet in self.sheets.items():
-            for (r, c), f in _formulas(sheet).items():
-                formulas[(title, r, c)] = f
-        for key, stored in self.writes.items():
-            formulas.pop(key, None)
-            if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
-                formulas[key] = Formula(stored, b"", False, None)
+        reader = InputReader(names)
         index = Dependents()
-        for key, f in formulas.items():
-            index.add(key, inputs(f.text, key[0], names))
-        needed = {k for k, f in formulas.items() if f.cached is None or k in self.writes}
+        needed: set[Key] = set()
+        for title, sheet in self.sheets.items():
+            uncached, self.borrowed[title] = _scan(sheet, self.writes, reader, index)
+            needed.update(uncached)
+        for key, stored in self.writes.items():
+            if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
+                index.add(key, reader.areas(stored, key[0]))
+                needed.add(key)
         needed |= index.stale(self.writes)
-        needed &= formulas.keys()
+        del index, reader  # the evaluation below needs neither: free them before it grows
 
         def raw(sheet: str, row: int, col: int) -> Any:
             key = (sheet, row, col)
-            f = formulas.get(key)
+            f = self.formula(key)
             if f is not None:
                 if key in needed:
                     if f.kind in (b"array", b"dataTable"):
@@ -307,7 +407,7 @@ class PackageBook:
 
         def is_text(sheet: str, row: int, col: int) -> bool:
             key = (sheet, row, col)
-            if key in formulas:
+            if self.formula(key) is not None:
                 return key not in needed
             return True  # plain values are never formulas
 
@@ -320,7 +420,8 @@ class PackageBook:
             except (Uncomputable, RecursionError):
                 results[key] = None
                 uncomputed.setdefault(key[0], []).append(cell_name(key[1], key[2]))
-        return self._package(formulas, results, uncomputed), uncomputed
+        self._prepare(results, uncomputed)
+        return uncomputed
 
     def _shows_date(self, sheet: str, formula: str, value: Any) -> bool:
         """A date function's result, or a date cell moved by some days (`=B4+30`), as Excel shows it."""
@@ -341,9 +442,8 @@ class PackageBook:
         except ValueError:
             return False
 
-    def _package(
-        self, formulas: dict[Key, Formula], results: dict[Key, Any], uncomputed: dict[str, list[str]]
-    ) -> bytes:
+    def _prepare(self, results: dict[Key, Any], uncomputed: dict[str, list[str]]) -> None:
+        """The new cells, rows and small parts of the patch: all that can refuse it (`Fallback`)."""
         styles_part = self.where.styles
         date_style: list[int] = []  # found or added on first use
         styles_data = read_part(self.zf, styles_part) if styles_part and styles_part in self.zf.namelist() else None
@@ -363,10 +463,10 @@ class PackageBook:
             existing = self.sheets[sheet].cells(row).get(col)
             attrs = dict(existing.attrs) if existing is not None else {}
             style = attrs.get(b"s", b"0")
-            if key in self.writes and key not in formulas:
+            f = self.formula(key)
+            if f is None:
                 element = _value_cell(key, self.writes[key], style, key in self.literal, date_xf, self.look)
             else:
-                f = formulas[key]
                 if key in self.writes:
                     fxml = b"<f>" + _esc(f.text[1:]).encode("utf-8") + b"</f>"
                 else:
@@ -381,11 +481,38 @@ class PackageBook:
             changed.setdefault(sheet, {}).setdefault(row, {})[col] = element
         parts: dict[str, bytes] = {}
         for title, rows in changed.items():
-            parts[self.sheets[title].part] = _patched(self.sheets[title], rows)
+            self.edits[self.sheets[title].part] = (self.sheets[title], _patched(self.sheets[title], rows))
         if styles_data is not None and date_style and styles_part:
             parts[styles_part] = styles_data
-        extra = _flag(self.zf, parts, uncomputed)
-        return _rezip(self.zf, parts, extra)
+        self.new_parts = _flag(self.zf, parts, uncomputed)
+        self.parts = parts
+
+    def write(self, handle: BinaryIO) -> None:
+        """The patched package into `handle`: every part the edit did not change copied as it is,
+        the big ones streamed (a sheet part is never held twice, nor the new zip at all)."""
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as dst:
+            for info in self.zf.infolist():
+                body = self.parts.get(info.filename)
+                if body is not None:
+                    dst.writestr(_entry(info, len(body)), body)
+                    continue
+                edited = self.edits.get(info.filename)
+                if edited is not None:
+                    sheet, edits = edited
+                    size = len(sheet.data) + sum(len(new) - (end - start) for start, end, new in edits)
+                    view = memoryview(sheet.data)
+                    with dst.open(_entry(info, size), "w", force_zip64=size > ZIP64_FROM) as out:
+                        pos = 0
+                        for start, end, new in edits:
+                            out.write(view[pos:start])
+                            out.write(new)
+                            pos = end
+                        out.write(view[pos:])
+                    continue
+                with self.zf.open(info) as src, dst.open(_entry(info, info.file_size), "w") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            for name, body in self.new_parts.items():
+                dst.writestr(name, body)
 
 
 def _in_phonetic(si: Any, t: Any) -> bool:
@@ -437,16 +564,18 @@ def _formula_cell(key: Key, fxml: bytes, value: Any, style: bytes) -> bytes:
     return b'<c r="' + ref + b'"' + s + t + b">" + fxml + b"<v>" + v + b"</v></c>"
 
 
-def _patched(sheet: Sheet, rows: dict[int, dict[int, bytes | None]]) -> bytes:
-    """The sheet part with the given cells replaced (None: removed), rows added where needed."""
+def _patched(sheet: Sheet, rows: dict[int, dict[int, bytes | None]]) -> list[tuple[int, int, bytes]]:
+    """The edits of the sheet part, in order, as (start, end, replacement): the given cells replaced
+    (None: removed), rows added where needed, the dimension widened."""
     data = sheet.data
     existing = sorted(sheet.rows)
     edits: list[tuple[int, int, int, bytes]] = []  # (start, end, order, replacement)
     max_col = 0
     for order, row in enumerate(sorted(rows)):
         new_cells = rows[row]
-        if row in sheet.rows:
-            start, end = sheet.rows[row]
+        span = sheet.span(row)
+        if span is not None:
+            start, end = span
             head = ROW.match(data, start)
             assert head is not None
             attrs = re.sub(rb'\s+spans="[^"]*"', b"", head.group(1))
@@ -461,26 +590,19 @@ def _patched(sheet: Sheet, rows: dict[int, dict[int, bytes | None]]) -> bytes:
             if not cells:
                 continue
             i = bisect_left(existing, row)
-            start = end = sheet.rows[existing[i]][0] if i < len(existing) else sheet.end
+            start = end = sheet.rows[existing[i]] if i < len(existing) else sheet.end
             attrs = b' r="' + str(row).encode() + b'"'
         max_col = max(max_col, *cells) if cells else max_col
         body = b"".join(cells[c] for c in sorted(cells))
         edits.append((start, end, order, b"<row" + attrs + b">" + body + b"</row>"))
-    edits.sort(key=lambda e: (e[0], e[1], e[2]))
-    pieces: list[bytes] = []
-    pos = 0
-    for start, end, _order, replacement in edits:
-        pieces.append(data[pos:start])
-        pieces.append(replacement)
-        pos = end
-    pieces.append(data[pos:])
-    out = b"".join(pieces)
-    last_row = max([*sheet.rows, *(r for r, cells in rows.items() if any(v is not None for v in cells.values()))])
+    last_row = max([sheet.max_row, *(r for r, cells in rows.items() if any(v is not None for v in cells.values()))])
     last_col = max(sheet.max_column if sheet.max_column != MAX_COLUMNS else 0, max_col)
-    if last_row and last_col:
+    dim = DIMENSION.search(data, 0, sheet.start)
+    if last_row and last_col and dim is not None:
         ref = b"A1:" + cell_name(last_row, last_col).encode()
-        out = DIMENSION.sub(lambda _m: b'<dimension ref="' + ref + b'"/>', out, count=1)
-    return out
+        edits.append((dim.start(), dim.end(), -1, b'<dimension ref="' + ref + b'"/>'))
+    edits.sort(key=lambda e: (e[0], e[1], e[2]))
+    return [(start, end, new) for start, end, _order, new in edits]
 
 
 def _date_xf(styles: bytes) -> tuple[int, bytes]:
@@ -589,17 +711,31 @@ def _full_calc(workbook: bytes) -> bytes:
     raise Fallback("workbook.xml without sheets")
 
 
-def _rezip(src: zipfile.ZipFile, parts: dict[str, bytes], extra: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
-        for info in src.infolist():
-            body = parts.get(info.filename)
-            if body is None:
-                with src.open(info) as handle:
-                    body = handle.read()
-            # Big parts compress fast: level 6 of 100 MB of XML costs seconds for 10% of size.
-            level = 1 if len(body) > 8 << 20 else 6
-            dst.writestr(info, body, compress_type=zipfile.ZIP_DEFLATED, compresslevel=level)
-        for name, body in extra.items():
-            dst.writestr(name, body)
-    return out.getvalue()
+def _entry(info: zipfile.ZipInfo, size: int) -> zipfile.ZipInfo:
+    """A copy of `info` to write a part of `size` bytes, deflated (big parts fast: level 6 of
+    100 MB of XML costs seconds for 10% of size)."""
+    entry = copy.copy(info)
+    entry.compress_type = zipfile.ZIP_DEFLATED
+    level = 1 if size > 8 << 20 else 6
+    # ZipFile.open(entry, "w") reads the level from the entry (named compress_level from Python 3.13)
+    setattr(entry, "compress_level" if hasattr(entry, "compress_level") else "_compresslevel", level)
+    return entry
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """`write(handle)` into a temporary file beside `path`, fsynced, then put in its place: readers
+    see the old file or the new one, and an interruption leaves the old one."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.chmod(path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        replace_file(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)

@@ -769,25 +769,31 @@ class LocalBackend:
 
     def _patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
         """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
-        from deskmcp.sheets.package_edit import Fallback, PackageBook
+        from deskmcp.sheets.package_edit import Fallback, PackageBook, write_atomically
 
         self._verify(path)
         where, look = self._package(path)
         package = PackageBook(path, where, look, "xlsx")
         try:
-            book = PatchedBook(package, self)
-            result = change(book)  # type: ignore[arg-type]  # the same operations as Book
-            names = _package_names(package.zf)
-            data, uncomputed = package.save(names)
-        except Fallback as exc:
-            log.info("%s edited through openpyxl: %s", path.name, exc)
-            return None
-        except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
-            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+            try:
+                book = PatchedBook(package, self)
+                result = change(book)  # type: ignore[arg-type]  # the same operations as Book
+                names = _package_names(package.zf)
+                uncomputed = package.save(names)
+            except Fallback as exc:
+                log.info("%s edited through openpyxl: %s", path.name, exc)
+                return None
+            except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+                raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+            try:
+                write_atomically(path, package.write)
+            except zipfile.BadZipFile as exc:
+                raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+            except OSError as exc:
+                raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
         finally:
             package.close()
         book.report.extend(f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs)
-        atomic_write_bytes(path, data)
         return (result,)
 
     def _csv_workbook(self, path: Path) -> Workbook:
