@@ -35,7 +35,10 @@ class AttachmentInfo(BaseModel):
 
 class EmailFull(EmailSummary):
     body: str
-    body_truncated: bool = False
+    body_truncated: bool = Field(default=False, description="More text follows: call again with offset=next_offset")
+    body_offset: int = Field(default=0, description="Where in the body this text starts")
+    body_chars: int = Field(default=0, description="Length of the whole text body")
+    next_offset: int | None = None
     attachment_names: list[str] = Field(default_factory=list)
     attachments: list[AttachmentInfo] = Field(default_factory=list)
     in_reply_to: str | None = None

@@ -22,6 +22,7 @@ from deskmcp.mail.models import (
 )
 from deskmcp.mail.service import MAX_RESULTS, MailService
 from deskmcp.mail.settings import MailSettings
+from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """The user's mailbox. Find mail with list_emails (Gmail search syntax on every
 backend: from:, to:, subject:, is:unread, label:, in:inbox, has:attachment, after:2024/01/31,
@@ -65,14 +66,8 @@ def unavailable(settings: MailSettings) -> str | None:
 
 
 def create_server(settings: MailSettings, service: MailService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-mail",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The mail tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["mail"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: MailService) -> None:
@@ -95,9 +90,14 @@ def register(server: DeskServer, service: MailService) -> None:
         return service.list_emails(query, max_results, cursor)
 
     @server.tool("get_email", annotations=READ_ONLY, toolset="read")
-    def get_email(message_id: MessageId) -> EmailFull:
-        """One message: headers, decoded text body (HTML turned into text), attachments, threading ids."""
-        return service.get_email(message_id)
+    def get_email(
+        message_id: MessageId,
+        offset: Annotated[int, Field(ge=0, description="Body offset: next_offset of the previous part")] = 0,
+        max_chars: Annotated[int | None, Field(ge=1, description="Body characters per part")] = None,
+    ) -> EmailFull:
+        """One message: headers, decoded text body (HTML turned into text), attachments, threading ids.
+        A long body comes in parts: call again with offset=next_offset."""
+        return service.get_email(message_id, max_chars=max_chars, offset=offset)
 
     @server.tool("get_thread", annotations=READ_ONLY, toolset="read")
     def get_thread(

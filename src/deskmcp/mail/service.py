@@ -184,18 +184,35 @@ class MailService:
         summary, raw = self.backend.fetch(message_id)
         return summary, decode(parse_bytes(raw))
 
-    def get_email(self, message_id: str, *, max_chars: int | None = None) -> EmailFull:
+    def get_email(self, message_id: str, *, max_chars: int | None = None, offset: int = 0) -> EmailFull:
+        """A message with `max_chars` of its text body from `offset` (a long body is read in
+        parts: `next_offset` says where the next one starts)."""
+        if offset < 0:
+            raise BadRequest("offset must be 0 or more.", {"offset": offset})
+        limit = self.settings.max_chars
+        if max_chars is not None and not 1 <= max_chars <= limit:
+            raise BadRequest(f"max_chars must be between 1 and {limit:,} (MAX_FILE_CHARS).", {"max_chars": max_chars})
         summary, parsed = self._parsed(message_id)
         _readable(message_id, parsed)
-        return self._full(summary, parsed, max_chars or self.settings.max_chars)
+        if offset and offset >= len(parsed.body):
+            raise BadRequest(
+                f"offset {offset:,} is past the end of the body ({len(parsed.body):,} characters);"
+                " pass the next_offset of the previous part, or 0.",
+                {"offset": offset, "body_chars": len(parsed.body)},
+            )
+        return self._full(summary, parsed, max_chars or limit, offset)
 
-    def _full(self, summary: EmailSummary, parsed: ParsedMail, max_chars: int) -> EmailFull:
+    def _full(self, summary: EmailSummary, parsed: ParsedMail, max_chars: int, offset: int = 0) -> EmailFull:
         body = parsed.body
-        truncated = len(body) > max_chars
+        end = offset + max_chars
+        truncated = len(body) > end
         return EmailFull(
             **summary.model_dump(),
-            body=body[:max_chars],
+            body=body[offset:end],
             body_truncated=truncated,
+            body_offset=offset,
+            body_chars=len(body),
+            next_offset=end if truncated else None,
             attachment_names=[a.filename for a in parsed.attachments],
             attachments=[
                 AttachmentInfo(index=a.index, filename=a.filename, content_type=a.content_type, size=a.size)
