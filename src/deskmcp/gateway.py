@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from mcp.server.mcpserver.prompts import Prompt
@@ -24,7 +23,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.server import CORE_GROUP, DeskServer
-from deskmcp.servers import SERVERS, ServerSpec
+from deskmcp.servers import SERVERS, ServerModule, ServerSpec
 
 log = logging.getLogger("deskmcp.gateway")
 
@@ -163,7 +162,7 @@ def compose(
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
-    plan: list[tuple[ServerSpec, ModuleType, Any]] = []
+    plan: list[tuple[ServerSpec, ServerModule, Any]] = []
     skipped: dict[str, str] = {}
     for spec in chosen:
         module = spec.load()

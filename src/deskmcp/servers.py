@@ -1,25 +1,71 @@
-"""The registry of deskmcp's servers: one entry per server package, imported lazily.
+"""The registry of deskmcp's servers: one entry per server package, imported lazily, and the
+contract every server module keeps.
 
-Each server package `deskmcp.<name>` has a `server` module exposing:
+Each server package `deskmcp.<name>` has a `server` module that is a `ServerModule`:
 
 - `Settings`: its frozen settings class (a `WorkspaceSettings` subclass);
+- `INSTRUCTIONS`, `TOOLSETS`, `DEFAULT_TOOLSETS`: what the client reads, and its toolsets;
 - `create_service(settings)`: the service object its tools call;
 - `register(server, service)`: adds its tools, resources and prompts to a `DeskServer`;
-- `create_server(settings)`: a `DeskServer` with only this server's tools;
 - `unavailable(settings)`: None when it can run, else one line saying what is missing.
 
-`deskmcp serve NAME` and the all-in-one gateway both go through this table. Importing it costs
-nothing: the CLI reads it for its help text before any server (or the SDK) is imported.
+`create_server(module, settings)` builds a `DeskServer` with one server's tools; `deskmcp serve
+NAME` and the all-in-one gateway go through this table. Importing it costs nothing: the CLI
+reads it for its help text before any server (or the SDK) is imported.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from deskmcp.core.errors import BadRequest
+
+if TYPE_CHECKING:
+    from deskmcp.core.config import WorkspaceSettings
+    from deskmcp.core.server import DeskServer
+
+
+@runtime_checkable
+class ServerModule(Protocol):
+    """The contract of a `deskmcp.<name>.server` module (see the module docstring)."""
+
+    @property
+    def __name__(self) -> str: ...
+    # Upper-case properties: module attributes, read-only here so each module's own types conform.
+    @property
+    def Settings(self) -> type[WorkspaceSettings]: ...
+    @property
+    def INSTRUCTIONS(self) -> str: ...
+    @property
+    def TOOLSETS(self) -> dict[str, str]: ...
+    @property
+    def DEFAULT_TOOLSETS(self) -> tuple[str, ...]: ...
+
+    def create_service(self, settings: Any, /) -> Any: ...
+    def register(self, server: DeskServer, service: Any, /) -> None: ...
+    def unavailable(self, settings: Any, /) -> str | None: ...
+
+
+def server_name(module: ServerModule) -> str:
+    """`vault` for `deskmcp.vault.server`."""
+    return module.__name__.split(".")[1]
+
+
+def create_server(module: ServerModule, settings: WorkspaceSettings, service: object | None = None) -> DeskServer:
+    """A `DeskServer` with only `module`'s tools, every one enabled (tests, benchmarks, embedding);
+    `service` defaults to `module.create_service(settings)`."""
+    from deskmcp.core.server import DeskServer  # the SDK: only once a server is built
+
+    server = DeskServer(
+        f"deskmcp-{server_name(module)}",
+        instructions=module.INSTRUCTIONS,
+        tool_names=settings.tool_names,
+        output_schemas=settings.output_schemas,
+    )
+    module.register(server, module.create_service(settings) if service is None else service)
+    return server
 
 
 @dataclass(frozen=True)
@@ -28,8 +74,11 @@ class ServerSpec:
     summary: str
     module: str
 
-    def load(self) -> ModuleType:
-        return importlib.import_module(self.module)
+    def load(self) -> ServerModule:
+        return cast("ServerModule", importlib.import_module(self.module))
+
+    def create_server(self, settings: WorkspaceSettings, service: object | None = None) -> DeskServer:
+        return create_server(self.load(), settings, service)
 
     def settings(self, **overrides: Any) -> Any:
         cls = self.load().Settings

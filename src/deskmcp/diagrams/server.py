@@ -13,6 +13,7 @@ from deskmcp.core.server import DeskServer, writes
 from deskmcp.diagrams.models import FileContent, FileList, MermaidCheck, SourceKind
 from deskmcp.diagrams.service import MAX_LIST_LIMIT, DiagramsService
 from deskmcp.diagrams.settings import DiagramsSettings
+from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """Read a software project and draw Mermaid diagrams of it. list_files finds files
 (source 'local' is the project folder; 'git' reads a repository at a ref without checkout; 'github'
@@ -52,14 +53,8 @@ def unavailable(settings: DiagramsSettings) -> str | None:
 
 
 def create_server(settings: DiagramsSettings, service: DiagramsService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-diagrams",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The diagrams tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["diagrams"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: DiagramsService) -> None:

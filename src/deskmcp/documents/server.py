@@ -24,6 +24,7 @@ from deskmcp.documents.models import (
 from deskmcp.documents.roots import MAIN_VARIABLE, missing_folder
 from deskmcp.documents.service import DocumentService
 from deskmcp.documents.settings import DocumentsSettings
+from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """Search and organise the user's documents (Markdown, text, HTML, PDF, DOCX) in their
 documents folder. Paths are relative to that folder (`reports/q3.pdf`); files in an extra root are
@@ -75,14 +76,8 @@ def unavailable(settings: DocumentsSettings) -> str | None:
 
 
 def create_server(settings: DocumentsSettings, service: DocumentService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-documents",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The documents tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["documents"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: DocumentService) -> None:

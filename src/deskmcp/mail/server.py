@@ -43,6 +43,9 @@ TOOLSETS: dict[str, str] = {
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
 MessageId = Annotated[str, Field(description="Message id from list_emails")]
+MessageIds = Annotated[
+    str | list[str], Field(description="Message id from list_emails, or a list of up to 100 (one result each)")
+]
 LabelName = Annotated[str, Field(min_length=1, max_length=100, description="Label name, see list_labels")]
 Addresses = Annotated[str | None, Field(description="Comma-separated addresses")]
 
@@ -144,17 +147,17 @@ def register(server: DeskServer, service: MailService) -> None:
         return service.forward_email(message_id, to, body, cc, bcc, idempotency_key)
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
-    def move_email(message_id: MessageId, destination_label: LabelName) -> LabelResult:
-        """Move a message to a folder/label (INBOX, TRASH, a user label; created when missing)."""
+    def move_email(message_id: MessageIds, destination_label: LabelName) -> LabelResult:
+        """Move messages to a folder/label (INBOX, TRASH, a user label; created when missing)."""
         return service.move_email(message_id, destination_label)
 
     @server.tool("add_label", annotations=writes(destructive=False, idempotent=True), toolset="write")
-    def add_label(message_id: MessageId, label_name: LabelName) -> LabelResult:
-        """Add a label to a message (created when missing); returns its labels."""
+    def add_label(message_id: MessageIds, label_name: LabelName) -> LabelResult:
+        """Add a label to messages (created when missing); returns their labels."""
         return service.add_label(message_id, label_name)
 
     @server.tool("remove_label", annotations=writes(destructive=False, idempotent=True), toolset="labels")
-    def remove_label(message_id: MessageId, label_name: LabelName) -> LabelResult:
+    def remove_label(message_id: MessageIds, label_name: LabelName) -> LabelResult:
         """Remove a label; removing INBOX archives the message."""
         return service.remove_label(message_id, label_name)
 

@@ -24,6 +24,7 @@ from deskmcp.meetings.models import (
 )
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
+from deskmcp.servers import SERVERS
 
 T = TypeVar("T")
 
@@ -77,14 +78,8 @@ def unavailable(settings: MeetingsSettings) -> str | None:
 
 
 def create_server(settings: MeetingsSettings, service: MeetingService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-meetings",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The meetings tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["meetings"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: MeetingService) -> None:

@@ -24,6 +24,7 @@ from deskmcp.orchestrator.models import (
 )
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.triage import TriageService
+from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """Email triage in the user's vault: mail becomes notes in Needs_Action/, replies are
 drafted into Drafts/, the user approves a draft (by moving it to Approved/, or triage_approve when
@@ -54,9 +55,8 @@ def unavailable(settings: OrchestratorSettings) -> str | None:
 
 
 def create_server(settings: OrchestratorSettings, service: TriageService | None = None) -> DeskServer:
-    server = DeskServer("deskmcp-orchestrator", instructions=INSTRUCTIONS, tool_names=settings.tool_names)
-    register(server, service or create_service(settings))
-    return server
+    """The orchestrator tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["orchestrator"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: TriageService) -> None:

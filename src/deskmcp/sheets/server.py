@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.servers import SERVERS
 from deskmcp.sheets.models import (
     ClearResult,
     FindResult,
@@ -72,14 +73,8 @@ def unavailable(settings: SheetsSettings) -> str | None:
 
 
 def create_server(settings: SheetsSettings, service: SheetsService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-sheets",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The sheets tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["sheets"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: SheetsService) -> None:

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.servers import SERVERS
 from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus
 from deskmcp.vault.service import VaultService
 from deskmcp.vault.settings import VaultSettings
@@ -63,14 +64,8 @@ def unavailable(settings: VaultSettings) -> str | None:
 
 
 def create_server(settings: VaultSettings, service: VaultService | None = None) -> DeskServer:
-    server = DeskServer(
-        "deskmcp-vault",
-        instructions=INSTRUCTIONS,
-        tool_names=settings.tool_names,
-        output_schemas=settings.output_schemas,
-    )
-    register(server, service or create_service(settings))
-    return server
+    """The vault tools alone on a server of their own (tests, benchmarks): `servers.create_server`."""
+    return SERVERS["vault"].create_server(settings, service)
 
 
 def register(server: DeskServer, service: VaultService) -> None:
