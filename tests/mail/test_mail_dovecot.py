@@ -233,6 +233,26 @@ async def test_list_labels_kind_says_system_folder_or_keyword_alike_on_imap_and_
     assert kinds == {"imap": expected, "maildir": expected}
 
 
+async def test_imap_move_email_of_a_list_gives_each_moved_message_its_new_id_and_reports_a_bad_one(
+    connect: Connect, dovecot: Dovecot, mailbox: str
+) -> None:
+    mails = [
+        Loaded("INBOX", make_mail(f"Batch {i}", f"body {i}", msgid=f"<batch{i}@corp.test>"), BASE_DAY) for i in range(2)
+    ]
+    append_all(dovecot, mailbox, mails)
+    async with connect(**dovecot.settings(mailbox)) as c:
+        ids = [e["id"] for e in (await call(c, "list_emails", {"query": ""}))["emails"]]
+        moved = await call(
+            c, "move_email", {"message_id": [ids[0], "bm90LWFuLWlk", ids[1]], "destination_label": "Done"}
+        )
+        opened = [await call(c, "get_email", {"message_id": r["id"]}) for r in moved["results"] if r["id"]]
+        inbox = await call(c, "list_emails", {"query": "in:inbox"})
+    assert [r["error"] for r in moved["results"]] == [None, "not_found", None]
+    assert all(r["id"] not in ids for r in moved["results"] if r["id"])
+    assert sorted(m["body"] for m in opened) == ["body 0", "body 1"]
+    assert inbox["emails"] == []
+
+
 @pytest.mark.parametrize("server", ["dovecot", "dovecot_dot"])
 async def test_imap_nested_folder_labels_work_whatever_the_server_separator(
     connect: Connect, request: pytest.FixtureRequest, server: str

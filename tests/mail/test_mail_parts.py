@@ -52,3 +52,30 @@ async def test_get_email_offset_past_the_body_is_bad_request_naming_its_length(
         too_many = await fail(c, "get_email", {"message_id": target["id"], "max_chars": 10_000_000})
     assert error["error"] == "bad_request" and error["details"]["body_chars"] == len("Just this.")
     assert too_many["error"] == "bad_request"
+
+
+async def test_add_label_move_and_remove_label_take_a_list_and_one_bad_id_does_not_stop_the_others(
+    connect: Connect, workspace: Path
+) -> None:
+    for i in range(3):
+        deliver(workspace, make_mail(f"Invoice {i}", "x", days_ago=3 - i, msgid=f"<inv{i}@x>"))
+    async with connect() as c:
+        ids = [e["id"] for e in (await call(c, "list_emails", {"query": ""}))["emails"]]
+        labelled = await call(c, "add_label", {"message_id": [ids[0], "nosuchid", ids[1]], "label_name": "Paid"})
+        paid = await call(c, "list_emails", {"query": "label:Paid"})
+        unlabelled = await call(c, "remove_label", {"message_id": ids, "label_name": "Paid"})
+        moved = await call(c, "move_email", {"message_id": ids[:2], "destination_label": "Archive2026"})
+        single = await call(c, "add_label", {"message_id": ids[2], "label_name": "Paid"})
+    assert [r["message_id"] for r in labelled["results"]] == [ids[0], "nosuchid", ids[1]]
+    assert [r["error"] for r in labelled["results"]] == [None, "not_found", None]
+    assert "Paid" in labelled["results"][0]["labels"] and "list_emails" in labelled["results"][1]["message"]
+    assert {e["id"] for e in paid["emails"]} == {ids[0], ids[1]}
+    assert [r["error"] for r in unlabelled["results"]] == [None, None, "not_found"]
+    assert [r["labels"][0] for r in moved["results"]] == ["Archive2026", "Archive2026"]
+    assert single["id"] == ids[2] and "Paid" in single["labels"] and single["results"] is None
+
+
+async def test_a_list_of_more_than_100_ids_is_bad_request(connect: Connect, workspace: Path) -> None:
+    async with connect() as c:
+        error = await fail(c, "add_label", {"message_id": [f"m{i}" for i in range(101)], "label_name": "X"})
+    assert error["error"] == "bad_request"

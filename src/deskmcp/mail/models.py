@@ -55,9 +55,18 @@ class SendEmailResult(BaseModel):
     audit_log: str | None = Field(default=None, description="The audit log file the send was recorded in")
 
 
+class LabelOutcome(BaseModel):
+    message_id: str = Field(description="The id asked for")
+    id: str | None = Field(default=None, description="Its id now (a move over IMAP gives a new one)")
+    labels: list[str] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="Error code when this message failed")
+    message: str | None = None
+
+
 class LabelResult(BaseModel):
-    id: str
-    labels: list[str]
+    id: str | None = Field(default=None, description="The message's id now (one id asked)")
+    labels: list[str] = Field(default_factory=list)
+    results: list[LabelOutcome] | None = Field(default=None, description="One per id when a list was given")
 
 
 class LabelInfo(BaseModel):

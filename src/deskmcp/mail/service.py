@@ -57,6 +57,7 @@ from deskmcp.mail.models import (
     EmailList,
     EmailSummary,
     LabelList,
+    LabelOutcome,
     LabelResult,
     SendEmailResult,
     ThreadResult,
@@ -278,17 +279,17 @@ class MailService:
                 {"mode": self.mode},
             )
 
-    def move_email(self, message_id: str, destination_label: str) -> LabelResult:
+    def move_email(self, message_id: str | list[str], destination_label: str) -> LabelResult:
         self._require("Moving mail", "draft_only")
-        return _labelled(self.backend.move(message_id, destination_label))
+        return _each(message_id, lambda one: self.backend.move(one, destination_label))
 
-    def add_label(self, message_id: str, label_name: str) -> LabelResult:
+    def add_label(self, message_id: str | list[str], label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return _labelled(self.backend.add_label(message_id, label_name))
+        return _each(message_id, lambda one: self.backend.add_label(one, label_name))
 
-    def remove_label(self, message_id: str, label_name: str) -> LabelResult:
+    def remove_label(self, message_id: str | list[str], label_name: str) -> LabelResult:
         self._require("Labelling mail", "draft_only")
-        return _labelled(self.backend.remove_label(message_id, label_name))
+        return _each(message_id, lambda one: self.backend.remove_label(one, label_name))
 
     def mark_read(self, message_id: str, read: bool = True) -> LabelResult:
         self._require("Marking mail", "draft_only")
@@ -653,6 +654,24 @@ def _check_key(key: str | None) -> None:
 
 def _labelled(result: Labelled) -> LabelResult:
     return LabelResult(id=result.message_id, labels=result.labels)
+
+
+def _each(message_id: str | list[str], act: Callable[[str], Labelled]) -> LabelResult:
+    """One change, or the same change on each of a list of messages: a message that fails is
+    reported in its own result and the others go ahead."""
+    if isinstance(message_id, str):
+        return _labelled(act(message_id))
+    if not 1 <= len(message_id) <= MAX_RESULTS:
+        raise BadRequest(f"Pass 1 to {MAX_RESULTS} message ids.", {"count": len(message_id)})
+    results: list[LabelOutcome] = []
+    for one in dict.fromkeys(message_id):  # an id given twice is changed once
+        try:
+            done = act(one)
+        except DeskError as exc:
+            results.append(LabelOutcome(message_id=one, error=exc.code, message=exc.message))
+            continue
+        results.append(LabelOutcome(message_id=one, id=done.message_id, labels=done.labels))
+    return LabelResult(results=results)
 
 
 def _safe_filename(name: str, index: int) -> str:
