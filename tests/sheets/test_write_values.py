@@ -185,6 +185,7 @@ async def test_functions_newer_than_excel_2007_are_saved_with_their_xlfn_prefix_
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_showing_name_errors(
     root: Path, tmp_path: Path, connect: Connect
 ) -> None:
@@ -286,3 +287,24 @@ async def test_writing_an_ods_workbook_is_refused_saying_why_and_how_to_edit_it(
         error = await fail(c, "update_values", {"spreadsheet_id": "date.ods", "range": "A1", "values": [[1]]})
     assert error["error"] == "permission_denied"
     assert "no OpenDocument writer" in error["message"] and ".xlsx" in error["message"]
+
+
+async def test_structure_changes_list_the_formulas_they_left_without_a_value(root: Path, connect: Connect) -> None:
+    path = invoice(root / "inv.xlsx")
+    sid = {"spreadsheet_id": "inv.xlsx"}
+    async with connect() as c:
+        inserted = await call(c, "insert_rows", {**sid, "sheet": "Invoice", "at": 1, "count": 1})
+        deleted = await call(c, "delete_rows", {**sid, "sheet": "Invoice", "at": 1, "count": 1})
+        renamed = await call(c, "rename_sheet", {**sid, "sheet": "Prices", "title": "Costs"})
+        copied = await call(c, "duplicate_sheet", {**sid, "sheet": "Invoice", "title": "Copy"})
+        added = await call(c, "add_sheet", {**sid, "title": "Empty"})
+        removed = await call(c, "delete_sheet", {**sid, "sheet": "Costs"})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Invoice!A2:H2"]})
+    lookups = ["B2", "C2", "D2", "F2"]  # LOOKUP is not computed here, and C2 doubles B2
+    assert inserted["uncomputed"] == ["Invoice!B3", "Invoice!C3", "Invoice!D3", "Invoice!F3"]
+    assert deleted["uncomputed"] == [f"Invoice!{c}" for c in lookups]
+    assert renamed["uncomputed"] == [f"Invoice!{c}" for c in lookups]
+    everywhere = [f"Copy!{c}" for c in lookups] + [f"Invoice!{c}" for c in lookups]
+    assert copied["uncomputed"] == added["uncomputed"] == removed["uncomputed"] == everywhere
+    assert shown["ranges"][0]["uncomputed"] == [f"Invoice!{c}" for c in lookups]
+    assert 'fullCalcOnLoad="1"' in workbook_xml(path)

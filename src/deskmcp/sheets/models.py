@@ -122,6 +122,7 @@ class SheetResult(Result):
     sheet: SheetInfo | None = None
     deleted: str | None = None
     note: str | None = None
+    uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
 
 
 class RowsResult(Result):
@@ -131,6 +132,7 @@ class RowsResult(Result):
     deleted: int = 0
     first_row: int
     note: str | None = None
+    uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
 
 
 class Match(Result):

@@ -267,28 +267,32 @@ class SheetsService:
         return self.backend.create_spreadsheet(title.strip(), sheets or [])
 
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetResult:
-        info = self.backend.add_sheet(spreadsheet_id, title, rows, columns)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+        info, flagged = self.backend.add_sheet(spreadsheet_id, title, rows, columns)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
-        info = self.backend.rename_sheet(spreadsheet_id, sheet, title)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+        info, flagged = self.backend.rename_sheet(spreadsheet_id, sheet, title)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def delete_sheet(self, spreadsheet_id: str, sheet: str) -> SheetResult:
-        self.backend.delete_sheet(spreadsheet_id, sheet)
-        return SheetResult(spreadsheet_id=spreadsheet_id, deleted=sheet)
+        flagged = self.backend.delete_sheet(spreadsheet_id, sheet)
+        return SheetResult(spreadsheet_id=spreadsheet_id, deleted=sheet, uncomputed=flagged or None)
 
     def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
-        info = self.backend.duplicate_sheet(spreadsheet_id, sheet, title)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info)
+        info, flagged = self.backend.duplicate_sheet(spreadsheet_id, sheet, title)
+        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
-        self.backend.insert_rows(spreadsheet_id, sheet, at, count)
-        return RowsResult(spreadsheet_id=spreadsheet_id, sheet=sheet, inserted=count, first_row=at)
+        flagged = self.backend.insert_rows(spreadsheet_id, sheet, at, count)
+        return RowsResult(
+            spreadsheet_id=spreadsheet_id, sheet=sheet, inserted=count, first_row=at, uncomputed=flagged or None
+        )
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
-        self.backend.delete_rows(spreadsheet_id, sheet, at, count)
-        return RowsResult(spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at)
+        flagged = self.backend.delete_rows(spreadsheet_id, sheet, at, count)
+        return RowsResult(
+            spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at, uncomputed=flagged or None
+        )
 
 
 _TRUNCATED = "\x00truncated"

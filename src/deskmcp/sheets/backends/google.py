@@ -276,40 +276,43 @@ class GoogleBackend:
         )
         return list(out.get("clearedRanges", [])), []
 
-    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> tuple[SheetInfo, list[str]]:
         props = {"title": title, "gridProperties": {"rowCount": rows, "columnCount": columns}}
         out = self._batch(spreadsheet_id, [{"addSheet": {"properties": props}}], idempotent=False)
-        return _sheet_info(_reply(out, "addSheet"))
+        return _sheet_info(_reply(out, "addSheet")), []  # Google computes every formula
 
-    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         sheet_id = self._sheet_id(spreadsheet_id, sheet)
         request = {"updateSheetProperties": {"properties": {"sheetId": sheet_id, "title": title}, "fields": "title"}}
         self._batch(spreadsheet_id, [request], idempotent=True)
         for item in self._spreadsheet(spreadsheet_id).get("sheets", []):
             if item.get("properties", {}).get("sheetId") == sheet_id:
-                return _sheet_info(item["properties"])
+                return _sheet_info(item["properties"]), []
         raise NotFound(f"Sheet {title!r} disappeared after renaming.", {"sheet": title})
 
-    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> None:
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> list[str]:
         sheet_id = self._sheet_id(spreadsheet_id, sheet)
         self._batch(spreadsheet_id, [{"deleteSheet": {"sheetId": sheet_id}}], idempotent=True)
+        return []
 
-    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         sheet_id = self._sheet_id(spreadsheet_id, sheet)
         request = {"duplicateSheet": {"sourceSheetId": sheet_id, "newSheetName": title}}
         out = self._batch(spreadsheet_id, [request], idempotent=False)
-        return _sheet_info(_reply(out, "duplicateSheet"))
+        return _sheet_info(_reply(out, "duplicateSheet")), []
 
-    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         sheet_id = self._sheet_id(spreadsheet_id, sheet)
         dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
         request = {"insertDimension": {"range": dims, "inheritFromBefore": at > 1}}
         self._batch(spreadsheet_id, [request], idempotent=False)
+        return []
 
-    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         sheet_id = self._sheet_id(spreadsheet_id, sheet)
         dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
         self._batch(spreadsheet_id, [{"deleteDimension": {"range": dims}}], idempotent=False)
+        return []
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

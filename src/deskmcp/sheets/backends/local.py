@@ -754,9 +754,9 @@ class LocalBackend:
             return result
 
     def edit_flagged(
-        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True
+        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = True
     ) -> tuple[_T, list[str]]:
-        """`edit` of cells only, and the formulas the save left without a value (A1 cells, sheet named)."""
+        """`edit`, and the formulas the save left without a value (A1 cells, sheet named)."""
         flagged: list[str] = []
 
         def run(book: Book) -> _T:
@@ -765,7 +765,7 @@ class LocalBackend:
             book.report = flagged
             return result
 
-        return self.edit(spreadsheet_id, run, escape_csv=escape_csv, cells_only=True), flagged
+        return self.edit(spreadsheet_id, run, escape_csv=escape_csv, cells_only=cells_only), flagged
 
     def _patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
         """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
@@ -919,15 +919,15 @@ class LocalBackend:
     def clear(self, spreadsheet_id: str, ranges: list[A1Range]) -> tuple[list[str], list[str]]:
         return self.edit_flagged(spreadsheet_id, lambda book: [book.clear(rng) for rng in ranges])
 
-    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetInfo:
+    def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> tuple[SheetInfo, list[str]]:
         def change(book: Book) -> None:
             book.single_sheet_guard("add a sheet to")
             book.wb.create_sheet(_check_title(title, book.wb.sheetnames))
 
-        self.edit(spreadsheet_id, change)
-        return self._sheet_info(spreadsheet_id, title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
+        return self._sheet_info(spreadsheet_id, title), flagged
 
-    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+    def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         def change(book: Book) -> None:
             book.single_sheet_guard("rename the sheet of")
             ws = book.sheet(sheet)
@@ -936,10 +936,10 @@ class LocalBackend:
             ws.title = _check_title(title, others)
             book.rewrite_formulas(lambda f, _s: _rename_refs(f, old, ws.title))
 
-        self.edit(spreadsheet_id, change)
-        return self._sheet_info(spreadsheet_id, title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
+        return self._sheet_info(spreadsheet_id, title), flagged
 
-    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> None:
+    def delete_sheet(self, spreadsheet_id: str, sheet: str) -> list[str]:
         def change(book: Book) -> None:
             book.single_sheet_guard("delete the sheet of")
             ws = book.sheet(sheet)
@@ -948,33 +948,33 @@ class LocalBackend:
             book.wb.remove(ws)
             book.moved = True  # formulas that read the sheet now give #REF!
 
-        self.edit(spreadsheet_id, change)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
 
-    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetInfo:
+    def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         def change(book: Book) -> None:
             book.single_sheet_guard("duplicate the sheet of")
             ws = book.sheet(sheet)
             copy: Any = book.wb.copy_worksheet(ws)
             copy.title = _check_title(title, book.wb.sheetnames[:-1])
 
-        self.edit(spreadsheet_id, change)
-        return self._sheet_info(spreadsheet_id, title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
+        return self._sheet_info(spreadsheet_id, title), flagged
 
-    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+    def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.insert_rows(at, count)
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, count))
 
-        self.edit(spreadsheet_id, change)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
 
-    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> None:
+    def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.delete_rows(at, count)
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
 
-        self.edit(spreadsheet_id, change)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
 
     def _sheet_info(self, spreadsheet_id: str, title: str) -> SheetInfo:
         info = self.get_spreadsheet(spreadsheet_id)
