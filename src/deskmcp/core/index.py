@@ -18,120 +18,58 @@ resolves the filter to its record ids and tantivy ranks the top k among those on
 User text never reaches a query parser: it is analysed into words and phrases. Updates are
 incremental: `sync` compares fingerprints (content hash or mtime) and touches only what
 changed. A database that cannot be opened is derived data too: moved aside and rebuilt.
+
+This module is the engine (`SearchIndex`); beside it are what it stores and answers
+(`index_records.py`), how servers ask for text matches (`index_query.py`), how texts are
+compressed (`index_codec.py`) and its SQLite helpers (`index_sqlite.py`). Their public names
+are importable from here too.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import re
 import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import zstandard
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.textindex import ENGINE, PRIVATE_FILE, TextIndex, private_folder
+from deskmcp.core.index_codec import TRAIN_AT, TextCodec
+from deskmcp.core.index_query import SNIPPET_CLOSE, SNIPPET_OPEN, TEXT_MATCH, fts_any_prefix, text_match
+from deskmcp.core.index_records import ApplyStats, Hit, IndexRecord, IndexSchema
+from deskmcp.core.index_sqlite import chunks, id_runs, ids_json, private_database, table_name
+from deskmcp.core.textindex import ENGINE, TextIndex, private_folder
 
 if TYPE_CHECKING:
     import tantivy
 
+__all__ = [
+    "SNIPPET_CLOSE",
+    "SNIPPET_OPEN",
+    "TEXT_MATCH",
+    "ApplyStats",
+    "Hit",
+    "IndexRecord",
+    "IndexSchema",
+    "SearchIndex",
+    "fts_any_prefix",
+    "private_database",
+    "text_match",
+]
+
 log = logging.getLogger(__name__)
 
-_TERM = re.compile(r'"([^"]*)"|(\S+)')
-_WORD = re.compile(r"\w", re.UNICODE)
-SNIPPET_OPEN = "⟦"
-SNIPPET_CLOSE = "⟧"
-"""Every server's snippets mark matches as ⟦word⟧: brackets that do not occur in Markdown, so a model
-never confuses a match with the author's **emphasis**."""
-
-
-@dataclass(frozen=True)
-class IndexSchema:
-    """What one index holds. Bump `version` whenever any part changes: the index is rebuilt."""
-
-    name: str
-    version: int
-    text_fields: tuple[str, ...]
-    weights: tuple[float, ...] = ()
-    columns: tuple[tuple[str, str], ...] = ()
-    side_tables: tuple[str, ...] = ()
-    """DDL run after the core tables: CREATE TABLE (first column doc_id) and CREATE INDEX."""
-
-    def __post_init__(self) -> None:
-        if self.weights and len(self.weights) != len(self.text_fields):
-            raise ValueError("one weight per text field")
-        for name in (*self.text_fields, *(c for c, _ in self.columns)):
-            if not name.isidentifier():
-                raise ValueError(f"bad column name {name!r}")
-
-
-@dataclass
-class IndexRecord:
-    key: str
-    fingerprint: str
-    texts: Mapping[str, str]
-    columns: Mapping[str, Any] = field(default_factory=dict)
-    data: bytes | None = None
-    side: Mapping[str, Sequence[tuple[Any, ...]]] = field(default_factory=dict)
-
-
-@dataclass
-class Hit:
-    key: str
-    score: float | None
-    snippet: str | None
-    data: bytes | None
-    columns: dict[str, Any]
-
-
-@dataclass
-class ApplyStats:
-    added: int = 0
-    updated: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    seconds: float = 0.0
-
-    @property
-    def changed(self) -> int:
-        return self.added + self.updated + self.deleted
-
-
-TEXT_MATCH = "d.id IN (SELECT value FROM json_each(text_match(?)))"
-"""SQL over `docs d` keeping the records a text match selects; its parameter comes from
-`text_match` or `fts_any_prefix`. Works in `where` clauses and on any `reader()` connection."""
-
-
-def text_match(text: str, field: str | None = None) -> str:
-    """The parameter of `TEXT_MATCH` for records matching every term (or "quoted phrase") of
-    the user's `text`, in any text field or in `field` alone. The text is analysed into
-    words, never parsed as syntax; text with no words is a `bad_request`."""
-    if field is not None and not field.isidentifier():
-        raise ValueError(f"bad column name {field!r}")
-    if not any(_WORD.search(m.group(1) if m.group(1) is not None else m.group(2)) for m in _TERM.finditer(text)):
-        raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
-    return orjson.dumps({"field": field, "query": text}).decode()
-
-
-def fts_any_prefix(column: str, values: Sequence[str]) -> str:
-    """The parameter of `TEXT_MATCH` for records whose text field `column` contains any of
-    `values`, each as words whose last one may be a prefix ("ali" finds "Alice")."""
-    if not column.isidentifier():
-        raise ValueError(f"bad column name {column!r}")
-    phrases = [words for value in values if (words := " ".join(w for w in re.split(r"\W+", value) if w))]
-    if not phrases:
-        raise BadRequest("Nothing to match: the values have no letters or digits.", {"values": list(values)})
-    return orjson.dumps({"field": column, "any_prefix": phrases}).decode()
+STORAGE = "tantivy2"
+"""Part of the schema id in SQLite: a database laid out for another engine is recreated."""
+_EPOCH = "_index_epoch"
+_GENERATION = "_index_generation"
 
 
 class SearchIndex:
@@ -146,14 +84,14 @@ class SearchIndex:
         self._all: list[sqlite3.Connection] = []
         self._closed = False
         self._columns = [name for name, _ in schema.columns]
-        self._side_names = [name for ddl in schema.side_tables if (name := _table_name(ddl))]
+        self._side_names = [name for ddl in schema.side_tables if (name := table_name(ddl))]
         private_folder(path.parent)
         try:
             self._writer = self._open_writer()
         except sqlite3.DatabaseError as exc:
             self._quarantine(exc)
             self._writer = self._open_writer()
-        self._codec = _Codec()
+        self._codec = TextCodec()
         self._codec.load(self._writer)
         self.text_path = path.with_name(f"{path.name}.text")
         self._text = TextIndex(self.text_path, schema.text_fields, schema.weights)
@@ -357,7 +295,7 @@ class SearchIndex:
         latest = {record.key: record for record in records}
         keys = list(latest)
         ids: dict[str, int] = {}
-        for chunk in _chunks(keys):
+        for chunk in chunks(keys):
             marks = ", ".join("?" * len(chunk))
             ids.update(conn.execute(f"SELECT key, id FROM docs WHERE key IN ({marks})", chunk))
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]) + 1
@@ -425,7 +363,7 @@ class SearchIndex:
                 self._text.begin()
             stamp = ""
             with self.transaction() as conn:
-                if self._codec.zdict is None and len(upserts) >= _TRAIN_AT:
+                if self._codec.zdict is None and len(upserts) >= TRAIN_AT:
                     self._codec.train(conn, upserts, self.schema.text_fields)
                 if upserts:
                     added, removed = self._write_records(conn, upserts, stats)
@@ -539,7 +477,7 @@ class SearchIndex:
             return 0
         with self.reader() as conn:
             sql = f"SELECT count(*) FROM docs d WHERE d.id IN (SELECT value FROM json_each(?)) {clause}"
-            return int(conn.execute(sql, (_ids_json(ids), *params)).fetchone()[0])
+            return int(conn.execute(sql, (ids_json(ids), *params)).fetchone()[0])
 
     def search(
         self,
@@ -601,7 +539,7 @@ class SearchIndex:
             "SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?))"
             f" AND ({where or '1'}) ORDER BY {order_by}, d.id LIMIT ? OFFSET ?"
         )
-        return [(int(r[0]), None) for r in conn.execute(sql, (_ids_json(ids), *params, limit, offset))]
+        return [(int(r[0]), None) for r in conn.execute(sql, (ids_json(ids), *params, limit, offset))]
 
     def _filtered(
         self,
@@ -626,12 +564,12 @@ class SearchIndex:
         # CROSS JOIN makes the few candidate ids drive: SQLite looks each one up instead of
         # walking an index the filter could use.
         sql = f"SELECT d.id FROM json_each(?) AS j CROSS JOIN docs d ON d.id = j.value WHERE {where}"
-        passing = {int(r[0]) for r in conn.execute(sql, (_ids_json([i for i, _ in candidates]), *params))}
+        passing = {int(r[0]) for r in conn.execute(sql, (ids_json([i for i, _ in candidates]), *params))}
         kept = [(i, s) for i, s in candidates if i in passing]
         if len(kept) >= wanted or len(candidates) < reach:
             return list(kept[offset:wanted])
         row = conn.execute(f"SELECT json_group_array(d.id) FROM docs d WHERE {where}", tuple(params)).fetchone()
-        runs = _runs(sorted(orjson.loads(row[0]))) if row and row[0] else []
+        runs = id_runs(sorted(orjson.loads(row[0]))) if row and row[0] else []
         if not runs:
             return []
         return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, runs), limit, offset)]
@@ -646,7 +584,7 @@ class SearchIndex:
         """One stored text field of the records `ids` (their `docs.id`), read on `conn`."""
         at = self.schema.text_fields.index(field)
         out: dict[int, str] = {}
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids):
             out.update((i, texts[at]) for i, texts in self._texts(conn, chunk).items())
         return out
 
@@ -654,7 +592,7 @@ class SearchIndex:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
         if spec is None:
             return "[]"
-        return _ids_json(self._text.ids(self._spec_query(spec)))
+        return ids_json(self._text.ids(self._spec_query(spec)))
 
     def _spec_query(self, spec: str) -> tantivy.Query:
         wanted = orjson.loads(spec)
@@ -682,114 +620,3 @@ class SearchIndex:
             texts = self._texts(conn, list(ids))
         found = self._text.snippets(parsed, texts, tokens, (SNIPPET_OPEN, SNIPPET_CLOSE), self._text.words(query))
         return {ids[i]: text for i, text in found.items()}
-
-
-STORAGE = "tantivy2"
-"""Part of the schema id in SQLite: a database laid out for another engine is recreated."""
-_EPOCH = "_index_epoch"
-_GENERATION = "_index_generation"
-
-
-_CHUNK = 5000
-"""Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""
-_T = TypeVar("_T")
-
-_TRAIN_AT = 64
-"""A batch this large trains the compression dictionary (once per index)."""
-_LEVEL = 3
-"""zstd level: level 3 with a dictionary compresses notes about 4.5x at some 150 MB/s; the
-higher levels gain little more on short records and cost several times the time."""
-
-
-class _Codec:
-    """Texts compressed with zstd and, once the index has seen a large enough batch, a
-    dictionary trained on it: short records share most of their words and layout, which a
-    compressor cannot exploit one record at a time. Compressing happens under the write lock;
-    each reading thread has its own decompressor."""
-
-    def __init__(self) -> None:
-        self.zdict: bytes | None = None
-        self._plain = zstandard.ZstdCompressor(level=_LEVEL)
-        self._packer: zstandard.ZstdCompressor | None = None
-        self._local = threading.local()
-
-    def load(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT dict FROM zdicts WHERE id = 1").fetchone()
-        if row is None:
-            return
-        self.zdict = bytes(row[0])
-        self._packer = zstandard.ZstdCompressor(level=_LEVEL, dict_data=zstandard.ZstdCompressionDict(self.zdict))
-
-    def train(self, conn: sqlite3.Connection, records: Sequence[IndexRecord], fields: Sequence[str]) -> None:
-        samples: list[Any] = [orjson.dumps([r.texts.get(f, "") or "" for f in fields]) for r in records[:2000]]
-        size = min(65536, max(1024, sum(map(len, samples)) // 50))
-        try:
-            trained = zstandard.train_dictionary(size, samples, k=1024, d=8).as_bytes()
-        except zstandard.ZstdError as exc:
-            log.info("no compression dictionary from this batch (%s)", exc)
-            return
-        conn.execute("INSERT OR IGNORE INTO zdicts(id, dict) VALUES(1, ?)", (trained,))
-        self.load(conn)  # another process may have trained one first: use that one
-
-    def pack(self, texts: Sequence[str]) -> bytes:
-        raw = orjson.dumps(list(texts))
-        if self._packer is None:
-            return b"\0" + self._plain.compress(raw)
-        return b"\1" + self._packer.compress(raw)
-
-    def unpack(self, body: bytes, conn: sqlite3.Connection) -> list[str]:
-        local = self._local
-        if body[:1] == b"\0":
-            plain = getattr(local, "plain", None)
-            if plain is None:
-                plain = local.plain = zstandard.ZstdDecompressor()
-            return orjson.loads(plain.decompress(body[1:]))
-        if self.zdict is None:
-            self.load(conn)
-        unpacker = getattr(local, "unpacker", None)
-        if unpacker is None or getattr(local, "zdict", None) is not self.zdict:
-            unpacker = local.unpacker = zstandard.ZstdDecompressor(
-                dict_data=zstandard.ZstdCompressionDict(self.zdict or b"")
-            )
-            local.zdict = self.zdict
-        return orjson.loads(unpacker.decompress(body[1:]))
-
-
-def private_database(path: Path) -> None:
-    """Create a SQLite database file 0600 before SQLite does (it would make it 0644, and its -wal and
-    -shm files copy the database's mode), and narrow the files an older version left wider."""
-    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
-    for suffix in ("", "-wal", "-shm"):
-        file = Path(f"{path}{suffix}")
-        try:
-            if file.stat().st_mode & 0o777 != PRIVATE_FILE:
-                file.chmod(PRIVATE_FILE)
-        except FileNotFoundError:
-            continue
-
-
-def _chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
-    """`items` in slices short enough for one `IN (...)` list."""
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
-def _runs(ids: Sequence[int]) -> list[tuple[int, int]]:
-    """Sorted ids as inclusive runs of consecutive values."""
-    runs: list[list[int]] = []
-    for i in ids:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return [(a, b) for a, b in runs]
-
-
-def _ids_json(ids: Sequence[int]) -> str:
-    return orjson.dumps(list(ids)).decode()
-
-
-def _table_name(ddl: str) -> str | None:
-    """The table a CREATE TABLE statement makes; None for other DDL (indexes)."""
-    match = re.match(r"\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", ddl, re.IGNORECASE)
-    return match.group(1) if match else None

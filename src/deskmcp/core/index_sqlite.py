@@ -1,0 +1,57 @@
+"""SQLite helpers of the index: private database files and statements over many ids."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import orjson
+
+from deskmcp.core.textindex import PRIVATE_FILE
+
+_CHUNK = 5000
+"""Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""
+_T = TypeVar("_T")
+
+
+def private_database(path: Path) -> None:
+    """Create a SQLite database file 0600 before SQLite does (it would make it 0644, and its -wal and
+    -shm files copy the database's mode), and narrow the files an older version left wider."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
+    for suffix in ("", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        try:
+            if file.stat().st_mode & 0o777 != PRIVATE_FILE:
+                file.chmod(PRIVATE_FILE)
+        except FileNotFoundError:
+            continue
+
+
+def chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """`items` in slices short enough for one `IN (...)` list."""
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def id_runs(ids: Sequence[int]) -> list[tuple[int, int]]:
+    """Sorted ids as inclusive runs of consecutive values."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [(a, b) for a, b in runs]
+
+
+def ids_json(ids: Sequence[int]) -> str:
+    return orjson.dumps(list(ids)).decode()
+
+
+def table_name(ddl: str) -> str | None:
+    """The table a CREATE TABLE statement makes; None for other DDL (indexes)."""
+    match = re.match(r"\s*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", ddl, re.IGNORECASE)
+    return match.group(1) if match else None
