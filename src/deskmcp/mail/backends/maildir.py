@@ -15,7 +15,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -749,7 +748,3 @@ def _recipients(message: EmailMessage) -> list[str]:
 
     values = [str(v) for name in ("To", "Cc", "Bcc") for v in (message.get_all(name) or [])]
     return [addr for _, addr in getaddresses(values) if addr]
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
