@@ -308,3 +308,98 @@ async def test_structure_changes_list_the_formulas_they_left_without_a_value(roo
     assert copied["uncomputed"] == added["uncomputed"] == removed["uncomputed"] == everywhere
     assert shown["ranges"][0]["uncomputed"] == [f"Invoice!{c}" for c in lookups]
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
+
+
+def _package(path: Path, sheet_data: str, after: str = "") -> Path:
+    """A one-sheet xlsx ("S") whose sheetData is written by hand, as other programs write it."""
+    ns = "http://schemas.openxmlformats.org"
+    rel = f"{ns}/officeDocument/2006/relationships"
+    office = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(
+            "[Content_Types].xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><Types xmlns="{ns}/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            f'<Override PartName="/xl/workbook.xml" ContentType="{office}.sheet.main+xml"/>'
+            f'<Override PartName="/xl/worksheets/sheet1.xml" ContentType="{office}.worksheet+xml"/></Types>',
+        )
+        zf.writestr(
+            "_rels/.rels",
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        )
+        zf.writestr(
+            "xl/workbook.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
+            f'xmlns:r="{rel}"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
+        )
+        zf.writestr(
+            "xl/_rels/workbook.xml.rels",
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+            f'<Relationship Id="rId1" Type="{rel}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+        )
+        zf.writestr(
+            "xl/worksheets/sheet1.xml",
+            f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{ns}/spreadsheetml/2006/main">'
+            f"<sheetData>{sheet_data}</sheetData>{after}</worksheet>",
+        )
+    return path
+
+
+async def test_a_write_recomputes_the_shared_formulas_that_read_the_changed_cell(root: Path, connect: Connect) -> None:
+    _package(
+        root / "shared.xlsx",
+        '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f t="shared" ref="B1:B3" si="0">A1*2</f><v>2</v></c>'
+        '<c r="C1"><f>SUM(B1:B3)</f><v>12</v></c></row>'
+        '<row r="2"><c r="A2"><v>2</v></c><c r="B2"><f t="shared" si="0"/><v>4</v></c></row>'
+        '<row r="3"><c r="A3"><v>3</v></c><c r="B3"><f t="shared" si="0"/><v>6</v></c></row>',
+    )
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "shared.xlsx", "range": "S!A2", "values": [[10]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "shared.xlsx", "ranges": ["S!A1:C3"]})
+    assert out["ranges"][0]["values"] == [[1, 2, 28], [10, 20], [3, 6]]
+
+
+async def test_a_formula_whose_text_holds_character_references_is_recomputed_when_its_input_changes(
+    root: Path, connect: Connect
+) -> None:
+    _package(
+        root / "entity.xlsx",
+        '<row r="1"><c r="A1" t="str"><f>"&#51;"&amp;A2&amp;"&#x34;"</f><v>314</v></c></row>'
+        '<row r="2"><c r="A2"><v>1</v></c></row>',
+    )
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "entity.xlsx", "range": "S!A2", "values": [[7]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "entity.xlsx", "ranges": ["S!A1"]})
+    assert out["ranges"][0]["values"] == [["374"]]
+
+
+async def test_a_cell_write_patches_in_place_a_sheet_with_conditional_formats_and_validations(
+    root: Path, settings_for: Any
+) -> None:
+    from mcp import Client
+
+    from deskmcp.sheets.server import create_server
+
+    rules = (
+        '<conditionalFormatting sqref="A1:A3"><cfRule type="expression" priority="1">'
+        "<formula>A1&gt;2</formula></cfRule></conditionalFormatting>"
+        '<dataValidations count="1"><dataValidation type="whole" sqref="A1:A3">'
+        "<formula1>0</formula1><formula2>99</formula2></dataValidation></dataValidations>"
+    )
+    path = _package(
+        root / "rules.xlsx",
+        '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f><v>2</v></c></row>',
+        after=rules,
+    )
+    with zipfile.ZipFile(path) as zf:
+        before = {n: zf.read(n) for n in zf.namelist()}
+    async with Client(create_server(settings_for(root))) as c:
+        await call(c, "update_values", {"spreadsheet_id": "rules.xlsx", "range": "S!A1", "values": [[5]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "rules.xlsx", "ranges": ["S!A1:B1"]})
+    assert out["ranges"][0]["values"] == [[5, 10]]
+    with zipfile.ZipFile(path) as zf:
+        after = {n: zf.read(n) for n in zf.namelist()}
+    assert [n for n in before if before[n] != after[n]] == ["xl/worksheets/sheet1.xml"]
+    assert rules in after["xl/worksheets/sheet1.xml"].decode("utf-8")

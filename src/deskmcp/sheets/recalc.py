@@ -323,21 +323,24 @@ class Dependents:
             more = [self._key(f) for f in self._anything]
             found.update(more)
             todo.extend(more)
+        left: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # tall ranges not yet stale
         while todo:
             cell = todo.pop()
-            column = self._columns.get((cell[0], cell[2]))
+            where = (cell[0], cell[2])
+            column = self._columns.get(where)
             if column is None:
                 continue
             hits = column.readers(cell[1])
-            if column.tall:
+            tall = left.get(where, column.tall)
+            if tall:
                 keep = []
-                for r0, r1, formula in column.tall:
+                for r0, r1, formula in tall:
                     if r0 <= cell[1] <= r1:
                         hits.append(formula)
                     elif self._key(formula) not in found:
                         keep.append((r0, r1, formula))
-                if len(keep) < len(column.tall):  # a range once stale need not be checked again
-                    column.tall = keep
+                if len(keep) < len(tall):  # a range once stale need not be checked again in this call
+                    left[where] = keep
             for formula in hits:
                 key = self._key(formula)
                 if key not in found:

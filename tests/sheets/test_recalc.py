@@ -1,0 +1,101 @@
+"""The dependency index of a write: references read once per shape read what the tokenizer reads,
+and a change finds every formula whose range holds it, whatever the range's height."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from deskmcp.sheets.recalc import Area, Dependents, InputReader, inputs
+
+NAMES = {"RATE2024": "Rates!$B$2", "TAX": "Rates!$C$1:$C$9", "LOOP": "LOOP"}
+
+FORMULAS = [
+    "=B7*2",
+    "=SUM(B7:D7)",
+    "=SUM(D9:B2)",  # corners the other way round
+    '=IF(Y7>1000000,"big","small")',
+    "=SUM(Data!B2:B101)",
+    "='Q1 2024'!A1+'Bob''s'!C3",  # sheet names with digits and quotes
+    "=Sheet2!A1+Sheet2!B2:B9",
+    "=SUM(B:B)+AVERAGE($C:D)",
+    "=$A$1*A$2+$A3",
+    "=LOG10(A12)+ATAN2(B1,C1)",  # digits in function names
+    '="A1 and B2"&C3',  # references inside text are text
+    "=1E5+2.5e-3+.5+A1",
+    "=RATE2024*B4+SUM(TAX)",  # defined names with digits
+    "=UNKNOWN7+A1",
+    "=LOOP+1",
+    '=INDIRECT("A"&B2)',
+    "=_xlfn.XLOOKUP(A2,B1:B9,C1:C9)",
+    "=OFFSET(A1,1,1)",
+    "=#REF!+A1",
+    "=A1:B2 C3",  # an operator the tokenizer does not read
+    "=ZZZ1048576+XFD1",
+    "=A99999999999+B2",  # a row past any sheet
+    "=SUM(  A1 : A3 )",
+    "= A1 ",
+]
+
+
+def _names(sheet: str, name: str) -> str | None:
+    return NAMES.get(name)
+
+
+def _sibling(formula: str, shift: int) -> str:
+    """The same formula with every digit run changed (what a fill down does to row numbers)."""
+    import re
+
+    return re.sub(r"\d+", lambda m: str(int(m.group(0)) + shift), formula)
+
+
+@pytest.mark.parametrize("formula", FORMULAS)
+def test_references_read_once_per_shape_are_those_the_tokenizer_reads(formula: str) -> None:
+    reader = InputReader(_names)
+    for text in (formula, _sibling(formula, 3), _sibling(formula, 250), formula):
+        assert reader.areas(text, "Here") == inputs(text, "Here", _names), text
+
+
+def test_a_change_makes_stale_every_formula_whose_range_holds_it_whatever_its_height() -> None:
+    rng = random.Random(20)
+    areas: dict[tuple[str, int, int], list[Area] | None] = {}
+    index = Dependents()
+    for n in range(3000):
+        height = rng.choice([1, 1, 2, 3, 100, 255, 256, 257, 5000, 10_000_000])
+        row0 = rng.randint(1, 20_000)
+        col0 = rng.randint(1, 6)
+        area = Area(rng.choice(["S", "T"]), row0, col0, row0 + height - 1, col0 + rng.choice([0, 0, 2]))
+        key = ("F", n + 1, 1)
+        areas[key] = [area]
+        index.add(key, [area])
+    for _ in range(300):
+        cell = (rng.choice(["S", "T"]), rng.randint(1, 25_000), rng.randint(1, 9))
+        expected = {
+            key
+            for key, found in areas.items()
+            if found
+            and any(a.sheet == cell[0] and a.row0 <= cell[1] <= a.row1 and a.col0 <= cell[2] <= a.col1 for a in found)
+        }
+        assert index.stale([cell]) == expected, cell
+
+
+def test_formulas_added_as_a_block_are_found_like_those_added_one_by_one() -> None:
+    rows = list(range(2, 2000))
+    one, block = Dependents(), Dependents()
+    for r in rows:
+        one.add(("S", r, 9), [Area("S", r, 2, r, 4), Area("T", 1, 1, 10_000_000, 1)])
+    block.add_block(
+        "S", rows, [9] * len(rows), [("S", 2, 4, rows, rows), ("T", 1, 1, [1] * len(rows), [10_000_000] * len(rows))]
+    )
+    for cell in [("S", 500, 3), ("S", 1, 3), ("S", 1999, 4), ("T", 7, 1), ("S", 600, 9)]:
+        assert one.stale([cell]) == block.stale([cell])
+
+
+def test_a_formula_reading_any_cell_is_stale_after_every_change_and_chains_follow() -> None:
+    index = Dependents()
+    index.add(("S", 1, 1), None)  # INDIRECT
+    index.add(("S", 2, 1), [Area("S", 1, 1, 1, 1)])  # reads the INDIRECT cell
+    index.add(("S", 3, 1), [Area("S", 9, 9, 9, 9)])
+    assert index.stale([("T", 50, 50)]) == {("S", 1, 1), ("S", 2, 1)}
+    assert index.stale([]) == set()
