@@ -7,6 +7,21 @@ import pytest
 # Re-exported only for tests/mail/test_mail_dovecot.py until its import line moves to tests.helpers.
 from tests.helpers.corpora import shared_corpus as shared_corpus
 
+# Fixtures that start a process (an IMAP server, LibreOffice, the mermaid.js worker): every test that
+# uses one, directly or through another fixture, is an e2e test, so `pytest -m "not e2e"` stays fast.
+PROCESS_FIXTURES = frozenset({"dovecot", "dovecot_dot", "imap_server", "libreoffice_values", "renderer"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        # A test may take its server by name as a parameter (`request.getfixturevalue(server)`).
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None:
+            used |= {value for value in callspec.params.values() if isinstance(value, str)}
+        if used & PROCESS_FIXTURES:
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture
 def anyio_backend() -> str:
