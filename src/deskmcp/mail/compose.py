@@ -7,15 +7,22 @@ Replies carry `In-Reply-To` and `References` and a single `Re: ` so they thread 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import mimetypes
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
 from email.message import EmailMessage, Message
 from email.utils import format_datetime, formataddr, getaddresses, make_msgid
+from pathlib import Path, PurePosixPath
 
-from deskmcp.core.errors import BadRequest, PermissionDenied
+from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
+from deskmcp.core.paths import safe_join
 from deskmcp.mail.mime import ParsedMail, parse_bytes
+from deskmcp.mail.models import OutgoingAttachment
 
 _ADDR = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*$")
 _MSGID = re.compile(r"<[^<>\s]+>")
@@ -26,6 +33,103 @@ _CONTENT_HEADERS = ("content-", "mime-version")
 _RE = re.compile(r"^\s*(re|aw|sv)\s*(\[\d+\])?\s*:", re.IGNORECASE)
 _FWD = re.compile(r"^\s*(fwd?|wg|tr)\s*:", re.IGNORECASE)
 MAX_REFERENCES = 20
+
+
+MAX_ATTACHMENTS = 20
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file to attach, read and checked."""
+
+    filename: str
+    content_type: str
+    data: bytes
+
+
+def load_attachments(
+    specs: Sequence[OutgoingAttachment], roots: Mapping[str, Path], max_bytes: int
+) -> list[Attachment]:
+    """Read each attachment: a file under one of `roots` (`documents/report.pdf`), resolved with
+    `safe_join` so nothing outside the root can be sent, or base64 content with a filename.
+    Together they stay within `max_bytes`; the type is guessed from the file name."""
+    if len(specs) > MAX_ATTACHMENTS:
+        raise BadRequest(f"At most {MAX_ATTACHMENTS} attachments per message.", {"count": len(specs)})
+    out: list[Attachment] = []
+    total = 0
+    for number, spec in enumerate(specs):
+        if (spec.path is None) == (spec.content_base64 is None):
+            raise BadRequest(
+                f"Attachment {number} needs either path (documents/... or vault/...) or content_base64 with a"
+                " filename, not both.",
+                {"attachment": number},
+            )
+        if spec.path is not None:
+            data, name = _read_attached_file(spec.path, roots, max_bytes - total)
+        else:
+            data, name = _decode_attached(spec, number, max_bytes - total)
+        filename = _HEADER_FORBIDDEN.sub("_", spec.filename or name).strip()
+        if not filename:
+            raise BadRequest(f"Attachment {number} needs a filename.", {"attachment": number})
+        total += len(data)
+        content_type = mimetypes.guess_type(filename, strict=False)[0] or "application/octet-stream"
+        out.append(Attachment(filename, content_type, data))
+    return out
+
+
+def _too_big(what: str, size: int, room: int) -> BadRequest:
+    return BadRequest(
+        f"{what} ({size:,} bytes) would take the attachments over the limit (MAIL_MAX_ATTACHMENT_BYTES);"
+        f" {max(room, 0):,} bytes remain. Share a link instead, or send fewer files.",
+        {"size": size, "room": max(room, 0)},
+    )
+
+
+def _read_attached_file(path: str, roots: Mapping[str, Path], room: int) -> tuple[bytes, str]:
+    head, _, rest = path.replace("\\", "/").partition("/")
+    root = roots.get(head)
+    if root is None or not rest:
+        raise BadRequest(
+            f"Attachment path {path!r} must start with {' or '.join(f'{r}/' for r in roots)} and name a file.",
+            {"path": path, "roots": list(roots)},
+        )
+    target = safe_join(root, rest)
+    if not target.is_file():
+        raise NotFound(f"No file {path!r} to attach; the {head} folder is {root}.", {"path": path})
+    size = target.stat().st_size
+    if size > room:
+        raise _too_big(path, size, room)
+    with target.open("rb") as handle:
+        data = handle.read(room + 1)  # the file may have grown since stat
+    if len(data) > room:
+        raise _too_big(path, len(data), room)
+    return data, PurePosixPath(rest).name
+
+
+def _decode_attached(spec: OutgoingAttachment, number: int, room: int) -> tuple[bytes, str]:
+    encoded = spec.content_base64 or ""
+    if len(encoded) // 4 * 3 > room + 3:  # refused before decoding a huge string
+        raise _too_big(spec.filename or f"attachment {number}", len(encoded) // 4 * 3, room)
+    if not spec.filename:
+        raise BadRequest(f"Attachment {number} has content_base64 but no filename.", {"attachment": number})
+    try:
+        data = base64.b64decode("".join(encoded.split()), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadRequest(
+            f"Attachment {number} ({spec.filename}): content_base64 is not valid base64.", {"attachment": number}
+        ) from exc
+    if len(data) > room:
+        raise _too_big(spec.filename, len(data), room)
+    return data, PurePosixPath(spec.filename.replace("\\", "/")).name
+
+
+def attach(message: EmailMessage, attachments: Sequence[Attachment]) -> None:
+    for item in attachments:
+        maintype, _, subtype = item.content_type.partition("/")
+        if maintype in ("multipart", "message") or not subtype:
+            # Bytes cannot be a multipart body, and an .eml is sent as a file, not parsed.
+            maintype, subtype = "application", "octet-stream"
+        message.add_attachment(item.data, maintype=maintype, subtype=subtype, filename=item.filename)
 
 
 @dataclass
@@ -263,6 +367,7 @@ def build_message(
     display_name: str = "",
     parent: ParsedMail | None = None,
     now: datetime | None = None,
+    attachments: Sequence[Attachment] = (),
 ) -> EmailMessage:
     """The message to send, with its Message-ID already assigned."""
     message = EmailMessage(policy=policy.SMTP)
@@ -284,4 +389,5 @@ def build_message(
     message.set_content(draft.body)
     if draft.html_body:
         message.add_alternative(draft.html_body, subtype="html")
+    attach(message, attachments)
     return message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class EmailSummary(BaseModel):
@@ -44,6 +44,16 @@ class EmailFull(EmailSummary):
     in_reply_to: str | None = None
     references: list[str] = Field(default_factory=list)
     bcc: str = ""
+
+
+class OutgoingAttachment(BaseModel):
+    """A file to attach: one from the documents or vault folder, or content given inline."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = Field(default=None, description="documents/<path> or vault/<path>")
+    content_base64: str | None = None
+    filename: str | None = Field(default=None, description="Name to show; needed with content_base64")
 
 
 class SendEmailResult(BaseModel):
@@ -129,3 +139,4 @@ class AuditLogEntry(BaseModel):
     outcome: str | None = None
     message_id: str | None = None
     error: str | None = None
+    attachments: list[str] | None = None

@@ -17,6 +17,7 @@ from deskmcp.mail.models import (
     EmailList,
     LabelList,
     LabelResult,
+    OutgoingAttachment,
     SendEmailResult,
     ThreadResult,
 )
@@ -48,6 +49,10 @@ MessageIds = Annotated[
 ]
 LabelName = Annotated[str, Field(min_length=1, max_length=100, description="Label name, see list_labels")]
 Addresses = Annotated[str | None, Field(description="Comma-separated addresses")]
+Attachments = Annotated[
+    list[OutgoingAttachment] | None,
+    Field(max_length=20, description="Files: {path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
+]
 
 Settings = MailSettings
 
@@ -126,9 +131,12 @@ def register(server: DeskServer, service: MailService) -> None:
         idempotency_key: Annotated[
             str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
         ] = None,
+        attachments: Attachments = None,
     ) -> SendEmailResult:
         """Send a message (audited first). A repeated idempotency_key returns the first result with duplicate=true."""
-        return service.send_email(to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key)
+        return service.send_email(
+            to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key, attachments
+        )
 
     @server.tool(
         "forward_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="forward"
@@ -185,9 +193,10 @@ def register(server: DeskServer, service: MailService) -> None:
         cc: Addresses = None,
         bcc: Addresses = None,
         html_body: str | None = None,
+        attachments: Attachments = None,
     ) -> DraftResult:
         """Save a draft (allowed in draft_only mode); send it later with send_draft."""
-        return service.create_draft(to, subject, body, reply_to_message_id, cc, bcc, html_body)
+        return service.create_draft(to, subject, body, reply_to_message_id, cc, bcc, html_body, attachments)
 
     @server.tool("list_drafts", annotations=READ_ONLY, toolset="drafts")
     def list_drafts(

@@ -44,6 +44,7 @@ from deskmcp.mail.compose import (
     draft_to_send,
     envelope_recipients,
     forward_subject,
+    load_attachments,
 )
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
@@ -59,6 +60,7 @@ from deskmcp.mail.models import (
     LabelList,
     LabelOutcome,
     LabelResult,
+    OutgoingAttachment,
     SendEmailResult,
     ThreadResult,
 )
@@ -308,6 +310,7 @@ class MailService:
         bcc: str | None,
         html_body: str | None,
         require_to: bool = True,
+        attachments: list[OutgoingAttachment] | None = None,
     ) -> tuple[EmailMessage, str | None]:
         s = self.settings
         draft: Draft = check_draft(
@@ -333,7 +336,8 @@ class MailService:
                     {"reply_to_message_id": reply_to_message_id},
                 ) from exc
             thread_id = summary.thread_id
-        message = build_message(draft, sender=s.address, display_name=s.display_name, parent=parent)
+        files = load_attachments(attachments or [], s.attachment_roots, s.max_attachment_bytes)
+        message = build_message(draft, sender=s.address, display_name=s.display_name, parent=parent, attachments=files)
         return message, thread_id
 
     def send_email(
@@ -346,10 +350,14 @@ class MailService:
         bcc: str | None = None,
         html_body: str | None = None,
         idempotency_key: str | None = None,
+        attachments: list[OutgoingAttachment] | None = None,
     ) -> SendEmailResult:
         self._require("Sending mail", "send")
         _check_key(idempotency_key)
-        request = hashlib.sha256(orjson.dumps([to, subject, body, reply_to_message_id, cc, bcc, html_body])).hexdigest()
+        asked: list[object] = [to, subject, body, reply_to_message_id, cc, bcc, html_body]
+        if attachments:  # left out when there are none: keys journalled before attachments still match
+            asked.append([_attachment_digest(a) for a in attachments])
+        request = hashlib.sha256(orjson.dumps(asked)).hexdigest()
 
         def compose() -> tuple[EmailMessage, str | None]:
             return self._compose(
@@ -360,6 +368,7 @@ class MailService:
                 cc=cc,
                 bcc=bcc,
                 html_body=html_body,
+                attachments=attachments,
             )
 
         return self._keyed_send(idempotency_key, request, compose, reply_to_message_id)
@@ -459,6 +468,7 @@ class MailService:
             rfc_message_id=str(message["Message-ID"]),
             idempotency_key=key,
             backend=self.backend.name,
+            attachments=[str(part.get_filename() or "") for part in message.iter_attachments()] or None,
             **extra,  # type: ignore[arg-type]
         )
 
@@ -551,6 +561,7 @@ class MailService:
         cc: str | None = None,
         bcc: str | None = None,
         html_body: str | None = None,
+        attachments: list[OutgoingAttachment] | None = None,
     ) -> DraftResult:
         self._require("Creating drafts", "draft_only")
         message, thread_id = self._compose(
@@ -562,6 +573,7 @@ class MailService:
             bcc=bcc,
             html_body=html_body,
             require_to=False,
+            attachments=attachments,
         )
         saved = self.backend.save_draft(message, thread_id)
         return DraftResult(
@@ -645,6 +657,12 @@ def _cursor_mark(cursor: str | None) -> list[Any] | None:
         return None
     after = data.get("a") if isinstance(data, dict) else None
     return after if isinstance(after, list) else None
+
+
+def _attachment_digest(spec: OutgoingAttachment) -> list[str | None]:
+    """What identifies an attachment in a send request: its path, or a digest of its content."""
+    content = spec.content_base64
+    return [spec.path, spec.filename, hashlib.sha256(content.encode()).hexdigest() if content else None]
 
 
 def _check_key(key: str | None) -> None:

@@ -83,6 +83,17 @@ class MailSettings(GoogleSettings):
     timeout: float = Field(
         default=30.0, gt=0, validation_alias=env_alias("timeout", "MAIL_TIMEOUT"), description="Network timeout (s)."
     )
+    max_attachment_bytes: int = Field(
+        default=25 * 1024 * 1024,
+        ge=1024,
+        validation_alias=env_alias("max_attachment_bytes", "MAIL_MAX_ATTACHMENT_BYTES"),
+        description="Most bytes of attachments, all together, on one outgoing message.",
+    )
+    documents_path: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
+        description="The documents folder files can be attached from (default: <workspace>/documents).",
+    )
     vault_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("vault_path", "VAULT_PATH"),
@@ -103,6 +114,14 @@ class MailSettings(GoogleSettings):
         if self.mode is not None:
             return self.mode
         return "send" if self.backend == "maildir" else "draft_only"
+
+    @property
+    def attachment_roots(self) -> dict[str, Path]:
+        """The folders outgoing attachments may come from, by the first part of their path."""
+        return {
+            "documents": self.documents_path or self.workspace / "documents",
+            "vault": self.vault_path or self.workspace / "vault",
+        }
 
     @property
     def audit_folder(self) -> Path:
