@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def write_meeting_cache(folder: Path) -> None:
     """A Granola cache in `folder` holding one meeting, "Quarterly planning" (id m-1)."""
@@ -60,12 +62,13 @@ def server_process(args: list[str], env: dict[str, str], ready: str, seconds: fl
             proc.wait(timeout=30)
 
 
-def orchestrate(env: dict[str, str], *args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run `deskmcp orchestrate ARGS` to its end; its output captured as text."""
+def orchestrate(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `deskmcp orchestrate ARGS` from the checkout to its end, its output captured as text
+    (`timeout` only bounds a hung run)."""
     return subprocess.run(
         [sys.executable, "-m", "deskmcp.cli", "orchestrate", *args],
         env=env,
-        cwd=cwd,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -36,6 +36,7 @@ def events(vault: Path) -> list[dict]:
     return [json.loads(line) for p in (vault / "Logs").glob("orchestrator_*.jsonl") for line in p.open()]
 
 
+@pytest.mark.e2e
 async def test_security_the_assistant_cannot_approve_a_reply_through_the_default_tools(
     tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -137,6 +138,7 @@ async def test_a_draft_the_person_edited_and_moved_is_sent_to_the_same_people(
     assert "Thursday works." in sent(store)[0]["body"]
 
 
+@pytest.mark.e2e
 async def test_security_a_rejected_draft_moved_back_to_approved_is_not_sent(
     tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

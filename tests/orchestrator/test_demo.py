@@ -17,6 +17,7 @@ from deskmcp.orchestrator.server import Settings, create_server
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.e2e
 async def test_every_demo_step_runs_one_whole_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     demo.generate(tmp_path / "triage", random.Random(2026))
     for name, value in demo.environment(tmp_path).items():

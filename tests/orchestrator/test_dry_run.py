@@ -79,6 +79,7 @@ def test_a_dry_run_leaves_a_lived_in_vault_byte_identical(tmp_path: Path, vault:
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e
 @pytest.mark.parametrize("contents", ["empty", "lived_in"])
 async def test_triage_status_list_and_a_dry_run_write_nothing_in_the_vault(
     tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch, contents: str

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
@@ -19,11 +17,9 @@ import pytest
 from tests.helpers.mail import deliver, make_mail
 from tests.helpers.network import free_port
 from tests.helpers.orchestrator import RULES
-from tests.helpers.processes import server_process
+from tests.helpers.processes import orchestrate, server_process
 
 pytestmark = pytest.mark.e2e
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -67,17 +63,6 @@ def environment(workspace: Path, vault: Path, sink: Sink, **extra: str) -> dict[
         **extra,
     )
     return env
-
-
-def orchestrate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deskmcp.cli", "orchestrate", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def frontmatter_text(path: Path) -> str:

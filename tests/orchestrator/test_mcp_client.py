@@ -13,7 +13,7 @@ from deskmcp.core.errors import MCPUnavailable, NotFound
 from deskmcp.orchestrator.mcp_client import MCPClient
 from tests.orchestrator import mail_stub
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
 

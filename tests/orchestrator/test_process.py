@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.orchestrator import add_mail, sent
+from tests.helpers.processes import orchestrate
 
 pytestmark = pytest.mark.e2e
 
@@ -42,17 +43,6 @@ def environment(tmp_path: Path, vault: Path, store: Path, **extra: str) -> dict[
         **extra,
     )
     return env
-
-
-def orchestrate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deskmcp.cli", "orchestrate", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def prepare(tmp_path: Path, vault: Path, store: Path) -> tuple[dict[str, str], Path]:

@@ -40,6 +40,7 @@ def test_a_second_orchestrator_on_the_same_vault_is_refused(tmp_path: Path) -> N
     assert not (tmp_path / LOCK_FILE).exists()
 
 
+@pytest.mark.e2e
 def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)

@@ -23,6 +23,7 @@ def settings(tmp_path: Path, vault: Path, store: Path) -> OrchestratorSettings:
     return OrchestratorSettings(workspace=tmp_path / "ws", vault_path=vault, decider="assistant", mail_command=command)
 
 
+@pytest.mark.e2e
 async def test_the_assistant_decides_approves_and_a_pass_sends(
     tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +72,7 @@ async def test_triage_decide_refuses_a_note_outside_needs_action(tmp_path: Path,
     assert error["error"] in ("bad_request", "permission_denied")
 
 
+@pytest.mark.e2e
 async def test_a_rejected_draft_is_filed_and_the_mail_waits_for_a_new_decision(
     tmp_path: Path, vault: Path, store: Path
 ) -> None:
@@ -92,6 +94,7 @@ async def test_a_rejected_draft_is_filed_and_the_mail_waits_for_a_new_decision(
     assert again["draft"] != drafted["draft"]  # a new draft with a new id: the rejected one is never sent
 
 
+@pytest.mark.e2e
 async def test_triage_run_reports_a_mail_server_that_does_not_start(tmp_path: Path, vault: Path, store: Path) -> None:
     broken = OrchestratorSettings(
         workspace=tmp_path / "ws", vault_path=vault, mail_command=f"{sys.executable} -c pass", call_timeout=10

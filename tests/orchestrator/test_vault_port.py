@@ -163,6 +163,7 @@ async def test_the_mcp_adapter_reports_an_answer_of_another_shape_as_an_external
     assert "read_note" in raised.value.message and "NoteContent" in raised.value.message
 
 
+@pytest.mark.e2e
 async def test_a_pass_on_a_dead_vault_server_falls_back_to_the_files_and_builds_no_second_index(
     tmp_path: Path, vault: Path, store: Path
 ) -> None:
