@@ -113,6 +113,7 @@ def test_a_scanned_cache_read_again_yields_only_what_changed(tmp_path: Path):
     assert fast[0][1]["deletes"] == []
 
 
+@pytest.mark.e2e
 def test_a_transcript_the_scan_cannot_follow_is_read_whole_with_the_same_result(tmp_path: Path):
     # Segments holding arrays of objects end with "}]" inside the transcript.
     data = state()
@@ -134,7 +135,7 @@ def indexed(service: MeetingService) -> dict[str, str]:
     return {h.key: Meeting.model_validate_json(h.data or b"{}").title for h in service.index.select(limit=50)}
 
 
-@pytest.mark.parametrize("in_worker", [False, True])
+@pytest.mark.parametrize("in_worker", [False, pytest.param(True, marks=pytest.mark.e2e)])
 @pytest.mark.parametrize(
     "damage",
     [

@@ -10,6 +10,8 @@ from deskmcp.meetings.settings import MeetingsSettings
 
 from .fixtures import ALPHA, BETA, GAMMA, state, write
 
+pytestmark = pytest.mark.e2e  # every test here starts a worker process
+
 # A worker that sends the summary and one meeting, then dies as if killed.
 DIES_MID_STREAM = """
 import os, sys
