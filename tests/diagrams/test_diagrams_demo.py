@@ -24,6 +24,7 @@ def test_demo_project_is_shaped_like_deskmcp(tmp_path: Path) -> None:
     assert demo.environment(tmp_path) == {"PROJECT_ROOT": str(tmp_path / "project")}
 
 
+@pytest.mark.e2e
 async def test_every_demo_step_succeeds_and_the_architecture_png_is_saved(connect: Connect, project: Path) -> None:
     demo.generate(project, random.Random(2026))
     last: Any = None

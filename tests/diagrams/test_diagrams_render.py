@@ -140,6 +140,7 @@ async def test_render_mermaid_reports_a_syntax_error_with_mermaids_message_and_l
     assert good == {"valid": True, "diagram_type": "flowchart-v2", "message": None, "line": None}
 
 
+@pytest.mark.e2e
 def test_png_is_scaled_down_to_the_pixel_cap(tmp_path: Path) -> None:
     settings = Settings(workspace=tmp_path, max_png_pixels=20_000)
     small = OfflineRenderer(settings)
@@ -161,6 +162,7 @@ def _fake_worker(script: str) -> list[str]:
     return [sys.executable, "-c", prelude + script]
 
 
+@pytest.mark.e2e
 def test_a_render_past_the_time_limit_is_stopped_with_a_timeout(tmp_path: Path) -> None:
     settings = Settings(workspace=tmp_path, render_timeout=0.5)
     hanging = OfflineRenderer(settings, command=_fake_worker("sys.stdin.readline()\nsys.stdin.read()\n"))
@@ -170,6 +172,7 @@ def test_a_render_past_the_time_limit_is_stopped_with_a_timeout(tmp_path: Path) 
     assert hanging._worker is None  # the stuck worker was killed, not left running
 
 
+@pytest.mark.e2e
 def test_a_worker_that_dies_mid_render_is_a_clear_bad_request_and_is_replaced(tmp_path: Path) -> None:
     settings = Settings(workspace=tmp_path, render_memory_mb=512)
     dying = OfflineRenderer(settings, command=_fake_worker("sys.stdin.readline()\nimport os\nos._exit(137)\n"))
@@ -180,6 +183,7 @@ def test_a_worker_that_dies_mid_render_is_a_clear_bad_request_and_is_replaced(tm
         assert "DIAGRAM_RENDER_MEMORY_MB" in info.value.message
 
 
+@pytest.mark.e2e
 def test_a_worker_out_of_memory_is_a_clear_bad_request(tmp_path: Path) -> None:
     settings = Settings(workspace=tmp_path)
     answer = "{'ok': False, 'kind': 'memory', 'message': 'out of memory', 'rss_mb': 1}"
@@ -194,6 +198,7 @@ def test_a_worker_out_of_memory_is_a_clear_bad_request(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.e2e
 async def test_other_tools_answer_while_a_render_is_running(
     connect: Connect, project: Path, settings_for: Any, tmp_path: Path
 ) -> None:
