@@ -9,9 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from deskmcp.mail.server import Settings
 from deskmcp.mail.service import MailService
 from tests.helpers.mail import SmtpSink, audit_lines
+
+pytestmark = pytest.mark.e2e
 
 SEND = """
 from deskmcp.mail.server import Settings
