@@ -78,6 +78,7 @@ anyio.run(main)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 def test_security_a_cell_at_xfd1048576_without_dimension_reads_at_the_cost_of_the_range(root: Path) -> None:
     far_cell_workbook(root / "far.xlsx", dimension=False)
     out = run_child(
@@ -102,6 +103,7 @@ def test_security_a_cell_at_xfd1048576_without_dimension_reads_at_the_cost_of_th
     assert out["found"]["matches"] == [{"sheet": "S", "cell": "XFD1048576", "value": "far"}]
 
 
+@pytest.mark.e2e
 def test_security_writing_a_cell_at_xfd1048576_then_reading_keeps_the_server_alive(root: Path) -> None:
     far_cell_workbook(root / "w.xlsx", dimension=True)
     out = run_child(
