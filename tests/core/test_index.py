@@ -247,6 +247,7 @@ def test_updated_and_deleted_records_leave_the_text_index(index: SearchIndex):
     assert index.count() == 0
 
 
+@pytest.mark.e2e
 def test_a_crash_between_the_record_and_text_commits_loses_nothing(tmp_path: Path):
     path = tmp_path / "c.sqlite3"
     idx = SearchIndex(path, SCHEMA)
