@@ -4,9 +4,6 @@ from pathlib import Path
 
 import pytest
 
-# Re-exported only for tests/mail/test_mail_dovecot.py until its import line moves to tests.helpers.
-from tests.helpers.corpora import shared_corpus as shared_corpus
-
 # Fixtures that start a process (an IMAP server, LibreOffice, the mermaid.js worker): every test that
 # uses one, directly or through another fixture, is an e2e test, so `pytest -m "not e2e"` stays fast.
 PROCESS_FIXTURES = frozenset({"dovecot", "dovecot_dot", "imap_server", "libreoffice_values", "renderer"})

@@ -11,14 +11,8 @@ from mcp import Client
 
 from deskmcp.mail.server import Settings, create_server
 from tests.helpers.mail import SinkHandler, SmtpSink
-
-# Re-exported only for test_mail_dovecot.py until its import lines move to tests.helpers.
-from tests.helpers.mail import deliver as deliver
-from tests.helpers.mail import make_mail as make_mail
 from tests.helpers.network import free_port
 from tests.helpers.tool_calls import Connect
-from tests.helpers.tool_calls import call as call
-from tests.helpers.tool_calls import fail as fail
 
 MAIL_ENV = (
     "MAIL_BACKEND", "MAIL_MAILDIR", "MAIL_ADDRESS", "MAIL_SMTP_HOST", "MAIL_SMTP_PORT", "MAIL_SMTP_USER",

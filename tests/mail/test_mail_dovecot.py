@@ -15,8 +15,9 @@ import anyio
 import pytest
 
 from deskmcp.mail.mime import decode, parse_bytes
-from tests.conftest import shared_corpus
-from tests.mail.conftest import Connect, call, deliver, fail, make_mail
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.mail import deliver, make_mail
+from tests.helpers.tool_calls import Connect, call, fail
 from tests.mail.dovecot import (
     BASE_DAY,
     Dovecot,

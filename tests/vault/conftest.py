@@ -10,13 +10,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.vault.server import Settings, create_server
-
-# Re-exported only for test_vault_frontmatter.py until its import line moves to tests.helpers.
-from tests.helpers.corpora import QUARTZ as QUARTZ
-from tests.helpers.files import write as write
 from tests.helpers.tool_calls import Connect
-from tests.helpers.tool_calls import call as call
-from tests.helpers.tool_calls import fail as fail
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,9 @@ from mcp import Client
 
 from deskmcp.core import frontmatter
 from deskmcp.core.errors import ParseError
-from tests.vault.conftest import QUARTZ, Connect, call, fail, write
+from tests.helpers.corpora import QUARTZ
+from tests.helpers.files import write
+from tests.helpers.tool_calls import Connect, call, fail
 
 pytestmark = pytest.mark.anyio
 
