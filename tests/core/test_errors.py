@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from deskmcp.core.errors import ERRORS_BY_CODE, Conflict, DeskError, NotFound, from_payload
 
 
@@ -40,6 +42,7 @@ def test_unknown_code_in_a_payload_becomes_internal_error():
     assert rebuilt.code == "internal_error"
 
 
+@pytest.mark.e2e
 def test_importing_the_taxonomy_does_not_load_the_mcp_sdk():
     # A fresh interpreter: the test process itself has the SDK loaded already.
     code = (

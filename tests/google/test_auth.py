@@ -262,6 +262,7 @@ def test_web_flow_keeps_a_bounded_number_of_pending_states_and_forgets_old_ones(
         flow.finish(states[-1], "c")
 
 
+@pytest.mark.e2e
 def test_importing_the_google_layer_loads_no_google_library() -> None:
     code = (
         "import sys, deskmcp.google.auth, deskmcp.google.errors, deskmcp.google.web; "
