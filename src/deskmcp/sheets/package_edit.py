@@ -39,14 +39,12 @@ from deskmcp.sheets.recalc import Dependents, InputReader, Key
 from deskmcp.sheets.sheetdata import Styles
 
 ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
-ROW_OPEN = re.compile(rb"<row\b([^>]*)>")
-ROW_NUMBER = re.compile(rb'\br="([0-9]+)"')
+ROW_OPEN = re.compile(rb'<row\b(?:[^>]*?\sr="([0-9]+)")?[^>]*>')  # and its number, when it says
 # A formula cell in the plain form, its `<f>` first: reference, cell attributes, formula attributes,
 # text, and what follows (the cached value).
 FORMULA_CELL = re.compile(
     rb'<c r="([A-Z]{1,3})([0-9]+)"([^>]*)>\s*<f\b([^>]*?)(?:/>|>([^<]*)</f>)([^<]*(?:<(?!/c>)[^<]*)*)</c>'
 )
-FORMULA_TAGS = (b"<f>", b"<f ", b"<f/>", b"<f\t", b"<f\n", b"<f\r")
 DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
@@ -97,8 +95,8 @@ class Sheet:
         number = 0
         rows = sheet.rows
         for m in ROW_OPEN.finditer(data, start, end):
-            ref = ROW_NUMBER.search(m.group(1))
-            number = int(ref.group(1)) if ref else number + 1
+            ref = m.group(1)
+            number = int(ref) if ref else number + 1
             rows[number] = m.start()
         sheet.max_row = max(rows, default=0)
         dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
@@ -176,7 +174,7 @@ def _scan(
                 uncached.append(key)
             index.add(key, reader.areas("=" + text, title))
             continue
-        if _no_value(cattrs, tail):
+        if (b"t=" in cattrs or b"</v>" not in tail) and _no_value(cattrs, tail):
             col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
             uncached.append((title, row, col))
         shape = DIGITS.sub(b"0", ftext)
@@ -187,7 +185,8 @@ def _scan(
         group[1].append(letters)
         group[2].append(ftext)
     # every <f> of the cells is one of those read above, or the part is not in the form they assume
-    tags = sum(data.count(tag, sheet.start, sheet.end) for tag in FORMULA_TAGS)
+    # (`<family>` of rich text is the one other element of cells whose name starts with f)
+    tags = data.count(b"<f", sheet.start, sheet.end) - data.count(b"<family", sheet.start, sheet.end)
     if count != tags:
         raise Fallback(f"formulas of {sheet.part} in an unexpected form")
     for shape, (rows, letters_of, texts) in shapes.items():
