@@ -27,21 +27,14 @@ from deskmcp.google.auth import (
     scopes_for,
 )
 from deskmcp.google.web import WebAuthorization
+from tests.helpers.google import GOOGLE_ENVIRONMENT
 
 SHEETS = list(SCOPES["sheets"])
 
 
 @pytest.fixture(autouse=True)
 def _no_google_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "GOOGLE_CLIENT_SECRETS",
-        "GOOGLE_CLIENT_ID",
-        "GOOGLE_CLIENT_SECRET",
-        "GOOGLE_TOKEN_FILE",
-        "GOOGLE_SERVICE_ACCOUNT_FILE",
-        "GOOGLE_DELEGATED_USER",
-        "GOOGLE_USE_ADC",
-    ):
+    for name in GOOGLE_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
 
 

@@ -14,6 +14,7 @@ from mcp import Client
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from tests.helpers.orchestrator import add_mail, sent
+from tests.helpers.processes import orchestrate as run_orchestrate
 from tests.helpers.tool_calls import call
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,14 +45,7 @@ def orchestrate(tmp_path: Path, store: Path, *args: str, **env: str) -> subproce
         ORCHESTRATOR_CALL_TIMEOUT="30",
         **env,
     )
-    return subprocess.run(
-        [sys.executable, "-m", "deskmcp.cli", "orchestrate", *args],
-        env=base,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_orchestrate(base, *args, timeout=120)
 
 
 @pytest.mark.e2e

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.sheets.server import Settings, create_server
+from tests.helpers.google import GOOGLE_ENVIRONMENT
 from tests.helpers.tool_calls import Connect
 
 ENVIRONMENT = (
@@ -21,13 +22,7 @@ ENVIRONMENT = (
     "SHEETS_REQUESTS_PER_MINUTE",
     "SHEETS_MAX_CELLS",
     "SHEETS_FAST_WRITES",
-    "GOOGLE_CLIENT_SECRETS",
-    "GOOGLE_CLIENT_ID",
-    "GOOGLE_CLIENT_SECRET",
-    "GOOGLE_TOKEN_FILE",
-    "GOOGLE_SERVICE_ACCOUNT_FILE",
-    "GOOGLE_DELEGATED_USER",
-    "GOOGLE_USE_ADC",
+    *GOOGLE_ENVIRONMENT,
 )
 
 
