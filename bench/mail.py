@@ -16,6 +16,11 @@ for now against the first 16 KB of each message it used to download and parse.
 
     uv run python bench/mail.py --sizes 50000
     uv run python bench/mail.py --backend imap --sizes 5000
+    uv run python bench/mail.py --backend gmail-stub
+
+With `--backend gmail-stub` it lists pages of 20 over the Gmail backend against a stand-in for
+the Gmail API on loopback that answers each HTTP request after 100 ms (tests/mail/gmail_stub.py),
+batched summaries against one request per message.
 """
 
 from __future__ import annotations
@@ -213,13 +218,67 @@ def run_imap(size: int, rounds: int, root: Path) -> None:
     print(f"server peak RSS       {rss:8.1f} MB" if isinstance(rss, float) else "server peak RSS       n/a")
 
 
+def run_gmail_stub(rounds: int, root: Path, delay: float = 0.1, page: int = 20) -> None:
+    """list_emails of `page` messages over the Gmail backend against a loopback stand-in for
+    the Gmail API that answers every HTTP request after `delay` seconds: the summaries in one
+    batch request now, against one request per message (the earlier way, run here as the baseline)."""
+    from tests.mail.gmail_stub import FakeGmail, LoopbackGmail
+
+    from deskmcp.google.auth import SCOPES, FileTokenStore
+    from deskmcp.mail.backends.gmail import HEADERS, GmailBackend
+    from deskmcp.mail.query import parse_query
+    from deskmcp.mail.settings import MailSettings
+
+    class OneByOne(GmailBackend):
+        def _metadata(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+            def one(api: Any, mid: str) -> Any:
+                return api.users().messages().get(userId="me", id=mid, format="metadata", metadataHeaders=HEADERS)
+
+            return {mid: self._call(lambda api, mid=mid: one(api, mid)) for mid in ids}
+
+    workspace = root / "gmail-stub"
+    shutil.rmtree(workspace, ignore_errors=True)
+    settings = MailSettings(workspace=workspace, backend="gmail", google_client_id="cid", google_client_secret="cs")
+    FileTokenStore(settings.google_token_path).save(
+        {"token": "t", "refresh_token": "r", "token_uri": "https://oauth2.googleapis.com/token", "client_id": "cid",
+         "client_secret": "cs", "scopes": list(SCOPES["mail"]), "expiry": "2999-01-01T00:00:00Z"}
+    )  # fmt: skip
+    fake = FakeGmail(500)
+    stub = LoopbackGmail(fake, delay)
+    results: dict[str, tuple[list[float], int]] = {}
+    try:
+        for name, kind in (("batched", GmailBackend), ("one request per message", OneByOne)):
+            backend = kind(settings, http=stub.http())
+            backend.labels()  # label names are fetched once per process: not part of a page
+            took: list[float] = []
+            before = len(fake.requests)
+            for _ in range(rounds):
+                started = time.perf_counter()
+                backend.list(parse_query(""), raw="", limit=page, offset=0)
+                took.append((time.perf_counter() - started) * 1000)
+            results[name] = (took, (len(fake.requests) - before) // rounds)
+            backend.close()
+    finally:
+        stub.close()
+    print(f"\n== Gmail backend against a loopback API stub, {delay * 1000:.0f} ms per HTTP request ==")
+    for name, (took, requests) in results.items():
+        print(f"list {page} ({name:<24}) {summary(took)}  {requests} requests")
+    ratio = statistics.median(results["one request per message"][0]) / statistics.median(results["batched"][0])
+    print(f"batched vs one request per message: {ratio:.1f}x faster (median)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="50000", help="comma-separated message counts")
     parser.add_argument("--rounds", type=int, default=5, help="passes over the queries per size")
     parser.add_argument("--root", type=Path, default=Path("/tmp/deskmcp-bench-mail"), help="where data goes")
-    parser.add_argument("--backend", choices=("maildir", "imap"), default="maildir", help="what to measure")
+    parser.add_argument(
+        "--backend", choices=("maildir", "imap", "gmail-stub"), default="maildir", help="what to measure"
+    )
     args = parser.parse_args()
+    if args.backend == "gmail-stub":
+        run_gmail_stub(args.rounds, args.root)
+        return
     for size in (int(s) for s in args.sizes.split(",")):
         if args.backend == "imap":
             run_imap(size, args.rounds, args.root)
