@@ -403,3 +403,38 @@ async def test_a_cell_write_patches_in_place_a_sheet_with_conditional_formats_an
         after = {n: zf.read(n) for n in zf.namelist()}
     assert [n for n in before if before[n] != after[n]] == ["xl/worksheets/sheet1.xml"]
     assert rules in after["xl/worksheets/sheet1.xml"].decode("utf-8")
+
+
+async def test_consecutive_writes_in_one_server_recompute_what_each_write_makes_stale(
+    root: Path, connect: Connect
+) -> None:
+    from tests.helpers.workbooks import make_xlsx
+
+    path = make_xlsx(root / "steps.xlsx", {"S": [[1, "=A1*2", "=B1+1", "=A1+1"]], "T": [["=SUM(S!B1:C1)"]]})
+    sid = {"spreadsheet_id": "steps.xlsx"}
+
+    async def put(ref: str, value: Any) -> None:
+        await call(c, "update_values", {**sid, "range": ref, "values": [[value]]})
+
+    async def shown() -> list[Any]:
+        out = await call(c, "read_values", {**sid, "ranges": ["S!A1:E1", "T!A1"]})
+        return [out["ranges"][0]["values"][0], out["ranges"][1]["values"][0][0]]
+
+    async with connect() as c:
+        await put("S!A1", 5)
+        assert await shown() == [[5, 10, 11, 6], 21]
+        await put("S!B1", "=E1*3")  # a formula replaced by one reading another cell
+        assert await shown() == [[5, 0, 1, 6], 1]
+        await put("S!E1", 2)
+        assert await shown() == [[5, 6, 7, 6, 2], 13]
+        await put("S!D1", 100)  # a formula replaced by a value
+        await put("S!A1", 7)
+        assert await shown() == [[7, 6, 7, 100, 2], 13]
+        await call(c, "append_rows", {**sid, "range": "S", "values": [[1, "=A2+E1"]]})
+        await put("S!E1", 4)
+        out = await call(c, "read_values", {**sid, "ranges": ["S!A2:B2", "T!A1"]})
+        assert out["ranges"][0]["values"] == [[1, 5]] and out["ranges"][1]["values"] == [[25]]
+        # another program saves the file meanwhile: what the server knew of the old one is not used
+        make_xlsx(path, {"S": [[1, "=A1*10", "=B1+1", "=A1+1"]], "T": [["=SUM(S!B1:C1)"]]})
+        await put("S!A1", 3)
+        assert await shown() == [[3, 30, 31, 4], 61]

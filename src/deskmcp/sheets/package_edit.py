@@ -234,6 +234,17 @@ def _translate(master: tuple[str, str], here: str) -> str:
         raise Fallback(f"shared formula not translated: {exc}") from exc
 
 
+@dataclass
+class FormulaIndex:
+    """What a write learns of every formula of a workbook, kept for the next write of the same
+    version of the file: which cells each reads, which hold no cached value, shared formulas' texts."""
+
+    index: Dependents
+    reader: InputReader
+    uncached: set[Key]
+    borrowed: dict[str, dict[tuple[int, int], str]]
+
+
 class PackageBook:
     """The edits of one call (values written, cells cleared) on an xlsx, saved as a patch."""
 
@@ -251,6 +262,7 @@ class PackageBook:
         self.parts: dict[str, bytes] = {}  # small parts replaced by the patch
         self.new_parts: dict[str, bytes] = {}
         self.edits: dict[str, tuple[Sheet, list[tuple[int, int, bytes]]]] = {}  # sheet parts patched
+        self.formula_index: FormulaIndex | None = None
 
     def close(self) -> None:
         self.zf.close()
@@ -362,23 +374,31 @@ class PackageBook:
         value = cached(cell.attrs.get(b"t", b"n"), cell.inner)
         return Formula("=" + text, kind, anchor or kind == b"array", value)
 
-    def save(self, names: Any) -> dict[str, list[str]]:
+    def save(self, names: Any, known: FormulaIndex | None = None) -> dict[str, list[str]]:
         """Compute what the edits make stale and prepare the patch (`write` then streams it out);
-        returns the formulas left uncomputed (sheet -> cells)."""
-        for title in self.where.sheets:
-            self.sheet(title)
-        reader = InputReader(names)
-        index = Dependents()
-        needed: set[Key] = set()
-        for title, sheet in self.sheets.items():
-            uncached, self.borrowed[title] = _scan(sheet, self.writes, reader, index)
-            needed.update(uncached)
+        returns the formulas left uncomputed (sheet -> cells). `known`: the formula index of this
+        version of the file (taken over: it is changed), so no sheet is scanned; `formula_index`
+        is then the index of the version the patch writes."""
+        if known is None:
+            reader = InputReader(names)
+            index = Dependents()
+            uncached: set[Key] = set()
+            for title in self.where.sheets:
+                found, self.borrowed[title] = _scan(self.sheet(title), self.writes, reader, index)
+                uncached.update(found)
+        else:
+            reader, index, uncached, self.borrowed = known.reader, known.index, known.uncached, known.borrowed
+            reader.names = names
+            for key in self.writes:
+                index.forget(key)
+                uncached.discard(key)
+                self.borrowed.get(key[0], {}).pop((key[1], key[2]), None)
+        needed = set(uncached)
         for key, stored in self.writes.items():
             if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
                 index.add(key, reader.areas(stored, key[0]))
                 needed.add(key)
         needed |= index.stale(self.writes)
-        del index, reader  # the evaluation below needs neither: free them before it grows
 
         def raw(sheet: str, row: int, col: int) -> Any:
             key = (sheet, row, col)
@@ -398,9 +418,9 @@ class PackageBook:
             return value
 
         def extent(sheet: str) -> tuple[int, int]:
-            s = self.sheets.get(sheet)
-            if s is None:
+            if sheet not in self.where.sheets:
                 return (0, 0)
+            s = self.sheet(sheet)
             written = [k[1] for k in self.writes if k[0] == sheet]
             return (max(s.max_row, *written) if written else s.max_row, s.max_column)
 
@@ -420,6 +440,12 @@ class PackageBook:
                 results[key] = None
                 uncomputed.setdefault(key[0], []).append(cell_name(key[1], key[2]))
         self._prepare(results, uncomputed)
+        for key, value in results.items():  # the patch stores a value for these, or none
+            if value is None:
+                uncached.add(key)
+            else:
+                uncached.discard(key)
+        self.formula_index = FormulaIndex(index, reader, uncached, self.borrowed)
         return uncomputed
 
     def _shows_date(self, sheet: str, formula: str, value: Any) -> bool:
@@ -459,7 +485,7 @@ class PackageBook:
         changed: dict[str, dict[int, dict[int, bytes | None]]] = {}
         for key in {*self.writes, *results}:
             sheet, row, col = key
-            existing = self.sheets[sheet].cells(row).get(col)
+            existing = self.sheet(sheet).cells(row).get(col)
             attrs = dict(existing.attrs) if existing is not None else {}
             style = attrs.get(b"s", b"0")
             f = self.formula(key)
@@ -480,7 +506,8 @@ class PackageBook:
             changed.setdefault(sheet, {}).setdefault(row, {})[col] = element
         parts: dict[str, bytes] = {}
         for title, rows in changed.items():
-            self.edits[self.sheets[title].part] = (self.sheets[title], _patched(self.sheets[title], rows))
+            sheet = self.sheet(title)
+            self.edits[sheet.part] = (sheet, _patched(sheet, rows))
         if styles_data is not None and date_style and styles_part:
             parts[styles_part] = styles_data
         self.new_parts = _flag(self.zf, parts, uncomputed)
@@ -721,9 +748,10 @@ def _entry(info: zipfile.ZipInfo, size: int) -> zipfile.ZipInfo:
     return entry
 
 
-def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
+def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> os.stat_result:
     """`write(handle)` into a temporary file beside `path`, fsynced, then put in its place: readers
-    see the old file or the new one, and an interruption leaves the old one."""
+    see the old file or the new one, and an interruption leaves the old one. Returns the new file's
+    status as written (what `path` shows until someone else writes it)."""
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
@@ -732,9 +760,11 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         tmp.chmod(path.stat().st_mode & 0o7777 if path.exists() else 0o644)
+        written = tmp.stat()
         replace_file(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     fsync_dir(path.parent)
+    return written

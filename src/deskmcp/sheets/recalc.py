@@ -261,6 +261,8 @@ class Dependents:
         self._key_cols = array("i")
         self._columns: dict[tuple[str, int], _Column] = {}
         self._anything: list[int] = []
+        # cells whose formula was overwritten: their ids below this one are gone
+        self._gone: dict[Key, int] = {}
 
     def __len__(self) -> int:
         return len(self._key_rows)
@@ -280,6 +282,10 @@ class Dependents:
         if column is None:
             column = self._columns[(sheet, col)] = _Column()
         return column
+
+    def forget(self, key: Key) -> None:
+        """The formula of `key` (if any) is no more: a value or another formula was written there."""
+        self._gone[key] = len(self._key_rows)
 
     def add(self, key: Key, areas: list[Area] | None) -> None:
         formula = len(self._key_rows)
@@ -319,8 +325,9 @@ class Dependents:
         """Every formula that reads a changed cell, or a formula that does, and so on."""
         todo = list(changed)
         found: set[Key] = set()
+        gone = self._gone
         if todo and self._anything:
-            more = [self._key(f) for f in self._anything]
+            more = [k for f in self._anything if (k := self._key(f)) not in gone or f >= gone[k]]
             found.update(more)
             todo.extend(more)
         left: dict[tuple[str, int], list[tuple[int, int, int]]] = {}  # tall ranges not yet stale
@@ -343,7 +350,7 @@ class Dependents:
                     left[where] = keep
             for formula in hits:
                 key = self._key(formula)
-                if key not in found:
+                if key not in found and (key not in gone or formula >= gone[key]):
                     found.add(key)
                     todo.append(key)
         return found

@@ -71,6 +71,8 @@ if TYPE_CHECKING:
     from openpyxl import Workbook
     from openpyxl.worksheet.worksheet import Worksheet
 
+    from deskmcp.sheets.package_edit import FormulaIndex
+
 log = logging.getLogger("deskmcp.sheets")
 
 FORMATS = {".xlsx": "xlsx", ".xlsm": "xlsm", ".ods": "ods", ".xls": "xls", ".xlsb": "xlsb", ".csv": "csv"}
@@ -212,8 +214,11 @@ class LocalBackend:
         self._extents: OrderedDict[tuple[Any, ...], Extent] = OrderedDict()
         self._verified: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
+        # the formula index of the version each patch wrote, so the next write of it scans nothing
+        self._formula_indexes: OrderedDict[str, tuple[tuple[Any, ...], FormulaIndex]] = OrderedDict()
 
     fast_writes = True
+    _formula_index_count = 2  # workbooks whose formula index is kept (a few MB per 100,000 formulas)
     """Cell writes of an .xlsx patch its package in place when they can (False: always openpyxl)."""
 
     def close(self) -> None:
@@ -221,6 +226,7 @@ class LocalBackend:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
         self._cache.clear()
+        self._formula_indexes.clear()
 
     # -- locating files ---------------------------------------------------------------------------
 
@@ -773,26 +779,38 @@ class LocalBackend:
 
         self._verify(path)
         where, look = self._package(path)
+        # the formula index of this version of the file, if the last write here made it (taken:
+        # a failed write leaves none behind)
+        version = self._stat_key(path)
+        cached = self._formula_indexes.pop(str(path), None)
+        known = cached[1] if cached is not None and cached[0] == version else None
         package = PackageBook(path, where, look, "xlsx")
         try:
             try:
                 book = PatchedBook(package, self)
                 result = change(book)  # type: ignore[arg-type]  # the same operations as Book
                 names = _package_names(package.zf)
-                uncomputed = package.save(names)
+                uncomputed = package.save(names, known)
             except Fallback as exc:
                 log.info("%s edited through openpyxl: %s", path.name, exc)
                 return None
             except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
                 raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
             try:
-                write_atomically(path, package.write)
+                written = write_atomically(path, package.write)
             except zipfile.BadZipFile as exc:
                 raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
             except OSError as exc:
                 raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
         finally:
             package.close()
+        if package.formula_index is not None:
+            self._formula_indexes[str(path)] = (
+                (str(path), written.st_mtime_ns, written.st_size, written.st_ino),
+                package.formula_index,
+            )
+            while len(self._formula_indexes) > self._formula_index_count:
+                self._formula_indexes.popitem(last=False)
         book.report.extend(f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs)
         return (result,)
 
