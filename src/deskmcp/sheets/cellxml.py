@@ -24,7 +24,7 @@ TEXT = re.compile(rb"<t\b[^>]*?(?:/>|>(.*?)</t>)", re.S)
 PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
 
 
-def plain(data: bytes) -> bool:
+def plain(data: bytes | bytearray) -> bool:
     """Every cell tag is `<c r="..."`, unprefixed, attributes double-quoted."""
     cells = data.count(b"<c ") + data.count(b"<c>") + data.count(b"<c/>")
     return cells == data.count(b'<c r="') and b":c " not in data and b"<c r='" not in data

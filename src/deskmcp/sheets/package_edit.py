@@ -23,6 +23,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_
 from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, cached, plain, unescape
 from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable
 from deskmcp.sheets.formulas import WorkbookCalculator
-from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part
+from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
 from deskmcp.sheets.recalc import Dependents, InputReader, Key
 from deskmcp.sheets.sheetdata import Styles
 
@@ -48,7 +49,10 @@ FORMULA_CELL = re.compile(
 DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
+LAST_ROW = 1_048_576
+CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
 ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
+EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 DIMENSION = re.compile(rb'<dimension ref="[^"]*"\s*/>')
 EPOCH = dt.datetime(1899, 12, 30)
 DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
@@ -74,7 +78,7 @@ class Sheet:
 
     title: str
     part: str
-    data: bytes
+    data: bytes | bytearray
     rows: dict[int, int] = field(default_factory=dict)  # row -> where its <row> starts in data
     start: int = 0  # where <sheetData starts
     end: int = 0  # where </sheetData> starts
@@ -83,10 +87,11 @@ class Sheet:
     max_row: int = 0
 
     @classmethod
-    def load(cls, title: str, part: str, data: bytes) -> Sheet:
+    def load(cls, title: str, part: str, data: bytes | bytearray) -> Sheet:
         if not plain(data) or b"<sheetData" not in data:
             raise Fallback(f"{part} is not in the plain form")
-        data = re.sub(rb"<sheetData\s*/>", b"<sheetData></sheetData>", data, count=1)
+        if EMPTY_DATA.search(data):  # (a substitution copies even when it finds nothing to replace)
+            data = EMPTY_DATA.sub(b"<sheetData></sheetData>", data, count=1)
         start = data.index(b"<sheetData")
         end = data.find(b"</sheetData>", start)
         if end < 0:
@@ -150,12 +155,14 @@ def _scan(
     masters: dict[bytes, tuple[str, str]] = {}
     columns: dict[bytes, int] = {}
     skip_rows = {k[1] for k in skip if k[0] == title}
-    shapes: dict[bytes, tuple[list[int], list[bytes], list[bytes]]] = {}  # rows, columns, texts
+    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
     count = 0
     for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
         count += 1
         letters, digits, cattrs, fattrs, ftext, tail = m.groups()
         row = int(digits)
+        if row > LAST_ROW:
+            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
         if row in skip_rows or b"shared" in fattrs or not ftext or _ODD_ENTITY.search(ftext):
             col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
             text = unescape(ftext) if ftext else ""
@@ -177,23 +184,23 @@ def _scan(
         if (b"t=" in cattrs or b"</v>" not in tail) and _no_value(cattrs, tail):
             col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
             uncached.append((title, row, col))
+        col = columns.get(letters)
+        if col is None:
+            col = columns[letters] = column_index(letters.decode("ascii"))
         shape = DIGITS.sub(b"0", ftext)
         group = shapes.get(shape)
         if group is None:
-            group = shapes[shape] = ([], [], [])
+            group = shapes[shape] = (array("i"), array("i"), [])
         group[0].append(row)
-        group[1].append(letters)
+        group[1].append(col)
         group[2].append(ftext)
     # every <f> of the cells is one of those read above, or the part is not in the form they assume
     # (`<family>` of rich text is the one other element of cells whose name starts with f)
     tags = data.count(b"<f", sheet.start, sheet.end) - data.count(b"<family", sheet.start, sheet.end)
     if count != tags:
         raise Fallback(f"formulas of {sheet.part} in an unexpected form")
-    for shape, (rows, letters_of, texts) in shapes.items():
-        for letters in set(letters_of):
-            if letters not in columns:
-                columns[letters] = column_index(letters.decode("ascii"))
-        cols = [columns[letters] for letters in letters_of]
+    while shapes:  # one shape at a time, each let go once indexed
+        shape, (rows, cols, texts) = shapes.popitem()
         recipe = reader.recipe(html.unescape(shape.decode("utf-8")))
         if recipe is None:
             index.add_anything(title, rows, cols)
@@ -201,19 +208,23 @@ def _scan(
             for row, col, ftext in zip(rows, cols, texts, strict=True):
                 index.add((title, row, col), reader.areas("=" + unescape(ftext), title))
         else:
-            runs = [DIGITS.findall(t) for t in texts] if recipe else []
+            # every text of the shape has as many digit runs as the shape has zeros: the runs of
+            # all of them, read at once, are that many per formula (a space keeps texts apart)
+            per = shape.count(b"0")
+            runs = DIGITS.findall(b" ".join(texts)) if recipe else []
+            del texts
             reads: list[tuple[str, int, int, list[int], list[int]]] = []
             for ref_sheet, c0, c1, i0, i1 in recipe:
                 if i0 < 0:
-                    whole = [1] * len(rows)
-                    reads.append((ref_sheet or title, c0, c1, whole, [MAX_ROWS] * len(rows)))
+                    reads.append((ref_sheet or title, c0, c1, [1] * len(rows), [MAX_ROWS] * len(rows)))
                     continue
-                firsts = [int(r[i0]) for r in runs]
+                firsts = list(map(int, runs[i0::per]))
                 if i1 == i0:
                     reads.append((ref_sheet or title, c0, c1, firsts, firsts))
                     continue
-                lasts = [int(r[i1]) for r in runs]
+                lasts = list(map(int, runs[i1::per]))
                 reads.append((ref_sheet or title, c0, c1, list(map(min, firsts, lasts)), list(map(max, firsts, lasts))))
+            del runs
             index.add_block(title, rows, cols, reads)
     return uncached, borrowed
 
@@ -222,6 +233,21 @@ def _no_value(cattrs: bytes, tail: bytes) -> bool:
     """What `cached` reads as no value: no <v>, or a shared string (not looked up here)."""
     kind = attributes(cattrs).get(b"t", b"n") if b"t=" in cattrs else b"n"
     return kind == b"s" or (kind != b"inlineStr" and VALUE.search(tail) is None)
+
+
+def _read_cells(zf: zipfile.ZipFile, part: str) -> bytearray:
+    """A worksheet part's bytes, read in chunks (inflating it whole holds it twice for a moment),
+    refused when it inflates past `MAX_CELLS_PART_BYTES` (its declared size is not trusted)."""
+    info = zf.getinfo(part)
+    if info.file_size > MAX_CELLS_PART_BYTES:
+        raise too_big(part, info.file_size, MAX_CELLS_PART_BYTES)
+    data = bytearray()
+    with zf.open(info) as handle:
+        while chunk := handle.read(CHUNK):
+            data += chunk
+            if len(data) > MAX_CELLS_PART_BYTES:
+                raise too_big(part, len(data), MAX_CELLS_PART_BYTES)
+    return data
 
 
 def _translate(master: tuple[str, str], here: str) -> str:
@@ -274,7 +300,7 @@ class PackageBook:
         if part is None:
             raise KeyError(name)
         if name not in self.sheets:
-            self.sheets[name] = Sheet.load(name, part, read_part(self.zf, part, MAX_CELLS_PART_BYTES))
+            self.sheets[name] = Sheet.load(name, part, _read_cells(self.zf, part))
         return self.sheets[name]
 
     def value(self, key: Key) -> Any:
@@ -529,11 +555,11 @@ class PackageBook:
                     view = memoryview(sheet.data)
                     with dst.open(_entry(info, size), "w", force_zip64=size > ZIP64_FROM) as out:
                         pos = 0
-                        for start, end, new in edits:
-                            out.write(view[pos:start])
+                        for start, end, new in [*edits, (len(view), len(view), b"")]:
+                            for at in range(pos, start, CHUNK):  # in chunks: each is compressed whole
+                                out.write(view[at : min(at + CHUNK, start)])
                             out.write(new)
                             pos = end
-                        out.write(view[pos:])
                     continue
                 with self.zf.open(info) as src, dst.open(_entry(info, info.file_size), "w") as out:
                     shutil.copyfileobj(src, out, 1 << 20)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
@@ -300,7 +300,11 @@ class Dependents:
                 self._column(sheet, c).add(row0, row1, formula)
 
     def add_block(
-        self, sheet: str, rows: list[int], cols: list[int], reads: list[tuple[str, int, int, list[int], list[int]]]
+        self,
+        sheet: str,
+        rows: Sequence[int],
+        cols: Sequence[int],
+        reads: list[tuple[str, int, int, list[int], list[int]]],
     ) -> None:
         """Formulas of one shape at once: the cell of each (`rows`, `cols`) and, per reference of the
         shape, its sheet, columns, and the first and last row it reads for each formula."""
@@ -313,7 +317,7 @@ class Dependents:
             for c in range(col0, col1 + 1):
                 self._column(ref_sheet, c).add_many(row0s, row1s, ids)
 
-    def add_anything(self, sheet: str, rows: list[int], cols: list[int]) -> None:
+    def add_anything(self, sheet: str, rows: Sequence[int], cols: Sequence[int]) -> None:
         """Formulas that may read any cell."""
         first = len(self._key_rows)
         self._key_sheets.extend([self._sheet_id(sheet)] * len(rows))
