@@ -73,6 +73,7 @@ async def test_a_small_vault_is_indexed_before_the_first_answer(vault: Path, con
     assert len(found["notes"]) == 20 and found.get("indexing") is None
 
 
+@pytest.mark.e2e
 def test_notes_parsed_in_worker_processes_are_indexed_like_the_others(vault: Path, tmp_path: Path):
     many_notes(vault, 120)
     parallel = Catalog(vault, tmp_path / "a.sqlite3", 1 << 20, workers=2)
