@@ -348,17 +348,35 @@ def _package(path: Path, sheet_data: str, after: str = "") -> Path:
 
 
 async def test_a_write_recomputes_the_shared_formulas_that_read_the_changed_cell(root: Path, connect: Connect) -> None:
+    # B1:B3 share =A1*2 filled down; D1:E3 share =$A1+B$1 filled down and right
+    def shared(ref: str, value: int, si: int, text: str = "", span: str = "") -> str:
+        f = f'<f t="shared" ref="{span}" si="{si}">{text}</f>' if text else f'<f t="shared" si="{si}"/>'
+        return f'<c r="{ref}">{f}<v>{value}</v></c>'
+
     _package(
         root / "shared.xlsx",
-        '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f t="shared" ref="B1:B3" si="0">A1*2</f><v>2</v></c>'
-        '<c r="C1"><f>SUM(B1:B3)</f><v>12</v></c></row>'
-        '<row r="2"><c r="A2"><v>2</v></c><c r="B2"><f t="shared" si="0"/><v>4</v></c></row>'
-        '<row r="3"><c r="A3"><v>3</v></c><c r="B3"><f t="shared" si="0"/><v>6</v></c></row>',
+        '<row r="1"><c r="A1"><v>1</v></c>'
+        + shared("B1", 2, 0, "A1*2", "B1:B3")
+        + '<c r="C1"><f>SUM(B1:B3)</f><v>12</v></c>'
+        + shared("D1", 3, 1, "$A1+B$1", "D1:E3")
+        + shared("E1", 13, 1)
+        + '</row><row r="2"><c r="A2"><v>2</v></c>'
+        + shared("B2", 4, 0)
+        + shared("D2", 4, 1)
+        + shared("E2", 14, 1)
+        + '</row><row r="3"><c r="A3"><v>3</v></c>'
+        + shared("B3", 6, 0)
+        + shared("D3", 5, 1)
+        + shared("E3", 15, 1)
+        + "</row>",
     )
     async with connect() as c:
         await call(c, "update_values", {"spreadsheet_id": "shared.xlsx", "range": "S!A2", "values": [[10]]})
-        out = await call(c, "read_values", {"spreadsheet_id": "shared.xlsx", "ranges": ["S!A1:C3"]})
-    assert out["ranges"][0]["values"] == [[1, 2, 28], [10, 20], [3, 6]]
+        out = await call(c, "read_values", {"spreadsheet_id": "shared.xlsx", "ranges": ["S!A1:E3"]})
+        assert out["ranges"][0]["values"] == [[1, 2, 28, 3, 29], [10, 20, "", 12, 38], [3, 6, "", 5, 31]]
+        await call(c, "update_values", {"spreadsheet_id": "shared.xlsx", "range": "S!A1", "values": [[0]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "shared.xlsx", "ranges": ["S!A1:E3"]})
+    assert out["ranges"][0]["values"] == [[0, 0, 26, 0, 26], [10, 20, "", 10, 36], [3, 6, "", 3, 29]]
 
 
 async def test_a_formula_whose_text_holds_character_references_is_recomputed_when_its_input_changes(

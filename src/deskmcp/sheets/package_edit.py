@@ -25,8 +25,9 @@ import tempfile
 import zipfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -36,7 +37,7 @@ from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, 
 from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
-from deskmcp.sheets.recalc import Dependents, InputReader, Key
+from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
 from deskmcp.sheets.sheetdata import Styles
 
 ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
@@ -144,18 +145,20 @@ class Formula:
 
 def _scan(
     sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Dependents
-) -> tuple[list[Key], dict[tuple[int, int], str]]:
+) -> tuple[list[Key], dict[tuple[int, int], Master]]:
     """Every formula of `sheet` not in `skip` added to `index`, in one pass over the part's bytes
     (no object per cell): formulas are grouped by shape (`InputReader`) and each group's references
-    read from the digits of their texts. Returns the formulas holding no cached value, and the text
-    of each shared formula that borrows its anchor's, translated to its cell."""
+    read from the digits of their texts; shared formulas by anchor, their references the anchor's
+    moved. Returns the formulas holding no cached value, and the anchor of each shared formula
+    that borrows its text."""
     data, title = sheet.data, sheet.title
     uncached: list[Key] = []
-    borrowed: dict[tuple[int, int], str] = {}
-    masters: dict[bytes, tuple[str, str]] = {}
+    borrowed: dict[tuple[int, int], Master] = {}
+    masters: dict[bytes, Master] = {}
     columns: dict[bytes, int] = {}
     skip_rows = {k[1] for k in skip if k[0] == title}
     shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
+    sharing: dict[tuple[Master, int], array[int]] = {}  # (anchor, column) -> rows
     count = 0
     for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
         count += 1
@@ -163,15 +166,18 @@ def _scan(
         row = int(digits)
         if row > LAST_ROW:
             raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
+        col = columns.get(letters)
+        if col is None:
+            col = columns[letters] = column_index(letters.decode("ascii"))
         if row in skip_rows or b"shared" in fattrs or not ftext or _ODD_ENTITY.search(ftext):
-            col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
             text = unescape(ftext) if ftext else ""
+            master: Master | None = None
             if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
                 si = fa.get(b"si", b"")
                 if text:
-                    masters[si] = (cell_name(row, col), text)
+                    masters[si] = (cell_name(row, col), text, row, col)
                 elif si in masters:
-                    text = borrowed[(row, col)] = _translate(masters[si], cell_name(row, col))
+                    master = borrowed[(row, col)] = masters[si]
                 else:
                     raise Fallback("a shared formula before its anchor")
             key = (title, row, col)
@@ -179,14 +185,16 @@ def _scan(
                 continue
             if _no_value(cattrs, tail):
                 uncached.append(key)
-            index.add(key, reader.areas("=" + text, title))
+            if master is None:
+                index.add(key, reader.areas("=" + text, title))
+            else:
+                rows_of = sharing.get((master, col))
+                if rows_of is None:
+                    rows_of = sharing[(master, col)] = array("i")
+                rows_of.append(row)
             continue
         if (b"t=" in cattrs or b"</v>" not in tail) and _no_value(cattrs, tail):
-            col = columns.get(letters) or columns.setdefault(letters, column_index(letters.decode("ascii")))
             uncached.append((title, row, col))
-        col = columns.get(letters)
-        if col is None:
-            col = columns[letters] = column_index(letters.decode("ascii"))
         shape = DIGITS.sub(b"0", ftext)
         group = shapes.get(shape)
         if group is None:
@@ -226,7 +234,47 @@ def _scan(
                 reads.append((ref_sheet or title, c0, c1, list(map(min, firsts, lasts)), list(map(max, firsts, lasts))))
             del runs
             index.add_block(title, rows, cols, reads)
+    for (master, col), rows in sharing.items():
+        moved = _shared_reads(master, col, rows, title)
+        if moved is not None:
+            index.add_block(title, rows, [col] * len(rows), moved)
+            continue
+        for row in rows:  # each translated as Excel would (which may refuse it)
+            text = _translate(master, cell_name(row, col))
+            index.add((title, row, col), reader.areas("=" + text, title))
     return uncached, borrowed
+
+
+def _shared_reads(
+    master: Master, col: int, rows: Sequence[int], title: str
+) -> list[tuple[str, int, int, list[int], list[int]]] | None:
+    """What the cells of `rows` in `col` sharing `master`'s formula read: its references moved by
+    each cell's offset (`$` parts fixed). None when the anchor's text does not say, or a moved
+    reference would leave the sheet (translating then refuses the formula)."""
+    refs = _anchor_refs(master[1])
+    if refs is None:
+        return None
+    _name, _text, row0, col0 = master
+    shift = col - col0
+    reads: list[tuple[str, int, int, list[int], list[int]]] = []
+    for sheet, (ca, ca_fixed, ra, ra_fixed), (cb, cb_fixed, rb, rb_fixed) in refs:
+        ca, cb = ca if ca_fixed else ca + shift, cb if cb_fixed else cb + shift
+        if not (1 <= ca <= MAX_COLUMNS and 1 <= cb <= MAX_COLUMNS):
+            return None
+        if ra is None or rb is None:
+            reads.append((sheet or title, min(ca, cb), max(ca, cb), [1] * len(rows), [MAX_ROWS] * len(rows)))
+            continue
+        firsts = [ra] * len(rows) if ra_fixed else [ra + r - row0 for r in rows]
+        lasts = [rb] * len(rows) if rb_fixed else [rb + r - row0 for r in rows]
+        if min(min(firsts), min(lasts)) < 1 or max(max(firsts), max(lasts)) > LAST_ROW:
+            return None
+        reads.append(
+            (sheet or title, min(ca, cb), max(ca, cb), list(map(min, firsts, lasts)), list(map(max, firsts, lasts)))
+        )
+    return reads
+
+
+_anchor_refs = lru_cache(maxsize=1024)(anchor_refs)
 
 
 def _no_value(cattrs: bytes, tail: bytes) -> bool:
@@ -250,10 +298,14 @@ def _read_cells(zf: zipfile.ZipFile, part: str) -> bytearray:
     return data
 
 
-def _translate(master: tuple[str, str], here: str) -> str:
+Master = tuple[str, str, int, int]
+"""The anchor of shared formulas: its cell's name, its text, row and column."""
+
+
+def _translate(master: Master, here: str) -> str:
     from openpyxl.formula.translate import Translator, TranslatorError
 
-    origin, text = master
+    origin, text, _row, _col = master
     try:
         return Translator("=" + text, origin=origin).translate_formula(here)[1:]
     except TranslatorError as exc:
@@ -268,7 +320,7 @@ class FormulaIndex:
     index: Dependents
     reader: InputReader
     uncached: set[Key]
-    borrowed: dict[str, dict[tuple[int, int], str]]
+    borrowed: dict[str, dict[tuple[int, int], Master]]
 
 
 class PackageBook:
@@ -284,7 +336,7 @@ class PackageBook:
         self.writes: dict[Key, Any] = {}  # None clears the cell
         self.literal: set[Key] = set()
         self.report: list[str] = []
-        self.borrowed: dict[str, dict[tuple[int, int], str]] = {}  # shared formulas' texts, by sheet
+        self.borrowed: dict[str, dict[tuple[int, int], Master]] = {}  # shared formulas' anchors, by sheet
         self.parts: dict[str, bytes] = {}  # small parts replaced by the patch
         self.new_parts: dict[str, bytes] = {}
         self.edits: dict[str, tuple[Sheet, list[tuple[int, int, bytes]]]] = {}  # sheet parts patched
@@ -393,7 +445,7 @@ class PackageBook:
         fattrs = attributes(f.group(1))
         kind = fattrs.get(b"t", b"")
         borrowed = self.borrowed.get(key[0], {}).get((key[1], key[2]))
-        text = borrowed if borrowed is not None else unescape(f.group(2) or b"")
+        text = _translate(borrowed, cell_name(key[1], key[2])) if borrowed is not None else unescape(f.group(2) or b"")
         anchor = (kind == b"shared" and borrowed is None) or (
             kind == b"array" and fattrs.get(b"ref", b"") not in (b"", cell_name(key[1], key[2]).encode())
         )

@@ -181,6 +181,47 @@ class InputReader:
         return found
 
 
+Corner = tuple[int, bool, int | None, bool]
+"""A corner of a reference in a shared formula's anchor: column, whether it is fixed (`$`), row
+(None: whole columns), whether it is fixed."""
+
+_CORNER = re.compile(r"(\$?)([A-Za-z]{1,3})(\$?)(\d+)?")
+
+
+def anchor_refs(formula: str) -> list[tuple[str | None, Corner, Corner]] | None:
+    """The references of a shared formula's anchor (sheet or None, first and last corner), from
+    which every cell sharing it reads the same references moved by its offset; None when that
+    cannot be said from the text alone (a defined name, `INDIRECT`, text the tokenizer cannot read)."""
+    body = formula[1:] if formula.startswith("=") else formula
+    try:
+        tokens = tokenize(body)
+    except Uncomputable:
+        return None
+    found: list[tuple[str | None, Corner, Corner]] = []
+    for kind, token in tokens:
+        if kind == "name" or (kind == "func" and _function(token) in DYNAMIC):
+            return None
+        if kind != "ref":
+            continue
+        prefix, bang, cells = token.rpartition("!")
+        sheet = (prefix[1:-1].replace("''", "'") if prefix.startswith("'") else prefix) if bang else None
+        corners: list[Corner] = []
+        for part in cells.split(":"):
+            m = _CORNER.fullmatch(part)
+            if m is None:
+                return None
+            corners.append(
+                (
+                    column_index(m.group(2).upper()),
+                    bool(m.group(1)),
+                    int(m.group(4)) if m.group(4) else None,
+                    bool(m.group(3)),
+                )
+            )
+        found.append((sheet, corners[0], corners[-1]))
+    return found
+
+
 _LAST_ROW = 2**31 - 1  # rows are kept in C ints; no cell is below this one
 _BUCKETS = SMALL_RANGE.bit_length()  # bucket b holds areas of fewer than 2**b rows
 
@@ -561,6 +602,7 @@ __all__ = [
     "Dependents",
     "InputReader",
     "Key",
+    "anchor_refs",
     "depends_on",
     "excel_prefixes",
     "inputs",
