@@ -36,12 +36,16 @@ import anyio
 from bench.common import peak_rss_mb, percentile, stdio_params, summary, timed_call
 
 
-def generate(path: Path, rows: int, cols: int, rng: random.Random, *, formulas: bool = True) -> int:
+def generate(
+    path: Path, rows: int, cols: int, rng: random.Random, *, formulas: bool = True, shared: bool = False
+) -> int:
     """A minimal xlsx written directly (inline strings): openpyxl takes minutes at this size.
 
     With `formulas`, the last three columns of each data row are formulas with their cached values
     (`=B*2`, `=SUM(B:D)` of the row, `=IF(...)` of those two), and a Totals sheet sums every block of
-    100 rows of three columns (about 303,000 formulas at 100,000 rows). Returns the formula count."""
+    100 rows of three columns (about 303,000 formulas at 100,000 rows). With `shared`, the three
+    columns are stored as Excel stores a formula filled down: its text once, in the first row, and
+    shared by the cells below. Returns the formula count."""
     import zipfile
     from xml.sax.saxutils import escape
 
@@ -72,10 +76,20 @@ def generate(path: Path, rows: int, cols: int, rng: random.Random, *, formulas: 
                 double, total = b * 2, b + d
                 big = "big" if total > 1_000_000 else "small"
                 x, y, z = letters[plain], letters[plain + 1], letters[plain + 2]
+                texts = [f"B{n}*2", f"SUM(B{n}:D{n})", f'IF({y}{n}&gt;1000000,"big","small")']
+                if shared:
+                    texts = [
+                        f'<f t="shared" ref="{c}2:{c}{rows + 1}" si="{i}">{t}</f>'
+                        if n == 2
+                        else f'<f t="shared" si="{i}"/>'
+                        for i, (c, t) in enumerate(zip((x, y, z), texts, strict=True))
+                    ]
+                else:
+                    texts = [f"<f>{t}</f>" for t in texts]
                 body += (
-                    f'<c r="{x}{n}"><f>B{n}*2</f><v>{double}</v></c>'
-                    f'<c r="{y}{n}"><f>SUM(B{n}:D{n})</f><v>{total}</v></c>'
-                    f'<c r="{z}{n}" t="str"><f>IF({y}{n}&gt;1000000,"big","small")</f><v>{big}</v></c>'
+                    f'<c r="{x}{n}">{texts[0]}<v>{double}</v></c>'
+                    f'<c r="{y}{n}">{texts[1]}<v>{total}</v></c>'
+                    f'<c r="{z}{n}" t="str">{texts[2]}<v>{big}</v></c>'
                 )
                 count += 3
                 sums[(r - 1) // 100] = [a + v for a, v in zip(sums[(r - 1) // 100], (b, double, total), strict=True)]
@@ -249,12 +263,13 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=20)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--writes-only", action="store_true", help="only the update and append measures")
+    parser.add_argument("--shared", action="store_true", help="the formula columns as Excel's shared formulas")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deskmcp-bench-sheets-") as tmp:
         root = Path(tmp)
         (root / "sheets").mkdir()
         started = time.perf_counter()
-        count = generate(root / "sheets" / "big.xlsx", args.rows, args.cols, random.Random(2026))
+        count = generate(root / "sheets" / "big.xlsx", args.rows, args.cols, random.Random(2026), shared=args.shared)
         size = (root / "sheets" / "big.xlsx").stat().st_size / 1e6
         print(
             f"workbook {args.rows:,} x {args.cols} ({count:,} formulas): {size:.1f} MB, "
