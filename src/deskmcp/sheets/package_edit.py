@@ -169,7 +169,7 @@ def _scan(
         col = columns.get(letters)
         if col is None:
             col = columns[letters] = column_index(letters.decode("ascii"))
-        if row in skip_rows or b"shared" in fattrs or not ftext or _ODD_ENTITY.search(ftext):
+        if row in skip_rows or b"shared" in fattrs or not ftext or (b"&" in ftext and _ODD_ENTITY.search(ftext)):
             text = unescape(ftext) if ftext else ""
             master: Master | None = None
             if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
@@ -193,7 +193,8 @@ def _scan(
                     rows_of = sharing[(master, col)] = array("i")
                 rows_of.append(row)
             continue
-        if (b"t=" in cattrs or b"</v>" not in tail) and _no_value(cattrs, tail):
+        # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
+        if (b"</v>" not in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
             uncached.append((title, row, col))
         shape = DIGITS.sub(b"0", ftext)
         group = shapes.get(shape)
