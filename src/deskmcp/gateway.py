@@ -5,8 +5,9 @@
 tool registry and the same error mapping. A server whose backend is not configured is
 skipped with one log line; its tools are not listed, but a call to one answers not_found naming
 the server and why it is not running (the model, unlike the user, never sees the log), and the
-server instructions say which servers are not running. Two servers claiming one tool or prompt
-name is a start-up error.
+server instructions say which servers are not running. A server in read-only mode keeps only its
+read-only tools (`servers.keep_read_only`, as when it runs alone). Two servers claiming one tool or
+prompt name is a start-up error.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mcp.server.mcpserver.prompts import Prompt
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.server import CORE_GROUP, DeskServer
-from deskmcp.servers import SERVERS, ServerModule, ServerSpec
+from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
 
 log = logging.getLogger("deskmcp.gateway")
 
@@ -47,8 +48,6 @@ class ComposedServer(DeskServer):
         super().__init__(name, instructions=instructions, **kwargs)
         self.tool_owners: dict[str, str] = {}
         self.prompt_owners: dict[str, str] = {}
-        self.skipped_tools: dict[str, tuple[str, str]] = {}
-        """Tool name (as specified and as published) -> (skipped server, why it was skipped)."""
 
     def tool_name(self, name: str) -> str:
         _claim(self.tool_owners, "tool", name, self.registering)
@@ -57,16 +56,6 @@ class ComposedServer(DeskServer):
     def add_prompt(self, prompt: Prompt) -> None:
         _claim(self.prompt_owners, "prompt", prompt.name, self.registering)
         super().add_prompt(prompt)
-
-    def check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
-        if name in self.skipped_tools and self._tool_manager.get_tool(name) is None:
-            server, reason = self.skipped_tools[name]
-            raise NotFound(
-                f"Tool {name} belongs to the {server} server, which is not running: {reason}. "
-                f"Fix that and restart deskmcp; meanwhile use the other servers' tools.",
-                {"tool": name, "server": server, "reason": reason},
-            )
-        super().check_arguments(name, arguments)
 
 
 def _claim(owners: dict[str, str], kind: str, name: str, owner: str) -> None:
@@ -192,15 +181,23 @@ def compose(
     composition = Composition(server, skipped=skipped)
     for spec in chosen:
         if spec.name in skipped:
+            reason = skipped[spec.name]
             for tool in _tool_names(spec, workspace):
-                server.skipped_tools[tool] = server.skipped_tools[tool.replace(".", "_")] = (
-                    spec.name,
-                    skipped[spec.name],
-                )
+                for published in {tool, tool.replace(".", "_")}:
+                    server.withhold(
+                        published,
+                        NotFound(
+                            f"Tool {published} belongs to the {spec.name} server, which is not running: {reason}. "
+                            f"Fix that and restart deskmcp; meanwhile use the other servers' tools.",
+                            {"tool": published, "server": spec.name, "reason": reason},
+                        ),
+                    )
     for spec, module, settings in plan:
         server.registering = spec.name
         server.declare_toolsets(spec.name, module.TOOLSETS, module.DEFAULT_TOOLSETS)
+        before = set(server.tool_toolsets)
         module.register(server, Deferred(module.create_service, settings))
+        keep_read_only(server, spec.name, settings, [t for t in server.tool_toolsets if t not in before])
         composition.included.append(spec.name)
     server.registering = CORE_GROUP  # tools a host program adds later are always on
     if toolsets is not None:

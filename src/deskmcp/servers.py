@@ -9,6 +9,12 @@ Each server package `deskmcp.<name>` has a `server` module that is a `ServerModu
 - `register(server, service)`: adds its tools, resources and prompts to a `DeskServer`;
 - `unavailable(settings)`: None when it can run, else one line saying what is missing.
 
+Settings with a `read_only` attribute that is true (and `read_only_switch`, the setting that says
+so, e.g. `MAIL_MODE=read_only`) keep only the tools annotated `readOnlyHint`: `keep_read_only`
+withholds the others right after `register`, in `create_server` and in the gateway alike, and a
+call to one answers permission_denied naming the setting. Services refuse changes in that mode
+as well, as a second check.
+
 `create_server(module, settings)` builds a `DeskServer` with one server's tools; `deskmcp serve
 NAME` and the all-in-one gateway go through this table. Importing it costs nothing: the CLI
 reads it for its help text before any server (or the SDK) is imported.
@@ -20,9 +26,11 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, PermissionDenied
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from deskmcp.core.config import WorkspaceSettings
     from deskmcp.core.server import DeskServer
 
@@ -65,7 +73,31 @@ def create_server(module: ServerModule, settings: WorkspaceSettings, service: ob
         output_schemas=settings.output_schemas,
     )
     module.register(server, module.create_service(settings) if service is None else service)
+    keep_read_only(server, server_name(module), settings, list(server.tool_toolsets))
     return server
+
+
+def keep_read_only(server: DeskServer, name: str, settings: object, tools: Iterable[str]) -> list[str]:
+    """When `settings` say server `name` is read-only, withhold those of its `tools` (published
+    names) not annotated readOnlyHint; returns the tools withheld."""
+    if not getattr(settings, "read_only", False):
+        return []
+    switch = getattr(settings, "read_only_switch", f"{name.upper()}_READ_ONLY=1")
+    withheld: list[str] = []
+    for tool in tools:
+        annotations = server.tool_annotations(tool)
+        if annotations is not None and annotations.read_only_hint:
+            continue
+        server.withhold(
+            tool,
+            PermissionDenied(
+                f"{name} is read-only ({switch}): {tool} is not available. Use its reading tools, or ask the "
+                f"user to change {switch.split('=', 1)[0]} and restart deskmcp.",
+                {"tool": tool, "server": name, "read_only": True, "setting": switch},
+            ),
+        )
+        withheld.append(tool)
+    return withheld
 
 
 @dataclass(frozen=True)

@@ -119,5 +119,53 @@ async def test_a_skipped_servers_tools_answer_naming_the_server_and_why(
 def test_describing_a_skipped_servers_tools_creates_nothing(empty_workspace: Path, tmp_path: Path) -> None:
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     composition = compose()
-    assert "granola.cache.status" in composition.server.skipped_tools
+    assert "granola.cache.status" in composition.server.withheld_tools
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+READ_ONLY_SWITCHES = {
+    "vault": ("VAULT_READ_ONLY", "1", "write_note", {"path": "new", "body": "x"}),
+    "sheets": ("SHEETS_READ_ONLY", "1", "create_spreadsheet", {"title": "New"}),
+    "mail": ("MAIL_MODE", "read_only", "send_email", {"to": "a@example.org", "subject": "s", "body": "b"}),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("composed", [False, True], ids=["alone", "composed"])
+async def test_read_only_vault_sheets_and_mail_offer_only_read_only_tools_and_name_their_setting(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, composed: bool
+) -> None:
+    for variable, value, _, _ in READ_ONLY_SWITCHES.values():
+        monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("DESKMCP_TOOLSETS", "all")
+    specs = [SERVERS[name] for name in READ_ONLY_SWITCHES]
+    servers = [compose(specs).server] if composed else [spec.create_server(spec.settings()) for spec in specs]
+    tools: dict[str, bool | None] = {}
+    errors: dict[str, dict[str, object]] = {}
+    for server in servers:
+        async with Client(server) as client:
+            tools.update(
+                {t.name: t.annotations and t.annotations.read_only_hint for t in (await client.list_tools()).tools}
+            )
+            for name, (_, _, tool, arguments) in READ_ONLY_SWITCHES.items():
+                if tool in server.withheld_tools:
+                    result = await client.call_tool(tool, arguments)
+                    errors[name] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+    assert {"read_note", "read_values", "list_emails"} <= set(tools)
+    assert {name for name, read_only in tools.items() if not read_only} == set()
+    assert set(errors) == set(READ_ONLY_SWITCHES)
+    for name, (variable, value, tool, _) in READ_ONLY_SWITCHES.items():
+        assert errors[name]["error"] == "permission_denied"
+        assert f"{name} is read-only ({variable}={value}): {tool} is not available" in str(errors[name]["message"])
+    assert not (workspace / "vault" / "new.md").exists()
+    assert not (workspace / "sheets" / "New.xlsx").exists()
+
+
+def test_without_read_only_settings_the_writing_tools_are_offered(workspace: Path) -> None:
+    import anyio
+
+    server = compose([SERVERS[name] for name in READ_ONLY_SWITCHES], toolsets="all").server
+    names = {t.name for t in anyio.run(server.list_tools)}
+    assert {tool for _, _, tool, _ in READ_ONLY_SWITCHES.values()} <= names
+    assert server.withheld_tools == {}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import mailbox
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from deskmcp.mail.server import Settings
 from tests.helpers.mail import audit_lines, deliver, make_mail
 from tests.helpers.tool_calls import Connect, call, fail
 
@@ -234,14 +236,42 @@ async def test_send_email_is_permission_denied_in_draft_only_mode(connect: Conne
 async def test_read_only_mode_refuses_every_change(connect: Connect, workspace: Path) -> None:
     seed(workspace)
     async with connect(mode="read_only") as c:
+        names = {t.name for t in (await c.list_tools()).tools}
         message_id = (await call(c, "list_emails"))["emails"][0]["id"]
-        for tool, args in [
-            ("move_email", {"message_id": message_id, "destination_label": "Done"}),
-            ("add_label", {"message_id": message_id, "label_name": "X"}),
-            ("mark_read", {"message_id": message_id}),
-            ("create_draft", {"to": "a@example.org", "subject": "x", "body": "y"}),
-        ]:
-            assert (await fail(c, tool, args))["error"] == "permission_denied"
+        errors = {
+            tool: await fail(c, tool, args)
+            for tool, args in [
+                ("send_email", {"to": "a@example.org", "subject": "x", "body": "y"}),
+                ("move_email", {"message_id": message_id, "destination_label": "Done"}),
+                ("add_label", {"message_id": message_id, "label_name": "X"}),
+                ("mark_read", {"message_id": message_id}),
+                ("create_draft", {"to": "a@example.org", "subject": "x", "body": "y"}),
+            ]
+        }
+        unread = await call(c, "list_emails", {"query": "is:unread"})
+    assert names == {"list_emails", "get_email", "get_thread", "list_labels", "list_drafts"}
+    assert all(error["error"] == "permission_denied" for error in errors.values())
+    assert "mail is read-only (MAIL_MODE=read_only): send_email is not available" in errors["send_email"]["message"]
+    assert message_id in {m["id"] for m in unread["emails"]}
+    assert audit_lines(workspace) == []
+
+
+def test_read_only_mail_service_still_refuses_changes_by_itself(
+    workspace: Path, settings_for: Callable[..., Settings]
+) -> None:
+    from deskmcp.core.errors import PermissionDenied
+    from deskmcp.mail.service import MailService
+
+    seed(workspace)
+    service = MailService(settings_for(mode="read_only"))
+    try:
+        message_id = service.list_emails("", 10, None).emails[0].id
+        with pytest.raises(PermissionDenied):
+            service.move_email(message_id, "Done")
+        with pytest.raises(PermissionDenied):
+            service.send_email("a@example.org", "x", "y")
+    finally:
+        service.close()
 
 
 @pytest.mark.parametrize(

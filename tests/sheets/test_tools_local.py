@@ -347,10 +347,16 @@ async def test_unknown_spreadsheet_is_not_found_pointing_to_list(connect: Connec
     assert "list_spreadsheets" in err["message"]
 
 
-async def test_read_only_mode_registers_only_reading_tools(connect: Connect) -> None:
+async def test_read_only_mode_offers_only_reading_tools_and_names_the_setting(connect: Connect) -> None:
     async with connect(read_only=True) as c:
         names = {t.name for t in (await c.list_tools()).tools}
+        created = await fail(c, "create_spreadsheet", {"title": "New"})
+        deleted = await fail(c, "delete_sheet", {"spreadsheet_id": "a.xlsx", "sheet": "Sheet1"})
+        listed = await call(c, "list_spreadsheets")
     assert names == {"list_spreadsheets", "get_spreadsheet", "read_values", "find_in_spreadsheet"}
+    assert created["error"] == "permission_denied" and deleted["error"] == "permission_denied"
+    assert "sheets is read-only (SHEETS_READ_ONLY=1): create_spreadsheet is not available" in created["message"]
+    assert listed["spreadsheets"] == []
 
 
 def test_toolsets_setting_picks_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

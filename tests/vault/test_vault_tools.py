@@ -247,14 +247,15 @@ async def test_vault_status_reports_the_root_and_note_count(connect: Connect, va
         assert status["read_only"] is False
 
 
-async def test_read_only_vault_does_not_offer_write_tools(vault: Path, settings_for) -> None:
+async def test_read_only_vault_does_not_offer_write_tools_and_names_the_setting(vault: Path, settings_for) -> None:
     write(vault, "a.md", "A\n")
     async with Client(create_server(settings_for(vault, read_only=True))) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert "read_note" in names and "search_notes" in names
         assert names.isdisjoint({"write_note", "append_note", "patch_frontmatter", "move_note"})
         error = await fail(c, "write_note", {"path": "b", "body": "x"})
-        assert error["error"] == "not_found"
+        assert error["error"] == "permission_denied"
+        assert "vault is read-only (VAULT_READ_ONLY=1): write_note is not available" in error["message"]
     assert not (vault / "b.md").exists()
 
 

@@ -5,7 +5,8 @@ Every server package builds its tools on a `DeskServer`. What it adds to the SDK
 - every failed tool call comes back as an `isError` result holding the taxonomy's JSON body,
   converted once in `call_tool`: a `DeskError` as is, an argument that fails the input schema
   or is not a parameter at all as `bad_request` (naming the valid ones), an unknown tool as
-  `not_found`, a crash as `internal_error` (traceback to the log, never to the client);
+  `not_found`, a withheld tool (`withhold`) as the error it was withheld with, a crash as
+  `internal_error` (traceback to the log, never to the client);
 - results carry their structured content once more as compact JSON text (no indentation);
 - tool definitions are published compactly (`core.schema`), output schemas only on request;
 - tools belong to toolsets (`core.toolsets`) that configuration, or the client itself in
@@ -15,6 +16,7 @@ Every server package builds its tools on a `DeskServer`. What it adds to the SDK
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
@@ -133,6 +135,9 @@ class DeskServer(MCPServer[Any]):
         """Published tool name -> toolset id (`vault.read`)."""
         self.enabled_toolsets: frozenset[str] | None = None
         """None: every tool is on (a server built directly, as in tests)."""
+        self.withheld_tools: dict[str, DeskError] = {}
+        """Tools known here but not offered (a read-only mode, a server not running): published
+        name -> the error a call to one answers instead of "Unknown tool"."""
         self._definitions: dict[bool, list[MCPTool]] = {}
         super().__init__(
             name,
@@ -237,6 +242,17 @@ class DeskServer(MCPServer[Any]):
         super().remove_tool(name)
         self.tool_toolsets.pop(name, None)
         self._definitions.clear()
+
+    def withhold(self, name: str, error: DeskError) -> None:
+        """Take tool `name` away (when registered): it is not listed, and a call to it answers `error`."""
+        if self._tool_manager.get_tool(name) is not None:
+            self.remove_tool(name)
+        self.withheld_tools[name] = error
+
+    def tool_annotations(self, name: str) -> ToolAnnotations | None:
+        """The annotations tool `name` was registered with (None: no such tool, or none given)."""
+        tool = self._tool_manager.get_tool(name)
+        return None if tool is None else tool.annotations
 
     # -- client-safe tool names ---------------------------------------------------------------
 
@@ -384,6 +400,8 @@ class DeskServer(MCPServer[Any]):
         """Refuse a disabled tool, and arguments the tool does not take, naming what is valid."""
         tool = self._tool_manager.get_tool(name)
         if tool is None:
+            if name in self.withheld_tools:
+                raise copy.copy(self.withheld_tools[name])  # a copy: error_result rewrites the message it gets
             return  # the SDK answers "Unknown tool", mapped to not_found
         if not self.tool_enabled(name):
             toolset = self.tool_toolsets[name]

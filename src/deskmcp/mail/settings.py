@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -114,6 +114,14 @@ class MailSettings(GoogleSettings):
         if self.mode is not None:
             return self.mode
         return "send" if self.backend == "maildir" else "draft_only"
+
+    @property
+    def read_only(self) -> bool:
+        """MAIL_MODE=read_only: only the reading tools are offered (`servers.keep_read_only`)."""
+        return self.effective_mode == "read_only"
+
+    read_only_switch: ClassVar[str] = "MAIL_MODE=read_only"
+    """The setting named when a changing tool is called in read-only mode."""
 
     @property
     def attachment_roots(self) -> dict[str, Path]:

@@ -78,149 +78,143 @@ def create_server(settings: SheetsSettings, service: SheetsService | None = None
 
 
 def register(server: DeskServer, service: SheetsService) -> None:
-    """Add the sheets tools (only the `read` toolset when SHEETS_READ_ONLY); DESKMCP_TOOLSETS picks what is shown."""
+    """Add the sheets tools (with SHEETS_READ_ONLY, `servers.keep_read_only` then withholds those that
+    change anything); DESKMCP_TOOLSETS picks what is shown."""
     settings = service.settings
-    enabled = {"read"} if settings.read_only else set(TOOLSETS)
     server.close_on_shutdown(service)
     remote = settings.backend == "google"
 
     def changes(*, destructive: bool, idempotent: bool) -> Any:
         return writes(destructive=destructive, idempotent=idempotent, open_world=remote)
 
-    if "read" in enabled:
+    @server.tool("list_spreadsheets", annotations=READ_ONLY, toolset="read")
+    def list_spreadsheets(
+        query: Annotated[str | None, Field(description="Text the name contains")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 50,
+        cursor: Cursor = None,
+    ) -> SpreadsheetList:
+        """Spreadsheets with their ids."""
+        return service.list_spreadsheets(query, limit, cursor)
 
-        @server.tool("list_spreadsheets", annotations=READ_ONLY, toolset="read")
-        def list_spreadsheets(
-            query: Annotated[str | None, Field(description="Text the name contains")] = None,
-            limit: Annotated[int, Field(ge=1, le=200)] = 50,
-            cursor: Cursor = None,
-        ) -> SpreadsheetList:
-            """Spreadsheets with their ids."""
-            return service.list_spreadsheets(query, limit, cursor)
+    @server.tool("get_spreadsheet", annotations=READ_ONLY, toolset="read")
+    def get_spreadsheet(spreadsheet_id: Id) -> SpreadsheetInfo:
+        """Sheets (title, size, frozen rows), named ranges, and whether it can be edited."""
+        return service.get_spreadsheet(spreadsheet_id)
 
-        @server.tool("get_spreadsheet", annotations=READ_ONLY, toolset="read")
-        def get_spreadsheet(spreadsheet_id: Id) -> SpreadsheetInfo:
-            """Sheets (title, size, frozen rows), named ranges, and whether it can be edited."""
-            return service.get_spreadsheet(spreadsheet_id)
+    @server.tool("read_values", annotations=READ_ONLY, toolset="read")
+    def read_values(
+        spreadsheet_id: Id,
+        ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges, read in one call")],
+        render: Annotated[Render, Field(description="shown, raw (unformatted) or formula")] = "shown",
+        header: Annotated[bool, Field(description="First row as keys: rows come back as objects")] = False,
+        limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
+        cursor: Cursor = None,
+    ) -> ValuesResult:
+        """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows."""
+        return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
 
-        @server.tool("read_values", annotations=READ_ONLY, toolset="read")
-        def read_values(
-            spreadsheet_id: Id,
-            ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges, read in one call")],
-            render: Annotated[Render, Field(description="shown, raw (unformatted) or formula")] = "shown",
-            header: Annotated[bool, Field(description="First row as keys: rows come back as objects")] = False,
-            limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
-            cursor: Cursor = None,
-        ) -> ValuesResult:
-            """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows."""
-            return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
+    @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")
+    def find_in_spreadsheet(
+        spreadsheet_id: Id,
+        query: Annotated[str, Field(min_length=1, max_length=500)],
+        regex: bool = False,
+        sheet: Annotated[str | None, Field(description="Only this sheet")] = None,
+        match_case: bool = False,
+        whole_cell: bool = False,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        cursor: Cursor = None,
+    ) -> FindResult:
+        """Cells whose shown value contains the text (or matches the regex), with A1 addresses."""
+        return service.find(
+            spreadsheet_id,
+            query,
+            regex=regex,
+            sheet=sheet,
+            match_case=match_case,
+            whole_cell=whole_cell,
+            limit=limit,
+            cursor=cursor,
+        )
 
-        @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")
-        def find_in_spreadsheet(
-            spreadsheet_id: Id,
-            query: Annotated[str, Field(min_length=1, max_length=500)],
-            regex: bool = False,
-            sheet: Annotated[str | None, Field(description="Only this sheet")] = None,
-            match_case: bool = False,
-            whole_cell: bool = False,
-            limit: Annotated[int, Field(ge=1, le=500)] = 50,
-            cursor: Cursor = None,
-        ) -> FindResult:
-            """Cells whose shown value contains the text (or matches the regex), with A1 addresses."""
-            return service.find(
-                spreadsheet_id,
-                query,
-                regex=regex,
-                sheet=sheet,
-                match_case=match_case,
-                whole_cell=whole_cell,
-                limit=limit,
-                cursor=cursor,
-            )
+    @server.tool("create_spreadsheet", annotations=changes(destructive=False, idempotent=False), toolset="write")
+    def create_spreadsheet(
+        title: str,
+        sheets: Annotated[list[str] | None, Field(description="Sheet titles (default one 'Sheet1')")] = None,
+    ) -> SpreadsheetInfo:
+        """Create an empty spreadsheet; returns its id."""
+        return service.create_spreadsheet(title, sheets)
 
-    if "write" in enabled:
+    @server.tool("update_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
+    def update_values(
+        spreadsheet_id: Id, range: Range, values: Rows, input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
+    ) -> UpdateResult:
+        """Overwrite cells starting at the range's top-left cell."""
+        return service.update_values(spreadsheet_id, range, values, input, escape_csv=escape_csv)
 
-        @server.tool("create_spreadsheet", annotations=changes(destructive=False, idempotent=False), toolset="write")
-        def create_spreadsheet(
-            title: str,
-            sheets: Annotated[list[str] | None, Field(description="Sheet titles (default one 'Sheet1')")] = None,
-        ) -> SpreadsheetInfo:
-            """Create an empty spreadsheet; returns its id."""
-            return service.create_spreadsheet(title, sheets)
+    @server.tool("batch_update", annotations=changes(destructive=True, idempotent=True), toolset="write")
+    def batch_update(
+        spreadsheet_id: Id, data: list[Edit], input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
+    ) -> UpdateResult:
+        """Several update_values edits in one call."""
+        return service.batch_update(spreadsheet_id, [e.model_dump() for e in data], input, escape_csv=escape_csv)
 
-        @server.tool("update_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
-        def update_values(
-            spreadsheet_id: Id, range: Range, values: Rows, input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
-        ) -> UpdateResult:
-            """Overwrite cells starting at the range's top-left cell."""
-            return service.update_values(spreadsheet_id, range, values, input, escape_csv=escape_csv)
+    @server.tool("append_rows", annotations=changes(destructive=False, idempotent=False), toolset="write")
+    def append_rows(
+        spreadsheet_id: Id,
+        range: Annotated[str, Field(description="Sheet or table columns, e.g. 'Sheet1' or 'Sheet1!A:D'")],
+        values: Rows,
+        input: Mode = "USER_ENTERED",
+        escape_csv: EscapeCsv = True,
+    ) -> UpdateResult:
+        """Add rows after the last row holding data in the range's columns."""
+        return service.append_rows(spreadsheet_id, range, values, input, escape_csv=escape_csv)
 
-        @server.tool("batch_update", annotations=changes(destructive=True, idempotent=True), toolset="write")
-        def batch_update(
-            spreadsheet_id: Id, data: list[Edit], input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
-        ) -> UpdateResult:
-            """Several update_values edits in one call."""
-            return service.batch_update(spreadsheet_id, [e.model_dump() for e in data], input, escape_csv=escape_csv)
+    @server.tool("clear_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
+    def clear_values(spreadsheet_id: Id, ranges: Annotated[list[str], Field(min_length=1)]) -> ClearResult:
+        """Empty the cells of A1 ranges (formatting stays)."""
+        return service.clear_values(spreadsheet_id, ranges)
 
-        @server.tool("append_rows", annotations=changes(destructive=False, idempotent=False), toolset="write")
-        def append_rows(
-            spreadsheet_id: Id,
-            range: Annotated[str, Field(description="Sheet or table columns, e.g. 'Sheet1' or 'Sheet1!A:D'")],
-            values: Rows,
-            input: Mode = "USER_ENTERED",
-            escape_csv: EscapeCsv = True,
-        ) -> UpdateResult:
-            """Add rows after the last row holding data in the range's columns."""
-            return service.append_rows(spreadsheet_id, range, values, input, escape_csv=escape_csv)
+    @server.tool("add_sheet", annotations=changes(destructive=False, idempotent=False), toolset="structure")
+    def add_sheet(
+        spreadsheet_id: Id,
+        title: str,
+        rows: Annotated[int, Field(ge=1, le=100_000)] = 1000,
+        columns: Annotated[int, Field(ge=1, le=1000)] = 26,
+    ) -> SheetResult:
+        """Add an empty sheet at the end."""
+        return service.add_sheet(spreadsheet_id, title, rows, columns)
 
-        @server.tool("clear_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
-        def clear_values(spreadsheet_id: Id, ranges: Annotated[list[str], Field(min_length=1)]) -> ClearResult:
-            """Empty the cells of A1 ranges (formatting stays)."""
-            return service.clear_values(spreadsheet_id, ranges)
+    @server.tool("rename_sheet", annotations=changes(destructive=False, idempotent=True), toolset="structure")
+    def rename_sheet(spreadsheet_id: Id, sheet: Sheet, title: str) -> SheetResult:
+        """Rename a sheet; formulas referring to it follow."""
+        return service.rename_sheet(spreadsheet_id, sheet, title)
 
-    if "structure" in enabled:
+    @server.tool("duplicate_sheet", annotations=changes(destructive=False, idempotent=False), toolset="structure")
+    def duplicate_sheet(spreadsheet_id: Id, sheet: Sheet, title: str) -> SheetResult:
+        """Copy a sheet to a new one named title."""
+        return service.duplicate_sheet(spreadsheet_id, sheet, title)
 
-        @server.tool("add_sheet", annotations=changes(destructive=False, idempotent=False), toolset="structure")
-        def add_sheet(
-            spreadsheet_id: Id,
-            title: str,
-            rows: Annotated[int, Field(ge=1, le=100_000)] = 1000,
-            columns: Annotated[int, Field(ge=1, le=1000)] = 26,
-        ) -> SheetResult:
-            """Add an empty sheet at the end."""
-            return service.add_sheet(spreadsheet_id, title, rows, columns)
+    @server.tool("delete_sheet", annotations=changes(destructive=True, idempotent=True), toolset="structure")
+    def delete_sheet(spreadsheet_id: Id, sheet: Sheet) -> SheetResult:
+        """Delete a sheet and everything on it."""
+        return service.delete_sheet(spreadsheet_id, sheet)
 
-        @server.tool("rename_sheet", annotations=changes(destructive=False, idempotent=True), toolset="structure")
-        def rename_sheet(spreadsheet_id: Id, sheet: Sheet, title: str) -> SheetResult:
-            """Rename a sheet; formulas referring to it follow."""
-            return service.rename_sheet(spreadsheet_id, sheet, title)
+    @server.tool("insert_rows", annotations=changes(destructive=False, idempotent=False), toolset="structure")
+    def insert_rows(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        at: Annotated[int, Field(ge=1, description="New rows start here; rows below move down")],
+        count: Annotated[int, Field(ge=1, le=10_000)] = 1,
+    ) -> RowsResult:
+        """Insert empty rows; formulas keep pointing at the same data."""
+        return service.insert_rows(spreadsheet_id, sheet, at, count)
 
-        @server.tool("duplicate_sheet", annotations=changes(destructive=False, idempotent=False), toolset="structure")
-        def duplicate_sheet(spreadsheet_id: Id, sheet: Sheet, title: str) -> SheetResult:
-            """Copy a sheet to a new one named title."""
-            return service.duplicate_sheet(spreadsheet_id, sheet, title)
-
-        @server.tool("delete_sheet", annotations=changes(destructive=True, idempotent=True), toolset="structure")
-        def delete_sheet(spreadsheet_id: Id, sheet: Sheet) -> SheetResult:
-            """Delete a sheet and everything on it."""
-            return service.delete_sheet(spreadsheet_id, sheet)
-
-        @server.tool("insert_rows", annotations=changes(destructive=False, idempotent=False), toolset="structure")
-        def insert_rows(
-            spreadsheet_id: Id,
-            sheet: Sheet,
-            at: Annotated[int, Field(ge=1, description="New rows start here; rows below move down")],
-            count: Annotated[int, Field(ge=1, le=10_000)] = 1,
-        ) -> RowsResult:
-            """Insert empty rows; formulas keep pointing at the same data."""
-            return service.insert_rows(spreadsheet_id, sheet, at, count)
-
-        @server.tool("delete_rows", annotations=changes(destructive=True, idempotent=False), toolset="structure")
-        def delete_rows(
-            spreadsheet_id: Id,
-            sheet: Sheet,
-            at: Annotated[int, Field(ge=1, description="First row to delete")],
-            count: Annotated[int, Field(ge=1, le=10_000)] = 1,
-        ) -> RowsResult:
-            """Delete rows; rows below move up."""
-            return service.delete_rows(spreadsheet_id, sheet, at, count)
+    @server.tool("delete_rows", annotations=changes(destructive=True, idempotent=False), toolset="structure")
+    def delete_rows(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        at: Annotated[int, Field(ge=1, description="First row to delete")],
+        count: Annotated[int, Field(ge=1, le=10_000)] = 1,
+    ) -> RowsResult:
+        """Delete rows; rows below move up."""
+        return service.delete_rows(spreadsheet_id, sheet, at, count)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import NoDecode
@@ -40,7 +40,7 @@ class SheetsSettings(GoogleSettings):
     read_only: bool = Field(
         default=False,
         validation_alias=env_alias("read_only", "SHEETS_READ_ONLY"),
-        description="Register only the reading tools.",
+        description="Offer only the reading tools (the others answer permission_denied).",
     )
     requests_per_minute: int = Field(
         default=60,
@@ -59,6 +59,9 @@ class SheetsSettings(GoogleSettings):
         validation_alias=env_alias("max_cells", "SHEETS_MAX_CELLS"),
         description="Most cells one search scans (beyond: truncated).",
     )
+
+    read_only_switch: ClassVar[str] = "SHEETS_READ_ONLY=1"
+    """The setting named when a writing tool is called in read-only mode."""
 
     @property
     def root(self) -> Path:

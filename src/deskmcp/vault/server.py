@@ -69,7 +69,8 @@ def create_server(settings: VaultSettings, service: VaultService | None = None) 
 
 
 def register(server: DeskServer, service: VaultService) -> None:
-    """Add the vault tools to `server`. In read-only mode the writing tools are not registered."""
+    """Add the vault tools to `server` (in read-only mode `servers.keep_read_only` then withholds the
+    writing ones)."""
 
     @asynccontextmanager
     async def watching():  # start-up scan and file watcher for the server's life
@@ -182,9 +183,6 @@ def register(server: DeskServer, service: VaultService) -> None:
         index), whether edits on disk are watched, and whether the vault is read-only. Call this first
         when other tools fail."""
         return await indexed(ctx, service.status)
-
-    if service.settings.read_only:
-        return
 
     @server.tool("write_note", annotations=writes(destructive=True, idempotent=True))
     def write_note(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -25,7 +26,7 @@ class VaultSettings(WorkspaceSettings):
     read_only: bool = Field(
         default=False,
         validation_alias=env_alias("read_only", "VAULT_READ_ONLY"),
-        description="Register only the reading tools; the service refuses writes with permission_denied.",
+        description="Offer only the reading tools; the service refuses writes with permission_denied.",
     )
     max_note_bytes: int = Field(
         default=4 * 1024 * 1024,
@@ -54,6 +55,9 @@ class VaultSettings(WorkspaceSettings):
             "(default: the email triage folders, changed only by the triage flow and the person); empty for none."
         ),
     )
+
+    read_only_switch: ClassVar[str] = "VAULT_READ_ONLY=1"
+    """The setting named when a writing tool is called in read-only mode."""
 
     @property
     def protected(self) -> tuple[str, ...]:
