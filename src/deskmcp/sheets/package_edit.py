@@ -28,6 +28,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -143,9 +144,7 @@ class Formula:
     cached: Any  # None: no cached value
 
 
-def _scan(
-    sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Dependents
-) -> tuple[list[Key], dict[tuple[int, int], Master]]:
+def _scan(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Dependents) -> tuple[list[Key], Shares]:
     """Every formula of `sheet` not in `skip` added to `index`, in one pass over the part's bytes
     (no object per cell): formulas are grouped by shape (`InputReader`) and each group's references
     read from the digits of their texts; shared formulas by anchor, their references the anchor's
@@ -153,7 +152,6 @@ def _scan(
     that borrows its text."""
     data, title = sheet.data, sheet.title
     uncached: list[Key] = []
-    borrowed: dict[tuple[int, int], Master] = {}
     masters: dict[bytes, Master] = {}
     columns: dict[bytes, int] = {}
     skip_rows = {k[1] for k in skip if k[0] == title}
@@ -177,7 +175,7 @@ def _scan(
                 if text:
                     masters[si] = (cell_name(row, col), text, row, col)
                 elif si in masters:
-                    master = borrowed[(row, col)] = masters[si]
+                    master = masters[si]
                 else:
                     raise Fallback("a shared formula before its anchor")
             key = (title, row, col)
@@ -235,7 +233,9 @@ def _scan(
                 reads.append((ref_sheet or title, c0, c1, list(map(min, firsts, lasts)), list(map(max, firsts, lasts))))
             del runs
             index.add_block(title, rows, cols, reads)
+    shares: Shares = {}
     for (master, col), rows in sharing.items():
+        shares.setdefault(col, []).append((rows if _ascending(rows) else array("i", sorted(rows)), master))
         moved = _shared_reads(master, col, rows, title)
         if moved is not None:
             index.add_block(title, rows, [col] * len(rows), moved)
@@ -243,7 +243,19 @@ def _scan(
         for row in rows:  # each translated as Excel would (which may refuse it)
             text = _translate(master, cell_name(row, col))
             index.add((title, row, col), reader.areas("=" + text, title))
-    return uncached, borrowed
+    return uncached, shares
+
+
+def _ascending(rows: array[int]) -> bool:
+    return all(a < b for a, b in pairwise(rows))
+
+
+def _anchor_of(shares: Shares, row: int, col: int) -> Master | None:
+    for rows, master in shares.get(col, ()):
+        i = bisect_left(rows, row)
+        if i < len(rows) and rows[i] == row:
+            return master
+    return None
 
 
 def _shared_reads(
@@ -301,6 +313,8 @@ def _read_cells(zf: zipfile.ZipFile, part: str) -> bytearray:
 
 Master = tuple[str, str, int, int]
 """The anchor of shared formulas: its cell's name, its text, row and column."""
+Shares = dict[int, list[tuple["array[int]", Master]]]
+"""The cells of a sheet sharing an anchor's formula: column -> (rows in order, anchor)."""
 
 
 def _translate(master: Master, here: str) -> str:
@@ -321,7 +335,7 @@ class FormulaIndex:
     index: Dependents
     reader: InputReader
     uncached: set[Key]
-    borrowed: dict[str, dict[tuple[int, int], Master]]
+    borrowed: dict[str, Shares]
 
 
 class PackageBook:
@@ -337,7 +351,7 @@ class PackageBook:
         self.writes: dict[Key, Any] = {}  # None clears the cell
         self.literal: set[Key] = set()
         self.report: list[str] = []
-        self.borrowed: dict[str, dict[tuple[int, int], Master]] = {}  # shared formulas' anchors, by sheet
+        self.borrowed: dict[str, Shares] = {}  # the cells sharing formulas, by sheet
         self.parts: dict[str, bytes] = {}  # small parts replaced by the patch
         self.new_parts: dict[str, bytes] = {}
         self.edits: dict[str, tuple[Sheet, list[tuple[int, int, bytes]]]] = {}  # sheet parts patched
@@ -445,9 +459,10 @@ class PackageBook:
             return None
         fattrs = attributes(f.group(1))
         kind = fattrs.get(b"t", b"")
-        borrowed = self.borrowed.get(key[0], {}).get((key[1], key[2]))
-        text = _translate(borrowed, cell_name(key[1], key[2])) if borrowed is not None else unescape(f.group(2) or b"")
-        anchor = (kind == b"shared" and borrowed is None) or (
+        # a cell sharing an anchor's formula (its own <f> empty) has that text, moved to the cell
+        master = _anchor_of(self.borrowed.get(key[0], {}), key[1], key[2]) if kind == b"shared" else None
+        text = _translate(master, cell_name(key[1], key[2])) if master is not None else unescape(f.group(2) or b"")
+        anchor = (kind == b"shared" and master is None) or (
             kind == b"array" and fattrs.get(b"ref", b"") not in (b"", cell_name(key[1], key[2]).encode())
         )
         value = cached(cell.attrs.get(b"t", b"n"), cell.inner)
@@ -471,7 +486,6 @@ class PackageBook:
             for key in self.writes:
                 index.forget(key)
                 uncached.discard(key)
-                self.borrowed.get(key[0], {}).pop((key[1], key[2]), None)
         needed = set(uncached)
         for key, stored in self.writes.items():
             if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
