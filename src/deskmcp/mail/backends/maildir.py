@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import sqlite3
 import threading
 import time
@@ -23,33 +22,14 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import (
-    TEXT_MATCH,
-    Hit,
-    IndexRecord,
-    IndexSchema,
-    SearchIndex,
-    fts_any_prefix,
-    private_database,
-    text_match,
-)
+from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex, private_database
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.base import Labelled, Page, Sent
+from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listing, term_clause, word_alternatives
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
-from deskmcp.mail.query import (
-    And,
-    Node,
-    Not,
-    Or,
-    Term,
-    free_words,
-    mentions_folder,
-    parse_day,
-    relative_seconds,
-    size_bytes,
-)
+from deskmcp.mail.query import Node, free_words
 
 log = logging.getLogger(__name__)
 
@@ -85,34 +65,9 @@ SCHEMA = IndexSchema(
     ),
 )
 INDEXED_BODY_CHARS = 100_000
-_SEP = "\x1f"
 _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
 _HIDDEN = ("TRASH", "SPAM")
-_FTS_COLUMNS = (None, "from", "to", "cc", "bcc", "subject", "filename")
 _COMMON_MATCHES = 2000
-
-
-# Scripts written without spaces between words (Han, kana, Hangul, half-width katakana).
-_CJK = re.compile(
-    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    "\uff66-\uff9f\U00020000-\U0002fa1f]+"
-)
-
-
-def _pairs(run: str) -> list[str]:
-    return [run[i : i + 2] for i in range(len(run) - 1)]
-
-
-def cjk_grams(text: str) -> str:
-    """Every run of CJK characters in `text` as its overlapping pairs, then its last character
-    alone: "会議の" is "会議 議の の". A phrase of pairs then finds any substring of two or more
-    characters, a prefix any single one, and the lone character closing each run keeps a phrase
-    from matching across two runs."""
-    words: list[str] = []
-    for run in _CJK.findall(text):
-        words.extend(_pairs(run))
-        words.append(run[-1])
-    return " ".join(words)
 
 
 def message_id_for(key: str) -> str:
@@ -124,7 +79,7 @@ def thread_id_for(root: str, fallback: str) -> str:
 
 
 def _label_text(labels: Sequence[str]) -> str:
-    return _SEP + _SEP.join(labels) + _SEP if labels else ""
+    return LABEL_SEP + LABEL_SEP.join(labels) + LABEL_SEP if labels else ""
 
 
 class LabelTable:
@@ -368,7 +323,7 @@ class MaildirBackend:
         folder = mailstore.folder_label(c["folder"])
         if folder:
             labels.append(folder)
-        labels.extend(x for x in (c["labels"] or "").split(_SEP) if x)
+        labels.extend(x for x in (c["labels"] or "").split(LABEL_SEP) if x)
         if c["unread"]:
             labels.append("UNREAD")
         if c["starred"]:
@@ -389,12 +344,8 @@ class MaildirBackend:
         )
 
     def _listing(self, query: Node | None) -> tuple[str, list[Any]]:
-        """The SQL filter of a query, trash and spam left out unless it names them."""
-        clause, params = self._where(query, self._common(query)) if query is not None else ("1", [])
-        if not mentions_folder(query, ("trash", "spam", "anywhere")):
-            clause = f"({clause}) AND d.folder NOT IN (?, ?)"
-            params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
-        return clause, params
+        """The SQL filter of a query (`maildir_query.listing`)."""
+        return listing(query, common=query is not None and self._common(query))
 
     def count(self, query: Node | None) -> int:
         """How many messages match `query` in all: one indexed count, no message read."""
@@ -427,7 +378,7 @@ class MaildirBackend:
 
     def _snippets(self, keys: list[str], words: list[str]) -> dict[str, str]:
         # CJK terms match character pairs, which make no readable snippet: the stored one is shown.
-        words = [w for w in words if not _CJK.search(w)]
+        words = [w for w in words if not CJK.search(w)]
         if not keys or not words:
             return {}
         try:
@@ -442,112 +393,11 @@ class MaildirBackend:
         Then the newest messages are scanned in date order and checked against the matches
         (the first page is found early); else the few matches are fetched and sorted.
         """
-        terms = node.nodes if isinstance(node, And) else (node,)
-        for term in terms:
-            alternatives = term.nodes if isinstance(term, Or) else (term,)
-            if all(isinstance(t, Term) and t.op in _FTS_COLUMNS and not _CJK.search(t.value) for t in alternatives):
-                found = 0
-                for t in alternatives:
-                    if isinstance(t, Term):
-                        found += self.index.match_count(self._term(t, False)[1][0])
-                return found >= _COMMON_MATCHES
-        return False
-
-    def _where(self, node: Node, common: bool = False) -> tuple[str, list[Any]]:
-        if isinstance(node, And | Or):
-            parts = [self._where(n, common) for n in node.nodes]
-            joiner = " AND " if isinstance(node, And) else " OR "
-            return joiner.join(f"({c})" for c, _ in parts), [p for _, ps in parts for p in ps]
-        if isinstance(node, Not):
-            clause, params = self._where(node.node, common)
-            return f"NOT ({clause})", params
-        return self._term(node, common)
-
-    def _term(self, term: Term, common: bool = False) -> tuple[str, list[Any]]:
-        # A leading + keeps SQLite from driving the query by the matches' rowids.
-        fts = ("+" if common else "") + TEXT_MATCH
-        value = term.value
-        op = term.op
-        # Words with spaces between them were written in quotes ("quarterly review"): a phrase.
-        text = f'"{value}"' if " " in value and '"' not in value else value
-        if _CJK.search(value) and op in (None, "from", "to", "cc", "bcc", "subject", "filename"):
-            return self._cjk_term(op, value)
-        if op is None:
-            return fts, [text_match(text)]
-        if op in ("from", "to", "cc", "bcc", "subject", "filename"):
-            column = {
-                "from": "sender",
-                "to": "tos",
-                "cc": "ccs",
-                "bcc": "bccs",
-                "subject": "subject",
-                "filename": "filenames",
-            }[op]
-            return fts, [text_match(text, column)]
-        if op == "is":
-            return {
-                "unread": ("d.unread = 1", []),
-                "read": ("d.unread = 0", []),
-                "starred": ("d.starred = 1", []),
-                "unstarred": ("d.starred = 0", []),
-            }[value.lower()]
-        if op == "has":
-            return "d.has_att = 1", []
-        if op in ("label", "in"):
-            return self._label_clause(value)
-        if op in ("after", "before"):
-            moment = parse_day(value).timestamp()
-            return ("d.ts >= ?" if op == "after" else "d.ts < ?"), [moment]
-        if op in ("newer_than", "older_than"):
-            edge = time.time() - relative_seconds(value)
-            return ("d.ts >= ?" if op == "newer_than" else "d.ts < ?"), [edge]
-        if op in ("larger", "smaller"):
-            return ("d.size > ?" if op == "larger" else "d.size < ?"), [size_bytes(value)]
-        if op == "rfc822msgid":
-            wanted = value if value.startswith("<") else f"<{value}>"
-            return "d.rfc = ?", [wanted]
-        raise BadRequest(f"The search operator '{op}:' is not supported by the local mailbox.", {"operator": op})
-
-    def _cjk_term(self, op: str | None, value: str) -> tuple[str, list[Any]]:
-        """Chinese, Japanese and Korean write words without spaces between them, so the word
-        index holds a whole run of text ("会議の議事録") as one word. A term in these scripts
-        matches as a substring instead: in the header columns a listing already reads (subject,
-        sender, To, Cc), else through the index's character pairs of every such run (`grams`)."""
-        column = {"from": "sender", "to": "tos", "cc": "ccs", "subject": "subject"}.get(op or "")
-        if column is not None:
-            return f"instr(lower(d.{column}), ?) > 0", [value.lower()]
-        clauses: list[str] = []
-        params: list[Any] = []
-        for run in _CJK.findall(value):
-            clauses.append(TEXT_MATCH)
-            if len(run) == 1:  # a lone character begins a pair, or ends its run
-                params.append(fts_any_prefix("grams", [run]))
-            else:
-                params.append(text_match('"' + " ".join(_pairs(run)) + '"', "grams"))
-        return " AND ".join(clauses), params
-
-    def _label_clause(self, value: str) -> tuple[str, list[Any]]:
-        lower = value.lower()
-        special = {
-            "anywhere": ("1", []),
-            "starred": ("d.starred = 1", []),
-            "unread": ("d.unread = 1", []),
-            "read": ("d.unread = 0", []),
-            "drafts": ("d.folder = ?", [mailstore.SYSTEM_FOLDERS["DRAFT"]]),
-        }
-        if lower in special:
-            clause, params = special[lower]
-            return clause, list(params)
-        try:
-            directory = mailstore.folder_dir(value)
-        except BadRequest:
-            directory = "." + value
-        variants = {value.lower(), value.lower().replace("-", " "), value.lower().replace("-", "_")}
-        label_parts = " OR ".join("instr(lower(d.labels), ?) > 0" for _ in variants)
-        return (
-            f"lower(d.folder) = ? OR {label_parts}",
-            [directory.lower(), *(f"{_SEP}{v}{_SEP}" for v in variants)],
-        )
+        alternatives = word_alternatives(node)
+        if alternatives is None:
+            return False
+        found = sum(self.index.match_count(term_clause(t)[1][0]) for t in alternatives)
+        return found >= _COMMON_MATCHES
 
     def _entry(self, message_id: str) -> tuple[Entry, dict[str, Any]]:
         self.refresh()
@@ -714,7 +564,8 @@ class MaildirBackend:
                 if label.lower() in names:
                     continue
                 row = conn.execute(
-                    "SELECT count(*), sum(unread) FROM docs WHERE instr(labels, ?) > 0", (f"{_SEP}{label}{_SEP}",)
+                    "SELECT count(*), sum(unread) FROM docs WHERE instr(labels, ?) > 0",
+                    (f"{LABEL_SEP}{label}{LABEL_SEP}",),
                 ).fetchone()
                 out.append(LabelInfo(name=label, kind="keyword", total=int(row[0]), unread=int(row[1] or 0)))
         return out
