@@ -249,7 +249,11 @@ async def test_read_only_mode_refuses_every_change(connect: Connect, workspace: 
             ]
         }
         unread = await call(c, "list_emails", {"query": "is:unread"})
-    assert names == {"list_emails", "get_email", "get_thread", "list_labels", "list_drafts"}
+    assert {"list_emails", "get_email", "get_thread", "list_labels", "list_drafts"} <= names
+    assert names.isdisjoint(
+        {"send_email", "forward_email", "move_email", "add_label", "remove_label", "mark_read", "mark_unread"}
+        | {"create_draft", "send_draft", "get_attachment"}
+    )
     assert all(error["error"] == "permission_denied" for error in errors.values())
     assert "mail is read-only (MAIL_MODE=read_only): send_email is not available" in errors["send_email"]["message"]
     assert message_id in {m["id"] for m in unread["emails"]}
