@@ -140,3 +140,16 @@ class AuditLogEntry(BaseModel):
     message_id: str | None = None
     error: str | None = None
     attachments: list[str] | None = None
+    account: str | None = Field(default=None, description="The mail account that sent (MAIL_ACCOUNTS name)")
+
+
+class AccountInfo(BaseModel):
+    name: str = Field(description="Pass as the account argument of the other tools")
+    address: str
+    backend: str
+    mode: str = Field(description="read_only, draft_only or send")
+    default: bool = Field(default=False, description="Used when a tool is called without account")
+
+
+class AccountList(BaseModel):
+    accounts: list[AccountInfo]

@@ -8,8 +8,10 @@ from typing import Annotated
 import anyio.to_thread
 from pydantic import Field
 
+from deskmcp.core.errors import BadRequest
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.mail.models import (
+    AccountList,
     AttachmentContent,
     DraftList,
     DraftResult,
@@ -21,7 +23,7 @@ from deskmcp.mail.models import (
     SendEmailResult,
     ThreadResult,
 )
-from deskmcp.mail.service import MAX_RESULTS, MailService
+from deskmcp.mail.service import MAX_RESULTS, MailAccounts, MailService
 from deskmcp.mail.settings import MailSettings
 from deskmcp.servers import SERVERS
 
@@ -30,7 +32,8 @@ backend: from:, to:, subject:, is:unread, label:, in:inbox, has:attachment, afte
 newer_than:7d, "phrases", OR, -word), read one with get_email or a conversation with get_thread,
 then act: send_email (reply_to_message_id threads the reply; pass an idempotency_key so a retry
 never sends twice), move_email, add_label (remove_label and mark_read are in the labels toolset).
-Ids come from list_emails.
+Ids come from list_emails. With several accounts every tool takes `account` (list_accounts names
+them; default: the first); ids and cursors are valid only in the account that gave them.
 Errors are JSON objects with an `error` code and a `message` saying how to recover."""
 
 TOOLSETS: dict[str, str] = {
@@ -40,6 +43,7 @@ TOOLSETS: dict[str, str] = {
     "drafts": "create, list and send drafts",
     "forward": "forward mail with its attachments",
     "attachments": "read or save attachments",
+    "accounts": "name the configured mail accounts",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
@@ -54,14 +58,32 @@ Attachments = Annotated[
     Field(max_length=20, description="Files: {path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
 ]
 
+# No description: every tool carries it, and the token budget counts each; list_accounts and the
+# not_found answer to an unknown account name the valid ones.
+Account = str | None
+
 Settings = MailSettings
 
 
-def create_service(settings: MailSettings) -> MailService:
-    return MailService(settings)
+def create_service(settings: MailSettings) -> MailAccounts:
+    return MailAccounts(settings)
 
 
 def unavailable(settings: MailSettings) -> str | None:
+    """What keeps the mail server from running: MAIL_ACCOUNTS that cannot be read, or an account
+    (named when there are several) missing what its backend needs."""
+    try:
+        accounts = settings.account_settings()
+    except BadRequest as exc:
+        return exc.message
+    for name, account in accounts.items():
+        reason = _account_unavailable(account)
+        if reason is not None:
+            return reason if len(accounts) == 1 else f"mail account {name!r}: {reason}"
+    return None
+
+
+def _account_unavailable(settings: MailSettings) -> str | None:
     if settings.backend == "imap" and not settings.imap_host:
         return "MAIL_BACKEND=imap needs MAIL_IMAP_HOST (and MAIL_IMAP_USER, MAIL_IMAP_PASSWORD)"
     if settings.backend == "gmail" and not (
@@ -78,13 +100,15 @@ def create_server(settings: MailSettings, service: MailService | None = None) ->
     return SERVERS["mail"].create_server(settings, service)
 
 
-def register(server: DeskServer, service: MailService) -> None:
+def register(server: DeskServer, service: MailAccounts | MailService) -> None:
+    accounts = MailAccounts.of(service) if isinstance(service, MailService) else service
+
     @asynccontextmanager
     async def running():
         try:
-            yield service
+            yield accounts
         finally:
-            await anyio.to_thread.run_sync(service.close)
+            await anyio.to_thread.run_sync(accounts.close)
 
     server.add_service_context(running)
 
@@ -93,27 +117,30 @@ def register(server: DeskServer, service: MailService) -> None:
         query: Annotated[str, Field(max_length=2000, description="Gmail search syntax; '' for all")] = "is:unread",
         max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Page size (1-100)")] = 10,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        account: Account = None,
     ) -> EmailList:
         """Messages matching a Gmail-style query, newest first, with ids for the other tools."""
-        return service.list_emails(query, max_results, cursor)
+        return accounts.run(account, lambda s: s.list_emails(query, max_results, cursor))
 
     @server.tool("get_email", annotations=READ_ONLY, toolset="read")
     def get_email(
         message_id: MessageId,
         offset: Annotated[int, Field(ge=0, description="Body offset: next_offset of the previous part")] = 0,
         max_chars: Annotated[int | None, Field(ge=1, description="Body characters per part")] = None,
+        account: Account = None,
     ) -> EmailFull:
         """One message: headers, decoded text body (HTML turned into text), attachments, threading ids.
         A long body comes in parts: call again with offset=next_offset."""
-        return service.get_email(message_id, max_chars=max_chars, offset=offset)
+        return accounts.run(account, lambda s: s.get_email(message_id, max_chars=max_chars, offset=offset))
 
     @server.tool("get_thread", annotations=READ_ONLY, toolset="read")
     def get_thread(
         thread_id: Annotated[str, Field(description="thread_id from list_emails or get_email")],
         max_messages: Annotated[int, Field(ge=1, le=100, description="Most messages returned")] = 50,
+        account: Account = None,
     ) -> ThreadResult:
         """A conversation, oldest first, each body cut to a few thousand characters."""
-        return service.get_thread(thread_id, max_messages=max_messages)
+        return accounts.run(account, lambda s: s.get_thread(thread_id, max_messages=max_messages))
 
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
@@ -132,10 +159,14 @@ def register(server: DeskServer, service: MailService) -> None:
             str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
         ] = None,
         attachments: Attachments = None,
+        account: Account = None,
     ) -> SendEmailResult:
         """Send a message (audited first). A repeated idempotency_key returns the first result with duplicate=true."""
-        return service.send_email(
-            to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key, attachments
+        return accounts.run(
+            account,
+            lambda s: s.send_email(
+                to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key, attachments
+            ),
         )
 
     @server.tool(
@@ -150,39 +181,40 @@ def register(server: DeskServer, service: MailService) -> None:
         idempotency_key: Annotated[
             str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
         ] = None,
+        account: Account = None,
     ) -> SendEmailResult:
         """Forward a message with its attachments ("Fwd: " subject, checked and audited like send_email)."""
-        return service.forward_email(message_id, to, body, cc, bcc, idempotency_key)
+        return accounts.run(account, lambda s: s.forward_email(message_id, to, body, cc, bcc, idempotency_key))
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
-    def move_email(message_id: MessageIds, destination_label: LabelName) -> LabelResult:
+    def move_email(message_id: MessageIds, destination_label: LabelName, account: Account = None) -> LabelResult:
         """Move messages to a folder/label (INBOX, TRASH, a user label; created when missing)."""
-        return service.move_email(message_id, destination_label)
+        return accounts.run(account, lambda s: s.move_email(message_id, destination_label))
 
     @server.tool("add_label", annotations=writes(destructive=False, idempotent=True), toolset="write")
-    def add_label(message_id: MessageIds, label_name: LabelName) -> LabelResult:
+    def add_label(message_id: MessageIds, label_name: LabelName, account: Account = None) -> LabelResult:
         """Add a label to messages (created when missing); returns their labels."""
-        return service.add_label(message_id, label_name)
+        return accounts.run(account, lambda s: s.add_label(message_id, label_name))
 
     @server.tool("remove_label", annotations=writes(destructive=False, idempotent=True), toolset="labels")
-    def remove_label(message_id: MessageIds, label_name: LabelName) -> LabelResult:
+    def remove_label(message_id: MessageIds, label_name: LabelName, account: Account = None) -> LabelResult:
         """Remove a label; removing INBOX archives the message."""
-        return service.remove_label(message_id, label_name)
+        return accounts.run(account, lambda s: s.remove_label(message_id, label_name))
 
     @server.tool("mark_read", annotations=writes(destructive=False, idempotent=True), toolset="labels")
-    def mark_read(message_id: MessageId) -> LabelResult:
+    def mark_read(message_id: MessageId, account: Account = None) -> LabelResult:
         """Mark a message read."""
-        return service.mark_read(message_id, True)
+        return accounts.run(account, lambda s: s.mark_read(message_id, True))
 
     @server.tool("mark_unread", annotations=writes(destructive=False, idempotent=True), toolset="labels")
-    def mark_unread(message_id: MessageId) -> LabelResult:
+    def mark_unread(message_id: MessageId, account: Account = None) -> LabelResult:
         """Mark a message unread."""
-        return service.mark_read(message_id, False)
+        return accounts.run(account, lambda s: s.mark_read(message_id, False))
 
     @server.tool("list_labels", annotations=READ_ONLY, toolset="labels")
-    def list_labels() -> LabelList:
+    def list_labels(account: Account = None) -> LabelList:
         """Every folder and label with message and unread counts."""
-        return service.list_labels()
+        return accounts.run(account, lambda s: s.list_labels())
 
     @server.tool("create_draft", annotations=writes(destructive=False, idempotent=False), toolset="drafts")
     def create_draft(
@@ -194,17 +226,21 @@ def register(server: DeskServer, service: MailService) -> None:
         bcc: Addresses = None,
         html_body: str | None = None,
         attachments: Attachments = None,
+        account: Account = None,
     ) -> DraftResult:
         """Save a draft (allowed in draft_only mode); send it later with send_draft."""
-        return service.create_draft(to, subject, body, reply_to_message_id, cc, bcc, html_body, attachments)
+        return accounts.run(
+            account, lambda s: s.create_draft(to, subject, body, reply_to_message_id, cc, bcc, html_body, attachments)
+        )
 
     @server.tool("list_drafts", annotations=READ_ONLY, toolset="drafts")
     def list_drafts(
         max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 20,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        account: Account = None,
     ) -> DraftList:
         """Saved drafts, newest first."""
-        return service.list_drafts(max_results, cursor)
+        return accounts.run(account, lambda s: s.list_drafts(max_results, cursor))
 
     @server.tool(
         "send_draft", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="drafts"
@@ -212,9 +248,10 @@ def register(server: DeskServer, service: MailService) -> None:
     def send_draft(
         draft_id: Annotated[str, Field(description="Id from list_drafts or create_draft")],
         idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
+        account: Account = None,
     ) -> SendEmailResult:
         """Send a saved draft (audited); the draft is removed once sent."""
-        return service.send_draft(draft_id, idempotency_key)
+        return accounts.run(account, lambda s: s.send_draft(draft_id, idempotency_key))
 
     @server.tool("get_attachment", annotations=writes(destructive=False, idempotent=True), toolset="attachments")
     def get_attachment(
@@ -223,6 +260,12 @@ def register(server: DeskServer, service: MailService) -> None:
         save: Annotated[
             bool, Field(description="Save under <workspace>/attachments/ instead of returning text")
         ] = False,
+        account: Account = None,
     ) -> AttachmentContent:
         """A text attachment's content (bounded), or any attachment saved into the workspace."""
-        return service.get_attachment(message_id, index, save=save)
+        return accounts.run(account, lambda s: s.get_attachment(message_id, index, save=save))
+
+    @server.tool("list_accounts", annotations=READ_ONLY, toolset="accounts")
+    def list_accounts() -> AccountList:
+        """The mail accounts (MAIL_ACCOUNTS): the name to pass as `account`, address, backend, mode."""
+        return accounts.list_accounts()

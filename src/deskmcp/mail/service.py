@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import SecretStr
@@ -49,6 +49,8 @@ from deskmcp.mail.compose import (
 from deskmcp.mail.journal import SendJournal
 from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
+    AccountInfo,
+    AccountList,
     AttachmentContent,
     AttachmentInfo,
     AuditLogEntry,
@@ -170,7 +172,8 @@ class MailService:
         if not 1 <= max_results <= MAX_RESULTS:
             raise BadRequest(f"max_results must be between 1 and {MAX_RESULTS}.", {"max_results": max_results})
         node = parse_query(query)
-        key = query_key("list_emails", query, max_results)
+        # The account is part of the key: a cursor is refused by every other account.
+        key = query_key("list_emails", self.settings.account, query, max_results)
         offset = decode_cursor(cursor, key)
         listed = self.backend.list(node, raw=query, limit=max_results, offset=offset, after=_cursor_mark(cursor))
         emails, more = listed.emails, listed.more
@@ -469,6 +472,7 @@ class MailService:
             idempotency_key=key,
             backend=self.backend.name,
             attachments=[str(part.get_filename() or "") for part in message.iter_attachments()] or None,
+            account=self.settings.account,
             **extra,  # type: ignore[arg-type]
         )
 
@@ -626,6 +630,83 @@ class MailService:
         except (NotFound, IOFailure) as exc:
             log.warning("sent draft %s could not be removed: %s", draft_id, exc.message)
         return result
+
+
+T = TypeVar("T")
+
+
+class MailAccounts:
+    """Every configured mail account (MAIL_ACCOUNTS, or the MAIL_* variables as the one account
+    "default"), each with a `MailService` of its own: its own backend, index,
+    send journal (idempotency keys) and audit lines. Ids and cursors are valid only in the account
+    that gave them."""
+
+    def __init__(self, settings: MailSettings, services: dict[str, MailService] | None = None) -> None:
+        self.settings = settings
+        self.accounts = settings.account_settings()
+        self.default = next(iter(self.accounts))
+        self._services: dict[str, MailService] = dict(services or {})
+        self._lock = threading.Lock()
+        # The first account is built now, as a single account always was (its Maildir created
+        # private before anything else writes there); the others when first used.
+        self.service(self.default)
+
+    @classmethod
+    def of(cls, service: MailService) -> MailAccounts:
+        """One service already built (tests, a backend given by hand) as the only account."""
+        return cls(service.settings.model_copy(update={"accounts": ""}), {service.settings.account: service})
+
+    def service(self, account: str | None = None) -> MailService:
+        """The service of `account` (None or "": the first account)."""
+        name = account or self.default
+        if name not in self.accounts:
+            raise NotFound(
+                f"No mail account {name!r}. The accounts are: {', '.join(self.accounts)}; leave account out for"
+                f" {self.default!r}.",
+                {"account": name, "accounts": list(self.accounts)},
+            )
+        with self._lock:
+            if name not in self._services:
+                self._services[name] = MailService(self.accounts[name])
+            return self._services[name]
+
+    def run(self, account: str | None, action: Callable[[MailService], T]) -> T:
+        """`action` on one account's service. With several accounts, something not found (a message,
+        thread or draft id) or a cursor refused is answered naming the account it was looked for in,
+        so the model can pass the account that gave the id."""
+        service = self.service(account)
+        try:
+            return action(service)
+        except (NotFound, BadRequest) as exc:
+            if len(self.accounts) > 1 and (isinstance(exc, NotFound) or "cursor" in exc.details):
+                name = service.settings.account
+                exc.message = (
+                    f"{exc.message.rstrip('.')} (in mail account {name!r}; ids and cursors are valid only in the"
+                    " account that gave them: pass that account)."
+                )
+                exc.details = {**exc.details, "account": name}
+            raise
+
+    def list_accounts(self) -> AccountList:
+        return AccountList(
+            accounts=[
+                AccountInfo(
+                    name=name,
+                    address=settings.address,
+                    backend=settings.backend,
+                    mode=settings.effective_mode,
+                    default=name == self.default,
+                )
+                for name, settings in self.accounts.items()
+            ]
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            services = list(self._services.values())
+            self._services.clear()
+        for service in services:
+            service.close()
 
 
 def _readable(message_id: str, parsed: ParsedMail) -> None:

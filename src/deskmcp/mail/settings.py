@@ -1,16 +1,23 @@
-"""Configuration of the mail server: backend, Maildir, SMTP, safety switches."""
+"""Configuration of the mail server: backend, Maildir, SMTP, safety switches, and several
+accounts (`MAIL_ACCOUNTS`), each one a `MailSettings` of its own."""
 
 from __future__ import annotations
 
+import json
+import os
+import tomllib
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from deskmcp.core.config import OptionalPath, env_alias
+from deskmcp.core.config import OptionalPath, env_alias, expand
+from deskmcp.core.errors import BadRequest
 from deskmcp.google.auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
+DEFAULT_ACCOUNT = "default"
+ACCOUNT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$"
 
 
 class MailSettings(GoogleSettings):
@@ -100,6 +107,19 @@ class MailSettings(GoogleSettings):
         description="The vault whose Logs/ folder receives the send audit log (default: <workspace>/vault).",
     )
 
+    account: str = Field(
+        default=DEFAULT_ACCOUNT,
+        pattern=ACCOUNT_NAME,
+        validation_alias=env_alias("account", "MAIL_ACCOUNT"),
+        description="The name of the account the MAIL_* variables describe (when MAIL_ACCOUNTS is unset).",
+    )
+    accounts: str = Field(
+        default="",
+        validation_alias=env_alias("accounts", "MAIL_ACCOUNTS"),
+        description="Several accounts: JSON (a list of objects with a name, or an object of name -> settings),"
+        " or the path of a .json or .toml file holding it. Unset: one account from the MAIL_* variables.",
+    )
+
     @field_validator("smtp_host", "imap_host", "smtp_user", "imap_user", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
@@ -107,7 +127,11 @@ class MailSettings(GoogleSettings):
 
     @property
     def maildir_root(self) -> Path:
-        return self.maildir or self.workspace / "mail"
+        return self.maildir or self.workspace / self._per_account("mail")
+
+    def _per_account(self, name: str, suffix: str = "") -> str:
+        """`name` for the default account (the files a single account always used), else `name-<account>`."""
+        return f"{name}{suffix}" if self.account == DEFAULT_ACCOUNT else f"{name}-{self.account}{suffix}"
 
     @property
     def effective_mode(self) -> MailMode:
@@ -117,8 +141,14 @@ class MailSettings(GoogleSettings):
 
     @property
     def read_only(self) -> bool:
-        """MAIL_MODE=read_only: only the reading tools are offered (`servers.keep_read_only`)."""
-        return self.effective_mode == "read_only"
+        """MAIL_MODE=read_only (every account's mode, with MAIL_ACCOUNTS): only the reading tools are
+        offered (`servers.keep_read_only`). An account that is read-only among others refuses
+        changes in the service."""
+        try:
+            accounts = self.account_settings()
+        except BadRequest:
+            return self.effective_mode == "read_only"
+        return all(a.effective_mode == "read_only" for a in accounts.values())
 
     read_only_switch: ClassVar[str] = "MAIL_MODE=read_only"
     """The setting named when a changing tool is called in read-only mode."""
@@ -137,13 +167,121 @@ class MailSettings(GoogleSettings):
 
     @property
     def index_path(self) -> Path:
-        return self.index_folder / "mail.sqlite3"
+        return self.index_folder / self._per_account("mail", ".sqlite3")
 
     @property
     def state_path(self) -> Path:
         """The send journal (idempotency keys); user data, not a rebuildable index."""
-        return self.workspace / ".deskmcp" / "mail-sends.sqlite3"
+        return self.workspace / ".deskmcp" / self._per_account("mail-sends", ".sqlite3")
 
     @property
     def allowlist(self) -> tuple[str, ...]:
         return tuple(p.strip().lower() for p in self.allowed_recipients.split(",") if p.strip())
+
+    def account_settings(self) -> dict[str, MailSettings]:
+        """Every account by name, the first one the default: those of MAIL_ACCOUNTS, or this one alone.
+        An account starts from these settings (the MAIL_* variables are every account's defaults) and
+        changes what its entry sets. A configuration that cannot be read is a `bad_request`."""
+        if not self.accounts.strip():
+            return {self.account: self}
+        accounts: dict[str, MailSettings] = {}
+        for entry in _account_entries(self.accounts):
+            update: dict[str, Any] = entry.model_dump(
+                exclude_unset=True, exclude={"smtp_password_env", "imap_password_env"}
+            )
+            for kind in ("smtp", "imap"):
+                variable = getattr(entry, f"{kind}_password_env")
+                if variable is not None:
+                    if variable not in os.environ:
+                        raise BadRequest(
+                            f"Mail account {entry.name!r}: {kind}_password_env names {variable}, which is not set."
+                            f" Set it, or leave {kind}_password_env out to use the OS keyring.",
+                            {"account": entry.name, "variable": variable},
+                        )
+                    update[f"{kind}_password"] = SecretStr(os.environ[variable])
+            update["account"] = update.pop("name")
+            update["accounts"] = ""
+            accounts[entry.name] = self.model_copy(update=update)
+        return accounts
+
+
+class AccountEntry(BaseModel):
+    """One entry of MAIL_ACCOUNTS: a name and the settings a single account has (without MAIL_);
+    what it leaves out comes from the MAIL_* variables. Passwords are never written here: each
+    comes from the environment variable `*_password_env` names, else from the OS keyring."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=ACCOUNT_NAME)
+    backend: Literal["maildir", "imap", "gmail"] = "maildir"
+    maildir: OptionalPath = None
+    address: str = "me@localhost"
+    display_name: str = ""
+    smtp_host: str | None = None
+    smtp_port: int | None = None
+    smtp_user: str | None = None
+    smtp_password_env: str | None = None
+    smtp_security: Literal["starttls", "ssl", "none"] = "starttls"
+    imap_host: str | None = None
+    imap_port: int | None = None
+    imap_user: str | None = None
+    imap_password_env: str | None = None
+    imap_security: Literal["ssl", "starttls", "none"] = "ssl"
+    imap_sent_copy: bool = True
+    mode: MailMode | None = None
+    allowed_recipients: str = ""
+    max_recipients: int = Field(default=20, ge=1)
+    google_token_file: OptionalPath = None
+
+
+def _account_entries(value: str) -> list[AccountEntry]:
+    """The entries of a MAIL_ACCOUNTS value: inline JSON, or a .json / .toml file. Either holds a list
+    of objects with a `name`, or an object of name -> settings (optionally under `accounts`)."""
+    text = value.strip()
+    try:
+        if text.startswith(("[", "{")):
+            data: Any = json.loads(text)
+        else:
+            path = expand(text)
+            raw = path.read_text(encoding="utf-8")
+            data = tomllib.loads(raw) if path.suffix.lower() == ".toml" else json.loads(raw)
+    except OSError as exc:
+        raise BadRequest(
+            f"MAIL_ACCOUNTS names the file {text}, which cannot be read ({exc.strerror}). Give inline JSON"
+            " or the path of a .json or .toml file.",
+            {"variable": "MAIL_ACCOUNTS"},
+        ) from exc
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BadRequest(f"MAIL_ACCOUNTS is not valid JSON or TOML: {exc}.", {"variable": "MAIL_ACCOUNTS"}) from exc
+    if isinstance(data, dict) and set(data) == {"accounts"}:
+        data = data["accounts"]
+    if isinstance(data, dict):
+        data = [
+            {"name": name, **entry} if isinstance(entry, dict) else {"name": name, "invalid": entry}
+            for name, entry in data.items()
+        ]
+    if not isinstance(data, list) or not data:
+        raise BadRequest(
+            "MAIL_ACCOUNTS must hold at least one account: a list of objects with a name, or an object of"
+            ' name -> settings, e.g. {"work": {"backend": "imap", "imap_host": "imap.example.org"}}.',
+            {"variable": "MAIL_ACCOUNTS"},
+        )
+    entries: list[AccountEntry] = []
+    for index, item in enumerate(data):
+        try:
+            entry = AccountEntry.model_validate(item)
+        except ValidationError as exc:
+            name = item.get("name") if isinstance(item, dict) else None
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in exc.errors())
+            raise BadRequest(
+                f"MAIL_ACCOUNTS account {name or index!r} is not valid ({problems}). Each account takes"
+                f" name and the MAIL_* settings in lower case without MAIL_: {', '.join(AccountEntry.model_fields)}.",
+                {"variable": "MAIL_ACCOUNTS", "account": name or index},
+            ) from exc
+        if any(e.name == entry.name for e in entries):
+            raise BadRequest(
+                f"MAIL_ACCOUNTS names the account {entry.name!r} twice; give each account its own name.",
+                {"variable": "MAIL_ACCOUNTS", "account": entry.name},
+            )
+        entries.append(entry)
+    return entries
