@@ -11,8 +11,14 @@ import pytest
 from mcp import Client
 
 from deskmcp.mail.server import Settings, create_server, unavailable
-from tests.helpers.mail import audit_lines, deliver, make_mail
+from tests.helpers.mail import SmtpSink, audit_lines, deliver, make_mail
 from tests.helpers.tool_calls import call, fail
+from tests.mail.dovecot import (
+    PASSWORD,
+    Dovecot,
+    dovecot_fixture,  # noqa: F401  (fixture)
+    mailbox_fixture,  # noqa: F401  (fixture)
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -231,3 +237,36 @@ def test_an_account_missing_what_its_backend_needs_is_named(tmp_path: Path, work
     assert unavailable(Settings(workspace=workspace, accounts=accounts)) == (
         "mail account 'imap': MAIL_BACKEND=imap needs MAIL_IMAP_HOST (and MAIL_IMAP_USER, MAIL_IMAP_PASSWORD)"
     )
+
+
+async def test_an_imap_account_and_a_maildir_account_serve_side_by_side(
+    workspace: Path, dovecot: Dovecot, mailbox: str, smtp_sink: SmtpSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = dovecot.client(mailbox)
+    try:
+        client.append("INBOX", make_mail("Over IMAP", to=mailbox))
+    finally:
+        client.logout()
+    deliver(workspace, make_mail("In the Maildir"))
+    monkeypatch.setenv("CORP_IMAP_PASSWORD", PASSWORD)
+    imap = {
+        **dovecot.settings(mailbox, smtp_host=smtp_sink.host, smtp_port=smtp_sink.port, smtp_security="none"),
+        "imap_password_env": "CORP_IMAP_PASSWORD",
+    }
+    del imap["imap_password"]
+    accounts = json.dumps({"local": {"maildir": str(workspace / "mail")}, "corp": imap})
+
+    async with connect_accounts(workspace, accounts) as c:
+        local = await subjects(c)
+        corp = await subjects(c, account="corp")
+        corp_id = (await call(c, "list_emails", {"query": "", "account": "corp"}))["emails"][0]["id"]
+        in_local = await fail(c, "get_email", {"message_id": corp_id})
+        sent = await call(
+            c, "send_email", {"to": "bob@example.org", "subject": "From corp", "body": "b", "account": "corp"}
+        )
+
+    assert local == ["In the Maildir"]
+    assert corp == ["Over IMAP"]
+    assert in_local["error"] == "not_found" and "in mail account 'local'" in in_local["message"]
+    assert sent["message_id"]
+    assert [m.mail_from for m in smtp_sink.messages] == [mailbox]
