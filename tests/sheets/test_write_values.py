@@ -456,3 +456,17 @@ async def test_consecutive_writes_in_one_server_recompute_what_each_write_makes_
         make_xlsx(path, {"S": [[1, "=A1*10", "=B1+1", "=A1+1"]], "T": [["=SUM(S!B1:C1)"]]})
         await put("S!A1", 3)
         assert await shown() == [[3, 30, 31, 4], 61]
+
+
+async def test_a_write_recomputes_formulas_of_cells_in_unusual_forms(root: Path, connect: Connect) -> None:
+    # rows without their number, a value before the formula, spaces before <f>, a rich-text cell
+    _package(
+        root / "odd.xlsx",
+        '<row><c r="A1"><v>1</v></c><c r="B1"><v>2</v><f>A1*2</f></c></row>'
+        '<row><c r="A2"><v>3</v></c><c r="B2">\n  <f>A2+B1</f><v>5</v></c>'
+        '<c r="C2" t="inlineStr"><is><r><rPr><family val="2"/></rPr><t>rich</t></r></is></c></row>',
+    )
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "odd.xlsx", "range": "S!A1", "values": [[5]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "odd.xlsx", "ranges": ["S!A1:C2"]})
+    assert out["ranges"][0]["values"] == [[5, 10], [3, 13, "rich"]]
