@@ -407,6 +407,11 @@ class Catalog:
 
     # -- link resolution -------------------------------------------------------------------
 
+    def notes_named(self, name: str) -> list[str]:
+        """The vault paths of the notes whose file name (lowercased, without `.md`) is `name`."""
+        with self.index.reader() as conn:
+            return [str(r[0]) for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (name,))]
+
     def resolve(
         self, target_key: str, source: str, cache: dict[tuple[str, str], str | None] | None = None
     ) -> str | None:
@@ -420,9 +425,7 @@ class Catalog:
         memo = (target_key, source_folder)
         if cache is not None and memo in cache:
             return cache[memo]
-        name = target_key.rsplit("/", 1)[-1]
-        with self.index.reader() as conn:
-            candidates = [r[0] for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (name,))]
+        candidates = self.notes_named(target_key.rsplit("/", 1)[-1])
         result: str | None = None
         lowered = {c.lower()[: -len(NOTE_SUFFIX)]: c for c in candidates}
         if target_key in lowered:

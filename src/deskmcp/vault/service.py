@@ -380,9 +380,7 @@ class VaultService:
             self.catalog.refresh(rel)  # the index may lag behind an edit on disk
         linking = {link["source"] for link in self.catalog.incoming(src_rel)} | {src_rel}
         new_name = name_key(dst_rel)
-        with self.catalog.index.reader() as conn:
-            same_name = [r[0] for r in conn.execute("SELECT key FROM docs WHERE name_lc = ?", (new_name,))]
-        bare_ok = not [key for key in same_name if key != src_rel]
+        bare_ok = not [key for key in self.catalog.notes_named(new_name) if key != src_rel]
         cache: dict[tuple[str, str], str | None] = {}
 
         def resolve(key: str, note: str) -> str | None:
