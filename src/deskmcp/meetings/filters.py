@@ -1,4 +1,5 @@
-"""The filters shared by list, search and stats, as SQL over the index, and stats buckets."""
+"""The filters shared by list, search and stats, as a WHERE clause over the index's `docs d`
+(run by the index and meetings/catalog.py), and the time buckets of stats."""
 
 from __future__ import annotations
 
@@ -66,22 +67,6 @@ class Filters:
 
     def key(self) -> tuple[Any, ...]:
         return (iso(self.start), iso(self.end), self.participants, self.platform, self.folder)
-
-
-GROUPS = {
-    "day": "",
-    "week": "",
-    "participant": (
-        "SELECT coalesce(max(p.name), p.email, '(unknown)'), count(DISTINCT d.id), total(d.minutes)"
-        " FROM docs d JOIN people p ON p.doc_id = d.id {clause} GROUP BY coalesce(p.email, p.name_lc)"
-    ),
-    "platform": "SELECT coalesce(d.platform, 'unknown'), count(*), total(d.minutes) FROM docs d {clause}"
-    " GROUP BY coalesce(d.platform, 'unknown')",
-    "folder": (
-        "SELECT max(f.folder_name), count(DISTINCT d.id), total(d.minutes)"
-        " FROM docs d JOIN folder_members f ON f.doc_id = d.id {clause} GROUP BY f.folder_id"
-    ),
-}
 
 
 def time_bucket(start_ts: str | None, group_by: str, zone: tzinfo) -> str:

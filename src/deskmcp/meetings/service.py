@@ -13,7 +13,6 @@ import itertools
 import logging
 import threading
 import time
-from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,11 +23,12 @@ import orjson
 
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
-from deskmcp.core.index import ApplyStats, Hit, IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.meetings import cache_file, granola_cache
+from deskmcp.meetings import cache_file, catalog, granola_cache
+from deskmcp.meetings.catalog import SCHEMA
 from deskmcp.meetings.entries import unpack_transcript
-from deskmcp.meetings.filters import GROUPS, Filters, time_bucket
+from deskmcp.meetings.filters import Filters
 from deskmcp.meetings.markdown import DEFAULT_SECTIONS, render_markdown
 from deskmcp.meetings.models import (
     CacheStatus,
@@ -59,31 +59,6 @@ IN_PROCESS_CHANGES = 200
 that found them took little memory, and a worker would take longer to start than they take."""
 BATCH = 500
 """Entries per transaction when an empty index is filled."""
-
-SCHEMA = IndexSchema(
-    name="meetings",
-    version=4,
-    text_fields=("title", "participants", "folders", "notes", "transcript"),
-    weights=(10.0, 5.0, 3.0, 2.0, 1.0),
-    columns=(
-        ("start_ts", "TEXT"),
-        ("platform", "TEXT"),
-        ("minutes", "REAL"),
-        ("summary", "BLOB"),
-        ("transcript_json", "BLOB"),
-    ),
-    side_tables=(
-        "CREATE TABLE people (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
-        " name TEXT, name_lc TEXT, email TEXT)",
-        "CREATE INDEX people_doc ON people(doc_id)",
-        "CREATE TABLE folder_members (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
-        " folder_id TEXT NOT NULL, folder_name TEXT NOT NULL, folder_lc TEXT NOT NULL)",
-        "CREATE INDEX folder_members_doc ON folder_members(doc_id)",
-        "CREATE INDEX folder_members_folder ON folder_members(folder_id)",
-        "CREATE INDEX docs_start ON docs(start_ts)",
-        "CREATE INDEX docs_platform ON docs(platform, start_ts)",
-    ),
-)
 
 
 def _summary_of(hit: Hit) -> MeetingSummary:
@@ -336,35 +311,22 @@ class MeetingService:
         return ExportMarkdownOutput(id=meeting.id, title=meeting.title, markdown=text, truncated=truncated)
 
     def stats(self, filters: Filters, group_by: str, *, limit: int = 50) -> StatsOutput:
-        if group_by not in GROUPS:
-            raise BadRequest(f"group_by must be one of {', '.join(GROUPS)} (got {group_by!r}).", {"group_by": group_by})
+        if group_by not in catalog.GROUP_BY:
+            raise BadRequest(
+                f"group_by must be one of {', '.join(catalog.GROUP_BY)} (got {group_by!r}).", {"group_by": group_by}
+            )
         self.refresh()
         where, params = filters.sql()
-        clause = f"WHERE {where}" if where else ""
-        counts: Counter[str] = Counter()
-        minutes: defaultdict[str, float] = defaultdict(float)
-        with self.index.reader() as conn:
-            total = int(conn.execute(f"SELECT count(*) FROM docs d {clause}", params).fetchone()[0])
-            if group_by in ("day", "week"):
-                rows = conn.execute(f"SELECT d.start_ts, d.minutes FROM docs d {clause}", params)
-                for start_ts, mins in rows:
-                    bucket = time_bucket(start_ts, group_by, self.zone)
-                    counts[bucket] += 1
-                    minutes[bucket] += mins or 0.0
-            else:
-                rows = conn.execute(GROUPS[group_by].format(clause=clause), params)
-                for key, count, mins in rows:
-                    counts[key] = count
-                    minutes[key] = mins or 0.0
-        if group_by in ("day", "week"):
-            ordered = sorted(counts)
+        total, buckets = catalog.stats(self.index, where, params, group_by, self.zone)
+        if group_by in catalog.TIME_GROUPS:
+            ordered = sorted(buckets)
         else:
-            ordered = sorted(counts, key=lambda k: (-counts[k], k))[:limit]
+            ordered = sorted(buckets, key=lambda k: (-buckets[k].count, k))[:limit]
         return StatsOutput(
             group_by=group_by,  # type: ignore[arg-type]
             timezone=zone_label(self.zone),
             total=total,
-            buckets=[StatsBucket(key=k, count=counts[k], minutes=round(minutes[k], 1)) for k in ordered],
+            buckets=[StatsBucket(key=k, count=buckets[k].count, minutes=round(buckets[k].minutes, 1)) for k in ordered],
         )
 
     def folders(self) -> FolderList:
@@ -395,19 +357,10 @@ class MeetingService:
         _check_limit(limit)
         self.refresh()
         needle = q.strip().lower() if q else ""
-        where = "instr(coalesce(p.name_lc, '') || ' ' || coalesce(p.email, ''), ?) > 0" if needle else "1=1"
-        sql = (
-            "SELECT max(p.name), p.email, count(DISTINCT p.doc_id), max(d.start_ts)"
-            " FROM people p JOIN docs d ON d.id = p.doc_id"
-            f" WHERE {where} GROUP BY coalesce(p.email, p.name_lc) ORDER BY count(DISTINCT p.doc_id) DESC,"
-            " max(d.start_ts) DESC LIMIT ?"
-        )
-        with self.index.reader() as conn:
-            rows = conn.execute(sql, ((needle, limit) if needle else (limit,))).fetchall()
         return ParticipantList(
             participants=[
-                ParticipantCount(name=name, email=email, meeting_count=count, last_meeting=last)
-                for name, email, count, last in rows
+                ParticipantCount(name=p.name, email=p.email, meeting_count=p.meetings, last_meeting=p.last_meeting)
+                for p in catalog.participants(self.index, needle, limit)
             ]
         )
 
