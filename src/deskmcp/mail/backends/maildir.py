@@ -3,14 +3,14 @@
 Folders carry the folder labels (INBOX, SENT, DRAFT, TRASH, SPAM, user folders); any other
 label a message has is a row in `deskmcp-labels.sqlite3` at the Maildir's root (user data:
 kept beside the mail, never in the rebuildable index). The index is refreshed before each
-call by listing only the folders whose directory changed.
+call by listing only the folders whose directory changed. The label table, the index's schema
+and the SQL this backend runs on the index live in `maildir_store`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,10 +22,12 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import Hit, IndexRecord, IndexSchema, SearchIndex, private_database
+from deskmcp.core.index import Hit, IndexRecord, SearchIndex
 from deskmcp.mail import mailstore
+from deskmcp.mail.backends import maildir_store
 from deskmcp.mail.backends.base import Labelled, Page, Sent
 from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listing, term_clause, word_alternatives
+from deskmcp.mail.backends.maildir_store import SCHEMA, LabelTable, thread_id_for
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -33,37 +35,6 @@ from deskmcp.mail.query import Node, free_words
 
 log = logging.getLogger(__name__)
 
-SCHEMA = IndexSchema(
-    name="mail",
-    version=2,
-    text_fields=("subject", "sender", "tos", "ccs", "bccs", "body", "filenames", "grams"),
-    weights=(5.0, 3.0, 2.0, 2.0, 1.0, 1.0, 2.0, 1.0),
-    columns=(
-        ("folder", "TEXT"),
-        ("sub", "TEXT"),
-        ("fname", "TEXT"),
-        ("ts", "REAL"),
-        ("date", "TEXT"),
-        ("unread", "INTEGER"),
-        ("starred", "INTEGER"),
-        ("has_att", "INTEGER"),
-        ("size", "INTEGER"),
-        ("thread", "TEXT"),
-        ("rfc", "TEXT"),
-        ("subject", "TEXT"),
-        ("sender", "TEXT"),
-        ("tos", "TEXT"),
-        ("ccs", "TEXT"),
-        ("snippet", "TEXT"),
-        ("labels", "TEXT"),
-    ),
-    side_tables=(
-        "CREATE INDEX docs_ts ON docs(ts)",
-        "CREATE INDEX docs_thread ON docs(thread)",
-        "CREATE INDEX docs_rfc ON docs(rfc)",
-        "CREATE INDEX docs_folder ON docs(folder, sub)",
-    ),
-)
 INDEXED_BODY_CHARS = 100_000
 _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
 _HIDDEN = ("TRASH", "SPAM")
@@ -74,55 +45,8 @@ def message_id_for(key: str) -> str:
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-def thread_id_for(root: str, fallback: str) -> str:
-    return hashlib.blake2b(root.encode(), digest_size=8).hexdigest() if root else fallback
-
-
 def _label_text(labels: Sequence[str]) -> str:
     return LABEL_SEP + LABEL_SEP.join(labels) + LABEL_SEP if labels else ""
-
-
-class LabelTable:
-    """Labels that are not folders, per message key, in a small SQLite file."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=mailstore.PRIVATE_FOLDER)
-        private_database(path)
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._lock = threading.Lock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS labels (mkey TEXT, label TEXT, PRIMARY KEY(mkey, label))")
-        self._conn.execute("CREATE TABLE IF NOT EXISTS known (label TEXT PRIMARY KEY)")
-
-    def of(self, key: str) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT label FROM labels WHERE mkey=? ORDER BY label", (key,))]
-
-    def all(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        with self._lock:
-            for key, label in self._conn.execute("SELECT mkey, label FROM labels ORDER BY label"):
-                out.setdefault(key, []).append(label)
-        return out
-
-    def known(self) -> list[str]:
-        with self._lock:
-            rows = self._conn.execute("SELECT label FROM known UNION SELECT DISTINCT label FROM labels ORDER BY 1")
-            return [r[0] for r in rows]
-
-    def add(self, key: str, label: str) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR IGNORE INTO labels VALUES(?, ?)", (key, label))
-            self._conn.execute("INSERT OR IGNORE INTO known VALUES(?)", (label,))
-
-    def remove(self, key: str, label: str) -> bool:
-        with self._lock:
-            cur = self._conn.execute("DELETE FROM labels WHERE mkey=? AND lower(label)=lower(?)", (key, label))
-            return cur.rowcount > 0
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
 
 
 class MaildirBackend:
@@ -204,64 +128,25 @@ class MaildirBackend:
         meta = {f"dir:{d}/{s}": str(m) for d, s, m in dirs if m is not None and now - m > _RACY_NS}
         self.index.apply(batch, gone)
         with self.index.transaction() as conn:
-            self._join_threads(conn, joining)
+            maildir_store.join_threads(conn, joining)
             for key, entry in moved:
-                self._update_location(conn, key, entry)
+                maildir_store.update_location(conn, key, entry)
             for k, v in meta.items():
                 self.index.set_meta(k, v, conn)
         self._listings.update(listings)
         return added + len(moved) + len(gone)
 
-    def _join_threads(self, conn: sqlite3.Connection, links: Sequence[tuple[str, str, str]]) -> None:
-        """Put new messages and the conversations they connect under one thread id.
-
-        A message's thread is keyed by its root (first References id, else In-Reply-To). A reply
-        carrying only In-Reply-To names its parent, not the root: it takes the thread of that
-        parent when the parent is indexed, and a message arriving after its replies gathers
-        the replies that were keyed by its own Message-ID. Mail can arrive in any order, so
-        each step moves every message of the thread it replaces along with it. `links` are
-        (key, Message-ID, root) of the new messages.
-        """
-        for key, rfc, root in links:
-            row = conn.execute("SELECT thread FROM docs WHERE key=?", (key,)).fetchone()
-            if row is None:
-                continue
-            current = str(row[0])
-            if root and root != rfc:
-                parent = conn.execute("SELECT thread FROM docs WHERE rfc=? AND key<>? LIMIT 1", (root, key)).fetchone()
-                if parent is not None and parent[0] != current:
-                    conn.execute("UPDATE docs SET thread=? WHERE thread=?", (parent[0], current))
-                    current = str(parent[0])
-            own = thread_id_for(rfc, key) if rfc else current
-            if own != current:
-                conn.execute("UPDATE docs SET thread=? WHERE thread=?", (current, own))
-
     def _indexed_names(self, directory: str, sub: str) -> set[str]:
-        with self.index.reader() as conn:
-            rows = conn.execute("SELECT fname FROM docs WHERE folder=? AND sub=?", (directory, sub))
-            return {row[0] for row in rows}
+        return maildir_store.indexed_names(self.index, directory, sub)
 
     def _indexed_keys(self, keys: list[str]) -> set[str]:
-        found: set[str] = set()
-        with self.index.reader() as conn:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                found.update(r[0] for r in conn.execute(f"SELECT key FROM docs WHERE key IN ({marks})", chunk))
-        return found
+        return maildir_store.indexed_keys(self.index, keys)
 
     def _listed(self, entry: Entry, present: bool) -> None:
         """Keep the last listing in step with a change this process made itself."""
         names = self._listings.get((entry.folder, entry.sub))
         if names is not None:
             (names.add if present else names.discard)(entry.name)
-
-    def _update_location(self, conn: sqlite3.Connection, key: str, entry: Entry) -> None:
-        flags = entry.flags
-        conn.execute(
-            "UPDATE docs SET folder=?, sub=?, fname=?, unread=?, starred=? WHERE key=?",
-            (entry.folder, entry.sub, entry.name, int("S" not in flags), int("F" in flags), key),
-        )
 
     def _record(self, entry: Entry, labels: list[str]) -> IndexRecord | None:
         path = self.store.path(entry)
@@ -372,9 +257,8 @@ class MaildirBackend:
         return Page(emails, len(hits) > limit, self._position(page[-1]) if page else None)
 
     def _position(self, hit: Hit) -> list[Any] | None:
-        with self.index.reader() as conn:
-            row = conn.execute("SELECT id FROM docs WHERE key=?", (hit.key,)).fetchone()
-        return None if row is None else [hit.columns["ts"], int(row[0])]
+        row = maildir_store.row_of(self.index, hit.key)
+        return None if row is None else [hit.columns["ts"], row]
 
     def _snippets(self, keys: list[str], words: list[str]) -> dict[str, str]:
         # CJK terms match character pairs, which make no readable snippet: the stored one is shown.
@@ -442,9 +326,9 @@ class MaildirBackend:
                 raise IOFailure("The message was written but could not be read back.")
             self.index.apply([record])
             with self.index.transaction() as conn:
-                self._join_threads(conn, [_link(record)])
-                row = conn.execute("SELECT thread FROM docs WHERE key=?", (record.key,)).fetchone()
-            return Sent(record.key, str(row[0] if row else record.columns["thread"]))
+                maildir_store.join_threads(conn, [_link(record)])
+                thread = maildir_store.thread_of(conn, record.key)
+            return Sent(record.key, thread if thread is not None else str(record.columns["thread"]))
 
     def send(self, message: EmailMessage, thread_id: str | None) -> Sent:
         data = bytes(message)
@@ -487,7 +371,7 @@ class MaildirBackend:
             self._listed(entry, False)
             self._listed(target, True)
             with self.index.transaction() as conn:
-                self._update_location(conn, message_id, target)
+                maildir_store.update_location(conn, message_id, target)
             return self._labels_of(message_id)
 
     def _labels_of(self, message_id: str) -> Labelled:
@@ -535,7 +419,7 @@ class MaildirBackend:
 
     def _store_labels(self, message_id: str, key: str) -> None:
         with self.index.transaction() as conn:
-            conn.execute("UPDATE docs SET labels=? WHERE key=?", (_label_text(self.label_table.of(key)), message_id))
+            maildir_store.set_labels(conn, message_id, _label_text(self.label_table.of(key)))
 
     def set_read(self, message_id: str, read: bool) -> Labelled:
         entry, _ = self._entry(message_id)
@@ -544,40 +428,28 @@ class MaildirBackend:
 
     def labels(self) -> list[LabelInfo]:
         self.refresh()
+        folders = [(d, label) for d in self.store.folders() if (label := mailstore.folder_label(d)) is not None]
+        names = {label.lower() for _, label in folders}
+        keywords = [label for label in self.label_table.known() if label.lower() not in names]
+        by_folder, by_marker = maildir_store.label_counts(
+            self.index, [f"{LABEL_SEP}{label}{LABEL_SEP}" for label in keywords]
+        )
         out: list[LabelInfo] = []
-        with self.index.reader() as conn:
-            counts = {
-                folder: (total, unread or 0)
-                for folder, total, unread in conn.execute(
-                    "SELECT folder, count(*), sum(unread) FROM docs GROUP BY folder"
-                )
-            }
-            for directory in self.store.folders():
-                label = mailstore.folder_label(directory)
-                if label is None:
-                    continue
-                total, unread = counts.get(directory, (0, 0))
-                kind = "system" if label == "INBOX" or label in mailstore.SYSTEM_FOLDERS else "folder"
-                out.append(LabelInfo(name=label, kind=kind, total=total, unread=unread))
-            names = {i.name.lower() for i in out}
-            for label in self.label_table.known():
-                if label.lower() in names:
-                    continue
-                row = conn.execute(
-                    "SELECT count(*), sum(unread) FROM docs WHERE instr(labels, ?) > 0",
-                    (f"{LABEL_SEP}{label}{LABEL_SEP}",),
-                ).fetchone()
-                out.append(LabelInfo(name=label, kind="keyword", total=int(row[0]), unread=int(row[1] or 0)))
+        for directory, label in folders:
+            total, unread = by_folder.get(directory, (0, 0))
+            kind = "system" if label == "INBOX" or label in mailstore.SYSTEM_FOLDERS else "folder"
+            out.append(LabelInfo(name=label, kind=kind, total=total, unread=unread))
+        for label in keywords:
+            total, unread = by_marker[f"{LABEL_SEP}{label}{LABEL_SEP}"]
+            out.append(LabelInfo(name=label, kind="keyword", total=total, unread=unread))
         return out
 
     def iter_ids(self) -> Iterator[str]:
-        with self.index.reader() as conn:
-            for (key,) in conn.execute("SELECT key FROM docs"):
-                yield key
+        return maildir_store.iter_keys(self.index)
 
 
 def _link(record: IndexRecord) -> tuple[str, str, str]:
-    """(key, Message-ID, thread root) of a new record, for `_join_threads`."""
+    """(key, Message-ID, thread root) of a new record, for `maildir_store.join_threads`."""
     data = orjson.loads(record.data or b"{}")
     references = data.get("references") or []
     root = references[0] if references else data.get("in_reply_to") or ""
