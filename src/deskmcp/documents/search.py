@@ -17,6 +17,7 @@ from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.core.index import Hit, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
+from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.models import (
     DocumentSummary,
@@ -185,13 +186,10 @@ class Catalog:
         )
 
     def list_tags(self) -> TagList:
-        with self.index.reader() as conn:
-            rows = conn.execute("SELECT tag, count(*) AS n FROM tags GROUP BY tag ORDER BY n DESC, tag").fetchall()
-        return TagList(tags=[TagCount(tag=tag, count=n) for tag, n in rows])
+        return TagList(tags=[TagCount(tag=tag, count=n) for tag, n in catalog.tag_counts(self.index)])
 
     def list_roots(self) -> RootList:
-        with self.index.reader() as conn:
-            counts = dict(conn.execute("SELECT root, count(*) FROM docs GROUP BY root").fetchall())
+        counts = catalog.root_counts(self.index)
         return RootList(
             roots=[
                 RootInfo(

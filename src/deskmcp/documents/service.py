@@ -17,9 +17,11 @@ from pathlib import Path
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.index import IndexRecord, SearchIndex
 from deskmcp.core.paths import is_within, relative_posix
+from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
+from deskmcp.documents.catalog import SCHEMA
 from deskmcp.documents.frontmatter import frontmatter_tags
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -38,20 +40,6 @@ from deskmcp.documents.settings import DocumentsSettings
 
 log = logging.getLogger(__name__)
 
-SCHEMA = IndexSchema(
-    name="documents",
-    version=1,
-    text_fields=("title", "tags", "path", "body"),
-    weights=(10.0, 6.0, 3.0, 1.0),
-    columns=(("root", "TEXT"), ("name_lc", "TEXT"), ("kind", "TEXT"), ("mtime", "REAL")),
-    side_tables=(
-        "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE, tag TEXT NOT NULL)",
-        "CREATE INDEX tags_tag ON tags(tag, doc_id)",
-        "CREATE INDEX tags_doc ON tags(doc_id)",
-        "CREATE INDEX docs_mtime ON docs(mtime)",
-        "CREATE INDEX docs_kind ON docs(kind)",
-    ),
-)
 BATCH = 200
 MAX_NOTE_CHARS = 1_000_000
 
@@ -147,8 +135,7 @@ class DocumentService:
         return record, summary
 
     def _indexed(self, key: str) -> tuple[str, DocumentSummary] | None:
-        with self.index.reader() as conn:
-            row = conn.execute("SELECT fingerprint, data FROM docs WHERE key=?", (key,)).fetchone()
+        row = catalog.indexed(self.index, key)
         return None if row is None else (row[0], summary_of(row[1]))
 
     def index_document(self, path: str, tags: list[str] | None = None) -> IndexDocumentOutput:
@@ -201,15 +188,11 @@ class DocumentService:
     def _prune_folder(self, folder: Located, recursive: bool) -> int:
         """Drop index entries under `folder` whose file no longer exists."""
         prefix = folder.root.prefix(f"{folder.rel}/" if folder.rel else "")
-        with self.index.reader() as conn:
-            keys = [
-                key
-                for (key,) in conn.execute(
-                    "SELECT key FROM docs WHERE root = ? AND substr(key, 1, ?) = ?",
-                    (folder.root.name, len(prefix), prefix),
-                )
-                if recursive or "/" not in key[len(prefix) :]
-            ]
+        keys = [
+            key
+            for key in catalog.keys_under(self.index, folder.root.name, prefix)
+            if recursive or "/" not in key[len(prefix) :]
+        ]
         gone = [key for key, st in self.catalog.disk_state(keys).items() if st is None]
         return self.index.apply(deletes=gone).deleted if gone else 0
 
@@ -258,12 +241,7 @@ class DocumentService:
         return files
 
     def _known_tags(self) -> dict[str, tuple[str, list[str]]]:
-        with self.index.reader() as conn:
-            rows = conn.execute(
-                "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
-                " LEFT JOIN tags t ON t.doc_id = d.id GROUP BY d.id"
-            ).fetchall()
-        return {key: (fp, tags.split("\x1f") if tags else []) for key, fp, tags in rows}
+        return catalog.fingerprints_and_tags(self.index)
 
     def remove_document(self, path: str) -> RemovedDocument:
         root, rel = self.roots.split(path.strip())

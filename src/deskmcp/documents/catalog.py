@@ -1,0 +1,62 @@
+"""The documents index: its schema and the queries the service and search run on it beyond the
+core index's own (tags, roots, what is indexed under a folder). They hold no SQL themselves."""
+
+from __future__ import annotations
+
+from deskmcp.core.index import IndexSchema, SearchIndex
+
+SCHEMA = IndexSchema(
+    name="documents",
+    version=1,
+    text_fields=("title", "tags", "path", "body"),
+    weights=(10.0, 6.0, 3.0, 1.0),
+    columns=(("root", "TEXT"), ("name_lc", "TEXT"), ("kind", "TEXT"), ("mtime", "REAL")),
+    side_tables=(
+        "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE, tag TEXT NOT NULL)",
+        "CREATE INDEX tags_tag ON tags(tag, doc_id)",
+        "CREATE INDEX tags_doc ON tags(doc_id)",
+        "CREATE INDEX docs_mtime ON docs(mtime)",
+        "CREATE INDEX docs_kind ON docs(kind)",
+    ),
+)
+
+_TAG_SEP = "\x1f"  # char(31): cannot occur in a cleaned tag
+
+
+def indexed(index: SearchIndex, key: str) -> tuple[str, bytes | None] | None:
+    """A document's fingerprint and stored summary, or None when it is not indexed."""
+    with index.reader() as conn:
+        row = conn.execute("SELECT fingerprint, data FROM docs WHERE key=?", (key,)).fetchone()
+    return None if row is None else (str(row[0]), row[1])
+
+
+def keys_under(index: SearchIndex, root: str, prefix: str) -> list[str]:
+    """The keys of the documents of `root` whose address starts with `prefix`."""
+    with index.reader() as conn:
+        rows = conn.execute(
+            "SELECT key FROM docs WHERE root = ? AND substr(key, 1, ?) = ?", (root, len(prefix), prefix)
+        )
+        return [str(key) for (key,) in rows]
+
+
+def fingerprints_and_tags(index: SearchIndex) -> dict[str, tuple[str, list[str]]]:
+    """Every indexed document's fingerprint and tags."""
+    with index.reader() as conn:
+        rows = conn.execute(
+            "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
+            " LEFT JOIN tags t ON t.doc_id = d.id GROUP BY d.id"
+        ).fetchall()
+    return {key: (fp, tags.split(_TAG_SEP) if tags else []) for key, fp, tags in rows}
+
+
+def tag_counts(index: SearchIndex) -> list[tuple[str, int]]:
+    """Every tag with its documents, most used first, then by name."""
+    with index.reader() as conn:
+        rows = conn.execute("SELECT tag, count(*) AS n FROM tags GROUP BY tag ORDER BY n DESC, tag").fetchall()
+    return [(str(tag), int(n)) for tag, n in rows]
+
+
+def root_counts(index: SearchIndex) -> dict[str, int]:
+    """The indexed documents per root name."""
+    with index.reader() as conn:
+        return {str(root): int(n) for root, n in conn.execute("SELECT root, count(*) FROM docs GROUP BY root")}
