@@ -50,6 +50,11 @@ SUBJECTS: list[tuple[str, str | bytes, str]] = [
     ("raw-utf8", b"Caf\xc3\xa9 raw", "Café raw"),
     ("raw-cp1252", b"Caf\xe9 latin", "Café latin"),
     ("folded", "Hello\r\n world", "Hello world"),
+    ("unknown-charset-ascii", "=?x-unknown?Q?abc?=", "abc"),
+    ("unknown-charset-utf8-bytes", "=?x-unknown?Q?caf=C3=A9?= and =?utf-8?q?more?=", "café and more"),
+    ("unknown-charset-latin1-bytes", "=?x-unknown?Q?caf=E9?=", "café"),
+    ("utf8-label-latin1-bytes", "=?utf-8?Q?caf=E9?=", "café"),
+    ("raw-text-beside-encoded-word", b"Caf\xe9 =?utf-8?q?ok?=", "Café ok"),
 ]
 
 
@@ -102,6 +107,11 @@ BODIES: list[tuple[str, bytes, str]] = [
     ("unknown-charset-utf8-bytes", single("text/plain; charset=x-unknown", b"caf\xc3\xa9"), "café"),
     ("unknown-charset-cp1252-bytes", single("text/plain; charset=x-unknown", b"caf\xe9"), "café"),
     ("no-charset-8bit", single("text/plain", b"caf\xe9"), "café"),
+    ("utf8-label-latin1-bytes", single("text/plain; charset=utf-8", b"caf\xe9"), "café"),
+    ("utf8-label-cp1252-bytes", single("text/plain; charset=UTF-8", b"\x93caf\xe9\x94 \x80"), "\u201ccafé\u201d €"),
+    ("cp1252-undefined-byte-as-latin1", single("text/plain; charset=utf-8", b"\x80 \x81"), "€ \x81"),
+    ("ascii-label-latin1-bytes", single("text/plain; charset=us-ascii", b"caf\xe9"), "café"),
+    ("shift-jis-strict", single("text/plain; charset=shift_jis", b"\x93\xfa\x96\x7b"), "日本"),
     ("base64", single("text/plain; charset=utf-8", b"Y2Fmw6k=", "base64"), "café"),
     ("quoted-printable", single("text/plain; charset=utf-8", b"caf=C3=A9", "quoted-printable"), "café"),
     ("html-as-text", single("text/html; charset=utf-8", b"<p>Hello <b>there</b></p>"), "Hello there"),
@@ -164,6 +174,21 @@ ATTACHMENTS: list[tuple[str, bytes, tuple[str, str, int]]] = [
         "raw-utf8-filename",
         with_part('Content-Type: application/pdf\r\nContent-Disposition: attachment; filename="caf\xc3\xa9.pdf"', b"x"),
         ("café.pdf", "application/pdf", 1),
+    ),
+    (
+        "raw-latin1-filename",
+        with_part('Content-Type: application/pdf\r\nContent-Disposition: attachment; filename="caf\xe9.pdf"', b"x"),
+        ("café.pdf", "application/pdf", 1),
+    ),
+    (
+        "raw-latin1-filename-unquoted",
+        with_part("Content-Type: application/pdf\r\nContent-Disposition: attachment; filename=caf\xe9.pdf", b"x"),
+        ("café.pdf", "application/pdf", 1),
+    ),
+    (
+        "raw-latin1-name-on-content-type",
+        with_part('Content-Type: application/pdf; name="r\xe9sum\xe9.pdf"', b"x"),
+        ("résumé.pdf", "application/pdf", 1),
     ),
     (
         "name-on-content-type",

@@ -34,6 +34,35 @@ SNIPPET_CHARS = 140
 # descending, so a hostile message cannot exhaust the stack.
 MAX_DEPTH = 64
 _LONG_HEADER = 8192
+# An encoded word the modern parser left as written (an unknown charset, bytes its charset cannot
+# read): the raw decoding below reads it, so get_email and the listings show the same text.
+_ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[QqBb]\?[^?\s]*\?=")
+
+
+def _latin1_gaps(error: UnicodeError) -> tuple[str, int]:
+    # The five bytes cp1252 leaves undefined read as their Latin-1 control characters, as the
+    # WHATWG "windows-1252" decoder does, so one stray byte never costs the rest of the text.
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return error.object[error.start : error.end].decode("latin-1"), error.end
+
+
+codecs.register_error("deskmcp-latin1", _latin1_gaps)
+
+
+def decode_fallback(data: bytes, charset: str | None = None) -> str:
+    """Bytes as text without losing any: the declared charset if it reads them strictly, else
+    UTF-8, else cp1252 (undefined bytes as Latin-1), the way mature mail clients recover mail
+    whose declared charset is wrong (Latin-1 bytes labelled utf-8 are common)."""
+    if charset:
+        try:
+            return data.decode(charset)
+        except (UnicodeDecodeError, LookupError):  # wrong or unknown label: fall back
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", "deskmcp-latin1")
 
 
 class NestingTooDeep(MessageDefect):
@@ -92,11 +121,7 @@ def fix_text(text: str) -> str:
     """Undo the parser's surrogate escapes: raw 8-bit bytes as UTF-8, else cp1252."""
     if _SURROGATE.search(text) is None:
         return text
-    raw = text.encode("utf-8", "surrogateescape")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("cp1252", "replace")
+    return decode_fallback(text.encode("utf-8", "surrogateescape"))
 
 
 def header_text(msg: Message, name: str) -> str:
@@ -116,7 +141,7 @@ def header_text(msg: Message, name: str) -> str:
         text = "" if value is None else str(value)
     except _HEADER_ERRORS:
         text = _raw_header(msg, name)
-    if "\ufffd" in text:  # raw 8-bit bytes the parser gave up on: decode them ourselves
+    if "\ufffd" in text or _ENCODED_WORD.search(text):  # what the parser gave up on: decode it ourselves
         text = _raw_header(msg, name) or text
     return _WS.sub(" ", fix_text(text)).strip()
 
@@ -156,11 +181,7 @@ def _raw_value(msg: Message, name: str) -> str:
 
 
 def _raw_header(msg: Message, name: str) -> str:
-    raw = fix_text(_raw_value(msg, name))
-    try:
-        return str(make_header(decode_header(raw)))
-    except _HEADER_ERRORS:
-        return raw
+    return decode_words(fix_text(_raw_value(msg, name)))
 
 
 def address_list(value: str) -> list[str]:
@@ -236,17 +257,7 @@ def payload_bytes(part: Message) -> bytes:
 
 def part_text(part: Message) -> str:
     """A text part's content decoded with its charset, falling back to UTF-8 then cp1252."""
-    data = payload_bytes(part)
-    charset = _charset(part)
-    if charset:
-        try:
-            return data.decode(charset)
-        except (UnicodeDecodeError, LookupError):
-            pass
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode(charset or "cp1252", "replace")
+    return decode_fallback(payload_bytes(part), _charset(part))
 
 
 def _filename(part: Message) -> str | None:
@@ -266,14 +277,30 @@ def _filename(part: Message) -> str | None:
     if name is None:
         return None
     text = fix_text(str(name))
+    if "\ufffd" in text:  # raw 8-bit bytes the modern parser replaced: read the raw header instead
+        text = _fast_filename(part) or text
     if "=?" in text:  # RFC 2047 inside a filename: not standard, but common
         text = decode_words(text)
     return _WS.sub(" ", text).strip()
 
 
 def decode_words(text: str) -> str:
+    """RFC 2047 encoded words decoded; a word in an unknown charset, or with bytes its charset
+    cannot read, is read like a body (`decode_fallback`); a broken one stays as written."""
     try:
-        return str(make_header(decode_header(text)))
+        chunks = decode_header(text)
+    except _HEADER_ERRORS:
+        return text
+    decoded: list[tuple[str | bytes, str | None]] = []
+    for data, charset in chunks:
+        if isinstance(data, str):
+            decoded.append((data, charset))
+        elif charset is None:  # text between encoded words, escaped by decode_header
+            decoded.append((data.decode("raw-unicode-escape"), None))
+        else:  # "utf-8*en": RFC 2231 puts a language after the charset
+            decoded.append((decode_fallback(data, charset.split("*", 1)[0]), "utf-8"))
+    try:
+        return str(make_header(decoded))
     except _HEADER_ERRORS:
         return text
 
@@ -285,7 +312,9 @@ def _fast_filename(part: Message) -> str | None:
         if raw is None:
             continue
         try:
-            unfolded = re.sub(r"\r?\n(?=[ \t])", "", raw)
+            # Raw 8-bit bytes decoded first (UTF-8, else cp1252): the header parser would
+            # replace them with U+FFFD.
+            unfolded = fix_text(re.sub(r"\r?\n(?=[ \t])", "", raw))
             parsed = policy.default.header_factory(header, unfolded)
             value = parsed.params.get(param)  # type: ignore[attr-defined]
         except _HEADER_ERRORS:
