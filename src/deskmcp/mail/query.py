@@ -2,8 +2,9 @@
 
 Supported: words and "phrases", `from:` `to:` `cc:` `bcc:` `subject:` `is:` `label:` `in:`
 `has:attachment` `filename:` `after:` `before:` `newer_than:` `older_than:` `larger:` `smaller:`
-`rfc822msgid:`, `OR` (or `|`), `-` / `NOT`, `AND`, parentheses and `{a b}` (any of). Anything
-else written as `name:value` is refused with a `bad_request` naming the operator.
+`rfc822msgid:`, `OR` (or `|`), `-` / `NOT`, `AND`, parentheses and `{a b}` (any of), and a group
+after an operator (`subject:(a b)` is `subject:a subject:b`, `from:{a b}` is `from:a OR from:b`).
+Anything else written as `name:value` is refused with a `bad_request` naming the operator.
 """
 
 from __future__ import annotations
@@ -134,15 +135,41 @@ class _Parser:
                 self.pos -= 1
                 self.tokens[self.pos] = token
                 return Not(self.unary())
-        term = self.term(token)
-        return Not(term) if negate else term
+        match = _OP.match(token)
+        if match and not match.group(3) and match.group(2).lower() in OPERATORS and self.peek() in ("(", "{"):
+            # Gmail's `subject:(a b)`: the operator applies to every word of the group.
+            node = self.under(match.group(2).lower(), self.unary())
+        else:
+            node = self.term(token)
+        return Not(node) if negate else node
+
+    def under(self, op: str, node: Node) -> Node:
+        """`node` (a group's tree) with `op` applied to each of its words and phrases."""
+        if isinstance(node, Term):
+            if node.op == op:  # subject:(a subject:b) says the same twice
+                return node
+            if node.op is not None:
+                raise _bad(
+                    f"Inside '{op}:( )' write only words, \"phrases\", OR and -; put '{node.op}:' outside"
+                    f" the parentheses, e.g. {op}:(a b) {node.op}:{node.value or 'x'}.",
+                    self.query,
+                    operator=op,
+                )
+            return self.operator(op, node.value)
+        if isinstance(node, Not):
+            return Not(self.under(op, node.node))
+        nodes = tuple(self.under(op, n) for n in node.nodes)
+        return And(nodes) if isinstance(node, And) else Or(nodes)
 
     def term(self, token: str) -> Term:
         match = _OP.match(token)
         if match is None or (match.group(2).lower() not in OPERATORS and not _looks_like_operator(match.group(2))):
             return Term(None, token.strip('"'))
-        op = match.group(2).lower()
-        value = match.group(3).strip('"').strip()
+        return self.operator(match.group(2).lower(), match.group(3).strip('"'))
+
+    def operator(self, op: str, value: str) -> Term:
+        """The term `op:value`, refused with what to write when `op` or `value` cannot be searched."""
+        value = value.strip()
         if op not in OPERATORS:
             raise _bad(
                 f"The search operator '{op}:' is not supported here."
@@ -151,7 +178,11 @@ class _Parser:
                 operator=op,
             )
         if not value:
-            raise _bad(f"The operator '{op}:' needs a value.", self.query, operator=op)
+            raise _bad(
+                f"The operator '{op}:' needs a value: write {op}:word, {op}:\"a phrase\" or {op}:(a b).",
+                self.query,
+                operator=op,
+            )
         if op == "is" and value.lower() not in IS_VALUES:
             raise _bad(
                 f"'is:{value}' is not supported here; use is:{', is:'.join(IS_VALUES)}.", self.query, operator="is"
