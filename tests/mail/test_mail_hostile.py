@@ -85,3 +85,35 @@ async def test_security_a_binary_blob_in_the_maildir_is_listed_and_read_without_
             result = await c.call_tool("get_email", {"message_id": email["id"]})
             assert not result.is_error or '"parse_error"' in result.content[0].text  # type: ignore[union-attr]
     assert "Normal" in [e["subject"] for e in listed["emails"]] and len(listed["emails"]) == 2
+
+
+def mislabelled(subject: bytes) -> bytes:
+    """Latin-1 text everywhere a sender's mail program may put it: a body labelled utf-8, a raw
+    8-bit filename, and the given Subject."""
+    return (
+        b"From: Ren\xe9 <rene@example.org>\r\nTo: me@localhost\r\nSubject: " + subject + b"\r\n"
+        b"Date: Thu, 19 Nov 2026 10:00:00 +0000\r\nMessage-ID: <latin@example.org>\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: multipart/mixed; boundary=BB\r\n\r\n"
+        b"--BB\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+        b"Le caf\xe9 est pr\xeat.\r\n"
+        b'--BB\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename="caf\xe9.pdf"\r\n\r\n'
+        b"x\r\n--BB--\r\n"
+    )
+
+
+async def test_mislabelled_latin1_mail_reads_the_same_in_listings_get_email_and_search(
+    connect: Connect, workspace: Path
+) -> None:
+    deliver(workspace, mislabelled(b"=?x-unknown?Q?caf=E9_menu?="))
+    deliver(workspace, make_mail("caf menu elsewhere", "other", days_ago=2))
+    async with connect() as c:
+        listed = await call(c, "list_emails", {"query": ""})
+        latin = next(e for e in listed["emails"] if e["rfc_message_id"] == "<latin@example.org>")
+        full = await call(c, "get_email", {"message_id": latin["id"]})
+        grouped = await call(c, "list_emails", {"query": "subject:(menu café)"})
+        either = await call(c, "list_emails", {"query": "subject:{elsewhere café}"})
+    assert latin["subject"] == full["subject"] == "café menu"
+    assert full["body"] == "Le café est prêt."
+    assert [a["filename"] for a in full["attachments"]] == ["café.pdf"]
+    assert [e["id"] for e in grouped["emails"]] == [latin["id"]]
+    assert len(either["emails"]) == 2
