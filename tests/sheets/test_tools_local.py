@@ -5,10 +5,14 @@ from __future__ import annotations
 import csv
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from deskmcp.core.errors import PermissionDenied
+from deskmcp.sheets.server import Settings
+from deskmcp.sheets.service import SheetsService
 from tests.helpers.tool_calls import Connect, call, fail
 from tests.helpers.workbooks import make_xlsx
 
@@ -357,6 +361,39 @@ async def test_read_only_mode_offers_only_reading_tools_and_names_the_setting(co
     assert created["error"] == "permission_denied" and deleted["error"] == "permission_denied"
     assert "sheets is read-only (SHEETS_READ_ONLY=1): create_spreadsheet is not available" in created["message"]
     assert listed["spreadsheets"] == []
+
+
+WRITES = {
+    "create_spreadsheet": lambda s: s.create_spreadsheet("new", None),
+    "update_values": lambda s: s.update_values("book.xlsx", "S!A1", [[9]], "RAW"),
+    "batch_update": lambda s: s.batch_update("book.xlsx", [{"range": "S!A1", "values": [[9]]}], "RAW"),
+    "append_rows": lambda s: s.append_rows("book.xlsx", "S!A1", [[9]], "RAW"),
+    "clear_values": lambda s: s.clear_values("book.xlsx", ["S!A1"]),
+    "add_sheet": lambda s: s.add_sheet("book.xlsx", "T", 10, 10),
+    "rename_sheet": lambda s: s.rename_sheet("book.xlsx", "S", "T"),
+    "duplicate_sheet": lambda s: s.duplicate_sheet("book.xlsx", "S", "T"),
+    "delete_sheet": lambda s: s.delete_sheet("book.xlsx", "S"),
+    "insert_rows": lambda s: s.insert_rows("book.xlsx", "S", 1, 1),
+    "delete_rows": lambda s: s.delete_rows("book.xlsx", "S", 1, 1),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(WRITES))
+def test_security_read_only_service_used_directly_refuses_every_change_naming_the_setting(
+    root: Path, settings_for: Callable[..., Settings], tool: str
+) -> None:
+    make_xlsx(root / "book.xlsx", {"S": [[1], [2]]})
+    before = (root / "book.xlsx").read_bytes()
+    service = SheetsService(settings_for(root, read_only=True))
+    try:
+        with pytest.raises(PermissionDenied) as refused:
+            WRITES[tool](service)
+        assert service.read_values("book.xlsx", ["S!A1:A2"], "shown", False, 10, None).ranges[0].values == [[1], [2]]
+    finally:
+        service.close()
+    assert "SHEETS_READ_ONLY" in refused.value.message
+    assert (root / "book.xlsx").read_bytes() == before
+    assert sorted(p.name for p in root.iterdir()) == ["book.xlsx"]
 
 
 def test_toolsets_setting_picks_the_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from deskmcp.core.errors import BadRequest, NotFound
+from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.sheets.a1 import A1Range, cell_name, parse_a1
 from deskmcp.sheets.backends.base import SheetsBackend
@@ -62,6 +62,17 @@ class SheetsService:
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()
+
+    def _writer(self) -> SheetsBackend:
+        """The backend, for a change; refused when the sheets are read-only (SHEETS_READ_ONLY), so a
+        service used without the server (which then offers no writing tool) cannot write either."""
+        if self.settings.read_only:
+            raise PermissionDenied(
+                "The sheets are read-only (SHEETS_READ_ONLY=1): spreadsheets cannot be created or changed. "
+                "Unset SHEETS_READ_ONLY to allow changes; the reading tools still work.",
+                {"read_only": True, "variable": "SHEETS_READ_ONLY"},
+            )
+        return self.backend
 
     def _ranges(self, spreadsheet_id: str, texts: list[str]) -> list[A1Range]:
         """Parse A1 ranges; a bare word like 'a' or 'Data' that names a sheet means that sheet."""
@@ -220,6 +231,7 @@ class SheetsService:
     def batch_update(
         self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode, *, escape_csv: bool = True
     ) -> UpdateResult:
+        backend = self._writer()
         if not data:
             raise BadRequest("Give at least one {range, values} edit.", {})
         if len(data) > MAX_RANGES:
@@ -232,7 +244,7 @@ class SheetsService:
             if len(rows) > MAX_ROWS_PER_CALL:
                 raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
             updates.append((self._ranges(spreadsheet_id, [str(edit["range"])])[0], rows))
-        done, flagged = self.backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
+        done, flagged = backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
         return UpdateResult(
             spreadsheet_id=spreadsheet_id,
             updated=done,
@@ -243,12 +255,13 @@ class SheetsService:
     def append_rows(
         self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
     ) -> UpdateResult:
+        backend = self._writer()
         rows = _rows(values)
         if not rows:
             raise BadRequest("values holds no rows to append.", {})
         if len(rows) > MAX_ROWS_PER_CALL:
             raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
-        done, flagged = self.backend.append(
+        done, flagged = backend.append(
             spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode, escape_csv=escape_csv
         )
         return UpdateResult(
@@ -256,40 +269,48 @@ class SheetsService:
         )
 
     def clear_values(self, spreadsheet_id: str, ranges: list[str]) -> ClearResult:
+        backend = self._writer()
         if not ranges:
             raise BadRequest("Give at least one range to clear.", {})
-        cleared, flagged = self.backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
+        cleared, flagged = backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
         return ClearResult(spreadsheet_id=spreadsheet_id, cleared=cleared, uncomputed=flagged or None)
 
     def create_spreadsheet(self, title: str, sheets: list[str] | None) -> SpreadsheetInfo:
+        backend = self._writer()
         if not title.strip():
             raise BadRequest("title is empty.", {})
-        return self.backend.create_spreadsheet(title.strip(), sheets or [])
+        return backend.create_spreadsheet(title.strip(), sheets or [])
 
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetResult:
-        info, flagged = self.backend.add_sheet(spreadsheet_id, title, rows, columns)
+        backend = self._writer()
+        info, flagged = backend.add_sheet(spreadsheet_id, title, rows, columns)
         return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
-        info, flagged = self.backend.rename_sheet(spreadsheet_id, sheet, title)
+        backend = self._writer()
+        info, flagged = backend.rename_sheet(spreadsheet_id, sheet, title)
         return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def delete_sheet(self, spreadsheet_id: str, sheet: str) -> SheetResult:
-        flagged = self.backend.delete_sheet(spreadsheet_id, sheet)
+        backend = self._writer()
+        flagged = backend.delete_sheet(spreadsheet_id, sheet)
         return SheetResult(spreadsheet_id=spreadsheet_id, deleted=sheet, uncomputed=flagged or None)
 
     def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
-        info, flagged = self.backend.duplicate_sheet(spreadsheet_id, sheet, title)
+        backend = self._writer()
+        info, flagged = backend.duplicate_sheet(spreadsheet_id, sheet, title)
         return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
 
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
-        flagged = self.backend.insert_rows(spreadsheet_id, sheet, at, count)
+        backend = self._writer()
+        flagged = backend.insert_rows(spreadsheet_id, sheet, at, count)
         return RowsResult(
             spreadsheet_id=spreadsheet_id, sheet=sheet, inserted=count, first_row=at, uncomputed=flagged or None
         )
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
-        flagged = self.backend.delete_rows(spreadsheet_id, sheet, at, count)
+        backend = self._writer()
+        flagged = backend.delete_rows(spreadsheet_id, sheet, at, count)
         return RowsResult(
             spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at, uncomputed=flagged or None
         )
