@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from deskmcp.sheets.backends.local import Book, LocalBackend
+from deskmcp.sheets.backends.book import Book
+from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.formulas import CellError
 
 EXPECTED = Path(__file__).parent / "data" / "formulas_expected.json"
@@ -606,8 +607,7 @@ def compute(path: Path) -> tuple[dict[str, Any], set[str]]:
     """What deskmcp stores for each formula when it saves the workbook, and the cells it flags."""
     from openpyxl import load_workbook
 
-    backend = LocalBackend(path.parent)
-    book = Book(load_workbook(path), path, "xlsx", backend)
+    book = Book(load_workbook(path), path, "xlsx", SheetReader())
     values, uncomputed = book.compute()
     flat = {f"{sheet}!{ref}": value for sheet, cells in values.items() for ref, value in cells.items()}
     flagged = {f"{sheet}!{ref}" for sheet, refs in uncomputed.items() for ref in refs}

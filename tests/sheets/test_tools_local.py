@@ -443,9 +443,9 @@ async def test_first_read_near_the_top_streams_and_matches_the_loaded_sheet(
 ) -> None:
     import datetime as dt
 
-    from deskmcp.sheets.backends import local
+    from deskmcp.sheets.backends import sheet_reader
 
-    monkeypatch.setattr(local, "STREAM_BYTES", 0)
+    monkeypatch.setattr(sheet_reader, "STREAM_BYTES", 0)
     rows: list[list[object]] = [["n", "when", "ok", "ratio"]]
     rows += [[i, dt.datetime(2026, 1, 1 + i % 28), i % 2 == 0, i / 4] for i in range(1, 3001)]
     make_xlsx(root / "stream.xlsx", {"S": rows})

@@ -766,7 +766,7 @@ def _date_xf(styles: bytes) -> tuple[int, bytes]:
 def _flag(zf: zipfile.ZipFile, parts: dict[str, bytes], uncomputed: dict[str, list[str]]) -> dict[str, bytes]:
     """Record the uncomputed cells (custom property) and ask apps to compute on open; the parts
     changed go into `parts`, new parts are returned."""
-    from deskmcp.sheets.backends.local import UNCOMPUTED_PROPERTY
+    from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY
 
     names = zf.namelist()
     new: dict[str, bytes] = {}

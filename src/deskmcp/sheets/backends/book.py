@@ -1,0 +1,287 @@
+"""A workbook being changed: the cell and sheet operations the writing tools need, over an
+openpyxl workbook (`Book`) or over an .xlsx package patched in place (`PatchedBook`), and the
+computation of every formula's value before the save."""
+
+from __future__ import annotations
+
+import logging
+import re
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from deskmcp.core.errors import BadRequest, Conflict, ParseError
+from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, quote_sheet
+from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
+from deskmcp.sheets.backends.workbook_files import no_sheet
+from deskmcp.sheets.cellxml import formula_results, plain
+from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
+from deskmcp.sheets.models import InputMode, UpdatedRange
+from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
+from deskmcp.sheets.recalc import Key, depends_on, excel_prefixes
+from deskmcp.sheets.sheetdata import Styles, window
+
+if TYPE_CHECKING:
+    from openpyxl import Workbook
+    from openpyxl.worksheet.worksheet import Worksheet
+
+    from deskmcp.sheets.backends.sheet_reader import SheetReader
+
+log = logging.getLogger("deskmcp.sheets")
+
+
+def put_block(
+    title: str,
+    rng: A1Range,
+    rows: list[list[Any]],
+    mode: InputMode,
+    fmt: str,
+    store: Callable[[int, int, Any, bool], None],
+) -> UpdatedRange:
+    """Write `rows` from the range's top-left cell through `store(row, column, value, literal)`."""
+    r0, c0 = rng.start_row or 1, rng.start_col or 1
+    if rng.is_cell:  # a single cell anchors the block, as in Google Sheets
+        rng = A1Range(rng.sheet, r0, c0, None, None)
+    height = len(rows)
+    width = max((len(r) for r in rows), default=0)
+    if rng.end_row is not None and rng.start_row is not None and r0 + height - 1 > rng.end_row:
+        raise BadRequest(
+            f"{height} rows do not fit in {rng.a1()}; widen the range or send fewer rows.", {"range": rng.a1()}
+        )
+    if rng.end_col is not None and c0 + width - 1 > rng.end_col:
+        raise BadRequest(
+            f"{width} columns do not fit in {rng.a1()}; widen the range or send fewer values.", {"range": rng.a1()}
+        )
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            if value is None:
+                continue  # null leaves the cell as it is
+            if isinstance(value, dict | list):
+                raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
+            stored = user_entered(value) if mode == "USER_ENTERED" else value
+            if mode == "USER_ENTERED" and fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
+                stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
+            literal = isinstance(stored, str) and stored != "" and (mode == "RAW" or not stored.startswith("="))
+            store(r0 + i, c0 + j, stored, literal)
+    end_row = r0 + max(height, 1) - 1
+    end_col = c0 + max(width, 1) - 1
+    a1 = A1Range(title, r0, c0, end_row, end_col).a1()
+    cells = sum(len(r) for r in rows)
+    return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
+
+
+def check_title(title: str, existing: list[str]) -> str:
+    """A sheet title xlsx accepts and no other sheet of the workbook has (case-insensitively)."""
+    title = title.strip()
+    if not title or len(title) > 100 or re.search(r"[\[\]:*?/\\]", title):
+        raise BadRequest(
+            f"Sheet title {title!r} is not allowed: 1-100 characters, none of [ ] : * ? / \\.", {"title": title}
+        )
+    if len(title) > 31:
+        raise BadRequest("xlsx sheet titles are at most 31 characters.", {"title": title})
+    if title.lower() in (n.lower() for n in existing):
+        raise Conflict(f"A sheet named {title!r} already exists.", {"title": title})
+    return title
+
+
+def rename_refs(formula: str, old: str, new: str) -> str:
+    """`formula` with its references to sheet `old` pointing at `new`."""
+    olds = {quote_sheet(old) + "!", "'" + old.replace("'", "''") + "'!"}
+    for form in olds:
+        formula = formula.replace(form, quote_sheet(new) + "!")
+    return formula
+
+
+class PatchedBook:
+    """The cell operations of `Book` over a package patched in place (`package_edit`)."""
+
+    def __init__(self, package: Any) -> None:
+        self.package = package
+        self.report: list[str] = []
+
+    def sheet(self, name: str | None) -> Any:
+        try:
+            return self.package.sheet(name)
+        except KeyError:
+            raise no_sheet(self.package.path, name or "", list(self.package.where.sheets)) from None
+
+    def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        title = self.sheet(rng.sheet).title
+        return put_block(
+            title, rng, rows, mode, "xlsx", lambda r, c, v, lit: self.package.write_cell(title, r, c, v, lit)
+        )
+
+    def clear(self, rng: A1Range) -> str:
+        self.sheet(rng.sheet)
+        return self.package.clear(rng)
+
+    def last_row(self, ws: Any, c0: int, c1: int | None) -> int:
+        return self.package.last_row(ws, c0, c1)
+
+
+class Book:
+    """An openpyxl workbook being edited, with the operations the tools need."""
+
+    def __init__(self, wb: Workbook, path: Path, fmt: str, reader: SheetReader) -> None:
+        self.wb = wb
+        self.path = path
+        self.fmt = fmt
+        self.reader = reader  # the file's package map, for the results it had cached
+        self.literal: set[tuple[str, int, int]] = set()
+        self.touched: set[tuple[str, int, int]] = set()
+        self.moved = False
+        self.escape_csv = True
+        self.report: list[str] = []  # filled with the formulas left uncomputed when saved
+
+    def single_sheet_guard(self, what: str) -> None:
+        if self.fmt == "csv":
+            raise BadRequest(
+                f"Cannot {what} a .csv spreadsheet: it is one sheet named after the file. "
+                "Create an .xlsx (create_spreadsheet) for several sheets.",
+                {"file": self.path.name},
+            )
+
+    def sheet(self, name: str | None) -> Worksheet:
+        if name is None:
+            return self.wb.worksheets[0]
+        if name not in self.wb.sheetnames:
+            raise no_sheet(self.path, name, self.wb.sheetnames)
+        ws: Any = self.wb[name]
+        if not hasattr(ws, "insert_rows"):
+            raise BadRequest(f"{name!r} is a chart sheet, not a sheet of cells.", {"sheet": name})
+        return ws
+
+    def is_formula(self, sheet: str, row: int, column: int) -> bool:
+        return (sheet, row, column) not in self.literal
+
+    def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        ws = self.sheet(rng.sheet)
+
+        def store(r: int, c: int, stored: Any, literal: bool) -> None:
+            cell: Any = ws.cell(row=r, column=c)
+            cell.value = None if stored == "" else stored
+            key = (ws.title, r, c)
+            self.touched.add(key)
+            if literal:
+                cell.data_type = "s"  # text that merely starts with '=' stays text
+                self.literal.add(key)
+            else:
+                self.literal.discard(key)
+
+        return put_block(ws.title, rng, rows, mode, self.fmt, store)
+
+    def clear(self, rng: A1Range) -> str:
+        ws = self.sheet(rng.sheet)
+        r0, c0, r1, c1 = rng.bounds(ws.max_row or 0, ws.max_column or 0)
+        cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+        for r, c in [k for k in cells if r0 <= k[0] <= r1 and c0 <= k[1] <= c1]:
+            cells[(r, c)].value = None
+            self.touched.add((ws.title, r, c))
+        return A1Range(ws.title, r0, c0, r1, c1).a1() if r1 >= r0 and c1 >= c0 else rng.a1(default_sheet=ws.title)
+
+    def last_row(self, ws: Worksheet, c0: int, c1: int | None) -> int:
+        cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+        last = 0
+        for (r, c), cell in cells.items():
+            if r > last and c >= c0 and (c1 is None or c <= c1) and not blank(cell.value):
+                last = r
+        return last
+
+    def rewrite_formulas(self, fn: Callable[[str, str], str]) -> None:
+        self.moved = True
+        for ws in self.wb.worksheets:
+            cells: dict[tuple[int, int], Any] = ws._cells  # type: ignore[attr-defined]
+            for (r, c), cell in cells.items():
+                if cell.data_type == "f" and isinstance(cell.value, str) and (ws.title, r, c) not in self.literal:
+                    cell.value = fn(cell.value, ws.title)
+
+    def compute(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        """The value to store for every formula (sheet -> cell -> value) and the cells left without one.
+
+        Formulas the change may affect (written ones, those reading a changed cell, directly or
+        through other formulas) and those the file holds no value for are computed; every other
+        formula keeps the value the file had cached (dates and errors included). One that cannot
+        be computed is stored without a value and listed, never left showing a stale value.
+        """
+        worksheets = {ws.title: ws for ws in self.wb.worksheets if hasattr(ws, "_cells")}
+        names = workbook_names(self.wb)
+        formulas: dict[Key, str] = {}
+        for title, ws in worksheets.items():
+            for (r, c), cell in ws._cells.items():  # type: ignore[attr-defined]
+                if cell.data_type == "f" and isinstance(cell.value, str) and (title, r, c) not in self.literal:
+                    formulas[(title, r, c)] = cell.value
+        previous = self._previous_results(formulas)
+        if previous is None:  # rows moved, sheets renamed or removed: nothing cached can be trusted
+            needed = set(formulas)
+            previous = {}
+        else:
+            needed = {k for k in formulas if k in self.touched or k not in previous}
+            if self.touched:
+                needed |= depends_on(formulas, names).stale(self.touched)
+        kept = {k: v for k, v in previous.items() if k in formulas and k not in needed}
+
+        def raw(sheet: str, row: int, column: int) -> Any:
+            ws = worksheets.get(sheet)
+            if ws is None:
+                raise Uncomputable(f"no sheet {sheet}")
+            key = (sheet, row, column)
+            if key in kept:
+                return kept[key]
+            cell = ws._cells.get((row, column))  # type: ignore[attr-defined]
+            return None if cell is None else evaluator_value(cell.value)
+
+        def extent(sheet: str) -> tuple[int, int]:
+            ws = worksheets.get(sheet)
+            return (ws.max_row or 0, ws.max_column or 0) if ws is not None else (0, 0)
+
+        def is_text(sheet: str, row: int, column: int) -> bool:
+            key = (sheet, row, column)
+            if key in self.literal or key in kept:
+                return True
+            cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
+            return cell is not None and cell.data_type != "f"
+
+        calc = WorkbookCalculator(raw, extent, is_text, names=names)
+        values: dict[str, dict[str, Any]] = {}
+        uncomputed: dict[str, list[str]] = {}
+        for key in sorted(formulas, key=lambda k: (k[0], k[1], k[2])):
+            title, r, c = key
+            name = cell_name(r, c)
+            if key in kept:
+                values.setdefault(title, {})[name] = kept[key]
+                continue
+            try:
+                values.setdefault(title, {})[name] = calc.value(title, r, c)
+            except (Uncomputable, RecursionError) as exc:
+                log.info("formula %s!%s not computed: %s", title, name, exc)
+                uncomputed.setdefault(title, []).append(name)
+        return values, uncomputed
+
+    def _previous_results(self, formulas: dict[Key, str]) -> dict[Key, Any] | None:
+        """The results the file had cached for its formulas, by cell; None when the cells moved."""
+        if self.moved:
+            return None
+        if self.fmt != "xlsx" or not formulas:
+            return {}
+        found: dict[Key, Any] = {}
+        try:
+            where, _look = self.reader.package(self.path)
+            with zipfile.ZipFile(self.path) as zf:
+                for sheet in {k[0] for k in formulas}:
+                    part = where.sheets.get(sheet)
+                    if part is None:
+                        continue
+                    data = read_part(zf, part, MAX_CELLS_PART_BYTES)
+                    if plain(data):
+                        cells = formula_results(data)
+                    else:
+                        plain_numbers = Styles(frozenset(), frozenset(), EPOCH)
+                        cells = window(zf, part, 1, 1, MAX_ROWS, MAX_COLUMNS, shared_strings=None, look=plain_numbers)
+                    for (r, c), value in cells.items():
+                        if (sheet, r, c) in formulas and not blank(value):
+                            found[(sheet, r, c)] = value
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ParseError) as exc:
+            log.info("cached results of %s not read (%s): every formula is computed", self.path.name, exc)
+            return {}
+        return found

@@ -1,0 +1,217 @@
+"""Saving a changed workbook: an .xlsx patched in place when only cells change (`package_edit`),
+else loaded and saved whole through openpyxl with every formula's computed value stored as its
+cached value; a .csv written back as text. Every save is atomic.
+
+Saving never silently loses content: the caller refuses, before any change, a workbook holding
+what openpyxl cannot carry through a save (`workbook_files.writability`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import re
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from xml.etree import ElementTree
+
+from deskmcp.core.errors import IOFailure, ParseError
+from deskmcp.core.files import atomic_write_bytes
+from deskmcp.sheets.a1 import quote_sheet
+from deskmcp.sheets.backends.book import Book, PatchedBook, check_title
+from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
+from deskmcp.sheets.backends.sheet_reader import SheetReader
+from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
+from deskmcp.sheets.formulas import DateSerial
+from deskmcp.sheets.ooxml import read_part, write_cached_values
+
+if TYPE_CHECKING:
+    from openpyxl import Workbook
+
+    from deskmcp.sheets.package_edit import FormulaIndex
+
+log = logging.getLogger("deskmcp.sheets")
+
+_T = TypeVar("_T")
+_DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
+
+
+def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
+    """Whether Excel would show a computed value as a date: a date function's result, or a date
+    cell moved by some days (`=B4+30` takes the format of B4, as Excel gives it)."""
+    if isinstance(value, DateSerial):
+        return True
+    if isinstance(value, bool) or not isinstance(value, float | int) or not isinstance(formula, str):
+        return False
+    m = _DATE_SHIFT.match(formula)
+    return m is not None and bool(getattr(ws[f"{m.group(1)}{m.group(2)}"], "is_date", False))
+
+
+def date_format(value: float) -> str:
+    """The number format a computed date is stored with (with the time when it has one)."""
+    return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
+
+
+def _package_names(zf: zipfile.ZipFile) -> Callable[[str, str], str | None]:
+    """The defined names of a package as `WorkbookCalculator` takes them (per-sheet ones first)."""
+    root = ElementTree.fromstring(read_part(zf, "xl/workbook.xml"))
+    sheets = [e.get("name", "") for e in root.iter() if e.tag.rsplit("}", 1)[-1] == "sheet"]
+    found: dict[tuple[str, str], str] = {}
+    for e in root.iter():
+        if e.tag.rsplit("}", 1)[-1] != "definedName" or not e.text:
+            continue
+        local = e.get("localSheetId")
+        scope = sheets[int(local)] if local is not None and local.isdigit() and int(local) < len(sheets) else ""
+        found[(scope, e.get("name", "").upper())] = e.text
+
+    def resolve(sheet: str, name: str) -> str | None:
+        return found.get((sheet, name)) or found.get(("", name))
+
+    return resolve
+
+
+def _flagged(uncomputed: dict[str, list[str]]) -> list[str]:
+    return [f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs]
+
+
+class WorkbookWriter:
+    """Opens workbooks for a change and saves them; keeps the formula index of the last patches."""
+
+    formula_index_count = 2
+    """Workbooks whose formula index is kept (a few MB per 100,000 formulas)."""
+
+    def __init__(self, reader: SheetReader) -> None:
+        self.reader = reader
+        # the formula index of the version each patch wrote, so the next write of it scans nothing
+        self._formula_indexes: OrderedDict[str, tuple[tuple[Any, ...], FormulaIndex]] = OrderedDict()
+
+    def close(self) -> None:
+        self._formula_indexes.clear()
+
+    def open(self, path: Path, fmt: str) -> Book:
+        """The workbook as a `Book` to change (a .csv as a one-sheet workbook)."""
+        wb = csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
+        return Book(wb, path, fmt, self.reader)
+
+    def _openpyxl(self, path: Path) -> Workbook:
+        import openpyxl
+        from openpyxl.utils.exceptions import InvalidFileException
+
+        self.reader.verify(path)
+        try:
+            wb = openpyxl.load_workbook(path, keep_links=True)
+        except (
+            OSError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            zipfile.BadZipFile,
+            InvalidFileException,
+        ) as exc:
+            raise ParseError(
+                f"{path.name} cannot be opened for editing ({type(exc).__name__}: {str(exc)[:200]}). "
+                "Its values can still be read; copy them to a new workbook to edit.",
+                {"file": path.name},
+            ) from exc
+        if not wb.sheetnames:
+            raise ParseError(
+                f"{path.name} uses a form of xlsx (e.g. Strict OOXML) that cannot be edited here. "
+                "Its values can still be read; copy them to a new workbook to edit.",
+                {"file": path.name},
+            )
+        return wb
+
+    def patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
+        """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
+        from deskmcp.sheets.package_edit import Fallback, PackageBook, write_atomically
+
+        self.reader.verify(path)
+        where, look = self.reader.package(path)
+        # the formula index of this version of the file, if the last write here made it (taken:
+        # a failed write leaves none behind)
+        version = stat_key(path)
+        cached = self._formula_indexes.pop(str(path), None)
+        known = cached[1] if cached is not None and cached[0] == version else None
+        package = PackageBook(path, where, look, "xlsx")
+        try:
+            try:
+                book = PatchedBook(package)
+                result = change(book)  # type: ignore[arg-type]  # the same operations as Book
+                names = _package_names(package.zf)
+                uncomputed = package.save(names, known)
+            except Fallback as exc:
+                log.info("%s edited through openpyxl: %s", path.name, exc)
+                return None
+            except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+                raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+            try:
+                written = write_atomically(path, package.write)
+            except zipfile.BadZipFile as exc:
+                raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+            except OSError as exc:
+                raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
+        finally:
+            package.close()
+        if package.formula_index is not None:
+            self._formula_indexes[str(path)] = (
+                (str(path), written.st_mtime_ns, written.st_size, written.st_ino),
+                package.formula_index,
+            )
+            while len(self._formula_indexes) > self.formula_index_count:
+                self._formula_indexes.popitem(last=False)
+        book.report.extend(_flagged(uncomputed))
+        return (result,)
+
+    def save(self, path: Path, fmt: str, book: Book) -> None:
+        """Compute the formulas, then write the workbook atomically; the cells left without a value
+        go to `book.report`, and into the file so the next read and Excel know of them."""
+        values, uncomputed = book.compute()
+        book.report.extend(_flagged(uncomputed))
+        if fmt == "csv":
+            save_csv(path, book, values)
+            return
+        from openpyxl.packaging.custom import StringProperty
+
+        for title, cells in values.items():
+            ws = book.wb[title]
+            for ref, value in cells.items():
+                cell: Any = ws[ref]
+                if cell.number_format == "General" and _shows_date(ws, cell.value, value):
+                    cell.number_format = date_format(value)
+        props: Any = getattr(book.wb, "custom_doc_props")  # noqa: B009 - missing from the stubs
+        for prop in list(props):
+            if prop.name == UNCOMPUTED_PROPERTY:
+                props.props.remove(prop)
+        if uncomputed:
+            props.append(StringProperty(name=UNCOMPUTED_PROPERTY, value=json.dumps(uncomputed)))
+            # Excel and LibreOffice then compute what deskmcp could not when the file is opened.
+            book.wb.calculation.fullCalcOnLoad = True
+        buffer = io.BytesIO()
+        try:
+            book.wb.save(buffer)
+        except (OSError, ValueError, TypeError) as exc:
+            raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
+        atomic_write_bytes(path, write_cached_values(buffer.getvalue(), values))
+
+    def create(self, path: Path, fmt: str, sheets: list[str]) -> None:
+        """A new empty workbook at `path` (an .xlsx with these sheets, or an empty .csv)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "csv":
+            atomic_write_bytes(path, b"")
+            return
+        from openpyxl import Workbook
+
+        wb = Workbook()
+        first: Any = wb.active
+        names = sheets or ["Sheet1"]
+        first.title = check_title(names[0], [])
+        for extra in names[1:]:
+            wb.create_sheet(check_title(extra, wb.sheetnames))
+        buffer = io.BytesIO()
+        wb.save(buffer)
+        atomic_write_bytes(path, buffer.getvalue())
