@@ -27,11 +27,18 @@ import orjson
 
 from deskmcp.core import frontmatter as yaml_block
 from deskmcp.core.dates import iso
-from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound, PermissionDenied
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound
 from deskmcp.vault import links
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList, NoteMatch
-from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
+from deskmcp.vault.notes import (
+    NoteFile,
+    ensure_size,
+    folder_path,
+    note_path,
+    parse_note,
+    read_note_file,
+    store_note,
+)
 from deskmcp.vault.settings import VaultSettings
 
 
@@ -103,13 +110,7 @@ class LocalVault:
         if not root.is_dir():
             raise NotFound(f"The vault folder {root} does not exist; nothing was written.", {"root": str(root)})
         if current is None or current.data != data:
-            try:
-                full.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(full, data)
-            except PermissionError as exc:
-                raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
-            except OSError as exc:
-                raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc
+            store_note(full, rel, data)
         return content(parse_note(rel, data, full.stat().st_mtime_ns))
 
     async def move_note(self, source: str, destination: str) -> MoveResult:

@@ -17,7 +17,7 @@ from typing import Any
 
 from deskmcp.core import frontmatter
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
-from deskmcp.core.files import read_bytes_limited
+from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
 from deskmcp.core.paths import relative_posix, root_relative, safe_join, split_relative
 
 NOTE_SUFFIX = ".md"
@@ -186,3 +186,14 @@ def ensure_size(data: bytes, limit: int, rel: str) -> None:
             f"The note {rel} would be {len(data):,} bytes, over the {limit:,}-byte limit. Split it into several notes.",
             {"path": rel, "size": len(data), "limit": limit},
         )
+
+
+def store_note(full: Path, rel: str, data: bytes) -> None:
+    """Write a note's bytes atomically (its folder created), failures as the taxonomy's errors."""
+    try:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(full, data)
+    except PermissionError as exc:
+        raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
+    except OSError as exc:
+        raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc

@@ -45,7 +45,15 @@ from deskmcp.vault.models import (
     TagList,
     VaultStatus,
 )
-from deskmcp.vault.notes import NoteFile, ensure_size, folder_path, note_path, parse_note, read_note_file
+from deskmcp.vault.notes import (
+    NoteFile,
+    ensure_size,
+    folder_path,
+    note_path,
+    parse_note,
+    read_note_file,
+    store_note,
+)
 from deskmcp.vault.relink import relink
 from deskmcp.vault.settings import VaultSettings
 from deskmcp.vault.watcher import VaultWatcher
@@ -269,13 +277,7 @@ class VaultService:
                 {"root": str(self.root)},
             )
         if current is None or current.data != data:
-            try:
-                full.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(full, data)
-            except PermissionError as exc:
-                raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
-            except OSError as exc:
-                raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc
+            store_note(full, rel, data)
         self.catalog.refresh(rel)
         return self._content(parse_note(rel, data, full.stat().st_mtime_ns))
 
