@@ -101,14 +101,12 @@ class Composition:
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def _tool_names(spec: ServerSpec, workspace: Path | None) -> list[str]:
-    """The tools a server registers, learnt by registering it on a throwaway server: its service
-    is `Deferred`, so nothing is opened or created."""
-    module = spec.load()
-    settings = spec.settings(workspace=workspace)
-    probe = DeskServer(f"deskmcp-{spec.name}")
+def _tool_names(name: str, module: ServerModule, settings: Any) -> list[str]:
+    """The tools server `name` registers, learnt by registering it on a throwaway server: its
+    service is `Deferred`, so nothing is opened or created."""
+    probe = DeskServer(f"deskmcp-{name}")
     module.register(probe, Deferred(module.create_service, settings))
-    return [tool.name for tool in probe._tool_manager.list_tools()]  # pyright: ignore[reportPrivateUsage]
+    return list(probe.tool_toolsets)
 
 
 def parse_names(value: str | None) -> list[str]:
@@ -152,6 +150,7 @@ def compose(
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
     plan: list[tuple[ServerSpec, ServerModule, Any]] = []
+    not_running: list[tuple[ServerSpec, ServerModule, Any]] = []
     skipped: dict[str, str] = {}
     for spec in chosen:
         module = spec.load()
@@ -160,6 +159,7 @@ def compose(
         if reason and not keep_unavailable:
             log.warning("skipping server %s: %s", spec.name, reason)
             skipped[spec.name] = reason
+            not_running.append((spec, module, settings))
             continue
         if reason:
             log.warning("server %s is not configured: %s", spec.name, reason)
@@ -179,19 +179,18 @@ def compose(
         output_schemas=shared.output_schemas,
     )
     composition = Composition(server, skipped=skipped)
-    for spec in chosen:
-        if spec.name in skipped:
-            reason = skipped[spec.name]
-            for tool in _tool_names(spec, workspace):
-                for published in {tool, tool.replace(".", "_")}:
-                    server.withhold(
-                        published,
-                        NotFound(
-                            f"Tool {published} belongs to the {spec.name} server, which is not running: {reason}. "
-                            f"Fix that and restart deskmcp; meanwhile use the other servers' tools.",
-                            {"tool": published, "server": spec.name, "reason": reason},
-                        ),
-                    )
+    for spec, module, settings in not_running:
+        reason = skipped[spec.name]
+        for tool in _tool_names(spec.name, module, settings):
+            for published in {tool, tool.replace(".", "_")}:
+                server.withhold(
+                    published,
+                    NotFound(
+                        f"Tool {published} belongs to the {spec.name} server, which is not running: {reason}. "
+                        f"Fix that and restart deskmcp; meanwhile use the other servers' tools.",
+                        {"tool": published, "server": spec.name, "reason": reason},
+                    ),
+                )
     for spec, module, settings in plan:
         server.registering = spec.name
         server.declare_toolsets(spec.name, module.TOOLSETS, module.DEFAULT_TOOLSETS)
