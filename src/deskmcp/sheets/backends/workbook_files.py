@@ -8,6 +8,7 @@ prefixed by `NAME:` for the extra folders of `SHEETS_FOLDERS`.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import threading
 import zipfile
@@ -26,9 +27,10 @@ UNCOMPUTED_PROPERTY = "deskmcp.uncomputed"
 """The custom document property listing the formulas a save left without a value (JSON)."""
 
 
-def stat_key(path: Path) -> tuple[Any, ...]:
-    """What identifies one version of a file, for the caches kept while it is unchanged."""
-    st = path.stat()
+def stat_key(path: Path, st: os.stat_result | None = None) -> tuple[Any, ...]:
+    """What identifies one version of a file, for the caches kept while it is unchanged (`st`: its
+    status as already known, e.g. as just written)."""
+    st = st or path.stat()
     return (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
 
 

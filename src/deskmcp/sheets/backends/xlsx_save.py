@@ -158,10 +158,7 @@ class WorkbookWriter:
         finally:
             package.close()
         if package.formula_index is not None:
-            self._formula_indexes[str(path)] = (
-                (str(path), written.st_mtime_ns, written.st_size, written.st_ino),
-                package.formula_index,
-            )
+            self._formula_indexes[str(path)] = (stat_key(path, written), package.formula_index)
             while len(self._formula_indexes) > self.formula_index_count:
                 self._formula_indexes.popitem(last=False)
         book.report.extend(_flagged(uncomputed))
