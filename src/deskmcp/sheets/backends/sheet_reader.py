@@ -46,9 +46,10 @@ def dense(size: Extent) -> bool:
     return size.area <= 4 * size.cells + DENSE_SLACK
 
 
-def _panic(exc: BaseException) -> bool:
-    """A Rust panic inside python-calamine (pyo3's PanicException derives from BaseException)."""
-    return type(exc).__name__ == "PanicException"
+def _from_calamine(exc: BaseException) -> bool:
+    """One of python-calamine's own errors (ZipError, XmlError...) or a Rust panic inside it
+    (pyo3's PanicException derives from BaseException)."""
+    return type(exc).__module__.startswith("python_calamine") or type(exc).__name__ == "PanicException"
 
 
 def _remember_in(cache: OrderedDict[_Key, Any], key: _Key, value: Any, size: int) -> None:
@@ -109,7 +110,7 @@ class SheetReader:
                 f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
             ) from exc
         except BaseException as exc:  # its own classes (ZipError, XmlError...) and Rust panics
-            if type(exc).__module__.startswith("python_calamine") or _panic(exc):
+            if _from_calamine(exc):
                 raise ParseError(
                     f"{path.name} cannot be read as a workbook: {exc}.", {"file": path.name, "reason": str(exc)[:300]}
                 ) from exc
@@ -188,7 +189,7 @@ class SheetReader:
                     self._put_errors(path, sheet, rows)
                 return rows
             except BaseException as exc:  # its own classes, and Rust panics that would end the process
-                if type(exc).__module__.startswith("python_calamine") or _panic(exc):
+                if _from_calamine(exc):
                     raise ParseError(
                         f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}
                     ) from exc
