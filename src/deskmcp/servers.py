@@ -77,13 +77,12 @@ def create_server(module: ServerModule, settings: WorkspaceSettings, service: ob
     return server
 
 
-def keep_read_only(server: DeskServer, name: str, settings: object, tools: Iterable[str]) -> list[str]:
+def keep_read_only(server: DeskServer, name: str, settings: object, tools: Iterable[str]) -> None:
     """When `settings` say server `name` is read-only, withhold those of its `tools` (published
-    names) not annotated readOnlyHint; returns the tools withheld."""
+    names) not annotated readOnlyHint."""
     if not getattr(settings, "read_only", False):
-        return []
+        return
     switch = getattr(settings, "read_only_switch", f"{name.upper()}_READ_ONLY=1")
-    withheld: list[str] = []
     for tool in tools:
         annotations = server.tool_annotations(tool)
         if annotations is not None and annotations.read_only_hint:
@@ -96,8 +95,6 @@ def keep_read_only(server: DeskServer, name: str, settings: object, tools: Itera
                 {"tool": tool, "server": name, "read_only": True, "setting": switch},
             ),
         )
-        withheld.append(tool)
-    return withheld
 
 
 @dataclass(frozen=True)
