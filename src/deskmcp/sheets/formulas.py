@@ -45,6 +45,7 @@ __all__ = [
     "Uncomputable",
     "WorkbookCalculator",
     "evaluate",
+    "names_resolver",
     "shift_rows",
     "workbook_names",
 ]
@@ -501,6 +502,16 @@ class WorkbookCalculator:
         return result
 
 
+def names_resolver(found: dict[tuple[str, str], str]) -> Names:
+    """Defined names by (sheet, NAME), "" for the workbook's own, as `WorkbookCalculator` takes
+    them: a sheet's name first, else the workbook's."""
+
+    def resolve(sheet: str, name: str) -> str | None:
+        return found.get((sheet, name)) or found.get(("", name))
+
+    return resolve
+
+
 def workbook_names(wb: Any) -> Names:
     """The defined names of an openpyxl workbook (global and per sheet) as `WorkbookCalculator` takes them."""
     found: dict[tuple[str, str], str] = {}
@@ -511,11 +522,7 @@ def workbook_names(wb: Any) -> Names:
         for name, definition in getattr(ws, "defined_names", {}).items():
             if definition.value:
                 found[(ws.title, name.upper())] = definition.value
-
-    def resolve(sheet: str, name: str) -> str | None:
-        return found.get((sheet, name)) or found.get(("", name))
-
-    return resolve
+    return names_resolver(found)
 
 
 # -- keeping references right when rows move ------------------------------------------------------

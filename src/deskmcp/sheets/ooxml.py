@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 
 from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import parse_cells
-from deskmcp.sheets.formulas import CellError
+from deskmcp.sheets.formulas import CellError, Names, names_resolver
 
 # Parts openpyxl does not carry through a load/save: saving would silently delete them.
 DROPPED_PARTS: tuple[tuple[str, str], ...] = (
@@ -180,6 +180,20 @@ def defined_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
             continue  # print areas and filters Excel manages itself
         out.append((name, element.text or ""))
     return out
+
+
+def package_names(zf: zipfile.ZipFile) -> Names:
+    """The defined names of a package as `WorkbookCalculator` takes them (per-sheet ones first)."""
+    root = ElementTree.fromstring(read_part(zf, "xl/workbook.xml"))
+    sheets = [e.get("name", "") for e in root.iter() if _local(e.tag) == "sheet"]
+    found: dict[tuple[str, str], str] = {}
+    for e in root.iter():
+        if _local(e.tag) != "definedName" or not e.text:
+            continue
+        local = e.get("localSheetId")
+        scope = sheets[int(local)] if local is not None and local.isdigit() and int(local) < len(sheets) else ""
+        found[(scope, e.get("name", "").upper())] = e.text
+    return names_resolver(found)
 
 
 def custom_property(zf: zipfile.ZipFile, name: str) -> str | None:

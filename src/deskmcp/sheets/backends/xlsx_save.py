@@ -27,7 +27,7 @@ from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
 from deskmcp.sheets.formulas import DateSerial
-from deskmcp.sheets.ooxml import read_part, write_cached_values
+from deskmcp.sheets.ooxml import package_names, write_cached_values
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -54,24 +54,6 @@ def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
 def date_format(value: float) -> str:
     """The number format a computed date is stored with (with the time when it has one)."""
     return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
-
-
-def _package_names(zf: zipfile.ZipFile) -> Callable[[str, str], str | None]:
-    """The defined names of a package as `WorkbookCalculator` takes them (per-sheet ones first)."""
-    root = ElementTree.fromstring(read_part(zf, "xl/workbook.xml"))
-    sheets = [e.get("name", "") for e in root.iter() if e.tag.rsplit("}", 1)[-1] == "sheet"]
-    found: dict[tuple[str, str], str] = {}
-    for e in root.iter():
-        if e.tag.rsplit("}", 1)[-1] != "definedName" or not e.text:
-            continue
-        local = e.get("localSheetId")
-        scope = sheets[int(local)] if local is not None and local.isdigit() and int(local) < len(sheets) else ""
-        found[(scope, e.get("name", "").upper())] = e.text
-
-    def resolve(sheet: str, name: str) -> str | None:
-        return found.get((sheet, name)) or found.get(("", name))
-
-    return resolve
 
 
 def _flagged(uncomputed: dict[str, list[str]]) -> list[str]:
@@ -142,7 +124,7 @@ class WorkbookWriter:
             try:
                 book = PatchedBook(package)
                 result = change(book)  # type: ignore[arg-type]  # the same operations as Book
-                names = _package_names(package.zf)
+                names = package_names(package.zf)
                 uncomputed = package.save(names, known)
             except Fallback as exc:
                 log.info("%s edited through openpyxl: %s", path.name, exc)
