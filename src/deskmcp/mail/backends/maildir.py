@@ -28,6 +28,7 @@ from deskmcp.mail.backends import maildir_store
 from deskmcp.mail.backends.base import Labelled, Page, Sent
 from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listing, term_clause, word_alternatives
 from deskmcp.mail.backends.maildir_store import SCHEMA, LabelTable, thread_id_for
+from deskmcp.mail.compose import envelope_recipients
 from deskmcp.mail.mailstore import Entry, MailStore
 from deskmcp.mail.mime import decode, parse_bytes, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -342,7 +343,7 @@ class MaildirBackend:
                 log.error("sent %s but could not file it in Sent: %s", message["Message-ID"], exc.message)
                 rfc = str(message["Message-ID"])
                 return Sent(message_id_for(rfc), thread_id or thread_id_for(rfc, message_id_for(rfc)))
-        recipients = {a.lower() for a in _recipients(message)}
+        recipients = {a.lower() for a in envelope_recipients(message)}
         if self.address in recipients:
             self._file(data, "", "")
         return sent
@@ -464,10 +465,3 @@ def _mark(after: list[Any] | None) -> tuple[float, int] | None:
     if isinstance(ts, int | float) and isinstance(row, int) and not isinstance(row, bool):
         return float(ts), row
     return None
-
-
-def _recipients(message: EmailMessage) -> list[str]:
-    from email.utils import getaddresses
-
-    values = [str(v) for name in ("To", "Cc", "Bcc") for v in (message.get_all(name) or [])]
-    return [addr for _, addr in getaddresses(values) if addr]
