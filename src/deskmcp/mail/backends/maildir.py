@@ -13,7 +13,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -444,9 +444,6 @@ class MaildirBackend:
             total, unread = by_marker[f"{LABEL_SEP}{label}{LABEL_SEP}"]
             out.append(LabelInfo(name=label, kind="keyword", total=total, unread=unread))
         return out
-
-    def iter_ids(self) -> Iterator[str]:
-        return maildir_store.iter_keys(self.index)
 
 
 def _link(record: IndexRecord) -> tuple[str, str, str]:

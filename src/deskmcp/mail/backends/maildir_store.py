@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from deskmcp.core.index import IndexSchema, SearchIndex, private_database
@@ -148,12 +148,6 @@ def label_counts(
             ).fetchone()
             labels[marker] = (int(row[0]), int(row[1] or 0))
     return folders, labels
-
-
-def iter_keys(index: SearchIndex) -> Iterator[str]:
-    with index.reader() as conn:
-        for (key,) in conn.execute("SELECT key FROM docs"):
-            yield key
 
 
 # -- updates inside a transaction of the index -----------------------------------------------
