@@ -19,14 +19,11 @@ It does not refuse the protected folders (VAULT_PROTECTED_FOLDERS): they are the
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from deskmcp.core import frontmatter as yaml_block
-from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound
 from deskmcp.vault import links
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList, NoteMatch
@@ -34,30 +31,16 @@ from deskmcp.vault.notes import (
     NoteFile,
     ensure_size,
     folder_path,
+    modified,
+    note_content,
     note_path,
     parse_note,
     read_note_file,
+    rename_no_replace,
     store_note,
+    with_frontmatter,
 )
 from deskmcp.vault.settings import VaultSettings
-
-
-def _modified(mtime_ns: int) -> str | None:
-    return iso(datetime.fromtimestamp(mtime_ns / 1e9, UTC)) if mtime_ns else None
-
-
-def content(note: NoteFile) -> NoteContent:
-    """A note as the vault's read_note answers it."""
-    return NoteContent(
-        path=note.rel,
-        frontmatter=note.frontmatter,
-        body=note.parts.body,
-        content_hash=note.hash,
-        title=links.title(note.frontmatter, note.rel),
-        modified=_modified(note.mtime_ns),
-        size=note.size,
-        frontmatter_error=note.frontmatter_error.message if note.frontmatter_error else None,
-    )
 
 
 def has_status(note: NoteFile, status: str) -> bool:
@@ -85,7 +68,7 @@ class LocalVault:
         rel, full = note_path(self._root(), path)
         if not full.exists():
             raise NotFound(f"No note {rel!r} in the vault; it was moved or deleted.", {"path": rel})
-        return content(read_note_file(full, rel, self.limit))
+        return note_content(read_note_file(full, rel, self.limit))
 
     async def write_note(
         self, path: str, body: str, frontmatter: dict[str, Any], *, expected_hash: str | None = None
@@ -100,18 +83,13 @@ class LocalVault:
             values = orjson.loads(orjson.dumps(frontmatter))
         except (TypeError, orjson.JSONEncodeError) as exc:
             raise BadRequest("Frontmatter values must be JSON values.", {"path": rel}) from exc
-        parts = current.parts if current is not None else yaml_block.split("")
-        if current is not None and current.frontmatter_error is None and parts.has_block:
-            yaml_text = yaml_block.update(parts.yaml_text, current.frontmatter, values, rel)
-        else:  # no block yet, or a corrupt one the caller has read and chosen to replace
-            yaml_text = yaml_block.render(values, parts.newline)
-        data = parts.with_yaml(yaml_text).with_body(body).text().encode("utf-8")
+        data = with_frontmatter(current, values, rel).with_body(body).text().encode("utf-8")
         ensure_size(data, self.limit, rel)
         if not root.is_dir():
             raise NotFound(f"The vault folder {root} does not exist; nothing was written.", {"root": str(root)})
         if current is None or current.data != data:
             store_note(full, rel, data)
-        return content(parse_note(rel, data, full.stat().st_mtime_ns))
+        return note_content(parse_note(rel, data, full.stat().st_mtime_ns))
 
     async def move_note(self, source: str, destination: str) -> MoveResult:
         root = self._root()
@@ -126,7 +104,7 @@ class LocalVault:
             raise Conflict(f"{dst_rel!r} already exists; a move never overwrites.", details)
         try:
             dst.parent.mkdir(parents=True, exist_ok=True)
-            _rename_no_replace(src, dst)
+            rename_no_replace(src, dst)
         except FileExistsError as exc:
             raise Conflict(f"{dst_rel!r} already exists; a move never overwrites.", details) from exc
         except OSError as exc:
@@ -159,7 +137,7 @@ class LocalVault:
                     path=rel,
                     title=links.title(note.frontmatter, rel),
                     tags=tags,
-                    modified=_modified(note.mtime_ns),
+                    modified=modified(note.mtime_ns),
                 )
             )
         return NoteList(notes=matches, total=len(matches))
@@ -194,17 +172,3 @@ def _check_hash(rel: str, current: NoteFile | None, expected_hash: str | None) -
             f"The note {rel!r} changed since it was read; read it again.",
             {"path": rel, "expected_hash": expected_hash, "content_hash": current.hash},
         )
-
-
-def _rename_no_replace(src: Path, dst: Path) -> None:
-    """Move `src` to `dst`, failing with FileExistsError rather than replacing `dst`."""
-    try:
-        os.link(src, dst)  # fails when dst exists: there is no moment in which it could be replaced
-    except FileExistsError:
-        raise
-    except OSError:  # a file system without hard links
-        if dst.exists():
-            raise FileExistsError(str(dst)) from None
-        src.replace(dst)
-        return
-    src.unlink()

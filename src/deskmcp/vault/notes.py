@@ -12,13 +12,17 @@ import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from deskmcp.core import frontmatter
+from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
 from deskmcp.core.paths import relative_posix, root_relative, safe_join, split_relative
+from deskmcp.vault.links import title
+from deskmcp.vault.models import NoteContent
 
 NOTE_SUFFIX = ".md"
 MAX_NAME_BYTES = 255  # the limit of common file systems for one path part
@@ -128,6 +132,36 @@ def parse_note(rel: str, data: bytes, mtime_ns: int, *, strict_text: bool = True
     return NoteFile(rel, data, text, parts, values, error, mtime_ns, len(data))
 
 
+def modified(mtime_ns: int | None) -> str | None:
+    """A note's modification time as the tools answer it (ISO, UTC); None when unknown."""
+    return iso(datetime.fromtimestamp(mtime_ns / 1e9, UTC)) if mtime_ns else None
+
+
+def note_content(note: NoteFile) -> NoteContent:
+    """A note as read_note answers it."""
+    return NoteContent(
+        path=note.rel,
+        frontmatter=note.frontmatter,
+        body=note.parts.body,
+        content_hash=note.hash,
+        title=title(note.frontmatter, note.rel),
+        modified=modified(note.mtime_ns),
+        size=note.size,
+        frontmatter_error=note.frontmatter_error.message if note.frontmatter_error else None,
+    )
+
+
+def with_frontmatter(current: NoteFile | None, wanted: dict[str, Any], rel: str) -> frontmatter.Split:
+    """The note's parts with its frontmatter set to `wanted`, keeping the lines of an intact block
+    that did not change."""
+    parts = current.parts if current is not None else frontmatter.split("")
+    if current is not None and current.frontmatter_error is None and parts.has_block:
+        yaml_text = frontmatter.update(parts.yaml_text, current.frontmatter, wanted, rel)
+    else:  # no block yet, or a corrupt one the caller has seen and chosen to replace
+        yaml_text = frontmatter.render(wanted, parts.newline)
+    return parts.with_yaml(yaml_text)
+
+
 def read_note_file(full: Path, rel: str, limit: int) -> NoteFile:
     data = read_bytes_limited(full, limit, label=rel)
     try:
@@ -197,3 +231,17 @@ def store_note(full: Path, rel: str, data: bytes) -> None:
         raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
     except OSError as exc:
         raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc
+
+
+def rename_no_replace(src: Path, dst: Path) -> None:
+    """Move `src` to `dst`, failing with FileExistsError rather than replacing `dst`."""
+    try:
+        os.link(src, dst)  # fails if dst exists: no window in which it could be clobbered
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links
+        if dst.exists():
+            raise FileExistsError(str(dst)) from None
+        src.replace(dst)
+        return
+    src.unlink()

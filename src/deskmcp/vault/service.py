@@ -13,24 +13,20 @@ explicit `overwrite=true`.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from deskmcp.core import frontmatter
-from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import relative_posix
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
-from deskmcp.vault.links import title
 from deskmcp.vault.models import (
     Backlink,
     BacklinkList,
@@ -49,10 +45,14 @@ from deskmcp.vault.notes import (
     NoteFile,
     ensure_size,
     folder_path,
+    modified,
+    note_content,
     note_path,
     parse_note,
     read_note_file,
+    rename_no_replace,
     store_note,
+    with_frontmatter,
 )
 from deskmcp.vault.relink import relink
 from deskmcp.vault.settings import VaultSettings
@@ -62,10 +62,6 @@ log = logging.getLogger("deskmcp.vault")
 
 WAIT_BELOW = 500
 """A start-up scan with fewer notes than this to read is waited for (well under a second)."""
-
-
-def _modified(mtime_ns: int | None) -> str | None:
-    return iso(datetime.fromtimestamp(mtime_ns / 1e9, UTC)) if mtime_ns else None
 
 
 class VaultService:
@@ -210,18 +206,6 @@ class VaultService:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _content(self, note: NoteFile) -> NoteContent:
-        return NoteContent(
-            path=note.rel,
-            frontmatter=note.frontmatter,
-            body=note.parts.body,
-            content_hash=note.hash,
-            title=title(note.frontmatter, note.rel),
-            modified=_modified(note.mtime_ns),
-            size=note.size,
-            frontmatter_error=note.frontmatter_error.message if note.frontmatter_error else None,
-        )
-
     def _read(self, user_path: str) -> NoteFile:
         rel, full = note_path(self.root, user_path)
         if not full.exists():
@@ -234,7 +218,7 @@ class VaultService:
         note = self._read(path)
         if strict and note.frontmatter_error is not None:
             raise note.frontmatter_error
-        return self._content(note)
+        return note_content(note)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -279,15 +263,7 @@ class VaultService:
         if current is None or current.data != data:
             store_note(full, rel, data)
         self.catalog.refresh(rel)
-        return self._content(parse_note(rel, data, full.stat().st_mtime_ns))
-
-    def _with_frontmatter(self, current: NoteFile | None, wanted: dict[str, Any], rel: str) -> frontmatter.Split:
-        parts = current.parts if current is not None else frontmatter.split("")
-        if current is not None and current.frontmatter_error is None and parts.has_block:
-            yaml_text = frontmatter.update(parts.yaml_text, current.frontmatter, wanted, rel)
-        else:  # no block yet, or a corrupt one the caller has seen and chosen to replace
-            yaml_text = frontmatter.render(wanted, parts.newline)
-        return parts.with_yaml(yaml_text)
+        return note_content(parse_note(rel, data, full.stat().st_mtime_ns))
 
     def write_note(
         self,
@@ -307,7 +283,7 @@ class VaultService:
             if frontmatter_values is None:
                 parts = current.parts if current is not None else frontmatter.split("")
             else:
-                parts = self._with_frontmatter(current, _json_values(frontmatter_values), rel)
+                parts = with_frontmatter(current, _json_values(frontmatter_values), rel)
             return self._store(rel, full, parts.with_body(body).text(), current)
 
     def append_note(
@@ -344,11 +320,11 @@ class VaultService:
             wanted = dict(current.frontmatter)
             if remove:
                 if key not in wanted:
-                    return self._content(current)
+                    return note_content(current)
                 del wanted[key]
             else:
                 wanted[key] = _json_values(value)
-            return self._store(rel, full, self._with_frontmatter(current, wanted, rel).text(), current)
+            return self._store(rel, full, with_frontmatter(current, wanted, rel).text(), current)
 
     def move_note(self, source: str, destination: str, *, update_links: bool = False) -> MoveResult:
         """Move a note; with `update_links`, rewrite every link to it in the vault, all or nothing."""
@@ -418,7 +394,7 @@ class VaultService:
                     raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination})
                 try:
                     plan.destination_path.parent.mkdir(parents=True, exist_ok=True)
-                    _rename_no_replace(plan.source_path, plan.destination_path)
+                    rename_no_replace(plan.source_path, plan.destination_path)
                 except FileExistsError as exc:
                     raise Conflict(f"{plan.destination!r} already exists.", {"destination": plan.destination}) from exc
                 except OSError as exc:
@@ -452,7 +428,7 @@ class VaultService:
             snippet=hit.snippet,
             score=round(hit.score, 4) if hit.score is not None else None,
             tags=orjson.loads(hit.data) if hit.data else [],
-            modified=_modified(hit.columns.get("mtime_ns")),
+            modified=modified(hit.columns.get("mtime_ns")),
         )
 
     def _filters(
@@ -591,17 +567,3 @@ def _json_values(value: Any) -> Any:
         return orjson.loads(orjson.dumps(value))
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise BadRequest("Frontmatter values must be JSON values.") from exc
-
-
-def _rename_no_replace(src: Path, dst: Path) -> None:
-    """Move `src` to `dst`, failing with FileExistsError rather than replacing `dst`."""
-    try:
-        os.link(src, dst)  # fails if dst exists: no window in which it could be clobbered
-    except FileExistsError:
-        raise
-    except OSError:
-        if dst.exists():
-            raise FileExistsError(str(dst)) from None
-        src.replace(dst)
-        return
-    src.unlink()
