@@ -103,6 +103,7 @@ def scalar(value: Any) -> Any:
 # -- numbers ------------------------------------------------------------------------------------
 
 EPOCH = dt.date(1899, 12, 30)
+_EPOCH_MOMENT = dt.datetime(1899, 12, 30)
 _MONTHS = {
     name: i
     for i, names in enumerate(
@@ -135,6 +136,12 @@ TIME_TEXT = re.compile(r"^\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?$")
 
 def serial(day: dt.date) -> float:
     return float((day - EPOCH).days)
+
+
+def moment_serial(value: dt.date) -> float:
+    """The serial of a stored date or date and time (the time of day as its fraction)."""
+    moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
+    return (moment - _EPOCH_MOMENT).total_seconds() / 86400
 
 
 def to_date(value: float) -> dt.date:

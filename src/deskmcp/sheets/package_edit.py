@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
 from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, cached, plain, unescape
-from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable
+from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable, moment_serial
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
 from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
@@ -56,7 +56,6 @@ CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
 ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 DIMENSION = re.compile(rb'<dimension ref="[^"]*"\s*/>')
-EPOCH = dt.datetime(1899, 12, 30)
 DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
 CUSTOM_NS = "http://schemas.openxmlformats.org/officeDocument/2006/custom-properties"
 VT_NS = "http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes"
@@ -506,8 +505,7 @@ class PackageBook:
                 raise Uncomputable(f"no sheet {sheet}")
             value = self.value(key)
             if isinstance(value, dt.datetime | dt.date):
-                moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
-                return (moment - EPOCH).total_seconds() / 86400
+                return moment_serial(value)
             return value
 
         def extent(sheet: str) -> tuple[int, int]:
@@ -655,8 +653,7 @@ def _value_cell(key: Key, value: Any, style: bytes, literal: bool, date_xf: Any,
     if isinstance(value, bool):
         return b'<c r="' + ref + b'"' + s + b' t="b"><v>' + (b"1" if value else b"0") + b"</v></c>"
     if isinstance(value, dt.date):
-        moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
-        serial = (moment - EPOCH).total_seconds() / 86400
+        serial = moment_serial(value)
         if int(style) not in look.dates:
             s = b' s="' + str(date_xf()).encode() + b'"'
         return b'<c r="' + ref + b'"' + s + b"><v>" + _number(serial) + b"</v></c>"

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, parse_cells
+from deskmcp.sheets.formula_values import moment_serial
 from deskmcp.sheets.formulas import CellError, Uncomputable
 from deskmcp.sheets.models import Render
 
@@ -54,8 +55,7 @@ def as_json(value: Any, mode: Render) -> Any:
         value = value.date()  # readers differ on whether a date cell is a date or midnight
     if isinstance(value, dt.datetime | dt.date):
         if mode == "raw":
-            moment = value if isinstance(value, dt.datetime) else dt.datetime.combine(value, dt.time())
-            serial = (moment - EPOCH).total_seconds() / 86400
+            serial = moment_serial(value)
             return int(serial) if serial.is_integer() else serial
         return value.isoformat()
     if isinstance(value, dt.time):
