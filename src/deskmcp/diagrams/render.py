@@ -271,7 +271,7 @@ class KrokiRenderer:
     """Renders through a Kroki server (POST /mermaid/{format}), with the core retry and throttle policies."""
 
     name = "kroki"
-    concurrency = 2  # as many as the throttle lets through
+    concurrency = 2  # the throttle below lets this many through
 
     def __init__(self, settings: DiagramsSettings, transport: httpx2.BaseTransport | None = None) -> None:
         from deskmcp.core.http import new_client
@@ -284,7 +284,7 @@ class KrokiRenderer:
             timeout=settings.http_timeout, transport=transport, headers={"User-Agent": "deskmcp-diagrams"}
         )
         self.retry = RetryPolicy(attempts=3, max_wait=settings.max_wait)
-        self.throttle = Throttle(concurrency=2)
+        self.throttle = Throttle(concurrency=self.concurrency)
 
     def _post(self, code: str, fmt: str) -> bytes:
         from deskmcp.core.http import request
