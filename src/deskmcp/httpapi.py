@@ -348,7 +348,7 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         Route("/tools", api.list_tools, methods=["GET"]),
         Route("/openapi.json", api.openapi, methods=["GET"]),
         Route("/api/tools/{name}", api.call, methods=["POST"]),
-        *_oauth_routes(composition, options),
+        *_oauth_routes(composition, options, api.security),
         *mcp_app.routes,
     ]
     middleware = [
@@ -360,11 +360,13 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
 
 
-def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRoute]:
+def _oauth_routes(
+    composition: Composition, options: HttpOptions, security: TransportSecurityMiddleware
+) -> list[BaseRoute]:
     """`GET /auth/url` and `GET /callback`: connect a Google account for the servers that use one.
 
-    Both pass the Host/Origin checks first: `/auth/url` builds its redirect address from the Host
-    header, so a forged one would send Google's code to that host."""
+    Both pass the tool API's Host/Origin checks (`security`) first: `/auth/url` builds its redirect
+    address from the Host header, so a forged one would send Google's code to that host."""
     from deskmcp.google.auth import GoogleSettings
     from deskmcp.google.web import OAuthRoutes
 
@@ -373,7 +375,6 @@ def _oauth_routes(composition: Composition, options: HttpOptions) -> list[BaseRo
     if oauth is None:
         settings = GoogleSettings(workspace=options.workspace) if options.workspace else None
         oauth = OAuthRoutes(settings, default_scopes=names)
-    security = TransportSecurityMiddleware(security_settings(options))
     guarded: list[BaseRoute] = []
     for route in oauth.routes():
         guarded.append(
