@@ -47,6 +47,11 @@ class DateSerial(float):
     """
 
 
+DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
+"""A formula moving a cell by some days (`=B4+30`): when that cell is a date, Excel shows the
+result as one (column letters, row)."""
+
+
 class Area:
     """A rectangle of values: cells of a reference (`ref=True`, with where it starts) or an array."""
 

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
 from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, cached, plain, unescape
-from deskmcp.sheets.formula_values import CellError, DateSerial, Uncomputable, moment_serial
+from deskmcp.sheets.formula_values import DATE_SHIFT, CellError, DateSerial, Uncomputable, moment_serial
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
 from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
@@ -56,7 +56,6 @@ CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
 ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 DIMENSION = re.compile(rb'<dimension ref="[^"]*"\s*/>')
-DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
 CUSTOM_NS = "http://schemas.openxmlformats.org/officeDocument/2006/custom-properties"
 VT_NS = "http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes"
 FMTID = "{D5CDD505-2E9C-101B-9397-08002B2CF9AE}"

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import re
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from deskmcp.sheets.backends.book import Book, PatchedBook, check_title
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
-from deskmcp.sheets.formulas import DateSerial
+from deskmcp.sheets.formula_values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.ooxml import package_names, write_cached_values
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("deskmcp.sheets")
 
 _T = TypeVar("_T")
-_DATE_SHIFT = re.compile(r"^=\s*\$?([A-Z]{1,3})\$?(\d+)\s*[-+]")
 
 
 def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
@@ -47,7 +45,7 @@ def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
         return True
     if isinstance(value, bool) or not isinstance(value, float | int) or not isinstance(formula, str):
         return False
-    m = _DATE_SHIFT.match(formula)
+    m = DATE_SHIFT.match(formula)
     return m is not None and bool(getattr(ws[f"{m.group(1)}{m.group(2)}"], "is_date", False))
 
 
