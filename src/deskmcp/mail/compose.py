@@ -348,15 +348,12 @@ def build_forward(
     message.set_content((note + "\n\n" if note else "") + "\n".join(quoted) + "\n")
     for item in original.attachments:
         filename = _HEADER_FORBIDDEN.sub("_", item.filename)
-        maintype, _, subtype = item.content_type.partition("/")
-        if maintype == "message":
+        if item.content_type.partition("/")[0] == "message":
             inner = item.part.get_payload()
             enclosed = inner[0] if isinstance(inner, list) and inner else parse_bytes(item.payload())
             message.add_attachment(enclosed, filename=filename)
         else:
-            if maintype == "multipart" or not subtype:  # bytes cannot be a multipart body
-                maintype, subtype = "application", "octet-stream"
-            message.add_attachment(item.payload(), maintype=maintype, subtype=subtype, filename=filename)
+            attach(message, [Attachment(filename, item.content_type, item.payload())])
     return message
 
 
