@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, Conflict, PermissionDenied
-from deskmcp.sheets.a1 import A1Range, column_letters
+from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.backends.book import Book, check_title, rename_refs
 from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.sheet_reader import SheetReader
@@ -214,6 +214,3 @@ class LocalBackend:
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
 
         return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
-
-
-__all__ = ["Book", "LocalBackend", "column_letters"]  # as before the read and save paths moved beside it
