@@ -15,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from deskmcp.core.clock import SYSTEM_CLOCK, Clock
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import DeskError, RateLimited
 
 T = TypeVar("T")
@@ -79,7 +80,7 @@ class RetryPolicy:
         error = signal.error
         if signal.retry_after is not None:
             wait = max(0, math.ceil(signal.retry_after))
-            reset = datetime.fromtimestamp(self.clock.time() + wait, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            reset = utc_stamp(datetime.fromtimestamp(self.clock.time() + wait, UTC))
             error.details.setdefault("retry_after", wait)
             error.details.setdefault("reset_at", reset)
             if isinstance(error, RateLimited) and "retry after" not in error.message.lower():

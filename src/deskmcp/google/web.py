@@ -17,12 +17,14 @@ import secrets
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError
 from deskmcp.google.auth import (
     AUTH_URI,
@@ -148,8 +150,7 @@ class WebAuthorization:
             "scopes": str(body.get("scope") or " ".join(self.scopes)).split(),
         }
         if isinstance(body.get("expires_in"), int | float):
-            expiry = time.gmtime(time.time() + float(body["expires_in"]))
-            data["expiry"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", expiry)
+            data["expiry"] = utc_stamp(datetime.fromtimestamp(time.time() + float(body["expires_in"]), UTC))
         self.store.save(data)
         return data
 
