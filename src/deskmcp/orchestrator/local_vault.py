@@ -131,7 +131,7 @@ class LocalVault:
             if status is not None and not has_status(note, status):
                 continue
             lines = links.blank_code(note.parts.body)
-            tags = links.unique_tags(links.frontmatter_tags(note.frontmatter) + links.inline_tags(lines))
+            tags = links.note_tags(note.frontmatter, lines)
             matches.append(
                 NoteMatch(
                     path=rel,

@@ -112,7 +112,7 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
         return IndexRecord(rel, fingerprint, {"title": title, "path": rel}, columns, orjson.dumps([]))
     note = parse_note(rel, data, mtime_ns, strict_text=False)
     lines = md.blank_code(note.parts.body)
-    tags = md.unique_tags(md.frontmatter_tags(note.frontmatter) + md.inline_tags(lines))
+    tags = md.note_tags(note.frontmatter, lines)
     found = md.links(lines, folder_of(rel))
     title = md.title(note.frontmatter, rel)
     props = sorted({(key.lower(), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw)})

@@ -164,6 +164,11 @@ def unique_tags(tags: list[str]) -> list[str]:
     return out
 
 
+def note_tags(frontmatter: dict[str, Any], lines: list[str]) -> list[str]:
+    """A note's tags: its frontmatter `tags:`, then its inline `#tags` (`lines` from `blank_code`), each once."""
+    return unique_tags(frontmatter_tags(frontmatter) + inline_tags(lines))
+
+
 def headings(lines: list[str]) -> list[str]:
     return [m.group(2) for line in lines if line.startswith("#") and (m := _HEADING.match(line))]
 
