@@ -240,7 +240,9 @@ def reply_subject(subject: str) -> str:
     return subject if _RE.match(subject) else f"Re: {subject}"
 
 
-def _addressing(message: EmailMessage, draft: Draft, sender: str, display_name: str) -> None:
+def _headed(draft: Draft, subject: str, sender: str, display_name: str, now: datetime | None) -> EmailMessage:
+    """A new message with its From, recipients, Subject and Date; the caller adds the Message-ID."""
+    message = EmailMessage(policy=policy.SMTP)
     message["From"] = formataddr((display_name, sender)) if display_name else sender
     if draft.to:
         message["To"] = ", ".join(formataddr(p) for p in draft.to)
@@ -248,6 +250,13 @@ def _addressing(message: EmailMessage, draft: Draft, sender: str, display_name: 
         message["Cc"] = ", ".join(formataddr(p) for p in draft.cc)
     if draft.bcc:
         message["Bcc"] = ", ".join(formataddr(p) for p in draft.bcc)
+    message["Subject"] = subject
+    message["Date"] = format_datetime(now or datetime.now(UTC))
+    return message
+
+
+def _new_message_id(sender: str) -> str:
+    return make_msgid(domain=sender.rpartition("@")[2] or "localhost")
 
 
 def single_header(saved: Message, name: str) -> str | None:
@@ -285,13 +294,10 @@ def draft_to_send(
         max_body_chars=max_body_chars,
         allowlist=allowlist,
     )
-    message = EmailMessage(policy=policy.SMTP)
-    _addressing(message, draft, sender, display_name)
-    message["Subject"] = draft.subject
-    message["Date"] = format_datetime(now or datetime.now(UTC))
+    message = _headed(draft, draft.subject, sender, display_name, now)
     own = _MSGID.findall(single_header(saved, "Message-ID") or "")
     # The draft's own Message-ID is kept so create_draft's rfc_message_id is what goes out.
-    message["Message-ID"] = own[0] if len(own) == 1 else make_msgid(domain=sender.rpartition("@")[2] or "localhost")
+    message["Message-ID"] = own[0] if len(own) == 1 else _new_message_id(sender)
     for name in ("In-Reply-To", "References"):
         ids = _MSGID.findall(single_header(saved, name) or "")
         if ids:
@@ -329,11 +335,8 @@ def build_forward(
     now: datetime | None = None,
 ) -> EmailMessage:
     """A forward: the caller's note, the original's headers and text, its attachments re-attached."""
-    message = EmailMessage(policy=policy.SMTP)
-    _addressing(message, draft, sender, display_name)
-    message["Subject"] = draft.subject
-    message["Date"] = format_datetime(now or datetime.now(UTC))
-    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or "localhost")
+    message = _headed(draft, draft.subject, sender, display_name, now)
+    message["Message-ID"] = _new_message_id(sender)
     quoted = [
         "---------- Forwarded message ---------",
         f"From: {original.sender}",
@@ -367,15 +370,11 @@ def build_message(
     attachments: Sequence[Attachment] = (),
 ) -> EmailMessage:
     """The message to send, with its Message-ID already assigned."""
-    message = EmailMessage(policy=policy.SMTP)
-    _addressing(message, draft, sender, display_name)
     subject = draft.subject
     if parent is not None:
         subject = reply_subject(subject or parent.subject)
-    message["Subject"] = subject
-    message["Date"] = format_datetime(now or datetime.now(UTC))
-    domain = sender.rpartition("@")[2] or "localhost"
-    message["Message-ID"] = make_msgid(domain=domain)
+    message = _headed(draft, subject, sender, display_name, now)
+    message["Message-ID"] = _new_message_id(sender)
     if parent is not None and parent.rfc_message_id:
         message["In-Reply-To"] = parent.rfc_message_id
         chain = [r for r in parent.references if r != parent.rfc_message_id]
