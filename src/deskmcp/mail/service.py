@@ -242,8 +242,7 @@ class MailService:
         return LabelList(labels=self.backend.labels())
 
     def get_attachment(self, message_id: str, index: int, *, save: bool = False) -> AttachmentContent:
-        _, raw = self.backend.fetch(message_id)
-        parsed = decode(parse_bytes(raw))
+        _, parsed = self._parsed(message_id)
         _readable(message_id, parsed)
         if not 0 <= index < len(parsed.attachments):
             raise NotFound(
