@@ -53,6 +53,7 @@ MessageIds = Annotated[
 ]
 LabelName = Annotated[str, Field(min_length=1, max_length=100, description="Label name, see list_labels")]
 Addresses = Annotated[str | None, Field(description="Comma-separated addresses")]
+IdempotencyKey = Annotated[str | None, Field(max_length=200, description="Same key on a retry: never sent twice")]
 Attachments = Annotated[
     list[OutgoingAttachment] | None,
     Field(max_length=20, description="Files: {path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
@@ -155,9 +156,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         cc: Addresses = None,
         bcc: Addresses = None,
         html_body: Annotated[str | None, Field(description="Optional HTML alternative")] = None,
-        idempotency_key: Annotated[
-            str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
-        ] = None,
+        idempotency_key: IdempotencyKey = None,
         attachments: Attachments = None,
         account: Account = None,
     ) -> SendEmailResult:
@@ -178,9 +177,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         body: Annotated[str, Field(description="Optional note above the forwarded message")] = "",
         cc: Addresses = None,
         bcc: Addresses = None,
-        idempotency_key: Annotated[
-            str | None, Field(max_length=200, description="Same key on a retry: never sent twice")
-        ] = None,
+        idempotency_key: IdempotencyKey = None,
         account: Account = None,
     ) -> SendEmailResult:
         """Forward a message with its attachments ("Fwd: " subject, checked and audited like send_email)."""
