@@ -9,6 +9,10 @@ from pathlib import Path
 
 from deskmcp.core.errors import IOFailure, NotFound, PermissionDenied
 
+# What deskmcp writes of the user's (indexes, mail, tokens, audit lines) is the user's alone.
+PRIVATE_FILE = 0o600
+PRIVATE_FOLDER = 0o700
+
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to `path` atomically: temp file in the same folder, fsync, `os.replace`.

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import orjson
 
-from deskmcp.core.textindex import PRIVATE_FILE
+from deskmcp.core.files import PRIVATE_FILE
 
 _CHUNK = 5000
 """Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""

@@ -26,15 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deskmcp.core.errors import BadRequest, IOFailure
+from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER
 
 if TYPE_CHECKING:
     import tantivy
 
 log = logging.getLogger(__name__)
-
-PRIVATE_FOLDER = 0o700
-PRIVATE_FILE = 0o600
-"""Indexes hold the text of the user's meetings, notes and mail: only the user may read them."""
 
 
 def private_folder(folder: Path) -> None:

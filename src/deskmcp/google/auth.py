@@ -23,7 +23,7 @@ from pydantic import Field
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, IOFailure, ParseError
-from deskmcp.core.files import atomic_write_text
+from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_text
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -133,8 +133,8 @@ class FileTokenStore:
     def save(self, data: dict[str, Any]) -> None:
         folder = self.path.parent
         if not folder.exists():
-            folder.mkdir(parents=True, mode=0o700)
-        atomic_write_text(self.path, json.dumps(data, indent=None, sort_keys=True), mode=0o600)
+            folder.mkdir(parents=True, mode=PRIVATE_FOLDER)
+        atomic_write_text(self.path, json.dumps(data, indent=None, sort_keys=True), mode=PRIVATE_FILE)
 
 
 def token_store(settings: GoogleSettings) -> TokenStore:

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from deskmcp.core.errors import IOFailure
-from deskmcp.core.files import append_durably
+from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, append_durably
 from deskmcp.mail.models import AuditLogEntry
 
 _lock = threading.Lock()
@@ -30,8 +30,8 @@ def append(folder: Path, entry: AuditLogEntry) -> Path:
         try:
             # Logs/ only, inside a vault that exists (a configured one is never created); 0700
             # because the lines name every recipient, Bcc included.
-            folder.mkdir(exist_ok=True, mode=0o700)
-            append_durably(path, line, 0o600)
+            folder.mkdir(exist_ok=True, mode=PRIVATE_FOLDER)
+            append_durably(path, line, PRIVATE_FILE)
         except OSError as exc:
             raise IOFailure(
                 f"The audit log {path} could not be written ({exc.strerror}); nothing was sent.", {"path": str(path)}

@@ -20,17 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
-from deskmcp.core.files import fsync_dir
+from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, fsync_dir
 
 INBOX = "INBOX"
 SYSTEM_FOLDERS = {"SENT": ".Sent", "DRAFT": ".Drafts", "TRASH": ".Trash", "SPAM": ".Junk"}
 ARCHIVE_DIR = ".Archive"
 _DIR_TO_LABEL = {v.lower(): k for k, v in SYSTEM_FOLDERS.items()}
 _LABEL = re.compile(r"^[\w][\w \-&+@/]*$", re.UNICODE)
-# Mail is the user's alone: message files are created 0600 and the folders we create 0700
-# (a folder another mail program made keeps its mode).
-PRIVATE_FILE = 0o600
-PRIVATE_FOLDER = 0o700
 _counter = 0
 _counter_lock = threading.Lock()
 

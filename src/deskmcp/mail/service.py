@@ -31,7 +31,7 @@ from deskmcp.core.errors import (
     PermissionDenied,
     Timeout,
 )
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.mail import audit
@@ -255,11 +255,11 @@ class MailService:
         )
         if save:
             folder = self.settings.workspace / "attachments" / message_id
-            folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the user's files: not for others
-            folder.mkdir(exist_ok=True, mode=0o700)
+            folder.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+            folder.mkdir(exist_ok=True, mode=PRIVATE_FOLDER)
             target = safe_join(folder, _safe_filename(item.filename, index))
             data = item.part.as_bytes() if item.content_type.startswith("message/") else item.payload()
-            atomic_write_bytes(target, data, mode=0o600)
+            atomic_write_bytes(target, data, mode=PRIVATE_FILE)
             result.saved_path = target.relative_to(self.settings.workspace).as_posix()
             return result
         if not item.content_type.startswith(TEXT_TYPES):

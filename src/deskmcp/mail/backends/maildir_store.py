@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.index import IndexSchema, SearchIndex, private_database
 from deskmcp.mail import mailstore
 
@@ -59,7 +60,7 @@ class LabelTable:
     """Labels that are not folders, per message key, in a small SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=mailstore.PRIVATE_FOLDER)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
         private_database(path)
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
