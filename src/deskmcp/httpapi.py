@@ -312,9 +312,8 @@ class ToolApi:
                 BadRequest('The body must be a JSON object of arguments, e.g. {} or {"q": "budget"}.')
             )
         try:
+            # DeskServer.call_tool answers the taxonomy's errors as results; only the SDK's and crashes raise.
             result = await self.server.call_tool(name, arguments)
-        except DeskError as exc:
-            return error_response(exc)
         except MCPError as exc:
             return error_response(InternalError(f"Tool {name} failed: {exc.error.message}", {"tool": name}))
         except Exception:  # the outermost handler: log the traceback, never send it
