@@ -55,6 +55,8 @@ def cached(kind: bytes, inner: bytes, shared: list[str] | None = None) -> Any:
     if m is None:
         return None
     text = m.group(1)
+    if not text and kind != b"str":
+        return None  # `<v></v>` (openpyxl with lxml writes a formula so): no value, not the text ""
     if kind == b"e":
         return CellError(unescape(text))
     if kind == b"b":

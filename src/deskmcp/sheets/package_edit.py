@@ -190,7 +190,7 @@ def _scan(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Depen
                 rows_of.append(row)
             continue
         # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
-        if (b"</v>" not in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
+        if (b"</v>" not in tail or b"<v></v>" in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
             uncached.append((title, row, col))
         shape = DIGITS.sub(b"0", ftext)
         group = shapes.get(shape)
@@ -289,9 +289,13 @@ _anchor_refs = lru_cache(maxsize=1024)(anchor_refs)
 
 
 def _no_value(cattrs: bytes, tail: bytes) -> bool:
-    """What `cached` reads as no value: no <v>, or a shared string (not looked up here)."""
+    """What `cached` reads as no value: no <v>, an empty one (but for text), or a shared string
+    (not looked up here)."""
     kind = attributes(cattrs).get(b"t", b"n") if b"t=" in cattrs else b"n"
-    return kind == b"s" or (kind != b"inlineStr" and VALUE.search(tail) is None)
+    if kind == b"s":
+        return True
+    v = VALUE.search(tail)
+    return kind != b"inlineStr" and (v is None or (not v.group(1) and kind != b"str"))
 
 
 def _read_cells(zf: zipfile.ZipFile, part: str) -> bytearray:

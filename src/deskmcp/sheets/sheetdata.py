@@ -155,6 +155,71 @@ def _text(element: Element) -> str:
     return "".join(parts)
 
 
+# A formula cell in the plain form holding no value after its formula: nothing, `<v/>` or `<v></v>`.
+_VALUELESS = re.compile(rb"(?:</f>|<f\b[^>]*?/>)\s*(<v\s*/>|<v>\s*</v>)?\s*</c>")
+_CELL_OPEN = re.compile(rb'<c r="([A-Z]{1,3})([0-9]+)"([^>]*)>')
+
+
+def formulas_without_value(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int]]:
+    """(row, column) of every formula cell of a worksheet part that stores no value: what another
+    program saved without computing it (openpyxl writes `<v></v>` or no `<v>`). A formula whose
+    value is the empty text (`t="str"` with an empty `<v>`) has one. Read in chunks."""
+    from deskmcp.sheets.cellxml import plain
+
+    found: set[tuple[int, int]] = set()
+    tail = b""
+    with zf.open(part) as handle:
+        while True:
+            block = handle.read(4 * CHUNK)
+            data = tail + block
+            cut = data.rfind(b"<c ") if block else len(data)  # a cell may go on in the next block
+            body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
+            if not plain(body):
+                return _valueless_by_elements(zf, part)
+            for m in _VALUELESS.finditer(body):
+                start = body.rfind(b"<c ", 0, m.start())
+                cell = _CELL_OPEN.match(body, start)
+                if cell is None:
+                    return _valueless_by_elements(zf, part)
+                kind = re.search(rb'\bt="([^"]*)"', cell.group(3))
+                if m.group(1) is not None and kind is not None and kind.group(1) == b"str":
+                    continue  # the empty text, stored
+                found.add((int(cell.group(2)), column_index(cell.group(1).decode("ascii"))))
+            if not block:
+                return found
+
+
+def _valueless_by_elements(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int]]:
+    """`formulas_without_value` of a part in another form (prefixed tags, cells without `r`)."""
+    found: set[tuple[int, int]] = set()
+    row = col = 0
+    with zf.open(part) as handle:
+        try:
+            for event, element in _events(handle):
+                name = _local(element.tag)
+                if name == "row" and event == "start":
+                    ref = element.get("r")
+                    row = int(ref) if ref and ref.isdigit() else row + 1
+                    col = 0
+                if name != "c" or event != "end":
+                    continue
+                m = _CELL_REF.fullmatch(element.get("r") or "")
+                if m:
+                    col, row = column_index(m.group(1)), int(m.group(2))
+                else:
+                    col += 1
+                children = {_local(child.tag): child for child in element}
+                if "f" not in children or "is" in children:
+                    continue
+                v = children.get("v")
+                if v is None or (not (v.text or "").strip() and element.get("t") != "str"):
+                    found.add((row, col))
+                element.clear()
+        except ParseError as exc:
+            raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
+    return found
+
+
 def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:
     from openpyxl.styles.numbers import BUILTIN_FORMATS, is_date_format, is_timedelta_format
 

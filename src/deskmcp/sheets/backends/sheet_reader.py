@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import zipfile
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -27,7 +28,7 @@ from deskmcp.sheets.formulas import CellError
 from deskmcp.sheets.models import Grid, Render
 from deskmcp.sheets.ooxml import PackageMap, check_sizes, custom_property, package_map, verify_parts
 from deskmcp.sheets.recalc import without_prefixes
-from deskmcp.sheets.sheetdata import Extent, Styles, extent, styles, window
+from deskmcp.sheets.sheetdata import Extent, Styles, extent, formulas_without_value, styles, window
 
 log = logging.getLogger("deskmcp.sheets")
 
@@ -70,6 +71,7 @@ class SheetReader:
         self._packages: OrderedDict[_Key, tuple[PackageMap, Styles]] = OrderedDict()
         self._extents: OrderedDict[_Key, Extent] = OrderedDict()
         self._verified: OrderedDict[_Key, bool] = OrderedDict()
+        self._valueless: OrderedDict[_Key, list[tuple[int, int]]] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -327,9 +329,12 @@ class SheetReader:
                         shown_row.append(as_json(v, "raw" if render == "formula" else render))
                 values.append(shown_row)
             values = trim(values)
+            unvalued = list(uncomputed.get(sheet, []))
+            if fmt in ("xlsx", "xlsm") and render != "formula":
+                unvalued += [c for c in self.valueless(path, sheet, rng) if c not in unvalued]
             flagged = [
                 f"{quote_sheet(sheet)}!{cell}"
-                for cell in uncomputed.get(sheet, [])
+                for cell in unvalued
                 if within_range(cell, rng) and blank(value_at(values, cell, r0, c0))
             ]
             if values:
@@ -339,6 +344,28 @@ class SheetReader:
                 shown = rng.a1(default_sheet=sheet)
             out.append(Grid(range=shown, values=values, uncomputed=flagged, errors=errors))
         return out
+
+    def valueless(self, path: Path, sheet: str, rng: A1Range) -> list[str]:
+        """The formula cells of a range of an xlsx sheet that the file stores without a value (A1,
+        in order): saved by a program that did not compute them. The sheet is scanned once per
+        version of the file."""
+        key = (*stat_key(path), sheet)
+        with self._lock:
+            found = self._valueless.get(key)
+        if found is None:
+            part = self.part(path, sheet)
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    found = sorted(formulas_without_value(zf, part))
+            except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+                raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
+            with self._lock:
+                _remember_in(self._valueless, key, found, 64)
+        r0, c0 = rng.start_row or 1, rng.start_col or 1
+        r1 = rng.end_row if rng.end_row is not None else MAX_ROWS
+        c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
+        first, last = bisect_left(found, (r0, 0)), bisect_right(found, (r1, MAX_COLUMNS + 1))
+        return [cell_name(r, c) for r, c in found[first:last] if c0 <= c <= c1]
 
     def _uncomputed(self, path: Path, fmt: str) -> dict[str, list[str]]:
         """The formulas the last save here left without a value, by sheet (read from the file)."""
