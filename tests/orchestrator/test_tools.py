@@ -11,6 +11,7 @@ from mcp import Client
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from tests.helpers.orchestrator import add_mail, sent
+from tests.helpers.person import Person
 from tests.helpers.tool_calls import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +32,8 @@ async def test_the_assistant_decides_approves_and_a_pass_sends(
     monkeypatch.chdir(ROOT)
     add_mail(store, "m1", "Ana <ana@example.org>", "Lunch?", "Are you free Friday?")
     add_mail(store, "m2", "news@example.org", "Digest", "Links")
-    async with Client(create_server(settings(tmp_path, vault, store))) as client:
+    person = Person("accept")
+    async with Client(create_server(settings(tmp_path, vault, store)), elicitation_callback=person.answer) as client:
         first = await call(client, "triage_run")
         assert first["ingested"] == 2
         pending = await call(client, "triage_list")
@@ -51,6 +53,9 @@ async def test_the_assistant_decides_approves_and_a_pass_sends(
         assert [d["path"] for d in drafts["items"]] == [drafted["draft"]]
         approved = await call(client, "triage_approve", {"path": drafted["draft"]})
         assert approved["path"].startswith("Approved/")
+        [question] = person.asked
+        assert "To: Ana <ana@example.org>" in question
+        assert "Friday works!" in question
         second = await call(client, "triage_run")
         assert second["sent"] == 1
         status = await call(client, "triage_status")

@@ -11,7 +11,9 @@ Every server package builds its tools on a `DeskServer`. What it adds to the SDK
 - tool definitions are published compactly (`core.schema`), output schemas only on request;
 - tools belong to toolsets (`core.toolsets`) that configuration, or the client itself in
   dynamic mode, switches on and off;
-- client-safe names (`DESKMCP_TOOL_NAMES=safe`) wherever a tool name is shown.
+- client-safe names (`DESKMCP_TOOL_NAMES=safe`) wherever a tool name is shown;
+- a person's confirmation through MCP elicitation (`ask_person`, `person_agreed`), for the
+  tools whose action a person, not the model, must approve.
 """
 
 from __future__ import annotations
@@ -24,14 +26,23 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import orjson
 from mcp.server.lowlevel.server import NotificationOptions
-from mcp.server.mcpserver import Context, Icon, MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    CancelledElicitation,
+    Context,
+    DeclinedElicitation,
+    Elicit,
+    ElicitationResult,
+    Icon,
+    MCPServer,
+)
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field, ValidationError
 
 from deskmcp import __version__
-from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound
+from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound, PermissionDenied
 from deskmcp.core.schema import argument_names, compact_description, compact_schema
 from deskmcp.core.toolsets import Toolset, declare, select
 
@@ -83,6 +94,56 @@ def as_desk_error(exc: ToolError, tool: str) -> DeskError:
         return NotFound(f"Unknown tool {tool!r}. List the tools to see valid names.", {"tool": tool})
     # A ToolError or ResourceError raised by a dependency: its text is safe to pass on.
     return BadRequest(str(cause or exc).removeprefix(f"Error executing tool {tool}: "), {"tool": tool})
+
+
+class Confirmation(BaseModel):
+    """The form a person answers to confirm an action: one box to tick."""
+
+    confirm: bool = Field(title="Yes, do it", description="Tick to go ahead; decline to stop")
+
+
+Answer = ElicitationResult[Confirmation]
+"""What a person answered (accept, decline or cancel); see `ask_person`."""
+
+NOT_ASKED = "not asked"
+"""A resolver's answer when the person could not be asked (see `ask_person`)."""
+
+
+def can_ask_person(context: Context[Any, Any]) -> bool:
+    """Whether this call can put a question to the person: the client declared form elicitation
+    and the call has a channel for it (the result itself from protocol 2026-07-28 on, a request
+    on the call's stream before). A call without MCP (the HTTP tool API, `deskmcp call`) cannot."""
+    try:
+        capabilities = context.client_capabilities
+        version = context.protocol_version
+        channel = version is not None and (version >= "2026-07-28" or context.session.can_send_request)
+    except (ValueError, RuntimeError, AttributeError):  # no request behind the context
+        return False
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return channel and elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def ask_person(context: Context[Any, Any], message: str) -> Elicit[Confirmation] | str:
+    """A resolver's question to the person (`Resolve`): the client shows `message` with a box to
+    tick and answers accept, decline or cancel. `NOT_ASKED` when the client cannot ask."""
+    return Elicit(message, Confirmation) if can_ask_person(context) else NOT_ASKED
+
+
+def person_agreed(answer: Answer | AcceptedElicitation[Any], action: str, unasked: DeskError | None) -> bool:
+    """True when the person accepted with the box ticked. A decline, a cancel or an unticked box
+    raises `permission_denied` saying nothing was done; a call that could not ask raises `unasked`,
+    or returns False when `unasked` is None (the action needs no person then)."""
+    if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, Confirmation):
+        if answer.data.confirm:
+            return True
+        raise PermissionDenied(f"The person did not tick the box to confirm; {action}.", {"answer": "unticked"})
+    if isinstance(answer, DeclinedElicitation):
+        raise PermissionDenied(f"The person declined; {action}.", {"answer": "decline"})
+    if isinstance(answer, CancelledElicitation):
+        raise PermissionDenied(f"The person dismissed the question; {action}.", {"answer": "cancel"})
+    if unasked is not None:
+        raise unasked
+    return False
 
 
 ToolNames = Literal["spec", "safe"]

@@ -56,6 +56,17 @@ class ApprovedDraft(BaseModel):
     cc: str | None = None
     source_note: str | None = None
 
+    def for_person(self, excerpt_chars: int = 600) -> str:
+        """The draft as a person reads it before approving: recipients, subject, the reply's start."""
+        text = self.body.strip()
+        if len(text) > excerpt_chars:
+            text = text[:excerpt_chars].rstrip() + " [...]"
+        lines = [f"Send this reply? ({self.path})", f"To: {self.to}"]
+        if self.cc:
+            lines.append(f"Cc: {self.cc}")
+        lines += [f"Subject: {self.subject}", "Attachments: none", "", text]
+        return "\n".join(lines)
+
 
 class PassSummary(BaseModel):
     """What one pass did."""

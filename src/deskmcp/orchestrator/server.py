@@ -6,14 +6,15 @@ running one pass, and the state. The tools work on the vault in this process; a 
 the mail server over MCP like the `deskmcp orchestrate` command does.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here, not postponed: the resolvers of triage_approve are local to
+# `register` and the SDK reads them from the annotations.
+from typing import Annotated, Any, Literal
 
-from typing import Annotated, Literal
+from mcp.server.mcpserver import Context, Elicit, Resolve
+from pydantic import BaseModel, Field
 
-from pydantic import Field
-
-from deskmcp.core.errors import BadRequest
-from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.core.errors import BadRequest, PermissionDenied
+from deskmcp.core.server import READ_ONLY, Answer, Confirmation, DeskServer, ask_person, person_agreed, writes
 from deskmcp.orchestrator.models import (
     Decision,
     ItemResult,
@@ -27,8 +28,8 @@ from deskmcp.orchestrator.triage import TriageService
 from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """Email triage in the user's vault: mail becomes notes in Needs_Action/, replies are
-drafted into Drafts/, the user approves a draft (by moving it to Approved/, or triage_approve when
-they say so) and the next pass sends it, only to the mail's sender, and files everything in Done/.
+drafted into Drafts/, the user approves a draft (triage_approve asks them in the client; or they
+move it to Approved/ themselves) and the next pass sends it, only to the mail's sender, and files everything in Done/.
 Nothing is sent without approval; the vault tools cannot write in these folders. Call
 triage_list for mail awaiting a decision, then triage_decide with a decision and, for draft_reply
 or urgent, the reply text."""
@@ -42,6 +43,19 @@ TOOLSETS: dict[str, str] = {
 DEFAULT_TOOLSETS: tuple[str, ...] = ("triage", "approve")
 
 NotePath = Annotated[str, Field(description="Note path from triage_list")]
+
+HOW_A_PERSON_APPROVES = (
+    "Only a person approves a reply, and this client cannot ask them (it does not support MCP elicitation). "
+    "Nothing was approved. Ask the user to approve it themselves: move the note from Drafts/ to Approved/ "
+    "in their vault app, or run `deskmcp orchestrate approve {path}` in a terminal. The next pass sends it."
+)
+
+
+class DraftShown(BaseModel):
+    """A draft as the person is shown it, and the hash of its note then."""
+
+    text: str
+    content_hash: str
 
 
 def create_service(settings: OrchestratorSettings) -> TriageService:
@@ -88,11 +102,26 @@ def register(server: DeskServer, service: TriageService) -> None:
         chosen = TriageDecision(decision=decision, reason=reason, reply=reply, delegate_to=delegate_to)
         return await service.decide(path, chosen)
 
+    async def draft_shown(path: str) -> DraftShown:
+        draft, content_hash = await service.draft_to_approve(path)
+        return DraftShown(text=draft.for_person(), content_hash=content_hash)
+
+    def ask_approval(
+        shown: Annotated[DraftShown, Resolve(draft_shown)], context: Context[Any, Any]
+    ) -> Elicit[Confirmation] | str:
+        return ask_person(context, shown.text)
+
     @server.tool("triage_approve", annotations=writes(destructive=False, idempotent=False), toolset="approve")
-    async def triage_approve(path: NotePath) -> ItemResult:
-        """Approve a draft from Drafts/ (moves it to Approved/); the next pass sends it exactly as written.
-        Only call this when the user has said to send it."""
-        return await service.approve(path)
+    async def triage_approve(
+        path: NotePath,
+        shown: Annotated[DraftShown, Resolve(draft_shown)],
+        answer: Annotated[Answer, Resolve(ask_approval)],
+    ) -> ItemResult:
+        """Ask the user, in their client, to approve a draft from Drafts/ (they see recipients, subject
+        and text); on their yes it moves to Approved/ and the next pass sends it exactly as written."""
+        unasked = PermissionDenied(HOW_A_PERSON_APPROVES.format(path=path), {"path": path, "elicitation": False})
+        person_agreed(answer, "nothing was approved", unasked)
+        return await service.approve(path, shown.content_hash)
 
     @server.tool("triage_reject", annotations=writes(destructive=False, idempotent=False), toolset="triage")
     async def triage_reject(

@@ -528,7 +528,9 @@ class Orchestrator:
 
     # -- a person's actions (through the MCP tools) --------------------------------------------
 
-    async def approve(self, path: str) -> ItemResult:
+    async def draft_to_approve(self, path: str) -> tuple[ApprovedDraft, str]:
+        """The draft at `path` as it would be sent, and the content hash of its note: what a
+        person is shown before approving it. Refuses what `approve` would refuse."""
         if layout.folder_of(path) != DRAFTS:
             raise BadRequest(
                 f"{path} is not a draft; approve a note in {DRAFTS}/ (see triage_list with stage='approval').",
@@ -540,6 +542,17 @@ class Orchestrator:
         draft = layout.approved_draft(self.root, path, note)  # refuses a draft without recipient, subject or text
         if (refusal := self.refusal(draft, approving=True)) is not None:
             raise PermissionDenied(refusal, {"path": path})
+        return draft, note.content_hash
+
+    async def approve(self, path: str, shown_hash: str | None = None) -> ItemResult:
+        """Approve the draft at `path`: a person's act. `shown_hash` is the content hash of the
+        note as the person saw it; a draft changed since is refused, not approved unseen."""
+        _draft, content_hash = await self.draft_to_approve(path)
+        if shown_hash is not None and content_hash != shown_hash:
+            raise Conflict(
+                f"{path} changed while the person was asked; nothing was approved. Ask again.",
+                {"path": path},
+            )
         await update_note(self.vault, path, {"approved": utc_stamp()})
         dest = f"{APPROVED}/{layout.name_of(path)}"
         await self.vault.move_note(path, dest)

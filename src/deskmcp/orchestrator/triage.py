@@ -15,6 +15,7 @@ from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import DRAFTS, NEEDS_ACTION
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.models import (
+    ApprovedDraft,
     ItemResult,
     PassSummary,
     PendingItem,
@@ -103,13 +104,20 @@ class TriageService:
             raise Conflict(f"{rel} is {status}, not awaiting a decision.", {"path": rel, "status": status})
         return await self.orchestrator.apply_decision(rel, decision, by="assistant", note=note)
 
-    async def approve(self, path: str) -> ItemResult:
+    async def draft_to_approve(self, path: str) -> tuple[ApprovedDraft, str]:
+        """The draft as a person is shown it before approving, and its note's content hash."""
+        self._look()
+        return await self.orchestrator.draft_to_approve(_note_path(path))
+
+    async def approve(self, path: str, shown_hash: str | None = None) -> ItemResult:
+        """Approve a draft as a person did (the MCP tool asks them first; `deskmcp orchestrate
+        approve` asks on the terminal)."""
         self._ready()
-        return await self.orchestrator.approve(path if path.endswith(".md") else path + ".md")
+        return await self.orchestrator.approve(_note_path(path), shown_hash)
 
     async def reject(self, path: str, reason: str) -> ItemResult:
         self._ready()
-        return await self.orchestrator.reject(path if path.endswith(".md") else path + ".md", reason)
+        return await self.orchestrator.reject(_note_path(path), reason)
 
     async def run_pass(self, *, dry_run: bool) -> PassSummary:
         settings = self.settings
@@ -148,3 +156,7 @@ class TriageService:
             send_audit=self.orchestrator.journal.recent(4, "gmail_mcp_*.jsonl"),
             problem=self.orchestrator.check_vault(),
         )
+
+
+def _note_path(path: str) -> str:
+    return path if path.endswith(".md") else path + ".md"
