@@ -113,20 +113,40 @@ def names_label(node: Node | None) -> bool:
 
 
 def criteria(node: Node | None, keywords: bool) -> list[Any]:
-    """The IMAP SEARCH criteria of `node` (has:/filename: inside OR or NOT only approximated)."""
+    """The IMAP SEARCH criteria of `node` (has:/filename: inside OR or NOT only approximated), as
+    one flat list in IMAP's prefix notation, without parenthesised groups: `a AND b` inside OR or
+    NOT is sent as `NOT OR NOT a NOT b`. imapclient sends each non-ASCII value of a flat list as a
+    literal in the search's charset, but encodes a nested list as ASCII and would glue a group's
+    parentheses onto a literal, so a non-ASCII term inside OR or `-` would never reach the server."""
     if node is None:
         return ["ALL"]
+    return [token for key in _keys(node, keywords) for token in key]
+
+
+def _keys(node: Node, keywords: bool) -> list[list[Any]]:
+    """`node` as search keys that must all match, each key a list of tokens."""
     if isinstance(node, And):
-        return [c for n in node.nodes for c in criteria(n, keywords)]
+        return [key for n in node.nodes for key in _keys(n, keywords)]
     if isinstance(node, Not):
-        return ["NOT", criteria(node.node, keywords)]
+        return [_negated(_one(_keys(node.node, keywords)))]
     if isinstance(node, Or):
-        parts = [criteria(n, keywords) for n in node.nodes]
+        parts = [_one(_keys(n, keywords)) for n in node.nodes]
         combined = parts[-1]
         for part in reversed(parts[:-1]):
-            combined = ["OR", part, combined]
-        return combined
-    return _term(node, keywords)
+            combined = ["OR", *part, *combined]
+        return [combined]
+    return [_term(node, keywords)]
+
+
+def _negated(key: list[Any]) -> list[Any]:
+    return key[1:] if key and key[0] == "NOT" else ["NOT", *key]
+
+
+def _one(keys: list[list[Any]]) -> list[Any]:
+    """Keys that must all match as one key: `a b` is `NOT OR NOT a NOT b` (De Morgan)."""
+    if len(keys) <= 1:
+        return keys[0] if keys else ["ALL"]
+    return ["NOT", "OR", *_negated(keys[0]), *_negated(_one(keys[1:]))]
 
 
 def _term(term: Term, keywords: bool) -> list[Any]:
