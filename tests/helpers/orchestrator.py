@@ -1,10 +1,16 @@
-"""The orchestrator tests' mail store (the JSON file behind tests/orchestrator/mail_stub.py) and triage rules."""
+"""The orchestrator tests' mail store (the JSON file behind tests/orchestrator/mail_stub.py), triage rules, and
+mail notes waiting for a decision with their drafts."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import yaml
+from mcp import Client
+
+from deskmcp.orchestrator.layout import email_note
+from tests.helpers.tool_calls import call
 from tests.orchestrator import mail_stub
 
 RULES = """
@@ -47,3 +53,22 @@ def add_mail(store: Path, mid: str, sender: str, subject: str, body: str, **extr
 def sent(store: Path) -> list[dict[str, Any]]:
     """What the stub has sent so far."""
     return mail_stub.load(store)["sent"]
+
+
+def write_mail_note(vault: Path) -> str:
+    """A new mail waiting for a decision in Needs_Action/, as a pass writes it."""
+    folder = vault / "Needs_Action"
+    n = len(list(folder.glob("*.md"))) if folder.is_dir() else 0
+    email = {"id": f"m{n}", "sender": "Ana <ana@example.org>", "to": "me@example.org", "subject": f"Lunch {n}?"}
+    front, body = email_note(
+        {**email, "body": "Are you free Friday?"}, ingested_at="2026-11-27T09:00:00Z", max_chars=1000
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"lunch-{n}.md").write_text(f"---\n{yaml.safe_dump(front)}---\n{body}", encoding="utf-8")
+    return f"Needs_Action/lunch-{n}.md"
+
+
+async def drafted(client: Client, vault: Path) -> str:
+    path = write_mail_note(vault)
+    decided = await call(client, "triage_decide", {"path": path, "decision": "draft_reply", "reply": "Friday works!"})
+    return decided["draft"]

@@ -10,13 +10,12 @@ from typing import Any
 
 import anyio
 import pytest
-import yaml
 from mcp import Client, StdioServerParameters
 
-from deskmcp.orchestrator.layout import email_note
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from tests.helpers.network import free_port
+from tests.helpers.orchestrator import drafted
 from tests.helpers.person import Person
 from tests.helpers.processes import environment, server_process
 from tests.helpers.tool_calls import call, fail
@@ -24,25 +23,6 @@ from tests.helpers.tool_calls import call, fail
 pytestmark = pytest.mark.anyio
 
 PROTOCOLS = ["legacy", "2026-07-28"]
-
-
-def write_mail_note(vault: Path) -> str:
-    """A new mail waiting for a decision in Needs_Action/, as a pass writes it."""
-    folder = vault / "Needs_Action"
-    n = len(list(folder.glob("*.md"))) if folder.is_dir() else 0
-    email = {"id": f"m{n}", "sender": "Ana <ana@example.org>", "to": "me@example.org", "subject": f"Lunch {n}?"}
-    front, body = email_note(
-        {**email, "body": "Are you free Friday?"}, ingested_at="2026-11-27T09:00:00Z", max_chars=1000
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"lunch-{n}.md").write_text(f"---\n{yaml.safe_dump(front)}---\n{body}", encoding="utf-8")
-    return f"Needs_Action/lunch-{n}.md"
-
-
-async def drafted(client: Client, vault: Path) -> str:
-    path = write_mail_note(vault)
-    decided = await call(client, "triage_decide", {"path": path, "decision": "draft_reply", "reply": "Friday works!"})
-    return decided["draft"]
 
 
 def settings(tmp_path: Path, vault: Path) -> OrchestratorSettings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ from deskmcp.orchestrator.models import PassSummary
 from deskmcp.orchestrator.runner import open_orchestrator, watch
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.state import VaultLock
+from deskmcp.orchestrator.triage import TriageService
 
 
 def report(summary: PassSummary) -> None:
@@ -56,3 +58,37 @@ async def _main(settings: OrchestratorSettings, watching: bool, dry_run: bool) -
         summary = await orchestrator.run_pass()
         report(summary)
         return 1 if summary.skipped or summary.failed else 0
+
+
+def approve(overrides: dict[str, Any], note: str) -> int:
+    """A person approves one draft on a terminal: the draft is shown, the answer read from the
+    terminal (not from a pipe, so no program answers for them). 0 approved, 1 not, 2 cannot."""
+    try:
+        settings = OrchestratorSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        typer.echo(f"Invalid settings: {exc}", err=True)
+        return 2
+    if not settings.root.is_dir():
+        typer.echo(f"The vault folder {settings.root} does not exist.", err=True)
+        return 2
+    if not sys.stdin.isatty():
+        typer.echo("Approving needs you at a terminal: run this command yourself, not through a program.", err=True)
+        return 2
+    service = TriageService(settings)
+
+    async def main() -> int:
+        draft, content_hash = await service.draft_to_approve(note)
+        typer.echo(draft.for_person(excerpt_chars=4000))
+        typer.echo("")
+        if not typer.confirm("Approve this reply? It is sent on the next pass", default=False):
+            typer.echo("Not approved; the draft stays in Drafts/.")
+            return 1
+        result = await service.approve(note, content_hash)
+        typer.echo(f"Approved: {result.path}. {result.message}.")
+        return 0
+
+    try:
+        return anyio.run(main)
+    except DeskError as exc:
+        typer.echo(exc.message, err=True)
+        return 2
