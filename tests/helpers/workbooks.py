@@ -21,3 +21,17 @@ def make_xlsx(path: Path, sheets: dict[str, list[list[Any]]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     wb.save(path)
     return path
+
+
+def assert_well_formed(path: Path) -> None:
+    """Every XML part of the package at `path` parses (an .xlsx a write left behind must)."""
+    import zipfile
+    from xml.etree import ElementTree
+
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            if name.endswith((".xml", ".rels")):
+                try:
+                    ElementTree.fromstring(zf.read(name))
+                except ElementTree.ParseError as exc:
+                    raise AssertionError(f"{path.name}: {name} is not well-formed XML: {exc}") from exc

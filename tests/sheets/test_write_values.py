@@ -15,6 +15,7 @@ import pytest
 from deskmcp.sheets.ooxml import write_cached_values
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import Connect, call
+from tests.helpers.workbooks import assert_well_formed
 
 pytestmark = pytest.mark.anyio
 
@@ -95,12 +96,13 @@ async def test_update_values_removes_and_flags_the_stale_value_of_a_formula_it_c
     assert grid["values"] == [["P-200", "", "", 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
     assert grid["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
+    assert_well_formed(path)
 
 
 async def test_unchanged_formulas_keep_their_cached_dates_and_errors_after_a_write(
     root: Path, connect: Connect
 ) -> None:
-    invoice(root / "invoice.xlsx")
+    path = invoice(root / "invoice.xlsx")
     async with connect() as c:
         answer = await call(
             c, "update_values", {"spreadsheet_id": "invoice.xlsx", "range": "Invoice!J1", "values": [["note"]]}
@@ -109,17 +111,19 @@ async def test_unchanged_formulas_keep_their_cached_dates_and_errors_after_a_wri
     assert "uncomputed" not in answer or not answer["uncomputed"]
     assert out["ranges"][0]["values"] == [["P-100", 4.75, 9.5, 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
     assert out["ranges"][0]["errors"] == ["Invoice!F2"]
+    assert_well_formed(path)
 
 
 async def test_clear_values_flags_an_uncomputable_formula_that_read_the_cleared_cell(
     root: Path, connect: Connect
 ) -> None:
-    invoice(root / "invoice.xlsx")
+    path = invoice(root / "invoice.xlsx")
     async with connect() as c:
         answer = await call(c, "clear_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2"]})
         out = await call(c, "read_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2:H2"]})
     assert answer["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
     assert out["ranges"][0]["values"][0][7] == 0  # COUNTA recomputed
+    assert_well_formed(path)
 
 
 async def test_read_values_shows_stored_errors_as_their_text_and_lists_their_cells(
@@ -234,6 +238,7 @@ async def test_computed_dates_are_stored_as_numbers_with_a_date_format(root: Pat
     assert raw["ranges"][0]["values"] == [[45366, 45322, 45337, 45307, 45336]]
     ws: Any = load_workbook(path)["S"]
     assert ws["B1"].number_format == "yyyy-mm-dd"
+    assert_well_formed(path)
 
 
 async def test_formulas_reading_defined_names_and_times_of_day_are_computed(root: Path, connect: Connect) -> None:
@@ -276,6 +281,7 @@ async def test_a_cell_write_patches_the_package_in_place_keeping_every_other_par
         after = {n: zf.read(n) for n in zf.namelist()}
     assert set(after) == set(before)
     assert [n for n in before if before[n] != after[n]] == ["xl/worksheets/sheet1.xml"]
+    assert_well_formed(path)
 
 
 async def test_writing_an_ods_workbook_is_refused_saying_why_and_how_to_edit_it(root: Path, connect: Connect) -> None:
@@ -308,6 +314,7 @@ async def test_structure_changes_list_the_formulas_they_left_without_a_value(roo
     assert copied["uncomputed"] == added["uncomputed"] == removed["uncomputed"] == everywhere
     assert shown["ranges"][0]["uncomputed"] == [f"Invoice!{c}" for c in lookups]
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
+    assert_well_formed(path)
 
 
 def _package(path: Path, sheet_data: str, after: str = "") -> Path:
@@ -421,6 +428,7 @@ async def test_a_cell_write_patches_in_place_a_sheet_with_conditional_formats_an
         after = {n: zf.read(n) for n in zf.namelist()}
     assert [n for n in before if before[n] != after[n]] == ["xl/worksheets/sheet1.xml"]
     assert rules in after["xl/worksheets/sheet1.xml"].decode("utf-8")
+    assert_well_formed(path)
 
 
 async def test_consecutive_writes_in_one_server_recompute_what_each_write_makes_stale(
@@ -456,6 +464,7 @@ async def test_consecutive_writes_in_one_server_recompute_what_each_write_makes_
         make_xlsx(path, {"S": [[1, "=A1*10", "=B1+1", "=A1+1"]], "T": [["=SUM(S!B1:C1)"]]})
         await put("S!A1", 3)
         assert await shown() == [[3, 30, 31, 4], 61]
+    assert_well_formed(path)
 
 
 async def test_a_write_recomputes_formulas_of_cells_in_unusual_forms(root: Path, connect: Connect) -> None:

@@ -34,8 +34,46 @@ def attributes(raw: bytes) -> dict[bytes, bytes]:
     return dict(ATTR.findall(raw))
 
 
+# Text in a cell (a value, a formula, a shared string) is OOXML's ST_Xstring: a character XML 1.0
+# cannot hold is written `_xHHHH_` (its UTF-16 code), and text that already reads like such an
+# escape gets its `_` escaped (`_x005F_`), so every text round-trips (ECMA-376 Part 1, 22.9.2.19).
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_LOOKS_ESCAPED = re.compile("_(?=x[0-9A-Fa-f]{4}_)")
+_ESCAPED = re.compile("_x([0-9A-Fa-f]{4})_")
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: no character, and no encoding writes it."""
+UNSTORABLE = re.compile("[\ud800-\udfff\ufffe\uffff]")
+"""Characters an .xlsx cannot give back: Excel's escape of them is not read back as them
+(python-calamine leaves `_xFFFE_` as text) and a lone surrogate is no character at all."""
+
+
+def xstring(text: str) -> str:
+    """`text` as an .xlsx stores it: XML-illegal characters as `_xHHHH_`, a literal `_xHHHH_` kept."""
+    if "_x" in text:
+        text = _LOOKS_ESCAPED.sub("_x005F_", text)
+    return _XML_ILLEGAL.sub(lambda m: f"_x{ord(m.group(0)):04X}_", text)
+
+
+def from_xstring(text: str) -> str:
+    """The text an .xlsx cell stores (`xstring`'s escapes read back; as python-calamine reads them,
+    an escape of a character no text can hold stays as it is)."""
+    if "_x" not in text:
+        return text
+
+    def char(m: re.Match[str]) -> str:
+        code = int(m.group(1), 16)
+        return m.group(0) if 0xD800 <= code <= 0xDFFF or code in (0xFFFE, 0xFFFF) else chr(code)
+
+    return _ESCAPED.sub(char, text)
+
+
+def xml_text(text: str) -> str:
+    """`text` as the content of an XML element of a cell: `xstring`, then `&`, `<`, `>` escaped."""
+    return html.escape(xstring(text), quote=False)
+
+
 def unescape(raw: bytes) -> str:
-    return html.unescape(raw.decode("utf-8"))
+    return from_xstring(html.unescape(raw.decode("utf-8")))
 
 
 def inline_text(inner: bytes) -> str:

@@ -19,6 +19,7 @@ from xml.etree import ElementTree
 
 from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import parse_cells
+from deskmcp.sheets.cellxml import xml_text
 from deskmcp.sheets.formulas import CellError, Names, names_resolver
 
 # Parts openpyxl does not carry through a load/save: saving would silently delete them.
@@ -264,7 +265,7 @@ def _cached(value: Any) -> tuple[str, str] | None:
     if isinstance(value, int | float):
         return "", repr(float(value)) if not float(value).is_integer() else str(int(value))
     if isinstance(value, str):
-        return ' t="str"', html.escape(value, quote=False)
+        return ' t="str"', xml_text(value)
     return None
 
 

@@ -34,7 +34,19 @@ from typing import Any, BinaryIO
 
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
-from deskmcp.sheets.cellxml import ATTR, CELL, FORMULA, REF, VALUE, attributes, cached, plain, unescape
+from deskmcp.sheets.cellxml import (
+    ATTR,
+    CELL,
+    FORMULA,
+    REF,
+    VALUE,
+    attributes,
+    cached,
+    from_xstring,
+    plain,
+    unescape,
+    xml_text,
+)
 from deskmcp.sheets.formula_values import DATE_SHIFT, CellError, DateSerial, Uncomputable, moment_serial
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
@@ -396,7 +408,9 @@ class PackageBook:
                 root = ElementTree.fromstring(read_part(self.zf, part, MAX_CELLS_PART_BYTES))
                 for si in root:
                     self._shared.append(
-                        "".join(t.text or "" for t in si.iter() if t.tag.endswith("}t") and not _in_phonetic(si, t))
+                        from_xstring(
+                            "".join(t.text or "" for t in si.iter() if t.tag.endswith("}t") and not _in_phonetic(si, t))
+                        )
                     )
         return self._shared
 
@@ -587,7 +601,7 @@ class PackageBook:
                 element = _value_cell(key, self.writes[key], style, key in self.literal, date_xf, self.look)
             else:
                 if key in self.writes:
-                    fxml = b"<f>" + _esc(f.text[1:]).encode("utf-8") + b"</f>"
+                    fxml = b"<f>" + xml_text(f.text[1:]).encode("utf-8") + b"</f>"
                 else:
                     assert existing is not None
                     m = FORMULA.search(existing.inner)
@@ -662,7 +676,7 @@ def _value_cell(key: Key, value: Any, style: bytes, literal: bool, date_xf: Any,
         return b'<c r="' + ref + b'"' + s + b"><v>" + _number(serial) + b"</v></c>"
     if isinstance(value, int | float):
         return b'<c r="' + ref + b'"' + s + b"><v>" + _number(value) + b"</v></c>"
-    text = _esc(str(value)).encode("utf-8")
+    text = xml_text(str(value)).encode("utf-8")
     space = b' xml:space="preserve"' if str(value) != str(value).strip() else b""
     return b'<c r="' + ref + b'"' + s + b' t="inlineStr"><is><t' + space + b">" + text + b"</t></is></c>"
 
@@ -679,7 +693,7 @@ def _formula_cell(key: Key, fxml: bytes, value: Any, style: bytes) -> bytes:
     elif isinstance(value, int | float):
         t, v = b"", _number(value)
     else:
-        t, v = b' t="str"', _esc(str(value)).encode("utf-8")
+        t, v = b' t="str"', xml_text(str(value)).encode("utf-8")
     return b'<c r="' + ref + b'"' + s + t + b">" + fxml + b"<v>" + v + b"</v></c>"
 
 

@@ -19,6 +19,7 @@ from typing import IO, Any
 from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 from deskmcp.sheets.a1 import column_index, column_letters
+from deskmcp.sheets.cellxml import from_xstring
 from deskmcp.sheets.formulas import CellError
 
 CHUNK = 1 << 20
@@ -152,7 +153,7 @@ def _text(element: Element) -> str:
             parts.append(child.text or "")
         elif name == "r":
             parts.extend(t.text or "" for t in child if _local(t.tag) == "t")
-    return "".join(parts)
+    return from_xstring("".join(parts))
 
 
 # A formula cell in the plain form holding no value after its formula: nothing, `<v/>` or `<v></v>`.
@@ -343,7 +344,7 @@ def window(
                 elif kind == "e":
                     found[(row, col)] = CellError(value_text)
                 elif kind == "str":
-                    found[(row, col)] = value_text
+                    found[(row, col)] = from_xstring(value_text)
                 elif kind == "d":
                     try:
                         found[(row, col)] = dt.datetime.fromisoformat(value_text)
@@ -370,7 +371,7 @@ def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: 
     if f is None:
         return None
     here = f"{column_letters(col)}{row}"
-    text = f.text or ""
+    text = from_xstring(f.text or "")
     if f.get("t") == "shared" and (si := f.get("si")) is not None:
         if text:
             masters[si] = (here, text)

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deskmcp.core.errors import BadRequest, Conflict, ParseError
-from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, quote_sheet
+from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
-from deskmcp.sheets.cellxml import formula_results, plain
+from deskmcp.sheets.cellxml import SURROGATE, UNSTORABLE, formula_results, from_xstring, plain, xstring
 from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
 from deskmcp.sheets.models import InputMode, UpdatedRange
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from deskmcp.sheets.backends.sheet_reader import SheetReader
 
 log = logging.getLogger("deskmcp.sheets")
+
+MAX_GRID_ROWS = 1_048_576
+MAX_GRID_COLUMNS = 16_384  # XFD
 
 
 def put_block(
@@ -45,6 +48,8 @@ def put_block(
         rng = A1Range(rng.sheet, r0, c0, None, None)
     height = len(rows)
     width = max((len(r) for r in rows), default=0)
+    check_grid(r0, c0, height, width)
+    check_storable(rows, fmt)
     if rng.end_row is not None and rng.start_row is not None and r0 + height - 1 > rng.end_row:
         raise BadRequest(
             f"{height} rows do not fit in {rng.a1()}; widen the range or send fewer rows.", {"range": rng.a1()}
@@ -71,8 +76,46 @@ def put_block(
     return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
 
 
+def check_grid(r0: int, c0: int, height: int, width: int) -> None:
+    """Refuse a block from (r0, c0) that would reach past the last row or column a sheet has
+    (Excel's grid, 1,048,576 rows by 16,384 columns, A1:XFD1048576), before anything is stored."""
+    if height and r0 + height - 1 > MAX_GRID_ROWS:
+        raise BadRequest(
+            f"{height} rows from row {r0} would pass row {MAX_GRID_ROWS:,}, the last a sheet can have "
+            "(XFD1048576 is the last cell). Send fewer rows or start higher.",
+            {"first_row": r0, "rows": height, "limit": MAX_GRID_ROWS},
+        )
+    if width and c0 + width - 1 > MAX_GRID_COLUMNS:
+        raise BadRequest(
+            f"{width} columns from column {column_letters(c0)} would pass column XFD ({MAX_GRID_COLUMNS:,} columns), "
+            "the last a sheet can have. Send fewer values or start further left.",
+            {"first_column": column_letters(c0), "columns": width, "limit": MAX_GRID_COLUMNS},
+        )
+
+
+def check_storable(rows: list[list[Any]], fmt: str) -> None:
+    """Refuse text the file cannot give back as it was sent: a lone surrogate (no character at
+    all) anywhere, and in an .xlsx U+FFFE and U+FFFF too (Excel's escape of them is read back as
+    the escape). Other control characters are stored escaped (`cellxml.xstring`)."""
+    unstorable = SURROGATE if fmt == "csv" else UNSTORABLE
+    for row in rows:
+        for value in row:
+            if isinstance(value, str) and (m := unstorable.search(value)):
+                code = f"U+{ord(m.group(0)):04X}"
+                raise BadRequest(
+                    f"The text {value[:40]!r} holds {code}, which a {'.csv' if fmt == 'csv' else 'workbook'} "
+                    "cannot store and give back; remove it or replace it (e.g. with U+FFFD).",
+                    {"character": code},
+                )
+
+
 def check_title(title: str, existing: list[str]) -> str:
     """A sheet title xlsx accepts and no other sheet of the workbook has (case-insensitively)."""
+    if re.search("[\x00-\x1f\x7f\ud800-\udfff\ufffe\uffff]", title):
+        raise BadRequest(
+            f"Sheet title {title!r} holds a control character, which a sheet title cannot; remove it.",
+            {"title": title},
+        )
     title = title.strip()
     if not title or len(title) > 100 or re.search(r"[\[\]:*?/\\]", title):
         raise BadRequest(
@@ -160,7 +203,9 @@ class Book:
 
         def store(r: int, c: int, stored: Any, literal: bool) -> None:
             cell: Any = ws.cell(row=r, column=c)
-            cell.value = None if stored == "" else stored
+            # text is held as the file stores it (openpyxl refuses control characters, and writes
+            # what it holds as it is): escaped here, read back by `from_xstring`
+            cell.value = None if stored == "" else xstring(stored) if isinstance(stored, str) else stored
             key = (ws.title, r, c)
             self.touched.add(key)
             if literal:
@@ -210,7 +255,7 @@ class Book:
         for title, ws in worksheets.items():
             for (r, c), cell in ws._cells.items():  # type: ignore[attr-defined]
                 if cell.data_type == "f" and isinstance(cell.value, str) and (title, r, c) not in self.literal:
-                    formulas[(title, r, c)] = cell.value
+                    formulas[(title, r, c)] = from_xstring(cell.value)
         previous = self._previous_results(formulas)
         if previous is None:  # rows moved, sheets renamed or removed: nothing cached can be trusted
             needed = set(formulas)
@@ -229,7 +274,9 @@ class Book:
             if key in kept:
                 return kept[key]
             cell = ws._cells.get((row, column))  # type: ignore[attr-defined]
-            return None if cell is None else evaluator_value(cell.value)
+            if cell is None:
+                return None
+            return evaluator_value(from_xstring(cell.value) if isinstance(cell.value, str) else cell.value)
 
         def extent(sheet: str) -> tuple[int, int]:
             ws = worksheets.get(sheet)

@@ -12,6 +12,7 @@ from deskmcp.core.errors import IOFailure, ParseError
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.sheets.a1 import cell_name
 from deskmcp.sheets.backends.cell_values import NUMBER, as_json, user_entered
+from deskmcp.sheets.cellxml import from_xstring, xstring
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -66,7 +67,9 @@ def csv_workbook(path: Path) -> Workbook:
     for r, row in enumerate(csv_rows(path), start=1):
         for c, value in enumerate(row, start=1):
             if value != "":
-                cell = ws.cell(row=r, column=c, value=csv_value(value))
+                typed = csv_value(value)
+                # text held as an .xlsx stores it (`Book` holds every text so); `save_csv` reads it back
+                cell = ws.cell(row=r, column=c, value=xstring(typed) if isinstance(typed, str) else typed)
                 if isinstance(cell.value, str):
                     cell.data_type = "s"
     return wb
@@ -86,6 +89,7 @@ def save_csv(path: Path, book: Book, values: dict[str, dict[str, Any]]) -> None:
         for c in range(1, (ws.max_column or 0) + 1):
             v = ws._cells.get((r, c))
             v = None if v is None else v.value
+            v = from_xstring(v) if isinstance(v, str) else v
             if isinstance(v, str) and v.startswith("=") and book.is_formula(title, r, c):
                 v = values.get(title, {}).get(cell_name(r, c), v)
             shown = as_json(v, "shown")

@@ -1,0 +1,131 @@
+"""What a write may leave in a file: a package every reader can open (any character a cell holds,
+nothing past the grid), no change at all to a sheet the reader refuses, and formula work bounded."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.tool_calls import Connect, call, fail
+from tests.helpers.workbooks import assert_well_formed, make_xlsx
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=[True, False], ids=["patched", "openpyxl"])
+def connect(request: pytest.FixtureRequest, root: Path, settings_for: Any) -> Connect:
+    """Every test here runs on both write paths: the package patched in place, and openpyxl."""
+    from mcp import Client
+
+    from deskmcp.sheets.server import create_server
+
+    def build(folder: Path | None = None, **overrides: Any) -> Client:
+        return Client(create_server(settings_for(folder or root, fast_writes=request.param, **overrides)))
+
+    return build
+
+
+CONTROL = ["a\x0bb", "\x00nul", "esc\x1b[0m", "form\x0cfeed", "_x000B_ typed as text", "both\x01_x0041_"]
+
+
+async def test_control_characters_are_stored_escaped_and_read_back_as_written(root: Path, connect: Connect) -> None:
+    from openpyxl import load_workbook
+
+    path = make_xlsx(root / "t.xlsx", {"S": [["head"], ["keep"]]})
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        await call(c, "update_values", {**sid, "range": "S!A3", "values": [CONTROL], "input": "RAW"})
+        await call(c, "update_values", {**sid, "range": "S!A4", "values": [['="p\x0bq"&"r"', "=A3&B3"]]})
+        await call(c, "append_rows", {**sid, "range": "S", "values": [["tail\x1f", "ok"]]})
+        shown = await call(c, "read_values", {**sid, "ranges": ["S!A1:F5"]})
+        formulas = await call(c, "read_values", {**sid, "ranges": ["S!A4:B4"], "render": "formula"})
+    assert_well_formed(path)
+    assert shown["ranges"][0]["values"] == [
+        ["head"],
+        ["keep"],
+        CONTROL,
+        ["p\x0bqr", "a\x0bb\x00nul"],
+        ["tail\x1f", "ok"],
+    ]
+    assert formulas["ranges"][0]["values"] == [['="p\x0bq"&"r"', "=A3&B3"]]
+    wb = load_workbook(path)  # another program opens it too, every row kept
+    assert wb["S"].max_row == 5
+
+
+async def test_characters_no_workbook_can_hold_are_refused_and_the_file_is_unchanged(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "t.xlsx", {"S": [["head"]]})
+    before = path.read_bytes()
+    async with connect() as c:
+        for text in ("x\ufffe", "x\uffff"):
+            err = await fail(
+                c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!A2", "values": [[text]], "input": "RAW"}
+            )
+            assert err["error"] == "bad_request", err
+            assert "U+FFF" in err["message"]
+        for title in ("tab\x0b", "tab\x01"):
+            err = await fail(c, "add_sheet", {"spreadsheet_id": "t.xlsx", "title": title})
+            assert err["error"] == "bad_request", err
+    assert path.read_bytes() == before
+
+
+def test_a_lone_surrogate_is_refused_before_anything_is_written(root: Path, settings_for: Any) -> None:
+    from deskmcp.core.errors import BadRequest
+    from deskmcp.sheets.service import SheetsService
+
+    path = make_xlsx(root / "t.xlsx", {"S": [["head"]]})
+    before = path.read_bytes()
+    for fast in (True, False):
+        service = SheetsService(settings_for(root, fast_writes=fast))
+        with pytest.raises(BadRequest, match="U\\+D800"):
+            service.update_values("t.xlsx", "S!A2", [["x\ud800y"]], "RAW")
+        with pytest.raises(BadRequest, match="U\\+DC00"):
+            service.append_rows("t.xlsx", "S", [["\udc00"]], "RAW")
+        service.close()
+    assert path.read_bytes() == before
+
+
+async def test_control_characters_written_to_a_csv_are_kept_as_they_are(root: Path, connect: Connect) -> None:
+    path = root / "log.csv"
+    path.write_text("name\nAnn_x0041_\n", encoding="utf-8")
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "log.csv", "range": "A3", "values": [["a\x0bb"]]})
+        shown = await call(c, "read_values", {"spreadsheet_id": "log.csv", "ranges": ["A1:A3"]})
+    assert shown["ranges"][0]["values"] == [["name"], ["Ann_x0041_"], ["a\x0bb"]]
+    assert path.read_text(encoding="utf-8") == "name\nAnn_x0041_\na\x0bb\n"
+
+
+def _sheet_xml(path: Path) -> str:
+    with zipfile.ZipFile(path) as zf:
+        return zf.read("xl/worksheets/sheet1.xml").decode("utf-8")
+
+
+async def test_writes_past_the_last_row_or_column_are_refused_before_anything_is_written(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "t.xlsx", {"S": [["head"]]})
+    edge = root / "edge.csv"
+    edge.write_text("a\n", encoding="utf-8")
+    before, csv_before = path.read_bytes(), edge.read_bytes()
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        wide = await fail(c, "update_values", {**sid, "range": "S!XFD1048576", "values": [[1, 2, 3]]})
+        deep = await fail(c, "update_values", {**sid, "range": "S!A1048576", "values": [[1], [2]]})
+        csv_wide = await fail(
+            c, "update_values", {"spreadsheet_id": "edge.csv", "range": "XFC1", "values": [[1, 2, 3]]}
+        )
+        last = await call(c, "update_values", {**sid, "range": "S!XFD1048576", "values": [["corner"]]})
+        after_last = await fail(c, "append_rows", {**sid, "range": "S!XFD:XFD", "values": [["below"]]})
+        shown = await call(c, "read_values", {**sid, "ranges": ["S!XFD1048576"]})
+    assert wide["error"] == deep["error"] == csv_wide["error"] == after_last["error"] == "bad_request"
+    assert "XFD" in wide["message"] and "16,384" in wide["message"]
+    assert "1,048,576" in deep["message"] and "1,048,576" in after_last["message"]
+    assert edge.read_bytes() == csv_before
+    assert last["updated"][0]["range"] == "S!XFD1048576"
+    assert shown["ranges"][0]["values"] == [["corner"]]
+    assert_well_formed(path)
+    assert path.read_bytes() != before
