@@ -18,7 +18,8 @@ from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import IndexRecord, SearchIndex
-from deskmcp.core.paths import is_within, relative_posix
+from deskmcp.core.paths import is_within, relative_posix, split_relative
+from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.catalog import SCHEMA
@@ -262,12 +263,22 @@ class DocumentService:
         target = self.roots.locate(folder, allow_root=True)
         if target.path.exists() and not target.path.is_dir():
             raise BadRequest(f"{target.address} is a file, not a folder.", {"folder": folder})
+        self._refuse_protected(folder, target)
         written = write_note(target.path, clean_title, content, clean)
         address = target.root.prefix(relative_posix(target.root.path, written.path))
         self.index_document(address, clean)
         return NoteCreated(
             path=address, title=written.title, tags=clean, created=written.created, renamed=written.renamed
         )
+
+    def _refuse_protected(self, address: str, target: Located) -> None:
+        """Refuse a write into the vault's protected folders when the vault is, or lies in, a root:
+        the protection belongs to the folder, whichever server writes."""
+        root, rel = self.roots.split(address.strip())
+        as_written = root.path.joinpath(*split_relative(rel))  # protected_folder also follows its symlinks
+        folder = protected_folder(self.settings.vault, as_written, self.settings.protected)
+        if folder is not None:
+            raise protected_denied(folder, target.address, self.settings.protected, tools="the documents tools")
 
     # -- one document ----------------------------------------------------------------------
 

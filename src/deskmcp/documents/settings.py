@@ -10,11 +10,13 @@ from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias, expand
+from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
 
 
 class DocumentsSettings(WorkspaceSettings):
     """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`,
-    plus the workspace's."""
+    `VAULT_PATH` and `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), plus the
+    workspace's."""
 
     documents_path: OptionalPath = Field(
         default=None,
@@ -41,6 +43,18 @@ class DocumentsSettings(WorkspaceSettings):
         description="Most characters of one document's text that are indexed for search.",
     )
 
+    vault_path: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("vault_path", "VAULT_PATH"),
+        description="The vault (default: <workspace>/vault): when it is or lies in a root, its protected "
+        "folders are never written into.",
+    )
+    vault_protected_folders: str = Field(
+        default=",".join(TRIAGE_FOLDERS),
+        validation_alias=env_alias("vault_protected_folders", "VAULT_PROTECTED_FOLDERS"),
+        description="Comma-separated top-level folders of the vault no note is written into (as the vault server).",
+    )
+
     @field_validator("extra_roots", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:
@@ -55,6 +69,14 @@ class DocumentsSettings(WorkspaceSettings):
     @property
     def root(self) -> Path:
         return self.documents_path or self.workspace / "documents"
+
+    @property
+    def vault(self) -> Path:
+        return self.vault_path or self.workspace / "vault"
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return folder_names(self.vault_protected_folders)
 
     @property
     def max_file_bytes(self) -> int:

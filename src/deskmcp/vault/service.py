@@ -25,7 +25,7 @@ from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, Permi
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.core.paths import relative_posix
+from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.models import (
     Backlink,
@@ -73,7 +73,7 @@ class VaultService:
             settings.root.mkdir(parents=True, exist_ok=True)
         self.root = settings.root.resolve()
         self.read_only = settings.read_only
-        self.protected = {name.casefold(): name for name in settings.protected}
+        self.protected = settings.protected
         self.limit = settings.max_note_bytes
         self.catalog = Catalog(self.root, settings.index_path, self.limit, workers=settings.index_workers)
         if self.catalog.index.get_meta("root") != str(self.root):
@@ -194,15 +194,13 @@ class VaultService:
                 {"read_only": True},
             )
 
-    def _refuse_protected(self, rel: str, full: Path, *, linking: bool = False) -> None:
+    def _refuse_protected(self, rel: str, *, linking: bool = False) -> None:
         """Refuse a write to a note in a protected folder, named directly or reached through a symlink."""
-        if not self.protected:
-            return
-        for candidate in (rel, relative_posix(self.root, full)):
-            top = candidate.split("/", 1)[0] if "/" in candidate else ""
-            if top.casefold() in self.protected:
-                details = {"path": rel, "protected": sorted(self.protected.values())}
-                raise PermissionDenied(protected_message(top, rel if linking else None), details)
+        folder = protected_folder(self.root, rel, self.protected)
+        if folder is not None:
+            raise protected_denied(
+                folder, rel, self.protected, tools="the vault tools", linking_note=rel if linking else None
+            )
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -276,7 +274,7 @@ class VaultService:
     ) -> NoteContent:
         self._require_writable()
         rel, full = note_path(self.root, path)
-        self._refuse_protected(rel, full)
+        self._refuse_protected(rel)
         with self._write_lock:
             current = self._current(rel, full)
             self._check_hash(rel, current, expected_hash, overwrite)
@@ -291,7 +289,7 @@ class VaultService:
     ) -> NoteContent:
         self._require_writable()
         rel, full = note_path(self.root, path)
-        self._refuse_protected(rel, full)
+        self._refuse_protected(rel)
         with self._write_lock:
             current = self._current(rel, full)
             if current is None and not create:
@@ -309,7 +307,7 @@ class VaultService:
         if not key.strip():
             raise BadRequest("A frontmatter key is required.", {"key": key})
         rel, full = note_path(self.root, path)
-        self._refuse_protected(rel, full)
+        self._refuse_protected(rel)
         with self._write_lock:
             current = self._current(rel, full)
             if current is None:
@@ -337,8 +335,8 @@ class VaultService:
         """Check a move and prepare the rewritten notes (nothing is written yet)."""
         src_rel, src = note_path(self.root, source)
         dst_rel, dst = note_path(self.root, destination)
-        self._refuse_protected(src_rel, src)
-        self._refuse_protected(dst_rel, dst)
+        self._refuse_protected(src_rel)
+        self._refuse_protected(dst_rel)
         if src_rel == dst_rel:
             raise BadRequest("The source and destination are the same note.", {"source": src_rel})
         if not src.is_file():
@@ -371,7 +369,7 @@ class VaultService:
                 continue
             body = relink(current.parts.body, rel, src_rel, dst_rel, resolve, bare_ok=bare_ok)
             if body != current.parts.body:
-                self._refuse_protected(rel_path, full, linking=True)
+                self._refuse_protected(rel_path, linking=True)
                 plan.rewrites.append(LinkRewrite(rel, full, current, current.parts.with_body(body).text()))
         return plan
 
@@ -526,7 +524,7 @@ class VaultService:
             max_note_bytes=self.limit,
             indexing=self.indexing(),
             problem=problem,
-            protected_folders=sorted(self.protected.values()),
+            protected_folders=sorted(self.protected),
         )
 
 
@@ -547,18 +545,6 @@ class MovePlan:
     destination: str
     destination_path: Path
     rewrites: list[LinkRewrite] = field(default_factory=list)
-
-
-def protected_message(folder: str, linking_note: str | None = None) -> str:
-    cause = f"{linking_note} links to this note and " if linking_note else ""
-    hint = " To move the note anyway, pass update_links=false (that link is left as it is)." if linking_note else ""
-    return (
-        f"{cause}{folder}/ is protected (VAULT_PROTECTED_FOLDERS): notes there cannot be written, moved or edited "
-        "through the vault tools, and nothing was changed. By default these are the email triage folders, "
-        "which only the triage flow and the person change: the person approves a reply by moving its note "
-        "from Drafts/ to Approved/ in Obsidian or a file manager (or tells you to call triage_approve); "
-        "use triage_decide and triage_reject for the rest." + hint
-    )
 
 
 def _json_values(value: Any) -> Any:

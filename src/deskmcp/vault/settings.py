@@ -8,10 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
-
-TRIAGE_FOLDERS = ("Needs_Action", "Drafts", "Approved", "Done", "Logs")
-"""Where the email triage flow keeps mail, drafts, approvals and its logs: only that flow and the person
-change them, so that a reply is never approved by the assistant through the vault tools."""
+from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
 
 
 class VaultSettings(WorkspaceSettings):
@@ -61,7 +58,7 @@ class VaultSettings(WorkspaceSettings):
 
     @property
     def protected(self) -> tuple[str, ...]:
-        return tuple(name.strip().strip("/") for name in self.protected_folders.split(",") if name.strip().strip("/"))
+        return folder_names(self.protected_folders)
 
     @property
     def root(self) -> Path:
