@@ -1,15 +1,26 @@
 """The mail MCP server: tools over `MailService` (local Maildir, IMAP + SMTP, or Gmail)."""
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: the resolvers that ask the person before a send
+# are local to `register` and the SDK reads them from the annotations.
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio.to_thread
+from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.server import READ_ONLY, DeskServer, writes
+from deskmcp.core.server import (
+    NOT_ASKED,
+    READ_ONLY,
+    Answer,
+    Confirmation,
+    DeskServer,
+    ask_person,
+    person_agreed,
+    writes,
+)
+from deskmcp.mail import confirm
 from deskmcp.mail.models import (
     AccountList,
     AttachmentContent,
@@ -143,6 +154,76 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         """A conversation, oldest first, each body cut to a few thousand characters."""
         return accounts.run(account, lambda s: s.get_thread(thread_id, max_messages=max_messages))
 
+    def ask_to_send(
+        context: Context[Any, Any],
+        to: str,
+        subject: str,
+        body: str,
+        cc: str | None,
+        bcc: str | None,
+        idempotency_key: str | None,
+        attachments: list[OutgoingAttachment] | None,
+        account: str | None,
+    ) -> Elicit[Confirmation] | str:
+        def question(s: MailService) -> str | None:
+            if not confirm.needs_person(s, idempotency_key):
+                return None
+            confirm.checked(s, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
+            names = confirm.attachment_names(attachments)
+            return confirm.outgoing_text(
+                "Send this email?", s, to=to, cc=cc, bcc=bcc, subject=subject, body=body, attachments=names
+            )
+
+        text = accounts.run(account, question)
+        return NOT_ASKED if text is None else ask_person(context, text)
+
+    def ask_to_forward(
+        context: Context[Any, Any],
+        message_id: str,
+        to: str,
+        body: str,
+        cc: str | None,
+        bcc: str | None,
+        idempotency_key: str | None,
+        account: str | None,
+    ) -> Elicit[Confirmation] | str:
+        def question(s: MailService) -> str | None:
+            if not confirm.needs_person(s, idempotency_key):
+                return None
+            original = s.get_email(message_id, max_chars=1)
+            subject = f"Fwd: {original.subject}"
+            confirm.checked(s, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
+            names = [a.filename for a in original.attachments]
+            text = f"{body}\n\n(the message from {original.sender} of {original.date} follows)"
+            return confirm.outgoing_text(
+                "Forward this email?", s, to=to, cc=cc, bcc=bcc, subject=subject, body=text, attachments=names
+            )
+
+        text = accounts.run(account, question)
+        return NOT_ASKED if text is None else ask_person(context, text)
+
+    def ask_to_send_draft(
+        context: Context[Any, Any], draft_id: str, idempotency_key: str | None, account: str | None
+    ) -> Elicit[Confirmation] | str:
+        def question(s: MailService) -> str | None:
+            if not confirm.needs_person(s, idempotency_key):
+                return None
+            draft = s.get_email(draft_id, max_chars=confirm.EXCERPT_CHARS + 1)
+            confirm.checked(s, to=draft.to, cc=draft.cc, bcc=draft.bcc, subject=draft.subject, body="")
+            return confirm.outgoing_text(
+                "Send this draft?",
+                s,
+                to=draft.to,
+                cc=draft.cc,
+                bcc=draft.bcc,
+                subject=draft.subject,
+                body=draft.body,
+                attachments=draft.attachment_names,
+            )
+
+        text = accounts.run(account, question)
+        return NOT_ASKED if text is None else ask_person(context, text)
+
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
     )
@@ -159,8 +240,11 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         idempotency_key: IdempotencyKey = None,
         attachments: Attachments = None,
         account: Account = None,
+        answer: Annotated[Answer, Resolve(ask_to_send)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
-        """Send a message (audited first). A repeated idempotency_key returns the first result with duplicate=true."""
+        """Send a message (audited first; the user is asked to confirm when their client can ask).
+        A repeated idempotency_key returns the first result with duplicate=true."""
+        person_agreed(answer, "nothing was sent", None)
         return accounts.run(
             account,
             lambda s: s.send_email(
@@ -179,8 +263,10 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         bcc: Addresses = None,
         idempotency_key: IdempotencyKey = None,
         account: Account = None,
+        answer: Annotated[Answer, Resolve(ask_to_forward)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
-        """Forward a message with its attachments ("Fwd: " subject, checked and audited like send_email)."""
+        """Forward a message with its attachments ("Fwd: " subject, checked, confirmed and audited like send_email)."""
+        person_agreed(answer, "nothing was sent", None)
         return accounts.run(account, lambda s: s.forward_email(message_id, to, body, cc, bcc, idempotency_key))
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
@@ -246,8 +332,10 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         draft_id: Annotated[str, Field(description="Id from list_drafts or create_draft")],
         idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
         account: Account = None,
+        answer: Annotated[Answer, Resolve(ask_to_send_draft)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
-        """Send a saved draft (audited); the draft is removed once sent."""
+        """Send a saved draft (confirmed like send_email, audited); the draft is removed once sent."""
+        person_agreed(answer, "nothing was sent", None)
         return accounts.run(account, lambda s: s.send_draft(draft_id, idempotency_key))
 
     @server.tool("get_attachment", annotations=writes(destructive=False, idempotent=True), toolset="attachments")

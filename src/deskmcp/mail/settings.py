@@ -77,6 +77,12 @@ class MailSettings(GoogleSettings):
         validation_alias=env_alias("allowed_recipients", "MAIL_ALLOWED_RECIPIENTS"),
         description="Comma-separated addresses and @domains mail may go to; empty means anyone.",
     )
+    confirm_sends: bool = Field(
+        default=True,
+        validation_alias=env_alias("confirm_sends", "MAIL_CONFIRM_SENDS"),
+        description="Ask the person, in a client that supports MCP elicitation, before mail goes to an address"
+        " not on MAIL_ALLOWED_RECIPIENTS; false for unattended setups.",
+    )
     max_recipients: int = Field(default=20, ge=1, validation_alias=env_alias("max_recipients", "MAIL_MAX_RECIPIENTS"))
     max_body_chars: int = Field(
         default=200_000, ge=1_000, validation_alias=env_alias("max_body_chars", "MAIL_MAX_BODY_CHARS")

@@ -1,0 +1,77 @@
+"""What a person is shown before mail leaves, when the client can ask them (MCP elicitation).
+
+The mail tools ask before sending to anyone not on MAIL_ALLOWED_RECIPIENTS (with an allowlist
+set, other addresses are refused outright, so only an empty allowlist leaves an address
+unchecked), unless MAIL_CONFIRM_SENDS is off. The question shows what goes out: the account,
+every recipient, the subject, the start of the text and the attachments.
+"""
+
+from __future__ import annotations
+
+from deskmcp.mail.compose import check_draft
+from deskmcp.mail.models import OutgoingAttachment
+from deskmcp.mail.service import MailService
+from deskmcp.mail.settings import DEFAULT_ACCOUNT
+
+EXCERPT_CHARS = 600
+
+
+def outgoing_text(
+    heading: str,
+    service: MailService,
+    *,
+    to: str,
+    cc: str | None,
+    bcc: str | None,
+    subject: str,
+    body: str,
+    attachments: list[str],
+) -> str:
+    """The question: `heading`, then the message as it will leave."""
+    text = body.strip()
+    if len(text) > EXCERPT_CHARS:
+        text = text[:EXCERPT_CHARS].rstrip() + " [...]"
+    s = service.settings
+    account = "" if s.account == DEFAULT_ACCOUNT else f" (account {s.account})"
+    lines = [heading, f"From: {s.address}{account}", f"To: {to}"]
+    if cc:
+        lines.append(f"Cc: {cc}")
+    if bcc:
+        lines.append(f"Bcc: {bcc}")
+    lines += [f"Subject: {subject}", f"Attachments: {', '.join(attachments) or 'none'}", "", text or "(no text)"]
+    return "\n".join(lines)
+
+
+def needs_person(service: MailService, idempotency_key: str | None) -> bool:
+    """Whether a send must be confirmed by the person: MAIL_CONFIRM_SENDS is on, the allowlist does
+    not vouch for the recipients (it is empty), and the key has not already been sent (a retry
+    answers from the journal without sending again)."""
+    s = service.settings
+    if not s.confirm_sends or s.allowlist:
+        return False
+    if idempotency_key is not None:
+        row = service.journal.get(idempotency_key)
+        if row is not None and row.status == "sent":
+            return False
+    return True
+
+
+def checked(service: MailService, *, to: str, cc: str | None, bcc: str | None, subject: str, body: str) -> None:
+    """The checks a send makes on its addresses and sizes, made before the person is asked, so
+    they are never asked about mail that would be refused anyway."""
+    s = service.settings
+    check_draft(
+        to=to,
+        subject=subject,
+        body=body,
+        cc=cc,
+        bcc=bcc,
+        html_body=None,
+        max_recipients=s.max_recipients,
+        max_body_chars=s.max_body_chars,
+        allowlist=s.allowlist,
+    )
+
+
+def attachment_names(attachments: list[OutgoingAttachment] | None) -> list[str]:
+    return [a.filename or (a.path or "").rsplit("/", 1)[-1] or "attachment" for a in attachments or []]
