@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from deskmcp.core.errors import BadRequest, PermissionDenied
-from deskmcp.core.paths import relative_posix, safe_join
+from deskmcp.core.paths import HIDDEN_RULE, relative_posix, safe_join, visible_join
 
 
 @pytest.fixture
@@ -64,3 +64,27 @@ def test_safe_join_requires_a_path_unless_the_root_itself_is_allowed(root: Path)
 
 def test_relative_posix_is_root_relative(root: Path):
     assert relative_posix(root, root / "notes" / "a.md") == "notes/a.md"
+
+
+@pytest.mark.parametrize(
+    "hidden", [".obsidian/plugins/x/data.json", ".git/config", ".env", "notes/.trash/a.md", "notes/./.b", "notes\\.c"]
+)
+def test_security_visible_join_refuses_hidden_parts_naming_the_rule(root: Path, hidden: str):
+    with pytest.raises(PermissionDenied) as raised:
+        visible_join(root, hidden)
+    assert HIDDEN_RULE in raised.value.message
+    assert raised.value.details["rule"] == "hidden"
+
+
+def test_security_visible_join_refuses_a_visible_symlink_into_a_hidden_folder(root: Path):
+    (root / ".obsidian").mkdir()
+    (root / ".obsidian" / "app.json").write_text("{}", encoding="utf-8")
+    (root / "app.json").symlink_to(root / ".obsidian" / "app.json")
+    with pytest.raises(PermissionDenied):
+        visible_join(root, "app.json")
+
+
+def test_visible_join_resolves_visible_paths_and_the_root_itself(root: Path):
+    assert visible_join(root, "notes/a.md") == (root / "notes" / "a.md").resolve()
+    assert visible_join(root, "", allow_root=True) == root.resolve()
+    assert visible_join(root / "notes", "a.md") == (root / "notes" / "a.md").resolve()

@@ -120,3 +120,51 @@ async def test_attachments_over_the_size_cap_or_malformed_are_bad_request_and_no
     assert [e["error"] for e in errors] == ["bad_request"] * len(cases)
     assert "MAIL_MAX_ATTACHMENT_BYTES" in errors[0]["message"]
     assert sent == []
+
+
+def hidden_files(workspace: Path) -> None:
+    """Files the vault and documents tools refuse to read: plugin secrets, git config, dotfiles."""
+    files(workspace)
+    secrets = {
+        "vault/.obsidian/plugins/sync/data.json": '{"apiKey": "sk-live-123"}',
+        "vault/.git/config": "[remote]\n\turl = https://token@example.org/x.git\n",
+        "vault/.trash/old.md": "deleted\n",
+        "vault/Notes/.private.md": "private\n",
+        "documents/.env": "API_KEY=sk-live-123\n",
+        "documents/reports/.cache/q3.pdf": "cached\n",
+    }
+    for rel, text in secrets.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(text, encoding="utf-8")
+    # A visible name leading into a hidden file is refused as well.
+    (workspace / "documents" / "settings.txt").symlink_to(workspace / "documents" / ".env")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "vault/.obsidian/plugins/sync/data.json",
+        "vault/.git/config",
+        "vault/.trash/old.md",
+        "vault/Notes/.private.md",
+        "documents/.env",
+        "documents/reports/.cache/q3.pdf",
+        "documents/settings.txt",
+        "documents/./.env",
+    ],
+)
+@pytest.mark.parametrize("tool", ["send_email", "create_draft"])
+async def test_security_attachment_from_a_hidden_file_or_folder_is_refused_like_a_vault_read(
+    connect: Connect, workspace: Path, path: str, tool: str
+) -> None:
+    hidden_files(workspace)
+    async with connect() as c:
+        error = await fail(
+            c, tool, {"to": "bob@corp.test", "subject": "x", "body": "x", "attachments": [{"path": path}]}
+        )
+        sent = await sent_messages(c)
+        drafts = await call(c, "list_drafts", {})
+    assert error["error"] == "permission_denied"
+    assert "hidden files and folders (.obsidian, .git, .trash, dotfiles)" in error["message"]
+    assert sent == [] and audit_lines(workspace) == []
+    assert drafts["drafts"] == []

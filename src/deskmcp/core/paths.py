@@ -1,6 +1,8 @@
 """Safe resolution of user-supplied paths under a root.
 
-`safe_join` is the only way a tool turns a path it was given into a file system path.
+`safe_join` is the only way a tool turns a path it was given into a file system path;
+`visible_join` is `safe_join` that also refuses hidden parts (`is_hidden`), for the vault's notes
+and the files mail may attach.
 """
 
 from __future__ import annotations
@@ -60,6 +62,36 @@ def root_relative(root: Path, user_path: str) -> str | None:
     if not is_within(real_root, resolved):
         return None
     return resolved.relative_to(real_root).as_posix() if resolved != real_root else ""
+
+
+HIDDEN_RULE = "hidden files and folders (.obsidian, .git, .trash, dotfiles)"
+"""What `is_hidden` refuses, as the error says it: the folders of Obsidian, git and other tools
+hold plugin secrets, credentials and deleted notes, not the user's material."""
+
+
+def is_hidden(rel: str) -> bool:
+    """Whether a root-relative path (or a single name) has a part starting with '.'."""
+    return any(part.startswith(".") for part in rel.replace("\\", "/").split("/") if part)
+
+
+def hidden_denied(user_path: str) -> PermissionDenied:
+    return PermissionDenied(
+        f"Path {user_path!r} is not allowed: {HIDDEN_RULE} belong to other tools, not to deskmcp."
+        " Use a path without a part starting with '.'.",
+        {"path": user_path, "rule": "hidden"},
+    )
+
+
+def visible_join(root: Path, user_path: str, *, allow_root: bool = False) -> Path:
+    """`safe_join`, refusing a hidden part (`is_hidden`) in the path as given and in the file it
+    resolves to, so a visible symlink into `.obsidian/` is refused too."""
+    relative = root_relative(root, user_path)
+    if is_hidden("/".join(split_relative(user_path if relative is None else relative))):
+        raise hidden_denied(user_path)
+    full = safe_join(root, user_path, allow_root=allow_root)
+    if full != root.resolve() and is_hidden(relative_posix(root, full)):
+        raise hidden_denied(user_path)
+    return full
 
 
 def is_within(root: Path, candidate: Path) -> bool:

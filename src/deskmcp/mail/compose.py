@@ -20,7 +20,7 @@ from email.utils import format_datetime, formataddr, getaddresses, make_msgid
 from pathlib import Path, PurePosixPath
 
 from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
-from deskmcp.core.paths import safe_join
+from deskmcp.core.paths import visible_join
 from deskmcp.mail.mime import ParsedMail, parse_bytes
 from deskmcp.mail.models import OutgoingAttachment
 
@@ -51,7 +51,8 @@ def load_attachments(
     specs: Sequence[OutgoingAttachment], roots: Mapping[str, Path], max_bytes: int
 ) -> list[Attachment]:
     """Read each attachment: a file under one of `roots` (`documents/report.pdf`), resolved with
-    `safe_join` so nothing outside the root can be sent, or base64 content with a filename.
+    `visible_join` so nothing outside the root, and nothing hidden in it (`.obsidian/`, `.git/`,
+    `.env`: the rule the vault's reads follow), can be sent; or base64 content with a filename.
     Together they stay within `max_bytes`; the type is guessed from the file name."""
     if len(specs) > MAX_ATTACHMENTS:
         raise BadRequest(f"At most {MAX_ATTACHMENTS} attachments per message.", {"count": len(specs)})
@@ -93,7 +94,7 @@ def _read_attached_file(path: str, roots: Mapping[str, Path], room: int) -> tupl
             f"Attachment path {path!r} must start with {' or '.join(f'{r}/' for r in roots)} and name a file.",
             {"path": path, "roots": list(roots)},
         )
-    target = safe_join(root, rest)
+    target = visible_join(root, rest)
     if not target.is_file():
         raise NotFound(f"No file {path!r} to attach; the {head} folder is {root}.", {"path": path})
     size = target.stat().st_size

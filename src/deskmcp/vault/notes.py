@@ -20,7 +20,7 @@ from deskmcp.core import frontmatter
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
-from deskmcp.core.paths import relative_posix, root_relative, safe_join, split_relative
+from deskmcp.core.paths import hidden_denied, is_hidden, relative_posix, root_relative, safe_join, split_relative
 from deskmcp.vault.links import title
 from deskmcp.vault.models import NoteContent
 
@@ -29,26 +29,14 @@ MAX_NAME_BYTES = 255  # the limit of common file systems for one path part
 MAX_PATH_BYTES = 1024
 
 
-def _hidden_denied(user_path: str) -> PermissionDenied:
-    return PermissionDenied(
-        f"Path {user_path!r} is not allowed: hidden files and folders (.obsidian, .git, .trash, dotfiles) "
-        "are not part of the notes. Use a path without a part starting with '.'.",
-        {"path": user_path},
-    )
-
-
-def is_hidden(rel: str) -> bool:
-    return any(part.startswith(".") for part in rel.split("/") if part)
-
-
 def note_path(root: Path, user_path: str) -> tuple[str, Path]:
     """The canonical vault-relative path of a note (`.md` added when missing) and its file."""
     relative = root_relative(root, user_path)
     parts = split_relative(user_path if relative is None else relative)
     if not parts:
         raise BadRequest("A note path is required, e.g. 'Projects/Alpha.md'.", {"path": user_path})
-    if any(part.startswith(".") for part in parts):
-        raise _hidden_denied(user_path)
+    if is_hidden("/".join(parts)):
+        raise hidden_denied(user_path)
     name = parts[-1]
     if not name.lower().endswith(NOTE_SUFFIX):
         name += NOTE_SUFFIX
@@ -63,7 +51,7 @@ def note_path(root: Path, user_path: str) -> tuple[str, Path]:
     rel = "/".join((*parts[:-1], name))
     full = safe_join(root, rel)
     if is_hidden(relative_posix(root, full)):  # a symlink into .obsidian/ or similar
-        raise _hidden_denied(user_path)
+        raise hidden_denied(user_path)
     return rel, full
 
 
@@ -72,12 +60,12 @@ def folder_path(root: Path, user_path: str | None) -> tuple[str, Path]:
     text = (user_path or "").strip()
     relative = root_relative(root, text)
     parts = split_relative(text if relative is None else relative)
-    if any(part.startswith(".") for part in parts):
-        raise _hidden_denied(text)
+    if is_hidden("/".join(parts)):
+        raise hidden_denied(text)
     rel = "/".join(parts)
     full = safe_join(root, rel, allow_root=True)
     if rel and is_hidden(relative_posix(root, full)):
-        raise _hidden_denied(text)
+        raise hidden_denied(text)
     if not full.is_dir():
         raise NotFound(
             f"There is no folder {rel!r} in the vault. Call list_notes without a directory to see the notes.",
@@ -197,7 +185,7 @@ def walk(root: Path, folder: str = "") -> Iterator[tuple[str, int, int]]:
             with os.scandir(f"{base}/{rel_dir}" if rel_dir else base) as entries:
                 for entry in entries:
                     name = entry.name
-                    if name.startswith("."):
+                    if is_hidden(name):
                         continue
                     rel = f"{rel_dir}/{name}" if rel_dir else name
                     try:
