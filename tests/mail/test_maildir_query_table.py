@@ -13,7 +13,9 @@ from deskmcp.core.errors import BadRequest
 from deskmcp.core.index import TEXT_MATCH, fts_any_prefix, text_match
 from deskmcp.mail.backends.maildir_query import (
     LABEL_SEP,
+    ROWS,
     cjk_grams,
+    exact_words,
     listing,
     term_clause,
     where,
@@ -149,3 +151,46 @@ def test_cjk_runs_are_indexed_as_overlapping_pairs_then_their_last_character() -
     assert cjk_grams("会議の") == "会議 議の の"
     assert cjk_grams("Budget 会議 and 資料です") == "会議 議 資料 料で です す"
     assert cjk_grams("no cjk here") == ""
+
+
+def test_quoted_subject_and_free_terms_ask_the_phrase_rows_others_stay_stemmed() -> None:
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def phrases(value: str, fields: tuple[str, ...]) -> list[int]:
+        asked.append((value, fields))
+        return [3, 7]
+
+    def clause(query: str) -> tuple[str, list[Any]]:
+        node = parse_query(query)
+        assert node is not None
+        return where(node, now=NOW, phrases=phrases)
+
+    assert clause('"quarter review"') == (ROWS, ["[3,7]"])
+    assert clause('subject:"Q3"') == (ROWS, ["[3,7]"])
+    assert clause('from:"Ana Silva"') == (TEXT_MATCH, [text_match('"Ana Silva"', "sender")])
+    assert clause("quarter review") == (
+        f"({TEXT_MATCH}) AND ({TEXT_MATCH})",
+        [text_match("quarter"), text_match("review")],
+    )
+    assert asked == [("quarter review", ("subject", "body")), ("Q3", ("subject",))]
+
+
+@pytest.mark.parametrize(
+    ("phrase", "text", "found"),
+    [
+        ("quarter review", "The Quarter  Review is on", True),
+        ("quarter review", "quarter-review", True),
+        ("quarter review", "quarterly review", False),
+        ("quarter review", "review quarter", False),
+        ("quarter review", "quarter big review", False),
+        ("meeting", "meetings", False),
+        ("meeting", "a meeting.", True),
+        ("résumé", "resume", False),
+    ],
+)
+def test_exact_words_match_adjacent_words_in_order_case_insensitive_not_stemmed(
+    phrase: str, text: str, found: bool
+) -> None:
+    pattern = exact_words(phrase)
+    assert pattern is not None
+    assert bool(pattern.search(text)) is found

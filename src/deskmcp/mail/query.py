@@ -46,6 +46,8 @@ _SIZE = re.compile(r"^(\d+)([kKmM]?)$")
 class Term:
     op: str | None  # None: free text
     value: str
+    quoted: bool = False
+    """Written in quotes ("quarter review", subject:"Q3"): the words as written, not their stems."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ class _Parser:
                     self.query,
                     operator=op,
                 )
-            return self.operator(op, node.value)
+            return self.operator(op, node.value, quoted=node.quoted)
         if isinstance(node, Not):
             return Not(self.under(op, node.node))
         nodes = tuple(self.under(op, n) for n in node.nodes)
@@ -164,10 +166,11 @@ class _Parser:
     def term(self, token: str) -> Term:
         match = _OP.match(token)
         if match is None or (match.group(2).lower() not in OPERATORS and not _looks_like_operator(match.group(2))):
-            return Term(None, token.strip('"'))
-        return self.operator(match.group(2).lower(), match.group(3).strip('"'))
+            return Term(None, token.strip('"'), quoted=_quoted(token))
+        value = match.group(3)
+        return self.operator(match.group(2).lower(), value.strip('"'), quoted=_quoted(value))
 
-    def operator(self, op: str, value: str) -> Term:
+    def operator(self, op: str, value: str, *, quoted: bool = False) -> Term:
         """The term `op:value`, refused with what to write when `op` or `value` cannot be searched."""
         value = value.strip()
         if op not in OPERATORS:
@@ -195,7 +198,11 @@ class _Parser:
             relative_seconds(value, self.query)
         if op in ("larger", "smaller"):
             size_bytes(value, self.query)
-        return Term(op, value)
+        return Term(op, value, quoted)
+
+
+def _quoted(text: str) -> bool:
+    return len(text) > 1 and text.startswith('"') and text.endswith('"')
 
 
 def _looks_like_operator(name: str) -> bool:

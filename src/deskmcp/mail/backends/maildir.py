@@ -25,7 +25,7 @@ from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import Hit, IndexRecord, SearchIndex
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends import maildir_store
-from deskmcp.mail.backends.base import Labelled, Page, Sent
+from deskmcp.mail.backends.base import Labelled, Page, Sent, gone
 from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listing, term_clause, word_alternatives
 from deskmcp.mail.backends.maildir_store import SCHEMA, LabelTable, thread_id_for
 from deskmcp.mail.compose import envelope_recipients
@@ -231,7 +231,10 @@ class MaildirBackend:
 
     def _listing(self, query: Node | None) -> tuple[str, list[Any]]:
         """The SQL filter of a query (`maildir_query.listing`)."""
-        return listing(query, common=query is not None and self._common(query))
+        return listing(query, common=query is not None and self._common(query), phrases=self._phrase_rows)
+
+    def _phrase_rows(self, value: str, fields: tuple[str, ...]) -> list[int]:
+        return maildir_store.phrase_rows(self.index, value, fields)
 
     def count(self, query: Node | None) -> int:
         """How many messages match `query` in all: one indexed count, no message read."""
@@ -288,7 +291,7 @@ class MaildirBackend:
         self.refresh()
         hit = self.index.get(message_id)
         if hit is None:
-            raise NotFound(f"No message {message_id!r}. Call list_emails for valid ids.", {"message_id": message_id})
+            raise gone(message_id)
         c = hit.columns
         return Entry(c["folder"], c["sub"], c["fname"]), c
 
@@ -368,7 +371,10 @@ class MaildirBackend:
     def _relocate(self, message_id: str, *, directory: str | None = None, flags: str | None = None) -> Labelled:
         with self._lock:
             entry, _ = self._entry(message_id)
-            target = self.store.rename(entry, directory=directory, flags=flags)
+            try:
+                target = self.store.rename(entry, directory=directory, flags=flags)
+            except NotFound as exc:  # its file went away after the index was read
+                raise gone(message_id) from exc
             self._listed(entry, False)
             self._listed(target, True)
             with self.index.transaction() as conn:
@@ -378,7 +384,7 @@ class MaildirBackend:
     def _labels_of(self, message_id: str) -> Labelled:
         hit = self.index.get(message_id)
         if hit is None:
-            raise NotFound(f"No message {message_id!r}.", {"message_id": message_id})
+            raise gone(message_id)
         return Labelled(message_id, self._summary(message_id, hit.columns).labels)
 
     def move(self, message_id: str, label: str) -> Labelled:

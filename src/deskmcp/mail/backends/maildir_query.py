@@ -4,7 +4,9 @@ The Maildir backend keeps one row per message in the index's `docs` table (folde
 size, headers, labels) and its words in the full-text index; `listing` turns a query into a
 clause over those, as `(sql, params)` with the user's text only ever in `params`. Plain words
 and header operators become full-text matches (`core.index.text_match`); flags, dates, sizes,
-folders and labels become conditions on `docs` columns (alias `d`). Pure functions: no index is
+folders and labels become conditions on `docs` columns (alias `d`). A quoted term on the subject
+and body ("quarter review") means the words as written, which the stemmed index cannot say: the
+rows holding them come from a `PhraseRows` the backend passes. Pure functions: no index is
 opened here, so the translation is tested as a table.
 """
 
@@ -12,7 +14,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.index import TEXT_MATCH, fts_any_prefix, text_match
@@ -37,6 +42,18 @@ _TEXT_COLUMNS = {
     "filename": "filenames",
 }
 
+EXACT_FIELDS: dict[str | None, tuple[str, ...]] = {None: ("subject", "body"), "subject": ("subject",)}
+"""Where a quoted term is matched as written: a free one in the subject and body, `subject:` in the
+subject. Other header operators match a quoted name by its words, stemmed like any other term."""
+
+ROWS = "d.id IN (SELECT value FROM json_each(?))"
+"""SQL keeping the index rows whose ids its parameter (a JSON array) lists."""
+
+PhraseRows = Callable[[str, tuple[str, ...]], list[int]]
+"""The index rows whose fields (of `EXACT_FIELDS`) hold a quoted term's words as written."""
+
+_WORD = re.compile(r"[^\W_]+")
+
 # Scripts written without spaces between words (Han, kana, Hangul, half-width katakana).
 CJK = re.compile(
     "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -60,29 +77,43 @@ def cjk_grams(text: str) -> str:
     return " ".join(words)
 
 
-def listing(query: Node | None, *, common: bool = False, now: float | None = None) -> Clause:
+def exact_words(value: str) -> re.Pattern[str] | None:
+    """What a quoted term matches: its words as written, adjacent and in order (anything but
+    letters and digits between them, as the index splits words), case-insensitive, not stemmed.
+    None when it holds no words."""
+    words = _WORD.findall(value)
+    if not words:
+        return None
+    body = r"[\W_]+".join(map(re.escape, words))
+    return re.compile(rf"(?<![^\W_]){body}(?![^\W_])", re.IGNORECASE)
+
+
+def listing(
+    query: Node | None, *, common: bool = False, now: float | None = None, phrases: PhraseRows | None = None
+) -> Clause:
     """The filter of a listing: `query`'s clause, trash and spam left out unless it names them.
     `common`: the query's words match many messages (see `where`); `now` (default: the clock)
-    anchors newer_than and older_than."""
-    clause, params = where(query, common=common, now=now) if query is not None else ("1", [])
+    anchors newer_than and older_than; `phrases` finds the rows of quoted terms (without it, as
+    in the translation's own tests, they match by their stems)."""
+    clause, params = where(query, common=common, now=now, phrases=phrases) if query is not None else ("1", [])
     if not mentions_folder(query, ("trash", "spam", "anywhere")):
         clause = f"({clause}) AND d.folder NOT IN (?, ?)"
         params = [*params, mailstore.SYSTEM_FOLDERS["TRASH"], mailstore.SYSTEM_FOLDERS["SPAM"]]
     return clause, params
 
 
-def where(node: Node, *, common: bool = False, now: float | None = None) -> Clause:
+def where(node: Node, *, common: bool = False, now: float | None = None, phrases: PhraseRows | None = None) -> Clause:
     """The clause of one query node. With `common`, full-text matches are written so that SQLite
     walks the newest messages in date order and checks each against them (the first page is
     found early) rather than fetching every match and sorting."""
     if isinstance(node, And | Or):
-        parts = [where(n, common=common, now=now) for n in node.nodes]
+        parts = [where(n, common=common, now=now, phrases=phrases) for n in node.nodes]
         joiner = " AND " if isinstance(node, And) else " OR "
         return joiner.join(f"({c})" for c, _ in parts), [p for _, ps in parts for p in ps]
     if isinstance(node, Not):
-        clause, params = where(node.node, common=common, now=now)
+        clause, params = where(node.node, common=common, now=now, phrases=phrases)
         return f"NOT ({clause})", params
-    return term_clause(node, common=common, now=now)
+    return term_clause(node, common=common, now=now, phrases=phrases)
 
 
 def word_alternatives(node: Node) -> list[Term] | None:
@@ -91,12 +122,17 @@ def word_alternatives(node: Node) -> list[Term] | None:
     terms = node.nodes if isinstance(node, And) else (node,)
     for term in terms:
         alternatives = term.nodes if isinstance(term, Or) else (term,)
-        if all(isinstance(t, Term) and t.op in TEXT_OPERATORS and not CJK.search(t.value) for t in alternatives):
+        if all(
+            isinstance(t, Term) and t.op in TEXT_OPERATORS and not t.quoted and not CJK.search(t.value)
+            for t in alternatives
+        ):
             return [t for t in alternatives if isinstance(t, Term)]
     return None
 
 
-def term_clause(term: Term, *, common: bool = False, now: float | None = None) -> Clause:
+def term_clause(
+    term: Term, *, common: bool = False, now: float | None = None, phrases: PhraseRows | None = None
+) -> Clause:
     """The clause of one `op:value` term (or plain word)."""
     # A leading + keeps SQLite from driving the query by the matches' rowids.
     fts = ("+" if common else "") + TEXT_MATCH
@@ -106,6 +142,8 @@ def term_clause(term: Term, *, common: bool = False, now: float | None = None) -
     text = f'"{value}"' if " " in value and '"' not in value else value
     if CJK.search(value) and op in TEXT_OPERATORS:
         return cjk_clause(op, value)
+    if term.quoted and op in EXACT_FIELDS and phrases is not None:
+        return ROWS, [orjson.dumps(phrases(value, EXACT_FIELDS[op])).decode()]
     if op is None:
         return fts, [text_match(text)]
     if op in _TEXT_COLUMNS:

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deskmcp.core.files import PRIVATE_FOLDER
-from deskmcp.core.index import IndexSchema, SearchIndex, private_database
+from deskmcp.core.index import TEXT_MATCH, IndexSchema, SearchIndex, private_database, text_match
 from deskmcp.mail import mailstore
+from deskmcp.mail.backends.maildir_query import exact_words
 
 SCHEMA = IndexSchema(
     name="mail",
@@ -107,6 +108,24 @@ def indexed_names(index: SearchIndex, directory: str, sub: str) -> set[str]:
     with index.reader() as conn:
         rows = conn.execute("SELECT fname FROM docs WHERE folder=? AND sub=?", (directory, sub))
         return {row[0] for row in rows}
+
+
+def phrase_rows(index: SearchIndex, value: str, fields: tuple[str, ...]) -> list[int]:
+    """The rows whose `fields` (subject, body) hold the words of the quoted `value` as written
+    (`maildir_query.exact_words`). The index matches stems, so its phrase match over those fields
+    gives the candidates, and each candidate's stored subject or body is read and checked."""
+    specs = [text_match(f'"{value}"', field) for field in fields]  # bad_request when it holds no words
+    pattern = exact_words(value)
+    if pattern is None:
+        return []
+    either = " OR ".join(TEXT_MATCH for _ in specs)
+    with index.reader() as conn:
+        rows = conn.execute(f"SELECT d.id, d.subject FROM docs d WHERE {either}", specs).fetchall()
+        found = {int(i) for i, subject in rows if "subject" in fields and pattern.search(subject or "")}
+        rest = [int(i) for i, _ in rows if int(i) not in found]
+        if "body" in fields and rest:
+            found.update(i for i, text in index.stored_texts(conn, rest, "body").items() if pattern.search(text))
+    return sorted(found)
 
 
 def indexed_keys(index: SearchIndex, keys: list[str]) -> set[str]:
