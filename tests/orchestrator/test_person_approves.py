@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from deskmcp.orchestrator.server import create_server
 from deskmcp.orchestrator.settings import OrchestratorSettings
+from deskmcp.orchestrator.state import LOCK_FILE, STATE_FILE, State, VaultLock
 from tests.helpers.network import free_port
 from tests.helpers.orchestrator import drafted
 from tests.helpers.person import Person
@@ -135,3 +136,27 @@ async def test_triage_approve_asks_the_person_over_streamable_http(tmp_path: Pat
             assert len(person.asked) == 1
             assert error["error"] == "permission_denied"
     assert len(approved(vault)) == 2
+
+
+async def test_security_the_orchestrator_logs_are_private_to_the_user(tmp_path: Path, vault: Path) -> None:
+    """Logs/ holds who was written to and about what: the drafts ledger, the event log, the state and
+    the lock are 0600 like the mail audit, and a file an older version left 0644 is narrowed."""
+    logs = vault / "Logs"
+    logs.mkdir()
+    (logs / "drafted_replies.jsonl").write_text("", encoding="utf-8")
+    (logs / "drafted_replies.jsonl").chmod(0o644)
+    person = Person("accept")
+    async with Client(create_server(settings(tmp_path, vault)), elicitation_callback=person.answer) as c:
+        draft = await drafted(c, vault)
+        await call(c, "triage_approve", {"path": draft})
+    State.load(logs).save()
+    lock = VaultLock(logs)
+    lock.acquire()
+    try:
+        modes = {p.name: p.stat().st_mode & 0o777 for p in logs.iterdir()}
+    finally:
+        lock.release()
+    assert {"drafted_replies.jsonl", STATE_FILE, LOCK_FILE} <= set(modes)
+    assert any(name.startswith("orchestrator_2") for name in modes)
+    assert len(modes) >= 4
+    assert set(modes.values()) == {0o600}, modes

@@ -51,10 +51,13 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
 
 
 def append_durably(path: Path, data: bytes, mode: int) -> None:
-    """Append `data` to `path` (created with `mode`) in one write, fsynced before returning:
-    a log line that announces an action is on disk before the action starts."""
+    """Append `data` to `path` (created with `mode`, narrowed to it when an older file is wider) in
+    one write, fsynced before returning: a log line that announces an action is on disk before the
+    action starts."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     try:
+        if os.name == "posix" and os.fstat(fd).st_mode & 0o777 & ~mode:
+            os.fchmod(fd, mode)
         os.write(fd, data)
         os.fsync(fd)
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from deskmcp.core.dates import utc_stamp
-from deskmcp.core.files import append_durably
+from deskmcp.core.files import PRIVATE_FILE, append_durably
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -39,7 +39,7 @@ class Journal:
             return entry
         try:
             self.logs.mkdir(exist_ok=True)  # never re-creates a vault that vanished
-            append_durably(self.path_for(now), line, 0o644)
+            append_durably(self.path_for(now), line, PRIVATE_FILE)
         except OSError as exc:
             log.error("could not write the event log in %s: %s; event was %s", self.logs, exc, line.decode())
         return entry

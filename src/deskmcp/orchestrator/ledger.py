@@ -21,7 +21,7 @@ import orjson
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import IOFailure
-from deskmcp.core.files import append_durably
+from deskmcp.core.files import PRIVATE_FILE, append_durably
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -51,7 +51,7 @@ class DraftLedger:
     def _append(self, entry: dict[str, object]) -> None:
         try:
             # A leading newline isolates a line a crash cut short from the one written after it.
-            append_durably(self.path, b"\n" + orjson.dumps(entry) + b"\n", 0o644)
+            append_durably(self.path, b"\n" + orjson.dumps(entry) + b"\n", PRIVATE_FILE)
         except OSError as exc:
             raise IOFailure(
                 f"The drafts ledger {self.path} could not be written: {exc.strerror}. Nothing was drafted.",

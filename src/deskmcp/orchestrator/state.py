@@ -25,7 +25,7 @@ import orjson
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import Conflict, IOFailure
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.files import PRIVATE_FILE, atomic_write_bytes
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -75,7 +75,7 @@ class State:
     def save(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
+            atomic_write_bytes(self.path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2), mode=PRIVATE_FILE)
         except OSError as exc:
             raise IOFailure(
                 f"The state file {self.path} could not be written: {exc.strerror}.", {"path": str(self.path)}
@@ -119,7 +119,7 @@ class VaultLock:
         payload = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": utc_stamp()})
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
             except FileExistsError:
                 holder = lock_holder(self.path.parent)
                 if holder is not None:
