@@ -105,7 +105,15 @@ def serve(
     exclude: ExcludeOpt = None,
     allow_host: Annotated[
         list[str] | None,
-        typer.Option("--allow-host", help="Extra Host/Origin name clients may use (DNS-rebinding check)."),
+        typer.Option("--allow-host", help="Extra Host name clients may use (DNS-rebinding check)."),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            help="Extra web origin (scheme://host[:port]) whose pages may call the server, besides "
+            "$DESKMCP_ALLOWED_ORIGINS; by default only the server's own origin.",
+        ),
     ] = None,
     max_body_mb: Annotated[float, typer.Option(help="Largest HTTP request body, in MiB (413 above).")] = 4.0,
     toolsets: ToolsetsOpt = None,
@@ -121,6 +129,7 @@ def serve(
 
     setup_logging(log_level)
     specs = _selected(name, only, exclude)
+    origins = _allowed_origins(allow_origin) if http else ()
     # A server named on its own always starts: its tools then say what is missing.
     composition = _compose(
         specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name), toolsets=toolsets
@@ -139,6 +148,7 @@ def serve(
         token=token,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         allowed_hosts=tuple(allow_host or ()),
+        allowed_origins=origins,
         workspace=workspace,
     )
 
@@ -155,6 +165,17 @@ def serve(
             typer.echo("deskmcp: requests need 'Authorization: Bearer' with the value of DESKMCP_TOKEN.", err=True)
 
     serve_http(composition, options, log_level=log_level, on_ready=announce)
+
+
+def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
+    """DESKMCP_ALLOWED_ORIGINS and the --allow-origin values; a malformed one is a usage error."""
+    from deskmcp.httpapi import parse_origins
+
+    try:
+        return parse_origins(",".join([os.environ.get("DESKMCP_ALLOWED_ORIGINS", ""), *(extra or ())]))
+    except BadRequest as exc:
+        typer.echo(f"deskmcp: {exc.message}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _url_host(host: str) -> str:

@@ -76,6 +76,8 @@ class HttpOptions:
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    """Web origins besides the server's own whose pages may call it (`DESKMCP_ALLOWED_ORIGINS`)."""
     workspace: Path | None = None
     """The workspace the servers use (where the Google token is kept by default)."""
     oauth: Any = None
@@ -104,21 +106,64 @@ def resolve_token(host: str, configured: str | None) -> tuple[str | None, bool]:
     return secrets.token_urlsafe(32), True
 
 
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def _host_forms(host: str) -> list[str]:
-    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return [bracketed, f"{bracketed}:*"]
+    return [_bracketed(host), f"{_bracketed(host)}:*"]
+
+
+def parse_origins(value: str) -> tuple[str, ...]:
+    """`"https://a.example, http://b.local:8080"` -> the origins, each `scheme://host[:port]`.
+
+    An origin is what a browser sends in `Origin`: no path, no wildcard; a trailing slash is dropped."""
+    from urllib.parse import urlsplit
+
+    origins: list[str] = []
+    for part in value.split(","):
+        origin = part.strip().rstrip("/")
+        if not origin:
+            continue
+        try:
+            parts = urlsplit(origin)
+            parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
+        except ValueError:
+            parts = None
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or "@" in parts.netloc
+            or parts.path
+            or parts.query
+        ):
+            raise BadRequest(
+                f"{origin!r} in DESKMCP_ALLOWED_ORIGINS is not a web origin; write scheme://host[:port], "
+                "e.g. https://desk.example.com or http://localhost:3000, comma-separated.",
+                {"origin": origin},
+            )
+        origins.append(f"{parts.scheme}://{parts.netloc.lower()}")
+    return tuple(dict.fromkeys(origins))
 
 
 def security_settings(options: HttpOptions) -> TransportSecuritySettings:
-    """Allowed Host and Origin values: loopback names, the bound address, and any extra names."""
+    """Allowed Host and Origin values.
+
+    Host (against DNS rebinding): the loopback names, the bound address and `--allow-host` names,
+    at any port. Origin (which web pages may call): only the server's own origin, http at its own
+    port under each of those names, plus `allowed_origins`; a page served on another port of
+    127.0.0.1 is another origin and is refused. Requests without Origin (programs) are not affected."""
     names = ["127.0.0.1", "localhost", "::1"]
     if options.host not in ("0.0.0.0", "::") and not is_loopback(options.host):
         names.append(options.host)
     names += list(options.allowed_hosts)
-    hosts: list[str] = []
-    for name in dict.fromkeys(names):
-        hosts += _host_forms(name)
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    names = list(dict.fromkeys(names))
+    hosts = [form for name in names for form in _host_forms(name)]
+    origins = [f"http://{_bracketed(name)}:{options.port}" for name in names]
+    if options.port == 80:  # a browser leaves the scheme's default port out of Origin
+        origins += [f"http://{_bracketed(name)}" for name in names]
+    origins += list(options.allowed_origins)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
@@ -160,8 +205,8 @@ PLAIN_ERRORS: dict[int, tuple[type[DeskError], str]] = {
     400: (BadRequest, "The request was refused: {text}. Send a JSON body with 'Content-Type: application/json'."),
     403: (
         PermissionDenied,
-        "The request was refused: {text}. Browsers may only call from an allowed origin; "
-        "start the server with --allow-host NAME to allow another.",
+        "The request was refused: {text}. Web pages may only call from the server's own origin; "
+        "allow another with DESKMCP_ALLOWED_ORIGINS=scheme://host[:port] (or --allow-origin).",
     ),
     404: (NotFound, "No such endpoint. The MCP endpoint is /mcp; the tool API is GET /tools and POST /api/tools/NAME."),
     405: (BadRequest, "Method not allowed on this endpoint: {text}. GET /tools lists the tools; POST calls one."),

@@ -32,13 +32,14 @@ class ObservedServer(uvicorn.Server):
 
 
 @contextmanager
-def serving(app: ASGIApp, *, startup_seconds: float = 30, **config: Any) -> Iterator[str]:
-    """Run `app` under uvicorn on a free loopback port in a thread; yields the base URL.
+def serving(app: ASGIApp, *, startup_seconds: float = 30, port: int = 0, **config: Any) -> Iterator[str]:
+    """Run `app` under uvicorn on a loopback port in a thread (a free one unless `port` is given,
+    for an app that must know its own port); yields the base URL.
     `config` goes to `uvicorn.Config` (e.g. `httpapi.uvicorn_settings(options)`)."""
     # The socket is bound here and handed to uvicorn, so no other process can take the port between.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
     server = ObservedServer(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
