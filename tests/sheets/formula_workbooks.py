@@ -517,12 +517,184 @@ def edges() -> dict[str, Sheet]:
     return {"Edges": e}
 
 
+# Every function the evaluator registers, called with each edge input in the argument marked {x}:
+# a negative number, zero, text, a blank cell and an error (`EDGE_INPUTS`, cells of the Inputs
+# sheet). Functions without arguments are called as they are. A function registered without a
+# line here fails test_every_registered_function_has_libreoffice_edge_cases.
+EDGE_INPUTS = {
+    "negative": "Inputs!$A$1",
+    "zero": "Inputs!$A$2",
+    "text": "Inputs!$A$3",
+    "blank": "Inputs!$A$4",
+    "error": "Inputs!$A$5",
+}
+EDGE_CALLS: dict[str, list[str]] = {
+    # math
+    "SUM": ["SUM({x})", "SUM({x},1)"],
+    "AVERAGE": ["AVERAGE({x},1)"],
+    "MIN": ["MIN({x},1)"],
+    "MAX": ["MAX({x},-5)"],
+    "MEDIAN": ["MEDIAN({x},1,2)"],
+    "PRODUCT": ["PRODUCT({x},2)"],
+    "LARGE": ["LARGE(Inputs!B1:B5,{x})", "LARGE({x},1)", "LARGE(Inputs!B1:B5,9)", "LARGE(Inputs!B1:B5,2.5)"],
+    "SMALL": ["SMALL(Inputs!B1:B5,{x})", "SMALL({x},1)", "SMALL(Inputs!B1:B5,9)", "SMALL(Inputs!B1:B5,2.5)"],
+    "COUNT": ["COUNT({x},1)"],
+    "COUNTA": ["COUNTA({x},1)"],
+    "COUNTBLANK": ["COUNTBLANK({x})"],
+    "ROUND": ["ROUND({x},1)", "ROUND(2.567,{x})"],
+    "ROUNDUP": ["ROUNDUP({x},0)", "ROUNDUP(-2.567,{x})"],
+    "ROUNDDOWN": ["ROUNDDOWN({x},0)", "ROUNDDOWN(-2.567,{x})"],
+    "TRUNC": ["TRUNC({x})", "TRUNC(-2.567,{x})"],
+    "INT": ["INT({x})"],
+    "ABS": ["ABS({x})"],
+    "SIGN": ["SIGN({x})"],
+    "MOD": ["MOD({x},3)", "MOD(7,{x})", "MOD(-7,{x})"],
+    "POWER": ["POWER({x},2)", "POWER(2,{x})"],
+    "SQRT": ["SQRT({x})"],
+    "PI": ["PI()"],
+    "CEILING": ["CEILING({x},2)", "CEILING(5.5,{x})", "CEILING(-5.5,{x})"],
+    "FLOOR": ["FLOOR({x},2)", "FLOOR(5.5,{x})", "FLOOR(-5.5,{x})"],
+    "CEILING.MATH": [
+        "CEILING.MATH({x})",
+        "CEILING.MATH({x},2,1)",
+        "CEILING.MATH(5.5,{x})",
+        "CEILING.MATH(-5.5,{x})",
+        "CEILING.MATH(-5.5,2,{x})",
+        "CEILING.MATH(-5.5,-2)",
+        "CEILING.MATH(-5.5,-2,1)",
+        "CEILING.MATH(6.7,0)",
+        "CEILING.MATH(-6.3)",
+        "CEILING.MATH(24.3,5)",
+    ],
+    "FLOOR.MATH": [
+        "FLOOR.MATH({x})",
+        "FLOOR.MATH({x},2,1)",
+        "FLOOR.MATH(5.5,{x})",
+        "FLOOR.MATH(-5.5,{x})",
+        "FLOOR.MATH(-5.5,2,{x})",
+        "FLOOR.MATH(7,0)",
+        "FLOOR.MATH(-5.5,-2)",
+        "FLOOR.MATH(-5.5,2,1)",
+        "FLOOR.MATH(24.3,5)",
+    ],
+    "SUMPRODUCT": ["SUMPRODUCT({x},Inputs!B1)"],
+    "RANK": ["RANK({x},Inputs!B1:B5)", "RANK(3,Inputs!B1:B5,{x})"],
+    "RANK.EQ": ["RANK.EQ({x},Inputs!A1:A5)", "RANK.EQ(3,Inputs!B1:B5,{x})"],
+    # conditional aggregates
+    "COUNTIF": ["COUNTIF(Inputs!A1:A5,{x})", 'COUNTIF({x},">-5")'],
+    "COUNTIFS": ["COUNTIFS(Inputs!A1:A5,{x})"],
+    "SUMIF": ["SUMIF(Inputs!A1:A5,{x},Inputs!B1:B5)"],
+    "SUMIFS": ["SUMIFS(Inputs!B1:B5,Inputs!A1:A5,{x})"],
+    "AVERAGEIF": ["AVERAGEIF(Inputs!A1:A5,{x},Inputs!B1:B5)"],
+    "AVERAGEIFS": ["AVERAGEIFS(Inputs!B1:B5,Inputs!A1:A5,{x})"],
+    "MAXIFS": ["MAXIFS(Inputs!B1:B5,Inputs!A1:A5,{x})"],
+    "MINIFS": ["MINIFS(Inputs!B1:B5,Inputs!A1:A5,{x})"],
+    # lookup
+    "VLOOKUP": ["VLOOKUP({x},Inputs!A1:B5,2,FALSE)", "VLOOKUP(2,Inputs!B1:C5,{x},FALSE)"],
+    "HLOOKUP": ["HLOOKUP({x},Inputs!E1:I2,2,FALSE)", "HLOOKUP(2,Inputs!E1:I2,{x},FALSE)"],
+    "MATCH": ["MATCH({x},Inputs!A1:A5,0)", "MATCH(3,Inputs!B1:B5,{x})"],
+    "INDEX": ["INDEX(Inputs!B1:C5,{x},1)", "INDEX(Inputs!B1:C5,2,{x})"],
+    "CHOOSE": ['CHOOSE({x},"a","b")', 'CHOOSE(1,{x},"b")'],
+    "ROW": ["ROW({x})", "ROW()"],
+    "COLUMN": ["COLUMN({x})", "COLUMN()"],
+    "ROWS": ["ROWS({x})"],
+    "COLUMNS": ["COLUMNS({x})"],
+    # logic and information
+    "IF": ['IF({x},"y","n")', 'IF(TRUE,{x},"n")'],
+    "IFS": ['IFS({x},"y",TRUE,"n")'],
+    "SWITCH": ['SWITCH({x},0,"zero","abc","text","other")'],
+    "IFERROR": ['IFERROR({x},"e")'],
+    "IFNA": ['IFNA({x},"na")'],
+    "AND": ["AND({x},TRUE)"],
+    "OR": ["OR({x},FALSE)"],
+    "XOR": ["XOR({x},TRUE)"],
+    "NOT": ["NOT({x})"],
+    "TRUE": ["TRUE()"],
+    "FALSE": ["FALSE()"],
+    "ISBLANK": ["ISBLANK({x})"],
+    "ISNUMBER": ["ISNUMBER({x})"],
+    "ISTEXT": ["ISTEXT({x})"],
+    "ISLOGICAL": ["ISLOGICAL({x})", "ISLOGICAL(TRUE)"],
+    "ISERROR": ["ISERROR({x})"],
+    "ISERR": ["ISERR({x})"],
+    "ISNA": ["ISNA({x})"],
+    "NA": ["NA()"],
+    # text
+    "TEXT": ['TEXT({x},"0.00")'],
+    "CONCAT": ['CONCAT({x},"z")'],
+    "CONCATENATE": ['CONCATENATE({x},"z")'],
+    "TEXTJOIN": ['TEXTJOIN("-",TRUE,{x},"z")', 'TEXTJOIN({x},FALSE,"a","b")'],
+    "LEFT": ["LEFT({x},2)", 'LEFT("hello",{x})'],
+    "RIGHT": ["RIGHT({x},2)", 'RIGHT("hello",{x})'],
+    "MID": ["MID({x},2,2)", 'MID("hello",{x},2)', 'MID("hello",2,{x})'],
+    "LEN": ["LEN({x})"],
+    "FIND": ['FIND("b",{x})', 'FIND({x},"xabc0-2.5")'],
+    "SEARCH": ['SEARCH("B",{x})', 'SEARCH({x},"xABC0-2.5")'],
+    "SUBSTITUTE": ['SUBSTITUTE({x},"a","z")', 'SUBSTITUTE("a-a","a","z",{x})'],
+    "REPLACE": ['REPLACE({x},1,1,"z")', 'REPLACE("hello",{x},1,"z")'],
+    "REPT": ["REPT({x},2)", 'REPT("ab",{x})'],
+    "EXACT": ['EXACT({x},"abc")'],
+    "UPPER": ["UPPER({x})"],
+    "LOWER": ["LOWER({x})"],
+    "PROPER": ["PROPER({x})"],
+    "TRIM": ["TRIM({x})"],
+    "CLEAN": ["CLEAN({x})", 'CLEAN("a"&CHAR(7)&"b")'],
+    "VALUE": ["VALUE({x})"],
+    "CHAR": ["CHAR({x})"],
+    "CODE": ["CODE({x})"],
+    # dates
+    "DATE": ["DATE({x},1,1)", "DATE(2024,{x},15)", "DATE(2024,3,{x})"],
+    "TODAY": ["TODAY()-TODAY()"],
+    "NOW": ["INT(NOW())-TODAY()"],
+    "YEAR": ["YEAR({x})"],
+    "MONTH": ["MONTH({x})"],
+    "DAY": ["DAY({x})"],
+    "HOUR": ["HOUR({x})"],
+    "MINUTE": ["MINUTE({x})"],
+    "SECOND": ["SECOND({x})", "SECOND(0.5001)"],
+    "TIME": ["TIME({x},0,0)", "TIME(1,{x},0)", "TIME(1,0,{x})"],
+    "DATEVALUE": ["DATEVALUE({x})"],
+    "DAYS": ["DAYS({x},Inputs!D1)", "DAYS(Inputs!D1,{x})"],
+    "WEEKDAY": ["WEEKDAY({x})", "WEEKDAY(Inputs!D1,{x})"],
+    "EDATE": ["EDATE({x},1)", "EDATE(Inputs!D1,{x})"],
+    "EOMONTH": ["EOMONTH({x},1)", "EOMONTH(Inputs!D1,{x})"],
+    "DATEDIF": ['DATEDIF({x},Inputs!D1,"d")', "DATEDIF(Inputs!D1,Inputs!D2,{x})"],
+    "NETWORKDAYS": ["NETWORKDAYS({x},Inputs!D1)", "NETWORKDAYS(Inputs!D1,Inputs!D2,{x})"],
+    "WORKDAY": ["WORKDAY({x},1)", "WORKDAY(Inputs!D1,{x})"],
+}
+# LibreOffice 7 lacks XLOOKUP (it came in 24.8): its cases are in the sales report with Excel's values.
+EDGE_EXEMPT = {"XLOOKUP"}
+
+
+def functions() -> dict[str, Sheet]:
+    """`EDGE_CALLS`, one row per call and one column per edge input."""
+    from deskmcp.sheets.recalc import excel_prefixes
+
+    inputs: Sheet = {"A1": -2.5, "A2": 0, "A3": "abc", "A5": "=1/0"}
+    _rows(inputs, "B1", [[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"]])
+    _rows(inputs, "E1", [[1, 2, 3, 4, 5], ["a", "b", "c", "d", "e"]])
+    _rows(inputs, "D1", [[D(2024, 3, 15)], [D(2024, 4, 2)]])
+    calls: Sheet = {"A1": "call", **{f"{_letters(2 + i)}1": kind for i, kind in enumerate(EDGE_INPUTS)}}
+    row = 2
+    for name in sorted(EDGE_CALLS):
+        for template in EDGE_CALLS[name]:
+            calls[f"A{row}"] = template
+            if "{x}" not in template:
+                calls[f"B{row}"] = excel_prefixes("=" + template)
+            else:
+                for i, ref in enumerate(EDGE_INPUTS.values()):
+                    calls[f"{_letters(2 + i)}{row}"] = excel_prefixes("=" + template.replace("{x}", ref))
+            row += 1
+    return {"Calls": calls, "Inputs": inputs}
+
+
 WORKBOOKS = {
     "budget.xlsx": budget,
     "invoice.xlsx": invoice,
     "sales.xlsx": sales,
     "timesheet.xlsx": timesheet,
     "edges.xlsx": edges,
+    "functions.xlsx": functions,
 }
 
 NAMES = {"budget.xlsx": {"Q1Total": "Costs!$E$9", "TaxRate": "Plan!$B$4"}, "timesheet.xlsx": {"Rate": "Settings!$B$1"}}

@@ -192,3 +192,25 @@ def test_lookup_logic_text_and_math_functions_compute(formula: str, expected: An
 def test_what_excel_would_answer_differently_or_we_do_not_model_is_uncomputable(formula: str) -> None:
     with pytest.raises(Uncomputable):
         calc(formula)
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [
+        ("=CEILING.MATH(-5.5,-2)", -4.0),  # negatives round toward zero, the sign of significance ignored
+        ("=CEILING.MATH(-5.5,2,1)", -6.0),  # a mode other than 0 rounds them away from zero
+        ("=CEILING.MATH(5.5,-2.5)", 7.5),
+        ("=CEILING.MATH(6.7,0)", 0.0),
+        ("=CEILING.MATH(-6.3)", -6.0),
+        ("=CEILING.MATH(24.3,5)", 25.0),
+        ("=_xlfn.CEILING.MATH(4.2)", 5.0),
+        ("=FLOOR.MATH(7,0)", 0.0),
+        ("=FLOOR.MATH(-5.5,-2)", -6.0),  # negatives round away from zero
+        ("=FLOOR.MATH(-5.5,2,1)", -4.0),  # ... or toward it with a mode other than 0
+        ("=FLOOR.MATH(5.5,-2.5)", 5.0),
+        ("=FLOOR.MATH(24.3,5)", 20.0),
+        ('=FLOOR.MATH("x")', CellError("#VALUE!")),
+    ],
+)
+def test_ceiling_math_and_floor_math_have_their_own_rules_for_negatives_and_zero(formula: str, expected: Any) -> None:
+    assert calc(formula) == expected

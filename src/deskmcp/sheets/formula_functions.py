@@ -216,7 +216,9 @@ def _product(*args: Any) -> Any:
 def _kth(values: Any, k: Any, largest: bool) -> Any:
     data = sorted(numbers((area(values),)), reverse=largest)
     i = integer(k)
-    return data[i - 1] if 1 <= i <= len(data) else NUM
+    if not 1 <= i <= len(data):
+        raise Uncomputable("LARGE or SMALL with k out of the data: #NUM! in Excel, #VALUE! in LibreOffice")
+    return data[i - 1]
 
 
 @register("LARGE")
@@ -312,7 +314,9 @@ def _power(a: Any, b: Any) -> Any:
 @register("SQRT")
 def _sqrt(a: Any) -> Any:
     x = num(a)
-    return NUM if x < 0 else math.sqrt(x)
+    if x < 0:
+        raise Uncomputable("SQRT of a negative number: #NUM! in Excel, #VALUE! in LibreOffice")
+    return math.sqrt(x)
 
 
 @register("PI")
@@ -320,24 +324,50 @@ def _pi() -> Any:
     return math.pi
 
 
-@register("CEILING", "CEILING.MATH")
+_SIGNS = "a positive number and a negative significance: #NUM! in Excel, #VALUE! in LibreOffice"
+
+
+@register("CEILING")
 def _ceiling(value: Any, step: Any = MISSING) -> Any:
     n, s = num(value), num(step, 1.0)
     if s == 0:
         return 0.0
     if n > 0 and s < 0:
-        return NUM
+        raise Uncomputable(f"CEILING of {_SIGNS}")
     return math.ceil(significant(n / s)) * s
 
 
-@register("FLOOR", "FLOOR.MATH")
+@register("FLOOR")
 def _floor(value: Any, step: Any = MISSING) -> Any:
     n, s = num(value), num(step, 1.0)
     if s == 0:
-        return DIV0
+        raise Uncomputable("FLOOR with significance 0: #DIV/0! in Excel, #VALUE! in LibreOffice")
     if n > 0 and s < 0:
-        return NUM
+        raise Uncomputable(f"FLOOR of {_SIGNS}")
     return math.floor(significant(n / s)) * s
+
+
+def _to_multiple(value: Any, step: Any, mode: Any, up: bool) -> float:
+    """CEILING.MATH (`up`) and FLOOR.MATH: the sign of the significance does not count; a negative
+    number goes the other way (toward zero for CEILING.MATH, away from it for FLOOR.MATH) unless
+    `mode` is not 0. Significance 0 gives 0."""
+    n, s, m = num(value), abs(num(step, 1.0)), num(mode, 0.0)
+    if s == 0 or n == 0:
+        return 0.0
+    ratio = significant(abs(n) / s)
+    # for a positive number `up` rounds away from zero; a negative one the other way unless mode
+    away = up if n > 0 else (not up) != (m != 0)
+    return math.copysign((math.ceil(ratio) if away else math.floor(ratio)) * s, n) + 0.0
+
+
+@register("CEILING.MATH")
+def _ceiling_math(value: Any, step: Any = MISSING, mode: Any = MISSING) -> Any:
+    return _to_multiple(value, step, mode, up=True)
+
+
+@register("FLOOR.MATH")
+def _floor_math(value: Any, step: Any = MISSING, mode: Any = MISSING) -> Any:
+    return _to_multiple(value, step, mode, up=False)
 
 
 @register("SUMPRODUCT", arrays=True)
@@ -363,9 +393,12 @@ def _sumproduct(*args: Any) -> Any:
 @register("RANK", "RANK.EQ")
 def _rank(value: Any, ref: Any, order: Any = MISSING) -> Any:
     n = num(value)
-    data = [float(v) for v in area(ref).cells() if is_number(v)]
+    block = list(area(ref).cells())
+    if any(isinstance(v, CellError) for v in block):
+        raise Uncomputable("RANK over a range holding an error: LibreOffice gives the error")
+    data = [float(v) for v in block if is_number(v)]
     if not any(approx_equal(n, v) for v in data):
-        return NA
+        raise Uncomputable("RANK of a number not in the list: #N/A in Excel, #VALUE! in LibreOffice")
     if flag(order, False):
         return float(1 + sum(1 for v in data if v < n and not approx_equal(v, n)))
     return float(1 + sum(1 for v in data if v > n and not approx_equal(v, n)))
@@ -384,6 +417,10 @@ def _matching(pairs: list[tuple[Any, Any]], shape: Area | None) -> list[tuple[in
                 # Excel would stretch the sum range from its first cell; we do not read beyond it.
                 raise Uncomputable("the sum range and the criteria range differ in size")
             raise Raised(VALUE)
+    for _rng, crit in pairs:
+        if isinstance(scalar(crit), CellError):
+            # Excel counts the cells holding that error; LibreOffice gives the error
+            raise Uncomputable("a criterion that is an error")
     tests = [criterion(crit) for _rng, crit in pairs]
     out = []
     for r in range(base.height):
@@ -552,7 +589,9 @@ def _index(ref: Any, row: Any, col: Any = MISSING, which: Any = MISSING) -> Any:
     c = integer(col, 0)
     if col is MISSING and block.height == 1 and block.width > 1:
         r, c = 0, r  # one row: the single index picks a column
-    if r < 0 or c < 0 or r > block.height or c > block.width:
+    if r < 0 or c < 0:
+        return VALUE
+    if r > block.height or c > block.width:
         return REF
     if col is MISSING and block.width > 1 and block.height > 1:
         c = 0
@@ -667,6 +706,8 @@ def _ifs(*args: Callable[[], Any]) -> Any:
 @register("SWITCH", lazy=True)
 def _switch(expression: Callable[[], Any], *args: Callable[[], Any]) -> Any:
     subject = value_of(expression())
+    if subject is None:
+        raise Uncomputable("SWITCH of a blank cell: Excel and LibreOffice compare it differently")
     for i in range(0, len(args) - 1, 2):
         case = value_of(args[i]())
         if compare("=", subject, case) is True and _same_kind_or_blank(subject, case):
@@ -879,9 +920,16 @@ def _mid(value: Any, start: Any, count: Any) -> Any:
     return s[i - 1 : i - 1 + n]
 
 
+def _needle(arg: Any) -> str:
+    s = txt(arg)
+    if not s:
+        raise Uncomputable("looking for empty text: Excel finds it at the start, LibreOffice gives #VALUE!")
+    return s
+
+
 @register("FIND")
 def _find(needle: Any, haystack: Any, start: Any = MISSING) -> Any:
-    s, h, i = txt(needle), txt(haystack), integer(start, 1)
+    s, h, i = _needle(needle), txt(haystack), integer(start, 1)
     if i < 1 or i > len(h) + 1:
         return VALUE
     pos = h.find(s, i - 1)
@@ -890,7 +938,7 @@ def _find(needle: Any, haystack: Any, start: Any = MISSING) -> Any:
 
 @register("SEARCH")
 def _search(needle: Any, haystack: Any, start: Any = MISSING) -> Any:
-    s, h, i = txt(needle), txt(haystack), integer(start, 1)
+    s, h, i = _needle(needle), txt(haystack), integer(start, 1)
     if i < 1 or i > len(h) + 1:
         return VALUE
     rx = wildcard_pattern(s)
@@ -941,6 +989,8 @@ def _exact_fn(a: Any, b: Any) -> Any:
 @register("VALUE")
 def _value(value: Any) -> Any:
     v = value_of(value)
+    if v is None:
+        raise Uncomputable("VALUE of a blank cell: 0 in LibreOffice")
     if is_number(v):
         return float(v)
     if isinstance(v, str):
@@ -964,6 +1014,8 @@ def _char(code: Any) -> Any:
 
 @register("CODE")
 def _code(value: Any) -> Any:
+    if value_of(value) is None:
+        raise Uncomputable("CODE of a blank cell: 0 in LibreOffice")
     s = txt(value)
     if not s:
         return VALUE
@@ -975,10 +1027,13 @@ def _code(value: Any) -> Any:
 # -- dates ----------------------------------------------------------------------------------------
 
 
+_BEFORE_1900 = "a negative date: #NUM! in Excel, a day of 1899 in LibreOffice"
+
+
 def day_of(arg: Any) -> dt.date:
     n = num(arg)
     if n < 0:
-        raise Raised(NUM)
+        raise Uncomputable(_BEFORE_1900)
     return to_date(n)
 
 
@@ -1001,6 +1056,8 @@ def _add_months(day: dt.date, months: int) -> dt.date:
 @register("DATE")
 def _date(year: Any, month: Any, day: Any) -> Any:
     y, m, d = integer(year), integer(month), integer(day)
+    if y < 0:
+        raise Uncomputable("DATE of a negative year: #NUM! in Excel, #VALUE! in LibreOffice")
     if 0 <= y < 1900:
         y += 1900
     if not 1900 <= y <= 9999:
@@ -1042,7 +1099,7 @@ def _day(value: Any) -> Any:
 def _seconds(value: Any) -> int:
     n = num(value)
     if n < 0:
-        raise Raised(NUM)
+        raise Uncomputable(_BEFORE_1900)
     return round((n - math.floor(n)) * 86400) % 86400
 
 
@@ -1063,9 +1120,12 @@ def _second(value: Any) -> Any:
 
 @register("TIME")
 def _time(hours: Any, minutes: Any, seconds: Any) -> Any:
-    total = integer(hours) * 3600 + integer(minutes) * 60 + integer(seconds)
+    parts = [num(hours), num(minutes), num(seconds)]
+    if any(not p.is_integer() for p in parts):
+        raise Uncomputable("TIME of a fraction: Excel drops it, LibreOffice keeps it")
+    total = int(parts[0]) * 3600 + int(parts[1]) * 60 + int(parts[2])
     if total < 0:
-        return NUM
+        raise Uncomputable("TIME before midnight: #NUM! in Excel, #VALUE! in LibreOffice")
     return (total % 86400) / 86400
 
 
@@ -1079,7 +1139,10 @@ def _datevalue(value: Any) -> Any:
 
 @register("DAYS")
 def _days(end: Any, start: Any) -> Any:
-    return float(math.floor(num(end)) - math.floor(num(start)))
+    a, b = num(end), num(start)
+    if a < 0 or b < 0:
+        raise Uncomputable(_BEFORE_1900)
+    return float(math.floor(a) - math.floor(b))
 
 
 @register("WEEKDAY")
@@ -1094,7 +1157,7 @@ def _weekday(value: Any, kind: Any = MISSING) -> Any:
         return float(iso - 1)
     if 11 <= k <= 17:
         return float((iso - (k - 10)) % 7 + 1)
-    return NUM
+    raise Uncomputable("WEEKDAY of an unknown type: #NUM! in Excel, #VALUE! in LibreOffice")
 
 
 @register("EDATE")
@@ -1133,7 +1196,7 @@ def _datedif(start: Any, end: Any, unit: Any) -> Any:
         if anchor.day != a.day:
             raise Uncomputable("DATEDIF 'YD' from 29 February")
         return float((b - anchor).days)
-    return NUM
+    raise Uncomputable("DATEDIF with an unknown unit: #NUM! in Excel, #VALUE! in LibreOffice")
 
 
 def _holidays(arg: Any) -> set[dt.date]:
@@ -1145,6 +1208,8 @@ def _holidays(arg: Any) -> set[dt.date]:
             continue
         if isinstance(v, CellError):
             raise Raised(v)
+        if isinstance(v, str):
+            raise Uncomputable("a holiday given as text: LibreOffice skips it")
         out.add(day_of(v))
     return out
 
