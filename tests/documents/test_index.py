@@ -218,3 +218,24 @@ async def test_index_folder_drops_entries_of_deleted_files_under_that_folder(
     assert shallow["removed"] == 1
     assert deep["removed"] == 1
     assert sorted(d["path"] for d in listing["items"]) == ["keep.md", "other/stays.md"]
+
+
+async def test_index_folder_continues_where_the_last_call_stopped(settings: DocumentsSettings, docs_root: Path) -> None:
+    for i in range(5):
+        (docs_root / f"n{i}.txt").write_text(f"note {i}", encoding="utf-8")
+    async with Client(create_server(settings)) as c:
+        calls = [await ok(c, "index_folder", max_files=2) for _ in range(3)]
+        listing = await ok(c, "list_documents")
+    assert [(r["added"], r["truncated"], r["remaining"]) for r in calls] == [(2, True, 3), (2, True, 1), (1, False, 0)]
+    assert listing["total"] == 5
+
+
+async def test_index_folder_takes_its_per_call_limit_from_the_setting(tmp_path: Path, docs_root: Path) -> None:
+    for i in range(3):
+        (docs_root / f"n{i}.txt").write_text(f"note {i}", encoding="utf-8")
+    settings = DocumentsSettings(workspace=tmp_path / "ws", documents_path=docs_root, index_max_files=2)
+    async with Client(create_server(settings)) as c:
+        first = await ok(c, "index_folder")
+        second = await ok(c, "index_folder")
+    assert (first["added"], first["truncated"], first["remaining"]) == (2, True, 1)
+    assert (second["added"], second["unchanged"], second["truncated"], second["remaining"]) == (1, 2, False, 0)

@@ -41,7 +41,10 @@ class IndexFolderOutput(BaseModel):
     skipped: int = Field(description="Files with an unsupported extension")
     removed: int = Field(default=0, description="Index entries dropped because their file no longer exists")
     failed: list[IndexFailure] = Field(default=[], description="Files that could not be indexed, with why")
-    truncated: bool = Field(default=False, description="True when the folder had more files than max_files")
+    truncated: bool = Field(
+        default=False, description="True when this call stopped at max_files; call again to continue"
+    )
+    remaining: int = Field(default=0, description="Supported files this call did not get to (some may be unchanged)")
 
 
 class NoteCreated(BaseModel):

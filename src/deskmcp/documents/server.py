@@ -101,11 +101,15 @@ def register(server: DeskServer, service: DocumentService) -> None:
         path: Annotated[str, Field(description="Folder relative to the documents folder ('' for all of it)")] = "",
         tags: Annotated[list[str] | None, Field(description="Tags added to every file indexed")] = None,
         recursive: Annotated[bool, Field(description="Include subfolders")] = True,
-        max_files: Annotated[int, Field(ge=1, le=100_000, description="Stop after this many files")] = 5000,
+        max_files: Annotated[
+            int | None,
+            Field(ge=1, le=100_000, description="Read at most this many files (default 5000); unchanged ones are free"),
+        ] = None,
     ) -> IndexFolderOutput:
         """Index every supported file in a folder (hidden files skipped) and drop entries whose file
         was deleted. Unchanged files are not re-read. Counts what was added, updated, unchanged or
-        removed, and lists files that failed, with why."""
+        removed, and lists files that failed, with why. When `truncated`, call again with the same
+        arguments: it continues where it stopped; `remaining` says how many files are left."""
         return service.index_folder(path, tags, recursive=recursive, max_files=max_files)
 
     @server.tool("create_note", annotations=writes(destructive=False, idempotent=False))

@@ -153,9 +153,15 @@ class DocumentService:
         return IndexDocumentOutput(**summary.model_dump(), status="updated" if previous else "added")
 
     def index_folder(
-        self, path: str = "", tags: list[str] | None = None, *, recursive: bool = True, max_files: int = 5000
+        self, path: str = "", tags: list[str] | None = None, *, recursive: bool = True, max_files: int | None = None
     ) -> IndexFolderOutput:
-        """Index every supported file in a folder; one bad file is reported, the rest indexed."""
+        """Index every supported file in a folder; one bad file is reported, the rest indexed.
+
+        At most `max_files` files (default DOCUMENTS_INDEX_MAX_FILES) are read and indexed per call;
+        unchanged files cost a stat and failing ones are reported, and neither counts, so calling
+        again continues where this call stopped until `remaining` is 0.
+        """
+        limit = max_files or self.settings.index_max_files
         extra = clean_tags(tags)
         folder = self.roots.locate(path, allow_root=True)
         if folder.path.is_file():
@@ -168,16 +174,18 @@ class DocumentService:
         out = IndexFolderOutput(folder=folder.address, added=0, updated=0, unchanged=0, skipped=0)
         known = self._known_tags()
         batch: list[IndexRecord] = []
-        seen = 0
-        for file in self._walk(folder.path, recursive):
+        read = 0
+        files = self._walk(folder.path, recursive)
+        for n, file in enumerate(files):
             if not formats.is_supported(file):
                 out.skipped += 1
                 continue
-            if seen >= max_files:
+            if read >= limit:
                 out.truncated = True
+                out.remaining = sum(1 for rest in files[n:] if formats.is_supported(rest))
+                out.skipped += len(files) - n - out.remaining
                 break
-            seen += 1
-            self._index_one(file, folder, extra, known, batch, out)
+            read += self._index_one(file, folder, extra, known, batch, out)
             if len(batch) >= BATCH:
                 self.index.apply(batch)
                 batch.clear()
@@ -205,26 +213,27 @@ class DocumentService:
         known: dict[str, tuple[str, list[str]]],
         batch: list[IndexRecord],
         out: IndexFolderOutput,
-    ) -> None:
+    ) -> bool:
+        """Index one file of a folder's walk; True when it was read (added or updated)."""
         resolved = file.resolve()
         if not is_within(folder.root.path, resolved):
             shown = folder.root.prefix(file.relative_to(folder.root.path).as_posix())
             out.failed.append(IndexFailure(path=shown, error="permission_denied", message="links outside the root"))
-            return
+            return False
         located = Located(folder.root, resolved, resolved.relative_to(folder.root.path).as_posix())
         try:
             st = located.path.stat()
             previous = known.get(located.address)
             if previous and previous[0] == _fingerprint(st) and set(extra) <= set(previous[1]):
                 out.unchanged += 1
-                return
+                return False
             read = self._read_located(located)
         except DeskError as exc:
             out.failed.append(IndexFailure(path=located.address, error=exc.code, message=exc.message))
-            return
+            return False
         except OSError as exc:
             out.failed.append(IndexFailure(path=located.address, error="io_error", message=str(exc.strerror)))
-            return
+            return False
         old = previous[1] if previous else []
         final = clean_tags([*old, *extra, *frontmatter_tags(read.extracted.frontmatter)])
         batch.append(self._record(read, final)[0])
@@ -232,6 +241,7 @@ class DocumentService:
             out.updated += 1
         else:
             out.added += 1
+        return True
 
     @staticmethod
     def _walk(folder: Path, recursive: bool) -> list[Path]:

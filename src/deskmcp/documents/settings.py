@@ -15,8 +15,8 @@ from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
 
 class DocumentsSettings(WorkspaceSettings):
     """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`,
-    `VAULT_PATH` and `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), plus the
-    workspace's."""
+    `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and `VAULT_PROTECTED_FOLDERS` (the vault's folders no note
+    is written into), plus the workspace's."""
 
     documents_path: OptionalPath = Field(
         default=None,
@@ -43,6 +43,13 @@ class DocumentsSettings(WorkspaceSettings):
         description="Most characters of one document's text that are indexed for search.",
     )
 
+    index_max_files: int = Field(
+        default=5000,
+        ge=1,
+        validation_alias=env_alias("index_max_files", "DOCUMENTS_INDEX_MAX_FILES"),
+        description="Most files one index_folder call reads and indexes (unchanged files do not count); "
+        "calling again continues.",
+    )
     vault_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("vault_path", "VAULT_PATH"),
