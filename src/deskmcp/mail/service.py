@@ -768,6 +768,17 @@ def _each(message_id: str | list[str], act: Callable[[str], Labelled]) -> LabelR
         except DeskError as exc:
             results.append(LabelOutcome(message_id=one, error=exc.code, message=exc.message))
             continue
+        except Exception:  # the outermost handler of this one message: the changes before it are reported
+            log.exception("changing message %s failed", one)
+            results.append(
+                LabelOutcome(
+                    message_id=one,
+                    error="internal_error",
+                    message=f"Changing {one} failed unexpectedly (the server log has the details); the other"
+                    " messages were handled. Call get_email on it to see its state.",
+                )
+            )
+            continue
         results.append(LabelOutcome(message_id=one, id=done.message_id, labels=done.labels))
     return LabelResult(results=results)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage
 from typing import Any, Protocol, runtime_checkable
 
-from deskmcp.core.errors import SendFailed
+from deskmcp.core.errors import NotFound, SendFailed
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 
@@ -16,6 +16,17 @@ class DeliveryUnknown(SendFailed):
 
     def __init__(self, message: str, details: dict[str, object] | None = None) -> None:
         super().__init__(message, {**(details or {}), "ambiguous": True})
+
+
+def gone(message_id: str) -> NotFound:
+    """A message id that names no message any more: moved (by another mail program, or by an earlier
+    call, which gave it a new id) or deleted. Nothing was changed."""
+    return NotFound(
+        f"No message has the id {message_id!r} now: it was moved or deleted since it was listed (a move gives"
+        " it a new id), or the id is wrong; nothing was changed. Find the message with list_emails (query"
+        " rfc822msgid:<its Message-ID> in:anywhere, or its subject) and use the id it has now.",
+        {"message_id": message_id},
+    )
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from deskmcp.core.errors import DeskError, NotFound
 from deskmcp.core.retry import Retry, RetryPolicy
 from deskmcp.google.auth import SCOPES, GoogleSettings, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
-from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Page, Sent
+from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Page, Sent, gone
 from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
@@ -258,7 +258,10 @@ class GmailBackend:
 
     def _modify(self, message_id: str, add: list[str], remove: list[str]) -> Labelled:
         body = {"addLabelIds": add, "removeLabelIds": [r for r in remove if r not in add]}
-        item = self._call(lambda api: api.users().messages().modify(userId="me", id=message_id, body=body))
+        try:
+            item = self._call(lambda api: api.users().messages().modify(userId="me", id=message_id, body=body))
+        except NotFound as exc:  # deleted (ids survive label changes and moves on Gmail)
+            raise gone(message_id) from exc
         names = self._label_names()
         return Labelled(message_id, [str(names.get(i) or i) for i in item.get("labelIds", [])])
 

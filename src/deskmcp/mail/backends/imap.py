@@ -25,7 +25,7 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Timeout
 from deskmcp.mail.backends import imap_fetch, imap_search
-from deskmcp.mail.backends.base import Labelled, Page, Sent
+from deskmcp.mail.backends.base import Labelled, Page, Sent, gone
 from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
 from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
@@ -368,6 +368,9 @@ class ImapBackend:
             raise NotFound(
                 f"Message ids of {folder} changed on the server; call list_emails again.", {"message_id": message_id}
             )
+        if not readonly and not client.search(["UID", uid]):
+            # Moved or expunged meanwhile: a STORE or COPY on its UID would change nothing and say OK.
+            raise gone(message_id)
         return folder, uid
 
     def fetch(self, message_id: str) -> tuple[EmailSummary, bytes]:
@@ -376,9 +379,7 @@ class ImapBackend:
             items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
             data = client.fetch([uid], [*items, "BODY.PEEK[]"]).get(uid)
             if data is None:
-                raise NotFound(
-                    f"No message {message_id!r}. Call list_emails for valid ids.", {"message_id": message_id}
-                )
+                raise gone(message_id)
             if int(data.get(b"RFC822.SIZE", 0)) > self.max_message_bytes:
                 raise BadRequest(f"The message is larger than {self.max_message_bytes:,} bytes.")
             raw = data.get(b"BODY[]", b"") or b""
@@ -482,7 +483,9 @@ class ImapBackend:
         folder, uid = self._locate(client, message_id, readonly=False)
         if folder == target:
             return self._labelled(client, message_id)
-        item = client.fetch([uid], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]", "RFC822.SIZE"])[uid]
+        item = client.fetch([uid], ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]", "RFC822.SIZE"]).get(uid)
+        if item is None:
+            raise gone(message_id)
         rfc = decode(parse_bytes(next((v for k, v in item.items() if k.startswith(b"BODY")), b""))).rfc_message_id
         size = item.get(b"RFC822.SIZE")
         # The target's next UID, read before the move: the moved copy is at or after it, which
@@ -511,7 +514,9 @@ class ImapBackend:
 
     def _labelled(self, client: Any, message_id: str) -> Labelled:
         folder, uid = self._locate(client, message_id)
-        flags = client.get_flags([uid]).get(uid, ())
+        flags = client.get_flags([uid]).get(uid)
+        if flags is None:  # gone meanwhile: whatever was asked cannot be reported done
+            raise gone(message_id)
         return Labelled(message_id, self._labels_of(folder, tuple(flags)))
 
     def move(self, message_id: str, label: str) -> Labelled:
@@ -556,7 +561,9 @@ class ImapBackend:
             own = self._label_of_folder(folder)
             if own is not None and own.lower() == label.lower():
                 return self._moved(client, message_id, self.folder_for(client, "ARCHIVE"))
-            flags = client.get_flags([uid]).get(uid, ())
+            flags = client.get_flags([uid]).get(uid)
+            if flags is None:
+                raise gone(message_id)
             keyword = keyword_for(label)
             present = [f for f in flags if f.lower() == keyword.lower()]
             if present:
