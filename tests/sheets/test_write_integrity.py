@@ -129,3 +129,35 @@ async def test_writes_past_the_last_row_or_column_are_refused_before_anything_is
     assert shown["ranges"][0]["values"] == [["corner"]]
     assert_well_formed(path)
     assert path.read_bytes() != before
+
+
+async def test_formulas_past_the_cell_budget_of_a_call_are_left_uncomputed_with_the_reason(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "t.xlsx", {"S": [[n] for n in range(1, 101)]})
+    sid = {"spreadsheet_id": "t.xlsx"}
+    # each SUM reads its own cell and the 100 of A1:A100: the first fits in 150 cell reads, not the second
+    sums = [["=SUM(A1:A100)", "=SUM(A1:A100)*2", "=SUM(A1:A100)*3"]]
+    async with connect(formula_budget_cells=150) as c:
+        answer = await call(c, "update_values", {**sid, "range": "S!B1", "values": sums})
+        shown = await call(c, "read_values", {**sid, "ranges": ["S!B1:D1"]})
+        # the next call has a budget of its own: C1, still without a value, is computed; D1 and E1 are past it
+        again = await call(c, "update_values", {**sid, "range": "S!E1", "values": [["=A1+A2"]]})
+        after = await call(c, "read_values", {**sid, "ranges": ["S!B1:E1"]})
+    assert answer["uncomputed"] == ["S!C1", "S!D1"]
+    assert "SHEETS_FORMULA_BUDGET_CELLS" in answer["uncomputed_reason"] and "150" in answer["uncomputed_reason"]
+    assert shown["ranges"][0]["values"] == [[5050]]  # C1 and D1 stored without a value, not guessed
+    assert shown["ranges"][0]["uncomputed"] == ["S!C1", "S!D1"]
+    assert again["uncomputed"] == ["S!D1", "S!E1"] and again["uncomputed_reason"]
+    assert after["ranges"][0]["values"] == [[5050, 10100]]
+    assert_well_formed(path)
+
+
+def test_the_formula_budget_has_a_default_and_reads_its_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from deskmcp.sheets.settings import SheetsSettings
+
+    assert SheetsSettings(workspace=tmp_path).formula_budget_cells == 2_000_000
+    monkeypatch.setenv("SHEETS_FORMULA_BUDGET_CELLS", "5000")
+    assert SheetsSettings(workspace=tmp_path).formula_budget_cells == 5000

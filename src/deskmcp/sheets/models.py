@@ -104,17 +104,29 @@ FLAGGED = (
 )
 
 
+REASON = "Set when computing stopped at the formula budget of one call; the cells it did not reach are in uncomputed."
+
+
+class Uncomputed(list[str]):
+    """Formula cells a change left without a value (sheet named: `'Sheet 1'!C2`), and `reason`
+    when computing stopped at the formula budget before reaching some of them."""
+
+    reason: str | None = None
+
+
 class UpdateResult(Result):
     spreadsheet_id: str
     updated: list[UpdatedRange]
     total_cells: int
     uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
+    uncomputed_reason: str | None = Field(default=None, description=REASON)
 
 
 class ClearResult(Result):
     spreadsheet_id: str
     cleared: list[str]
     uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
+    uncomputed_reason: str | None = Field(default=None, description=REASON)
 
 
 class SheetResult(Result):
@@ -123,6 +135,7 @@ class SheetResult(Result):
     deleted: str | None = None
     note: str | None = None
     uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
+    uncomputed_reason: str | None = Field(default=None, description=REASON)
 
 
 class RowsResult(Result):
@@ -133,6 +146,7 @@ class RowsResult(Result):
     first_row: int
     note: str | None = None
     uncomputed: list[str] | None = Field(default=None, description=FLAGGED)
+    uncomputed_reason: str | None = Field(default=None, description=REASON)
 
 
 class Match(Result):

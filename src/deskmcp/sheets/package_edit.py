@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
+from deskmcp.sheets.budget import CellBudget
 from deskmcp.sheets.cellxml import (
     ATTR,
     CELL,
@@ -484,11 +485,14 @@ class PackageBook:
         value = cached(cell.attrs.get(b"t", b"n"), cell.inner)
         return Formula("=" + text, kind, anchor or kind == b"array", value)
 
-    def save(self, names: Any, known: FormulaIndex | None = None) -> dict[str, list[str]]:
+    def save(
+        self, names: Any, known: FormulaIndex | None = None, budget: CellBudget | None = None
+    ) -> dict[str, list[str]]:
         """Compute what the edits make stale and prepare the patch (`write` then streams it out);
         returns the formulas left uncomputed (sheet -> cells). `known`: the formula index of this
         version of the file (taken over: it is changed), so no sheet is scanned; `formula_index`
-        is then the index of the version the patch writes."""
+        is then the index of the version the patch writes. Formulas not computed when the `budget`
+        of cells read is spent are left without a value, as those that cannot be computed."""
         if known is None:
             reader = InputReader(names)
             index = Dependents()
@@ -538,7 +542,7 @@ class PackageBook:
                 return key not in needed
             return True  # plain values are never formulas
 
-        calc = WorkbookCalculator(raw, extent, is_text, names=names)
+        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names)
         results: dict[Key, Any] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(needed):

@@ -39,6 +39,7 @@ def create_backend(settings: SheetsSettings) -> SheetsBackend:
 
     backend = LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
     backend.fast_writes = settings.fast_writes
+    backend.writer.formula_budget = settings.formula_budget_cells
     return backend
 
 
@@ -250,6 +251,7 @@ class SheetsService:
             updated=done,
             total_cells=sum(u.cells for u in done),
             uncomputed=flagged or None,
+            uncomputed_reason=_reason(flagged),
         )
 
     def append_rows(
@@ -265,7 +267,11 @@ class SheetsService:
             spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode, escape_csv=escape_csv
         )
         return UpdateResult(
-            spreadsheet_id=spreadsheet_id, updated=[done], total_cells=done.cells, uncomputed=flagged or None
+            spreadsheet_id=spreadsheet_id,
+            updated=[done],
+            total_cells=done.cells,
+            uncomputed=flagged or None,
+            uncomputed_reason=_reason(flagged),
         )
 
     def clear_values(self, spreadsheet_id: str, ranges: list[str]) -> ClearResult:
@@ -273,7 +279,12 @@ class SheetsService:
         if not ranges:
             raise BadRequest("Give at least one range to clear.", {})
         cleared, flagged = backend.clear(spreadsheet_id, self._ranges(spreadsheet_id, ranges[:MAX_RANGES]))
-        return ClearResult(spreadsheet_id=spreadsheet_id, cleared=cleared, uncomputed=flagged or None)
+        return ClearResult(
+            spreadsheet_id=spreadsheet_id,
+            cleared=cleared,
+            uncomputed=flagged or None,
+            uncomputed_reason=_reason(flagged),
+        )
 
     def create_spreadsheet(self, title: str, sheets: list[str] | None) -> SpreadsheetInfo:
         backend = self._writer()
@@ -284,39 +295,62 @@ class SheetsService:
     def add_sheet(self, spreadsheet_id: str, title: str, rows: int, columns: int) -> SheetResult:
         backend = self._writer()
         info, flagged = backend.add_sheet(spreadsheet_id, title, rows, columns)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
+        return SheetResult(
+            spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None, uncomputed_reason=_reason(flagged)
+        )
 
     def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
         backend = self._writer()
         info, flagged = backend.rename_sheet(spreadsheet_id, sheet, title)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
+        return SheetResult(
+            spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None, uncomputed_reason=_reason(flagged)
+        )
 
     def delete_sheet(self, spreadsheet_id: str, sheet: str) -> SheetResult:
         backend = self._writer()
         flagged = backend.delete_sheet(spreadsheet_id, sheet)
-        return SheetResult(spreadsheet_id=spreadsheet_id, deleted=sheet, uncomputed=flagged or None)
+        return SheetResult(
+            spreadsheet_id=spreadsheet_id, deleted=sheet, uncomputed=flagged or None, uncomputed_reason=_reason(flagged)
+        )
 
     def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> SheetResult:
         backend = self._writer()
         info, flagged = backend.duplicate_sheet(spreadsheet_id, sheet, title)
-        return SheetResult(spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None)
+        return SheetResult(
+            spreadsheet_id=spreadsheet_id, sheet=info, uncomputed=flagged or None, uncomputed_reason=_reason(flagged)
+        )
 
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
         backend = self._writer()
         flagged = backend.insert_rows(spreadsheet_id, sheet, at, count)
         return RowsResult(
-            spreadsheet_id=spreadsheet_id, sheet=sheet, inserted=count, first_row=at, uncomputed=flagged or None
+            spreadsheet_id=spreadsheet_id,
+            sheet=sheet,
+            inserted=count,
+            first_row=at,
+            uncomputed=flagged or None,
+            uncomputed_reason=_reason(flagged),
         )
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> RowsResult:
         backend = self._writer()
         flagged = backend.delete_rows(spreadsheet_id, sheet, at, count)
         return RowsResult(
-            spreadsheet_id=spreadsheet_id, sheet=sheet, deleted=count, first_row=at, uncomputed=flagged or None
+            spreadsheet_id=spreadsheet_id,
+            sheet=sheet,
+            deleted=count,
+            first_row=at,
+            uncomputed=flagged or None,
+            uncomputed_reason=_reason(flagged),
         )
 
 
 _TRUNCATED = "\x00truncated"
+
+
+def _reason(flagged: list[str]) -> str | None:
+    """Why computing stopped early, when the backend's list of uncomputed cells says (local files)."""
+    return getattr(flagged, "reason", None)
 
 
 def _within(values: list[list[Any]], budget: int) -> tuple[list[list[Any]], bool]:

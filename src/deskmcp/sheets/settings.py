@@ -10,6 +10,7 @@ from pydantic_settings import NoDecode
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
 from deskmcp.google.auth import GoogleSettings
+from deskmcp.sheets.budget import DEFAULT_CELLS
 
 
 def _path_list(value: object) -> object:
@@ -20,7 +21,8 @@ def _path_list(value: object) -> object:
 
 class SheetsSettings(GoogleSettings):
     """Environment: `SHEETS_BACKEND`, `SHEETS_PATH`, `SHEETS_FOLDERS`, `SHEETS_READ_ONLY`,
-    `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, plus the Google and workspace settings."""
+    `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, `SHEETS_FORMULA_BUDGET_CELLS`, plus the Google and
+    workspace settings."""
 
     backend: Literal["local", "google"] = Field(
         default="local",
@@ -52,6 +54,12 @@ class SheetsSettings(GoogleSettings):
         default=True,
         validation_alias=env_alias("fast_writes", "SHEETS_FAST_WRITES"),
         description="Cell writes patch an .xlsx in place when they can; 0: always load and save it whole (openpyxl).",
+    )
+    formula_budget_cells: int = Field(
+        default=DEFAULT_CELLS,
+        ge=1,
+        validation_alias=env_alias("formula_budget_cells", "SHEETS_FORMULA_BUDGET_CELLS"),
+        description="Most cells the formulas of one change may read when computed (beyond: left uncomputed, listed).",
     )
     max_cells: int = Field(
         default=2_000_000,

@@ -15,9 +15,10 @@ from deskmcp.core.errors import BadRequest, Conflict, ParseError
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
+from deskmcp.sheets.budget import CellBudget
 from deskmcp.sheets.cellxml import SURROGATE, UNSTORABLE, formula_results, from_xstring, plain, xstring
 from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
-from deskmcp.sheets.models import InputMode, UpdatedRange
+from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
 from deskmcp.sheets.recalc import Key, depends_on, excel_prefixes
 from deskmcp.sheets.sheetdata import Styles, window
@@ -141,7 +142,7 @@ class PatchedBook:
 
     def __init__(self, package: Any) -> None:
         self.package = package
-        self.report: list[str] = []
+        self.report: list[str] = Uncomputed()
 
     def sheet(self, name: str | None) -> Any:
         try:
@@ -175,7 +176,7 @@ class Book:
         self.touched: set[tuple[str, int, int]] = set()
         self.moved = False
         self.escape_csv = True
-        self.report: list[str] = []  # filled with the formulas left uncomputed when saved
+        self.report: list[str] = Uncomputed()  # filled with the formulas left uncomputed when saved
 
     def single_sheet_guard(self, what: str) -> None:
         if self.fmt == "csv":
@@ -241,13 +242,14 @@ class Book:
                 if cell.data_type == "f" and isinstance(cell.value, str) and (ws.title, r, c) not in self.literal:
                     cell.value = fn(cell.value, ws.title)
 
-    def compute(self) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    def compute(self, budget: CellBudget | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
         """The value to store for every formula (sheet -> cell -> value) and the cells left without one.
 
         Formulas the change may affect (written ones, those reading a changed cell, directly or
         through other formulas) and those the file holds no value for are computed; every other
         formula keeps the value the file had cached (dates and errors included). One that cannot
-        be computed is stored without a value and listed, never left showing a stale value.
+        be computed is stored without a value and listed, never left showing a stale value; so is
+        every one not computed when the `budget` of cells read is spent.
         """
         worksheets = {ws.title: ws for ws in self.wb.worksheets if hasattr(ws, "_cells")}
         names = workbook_names(self.wb)
@@ -289,7 +291,7 @@ class Book:
             cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
             return cell is not None and cell.data_type != "f"
 
-        calc = WorkbookCalculator(raw, extent, is_text, names=names)
+        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names)
         values: dict[str, dict[str, Any]] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(formulas, key=lambda k: (k[0], k[1], k[2])):

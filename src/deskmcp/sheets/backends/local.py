@@ -25,7 +25,16 @@ from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, writability
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
 from deskmcp.sheets.formulas import shift_rows
-from deskmcp.sheets.models import Grid, InputMode, Render, SheetInfo, SpreadsheetInfo, SpreadsheetRef, UpdatedRange
+from deskmcp.sheets.models import (
+    Grid,
+    InputMode,
+    Render,
+    SheetInfo,
+    SpreadsheetInfo,
+    SpreadsheetRef,
+    Uncomputed,
+    UpdatedRange,
+)
 
 _T = TypeVar("_T")
 
@@ -103,12 +112,14 @@ class LocalBackend:
     def edit_flagged(
         self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = True
     ) -> tuple[_T, list[str]]:
-        """`edit`, and the formulas the save left without a value (A1 cells, sheet named)."""
-        flagged: list[str] = []
+        """`edit`, and the formulas the save left without a value (A1 cells, sheet named; with the
+        reason when the formula budget stopped the computation)."""
+        flagged = Uncomputed()
 
         def run(book: Book) -> _T:
             result = change(book)
             flagged.clear()  # a patch given up is done again through openpyxl
+            flagged.reason = None
             book.report = flagged
             return result
 

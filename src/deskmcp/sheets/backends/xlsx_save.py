@@ -25,7 +25,9 @@ from deskmcp.sheets.backends.book import Book, PatchedBook, check_title
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
+from deskmcp.sheets.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.formula_values import DATE_SHIFT, DateSerial
+from deskmcp.sheets.models import Uncomputed
 from deskmcp.sheets.ooxml import package_names, write_cached_values
 
 if TYPE_CHECKING:
@@ -54,8 +56,11 @@ def date_format(value: float) -> str:
     return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
 
 
-def _flagged(uncomputed: dict[str, list[str]]) -> list[str]:
-    return [f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs]
+def _report(report: list[str], uncomputed: dict[str, list[str]], budget: CellBudget) -> None:
+    """The cells left without a value into `report` (sheet named), and why, when the budget stopped it."""
+    report.extend(f"{quote_sheet(sheet)}!{ref}" for sheet, refs in uncomputed.items() for ref in refs)
+    if isinstance(report, Uncomputed):
+        report.reason = budget.reason()
 
 
 class WorkbookWriter:
@@ -64,8 +69,10 @@ class WorkbookWriter:
     formula_index_count = 2
     """Workbooks whose formula index is kept (a few MB per 100,000 formulas)."""
 
-    def __init__(self, reader: SheetReader) -> None:
+    def __init__(self, reader: SheetReader, formula_budget: int = DEFAULT_CELLS) -> None:
         self.reader = reader
+        self.formula_budget = formula_budget
+        """Cells the formulas of one change may read when computed (`budget.CellBudget`)."""
         # the formula index of the version each patch wrote, so the next write of it scans nothing
         self._formula_indexes: OrderedDict[str, tuple[tuple[Any, ...], FormulaIndex]] = OrderedDict()
 
@@ -123,7 +130,8 @@ class WorkbookWriter:
                 book = PatchedBook(package)
                 result = change(book)  # type: ignore[arg-type]  # the same operations as Book
                 names = package_names(package.zf)
-                uncomputed = package.save(names, known)
+                budget = CellBudget(self.formula_budget)
+                uncomputed = package.save(names, known, budget)
             except Fallback as exc:
                 log.info("%s edited through openpyxl: %s", path.name, exc)
                 return None
@@ -141,14 +149,15 @@ class WorkbookWriter:
             self._formula_indexes[str(path)] = (stat_key(path, written), package.formula_index)
             while len(self._formula_indexes) > self.formula_index_count:
                 self._formula_indexes.popitem(last=False)
-        book.report.extend(_flagged(uncomputed))
+        _report(book.report, uncomputed, budget)
         return (result,)
 
     def save(self, path: Path, fmt: str, book: Book) -> None:
         """Compute the formulas, then write the workbook atomically; the cells left without a value
         go to `book.report`, and into the file so the next read and Excel know of them."""
-        values, uncomputed = book.compute()
-        book.report.extend(_flagged(uncomputed))
+        budget = CellBudget(self.formula_budget)
+        values, uncomputed = book.compute(budget)
+        _report(book.report, uncomputed, budget)
         if fmt == "csv":
             save_csv(path, book, values)
             return
