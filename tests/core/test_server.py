@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
 from deskmcp.core.errors import NotFound
-from deskmcp.core.server import READ_ONLY, DeskServer
+from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.gateway import compose
 
 pytestmark = pytest.mark.anyio
@@ -115,3 +115,26 @@ async def test_deskmcp_tool_names_safe_makes_every_composed_tool_name_client_saf
     names = [t.name for t in await composition.server.list_tools()]
     assert "granola_meetings_list" in names
     assert all("." not in n for n in names)
+
+
+async def test_published_annotations_leave_out_only_what_the_specification_defaults_already_say():
+    server = build()
+
+    @server.tool("notes.send", annotations=writes(destructive=False, idempotent=False, open_world=True))
+    def send() -> dict[str, str]:
+        """Send."""
+        return {}
+
+    @server.tool("notes.delete", annotations=writes(destructive=True, idempotent=True))
+    def delete() -> dict[str, str]:
+        """Delete."""
+        return {}
+
+    async with Client(server) as client:
+        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    dumped = {name: a.model_dump(by_alias=True, exclude_none=True) for name, a in tools.items() if a}
+    assert dumped["notes.lookup"] == {"readOnlyHint": True, "openWorldHint": False}
+    assert dumped["notes.send"] == {"destructiveHint": False}
+    assert dumped["notes.delete"] == {"destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+    # what a client reads with the specification's defaults is what was registered
+    assert server.tool_annotations("notes.send") == writes(destructive=False, idempotent=False, open_world=True)

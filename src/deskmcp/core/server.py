@@ -432,6 +432,7 @@ class DeskServer(MCPServer[Any]):
             self._definitions[with_output] = [
                 tool.model_copy(
                     update={
+                        "annotations": published_annotations(tool.annotations),
                         "description": compact_description(self.published(tool.description)),
                         "input_schema": {**self._published_schema(tool.input_schema), "additionalProperties": False},
                         "output_schema": self._published_schema(tool.output_schema)
@@ -499,6 +500,24 @@ class DeskServer(MCPServer[Any]):
         error.message = self.published(error.message) or ""
         log.info("tool %s failed: %s %r", tool, error.code, error.message)
         return error_result(error)
+
+
+def published_annotations(annotations: ToolAnnotations | None) -> ToolAnnotations | None:
+    """`annotations` without the hints that say what the specification's defaults already say
+    (readOnlyHint false, idempotentHint false, openWorldHint true), nor idempotentHint on a read-only
+    tool (meaningful only for tools that write): every tool list carries them. destructiveHint is kept
+    on every tool that writes, though true is its default: clients that guard destructive tools read it."""
+    if annotations is None:
+        return None
+    read_only = annotations.read_only_hint is True
+    return annotations.model_copy(
+        update={
+            "read_only_hint": True if read_only else None,
+            "destructive_hint": None if read_only else annotations.destructive_hint,
+            "idempotent_hint": True if annotations.idempotent_hint and not read_only else None,
+            "open_world_hint": False if annotations.open_world_hint is False else None,
+        }
+    )
 
 
 def error_result(error: DeskError) -> CallToolResult:
