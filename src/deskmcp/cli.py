@@ -19,6 +19,8 @@ from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.servers import SERVERS, ServerSpec, get_spec
 
 if TYPE_CHECKING:
+    import socket
+
     from mcp.types import CallToolResult
 
 app = typer.Typer(
@@ -130,6 +132,8 @@ def serve(
     setup_logging(log_level)
     specs = _selected(name, only, exclude)
     origins = _allowed_origins(allow_origin) if http else ()
+    # The port first: finding it busy once every server has started would cost seconds.
+    sock = _bind(host, port) if http else None
     # A server named on its own always starts: its tools then say what is missing.
     composition = _compose(
         specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name), toolsets=toolsets
@@ -164,7 +168,29 @@ def serve(
         elif token:
             typer.echo("deskmcp: requests need 'Authorization: Bearer' with the value of DESKMCP_TOKEN.", err=True)
 
-    serve_http(composition, options, log_level=log_level, on_ready=announce)
+    serve_http(composition, options, log_level=log_level, on_ready=announce, sock=sock)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The HTTP socket, bound; a port in use (or an address not on this machine) is one line and exit code 1."""
+    import errno
+
+    from deskmcp.httpapi import bind
+
+    try:
+        return bind(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            why = (
+                f"port {port} on {host} is already in use (by another deskmcp or another program). "
+                f"Choose another with --port, or stop the process listening there."
+            )
+        elif exc.errno == errno.EACCES:
+            why = f"port {port} on {host} needs privileges to bind; choose one above 1023 with --port."
+        else:
+            why = f"cannot listen on {host} port {port}: {exc.strerror or exc}. Check --host and --port."
+        typer.echo(f"deskmcp: {why}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:

@@ -497,14 +497,34 @@ def read_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
     return ReadTimeoutH11Protocol
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port), as uvicorn would bind it; raises OSError when that
+    address cannot be had (`errno.EADDRINUSE`: the port is in use).
+
+    Bound before any server is built, so a busy port is reported at once; the socket is then
+    handed to uvicorn, so nothing can take the port in between."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        # As uvicorn does: a port whose last connections are in TIME_WAIT is free.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve(
     composition: Composition,
     options: HttpOptions,
     *,
     log_level: str = "warning",
     on_ready: Callable[[], None] | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Run the app under uvicorn until interrupted; `on_ready` is called once it is listening."""
+    """Run the app under uvicorn until interrupted; `on_ready` is called once it is listening.
+    `sock` is the socket from `bind` (else uvicorn binds host and port itself)."""
     import uvicorn
 
     class AnnouncingServer(uvicorn.Server):
@@ -517,4 +537,4 @@ def serve(
     config = uvicorn.Config(
         app, host=options.host, port=options.port, log_level=log_level.lower(), **uvicorn_settings(options)
     )
-    AnnouncingServer(config).run()
+    AnnouncingServer(config).run(sockets=[sock] if sock is not None else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import anyio
@@ -128,3 +129,21 @@ def test_an_unknown_toolset_from_the_environment_names_the_variable(
 
     assert result.exit_code == 2
     assert "Unknown toolset 'bogus' in DESKMCP_TOOLSETS" in result.stderr
+
+
+def test_serve_http_on_a_busy_port_says_so_in_one_line_before_any_server_starts(workspace: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = runner.invoke(app, ["serve", "all", "--http", "--port", str(port)])
+
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"port {port}" in lines[0]
+    assert "in use" in lines[0]
+    assert "--port" in lines[0]
+    assert "Errno" not in result.output
+    assert "Traceback" not in result.output
+    assert not (workspace / ".deskmcp" / "index").exists()  # no server was opened
