@@ -34,10 +34,10 @@ import anyio
 from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.mcp_client import MCPClient
+from deskmcp.orchestrator.mcp_vault import open_vault
 from deskmcp.orchestrator.runner import server_environment
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.vault_port import open_vault
 
 SUBJECTS = ["Can we meet on Tuesday?", "Weekly newsletter", "Outage in eu-west", "Question about invoice 42", "Hello"]
 

@@ -1,47 +1,34 @@
-"""The dependency rules of the layout, checked on the imports of src/deskmcp (parsed with `ast`,
-nothing imported):
+"""The project's own rules that no import checker can state, and proof that the import rules hold.
 
-- `core` imports no server package;
-- the orchestrator imports nothing from `deskmcp.mail` (it reaches mail over MCP only);
-- only the MCP adapters and the entry points import the SDK (`mcp`): every `*/server.py`,
-  `cli.py`, `gateway.py`, `connect.py`, `httpapi.py`, `demo/tour.py`, `orchestrator/mcp_client.py`
-  and `core/server.py` (the error taxonomy, `core/errors.py`, is a plain exception tree);
-- only `deskmcp.google` and the two Google backends (`mail/backends/gmail.py`,
-  `sheets/backends/google.py`) import the Google client libraries (googleapiclient, google.auth,
-  google.oauth2, google_auth_oauthlib, google_auth_httplib2): one place signs in and maps errors.
+The dependency rules of the layout are import-linter contracts in `.importlinter` (run by .ci/run as
+`uv run lint-imports`; docs/architecture.md lists them). This file checks two things more:
 
-Every import counts: at the top, inside a function, under `if TYPE_CHECKING:`, relative ones, and
-`importlib.import_module("...")` with a literal name.
-
-And no raw SQL outside the index and catalog modules (`SQL_ALLOWED`, listed one by one): a module
-that holds SQL text (a string, or the literal part of an f-string, starting with SELECT, INSERT,
-UPDATE, DELETE, CREATE, PRAGMA or WITH, in capitals as the code writes SQL) or calls
-`.execute(`, `.executemany(` or `.executescript(` must be one of them. The two Google backends
-call googleapiclient's `request.execute()`, which is not SQL: they are allowed `.execute(` by name
-(`GOOGLE_EXECUTE`), and only in the form googleapiclient has, so SQL cannot pass there silently:
-`executemany`/`executescript`, an `.execute(` whose first argument is a string, an import of
-`sqlite3` or any SQL text is still reported in them.
-
-The checkers are tested on small trees built in tmp_path, so a broken rule is known to be reported.
+- that those contracts refuse each kind of violation: each case below copies src/deskmcp to a
+  temporary folder, breaks one rule there, and runs import-linter on the copy;
+- the rules no import graph shows: no raw SQL outside the index and catalog modules
+  (`SQL_ALLOWED`, listed one by one): a module that holds SQL text (a string, or the literal part of an
+  f-string, that reads as a statement: `select ... from`, `insert into`, `update ... set`,
+  `delete from`, `create table|index|...`, `pragma`, `with x as (`, in any case) or calls `.execute(`,
+  `.executemany(` or `.executescript(` must be one of them. The two Google backends call
+  googleapiclient's `request.execute()`, which is not SQL: they are allowed `.execute(` by name
+  (`GOOGLE_EXECUTE`), and only in the form googleapiclient has; and no `__import__()` call, which
+  would load a module past the contracts (`importlib` itself is a protected module there).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "deskmcp"
 
-MCP_ALLOWED = {"cli.py", "gateway.py", "connect.py", "httpapi.py", "demo/tour.py", "orchestrator/mcp_client.py"}
-MCP_ALLOWED |= {"core/server.py"}
-
-GOOGLE_LIBRARIES = ("googleapiclient", "google.auth", "google.oauth2", "google_auth_oauthlib", "google_auth_httplib2")
-GOOGLE_ALLOWED = {"mail/backends/gmail.py", "sheets/backends/google.py"}
+ROOT = SRC.parents[1]
 
 
 SQL_ALLOWED = {
@@ -58,88 +45,14 @@ SQL_ALLOWED = {
 }
 GOOGLE_EXECUTE = {"mail/backends/gmail.py", "sheets/backends/google.py"}
 SQL_METHODS = ("execute", "executemany", "executescript")
-SQL_START = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA|WITH)\s+\S")
-"""A statement: the keyword and more after it (a lone "DELETE" is an HTTP method, not SQL)."""
-
-
-@dataclass(frozen=True)
-class Import:
-    """One import statement (or import_module call) and the modules it may load."""
-
-    file: str  # relative to the package folder, e.g. "orchestrator/service.py"
-    line: int
-    text: str  # as written, relative imports resolved: "from deskmcp import mail"
-    targets: tuple[str, ...]  # "deskmcp", "deskmcp.mail": a name imported from a package may be a module
-
-
-def _module_parts(rel: Path) -> list[str]:
-    parts = ["deskmcp", *rel.with_suffix("").parts]
-    return parts[:-1] if parts[-1] == "__init__" else parts
-
-
-def imports(package: Path) -> Iterator[Import]:
-    """Every import in every module under `package` (the `deskmcp` folder)."""
-    for path in sorted(package.rglob("*.py")):
-        rel = path.relative_to(package)
-        module = _module_parts(rel)
-        is_package = rel.name == "__init__.py"
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-                yield Import(rel.as_posix(), node.lineno, f"import {', '.join(names)}", tuple(names))
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = module if is_package else module[:-1]
-                    base = base[: len(base) - (node.level - 1)]
-                    source = ".".join([*base, node.module] if node.module else base)
-                else:
-                    source = node.module or ""
-                names = [alias.name for alias in node.names]
-                targets = (source, *(f"{source}.{name}" for name in names if name != "*"))
-                yield Import(rel.as_posix(), node.lineno, f"from {source} import {', '.join(names)}", targets)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute | ast.Name)
-                and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                name = node.args[0].value
-                yield Import(rel.as_posix(), node.lineno, f"import_module({name!r})", (name,))
-
-
-def _within(imp: Import, package: str) -> bool:
-    return any(target == package or target.startswith(package + ".") for target in imp.targets)
-
-
-def violations(package: Path) -> list[str]:
-    """One line per import that breaks a rule: `file:line imports target: the rule`."""
-    servers = {d.name for d in package.iterdir() if d.is_dir() and (d / "server.py").exists()} - {"core"}
-    found: list[str] = []
-    for imp in imports(package):
-        top = imp.file.split("/", 1)[0]
-        rule = None
-        if top == "core" and any(_within(imp, f"deskmcp.{name}") for name in servers):
-            rule = "core imports no server package"
-        elif top == "orchestrator" and _within(imp, "deskmcp.mail"):
-            rule = "the orchestrator reaches mail over MCP only"
-        elif (
-            _within(imp, "mcp")
-            and imp.file not in MCP_ALLOWED
-            and not (imp.file.endswith("/server.py") or imp.file == "server.py")
-        ):
-            rule = "only the MCP adapters and entry points import the SDK"
-        elif (
-            any(_within(imp, library) for library in GOOGLE_LIBRARIES)
-            and top != "google"
-            and imp.file not in GOOGLE_ALLOWED
-        ):
-            rule = "only deskmcp.google and the Google backends import the Google libraries"
-        if rule is not None:
-            found.append(f"{imp.file}:{imp.line} {imp.text}: {rule}")
-    return sorted(set(found))
+SQL_START = re.compile(
+    r"\s*(?:(select)\s.*?\bfrom\s|(insert)\s+(?:or\s+\w+\s+)?into\s|(update)\s+\w+\s+set\s|(delete)\s+from\s"
+    r"|(create)\s+(?:temp\w*\s+|unique\s+|virtual\s+)*(?:table|index|trigger|view)\s+(?:if\s+not\s+exists\s+)?[\w.]+"
+    r"\s*(?:\(|on\b|using\b|as\b)|(pragma)\s+\w|(with)\s+(?:recursive\s+)?\w+(?:\s*\([^)]*\))?\s+as\s*\()",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A statement: a keyword with the words that make it SQL, the keyword in capitals or in lower case
+as code writes SQL ("Select a note from the list" is a sentence, "select key from docs" is SQL)."""
 
 
 def _is_text(node: ast.expr) -> bool:
@@ -159,8 +72,9 @@ def sql_violations(package: Path) -> list[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 # the literal parts of an f-string are Constant nodes too, so f"SELECT {x}" counts
                 start = SQL_START.match(node.value)
-                if start:
-                    found.append(f"{rel}:{node.lineno} {start.group(1)} text: {rule}")
+                keyword = next((g for g in start.groups() if g), "") if start else ""
+                if keyword.isupper() or keyword.islower():
+                    found.append(f"{rel}:{node.lineno} {keyword.upper()} text: {rule}")
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -170,6 +84,10 @@ def sql_violations(package: Path) -> list[str]:
                 )
             ):
                 found.append(f"{rel}:{node.lineno} .{node.func.attr}(: {rule}")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
+                found.append(
+                    f"{rel}:{node.lineno} __import__(: a module loaded by a computed name escapes the import contracts"
+                )
             elif isinstance(node, ast.Import | ast.ImportFrom) and rel in GOOGLE_EXECUTE:
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
@@ -186,76 +104,6 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
     for folder in [package, *(p for p in package.rglob("*") if p.is_dir())]:
         (folder / "__init__.py").touch()
     return package
-
-
-CLEAN = {
-    "core/errors.py": "import orjson\n",
-    "core/server.py": "import mcp\n",
-    "core/index.py": "from deskmcp.core import errors\nfrom . import errors as e\n",
-    "vault/server.py": "from mcp.types import TextContent\nfrom .service import VaultService\n",
-    "vault/service.py": "from deskmcp.core.index import SearchIndex\n",
-    "mail/server.py": "from deskmcp.mail.service import MailService\n",
-    "mail/service.py": "import os\n",
-    "orchestrator/server.py": "import mcp\n",
-    "orchestrator/mcp_client.py": "from mcp import Client\n",
-    "orchestrator/service.py": "from deskmcp.vault.models import NoteContent\nfrom .mcp_client import MCPClient\n",
-    "cli.py": "import mcp\nfrom deskmcp.mail import server\n",
-    "gateway.py": "from mcp.server import Server\n",
-    "demo/tour.py": "from mcp import Client\n",
-    "google/auth.py": "def later():\n    import google.auth\n    from google_auth_oauthlib import flow\n",
-    "google/errors.py": "def later():\n    from googleapiclient.errors import HttpError\n",
-    "mail/backends/gmail.py": "from deskmcp.google.errors import map_error\n",
-    "sheets/backends/google.py": "def later():\n    from googleapiclient.http import HttpRequest\n",
-}
-
-
-def test_the_source_tree_keeps_the_architecture_rules() -> None:
-    found = list(imports(SRC))
-    # the walk sees the real tree (a wrong path would find nothing and pass)
-    assert any(i.file == "orchestrator/mcp_client.py" and _within(i, "mcp") for i in found)
-    assert any(i.file == "orchestrator/vault_port.py" and _within(i, "deskmcp.vault") for i in found)
-    assert any(i.file == "google/auth.py" and _within(i, "google.oauth2") for i in found)
-    assert violations(SRC) == []
-
-
-def test_the_architecture_check_passes_a_small_tree_that_keeps_the_rules(tmp_path: Path) -> None:
-    assert violations(write_tree(tmp_path, CLEAN)) == []
-
-
-def test_the_architecture_check_reports_each_broken_rule_in_a_small_tree(tmp_path: Path) -> None:
-    broken = {
-        **CLEAN,
-        "core/index.py": "from deskmcp.vault import service\n",
-        "core/paths.py": "def later():\n    from ..mail.models import Email\n",
-        "core/dates.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from deskmcp import sheets\n",
-        "sheets/server.py": "import mcp\n",
-        "orchestrator/service.py": "def send():\n    from deskmcp import mail\n",
-        "orchestrator/triage.py": "import deskmcp.mail.backends.maildir\n",
-        "orchestrator/access.py": "import importlib\nimportlib.import_module('deskmcp.mail.service')\n",
-        "orchestrator/cli.py": "from mcp import Client\n",  # only the top-level cli.py may
-        "vault/service.py": "import mcp.types\n",
-        "mail/models.py": "from mcp.types import TextContent as T\n",
-        "mail/service.py": "def later():\n    from googleapiclient.errors import HttpError\n",
-        "sheets/service.py": "from google.auth.exceptions import RefreshError\n",
-        "core/retry.py": "import google_auth_httplib2\n",
-    }
-    found = violations(write_tree(tmp_path, broken))
-    sdk = "only the MCP adapters and entry points import the SDK"
-    google = "only deskmcp.google and the Google backends import the Google libraries"
-    assert found == [
-        "core/dates.py:3 from deskmcp import sheets: core imports no server package",
-        "core/index.py:1 from deskmcp.vault import service: core imports no server package",
-        "core/paths.py:2 from deskmcp.mail.models import Email: core imports no server package",
-        f"core/retry.py:1 import google_auth_httplib2: {google}",
-        f"mail/models.py:1 from mcp.types import TextContent: {sdk}",
-        f"mail/service.py:2 from googleapiclient.errors import HttpError: {google}",
-        "orchestrator/access.py:2 import_module('deskmcp.mail.service'): the orchestrator reaches mail over MCP only",
-        f"orchestrator/cli.py:1 from mcp import Client: {sdk}",
-        "orchestrator/service.py:2 from deskmcp import mail: the orchestrator reaches mail over MCP only",
-        "orchestrator/triage.py:1 import deskmcp.mail.backends.maildir: the orchestrator reaches mail over MCP only",
-        f"sheets/service.py:1 from google.auth.exceptions import RefreshError: {google}",
-        f"vault/service.py:1 import mcp.types: {sdk}",
-    ]
 
 
 SQL_CLEAN = {
@@ -305,6 +153,7 @@ def test_the_sql_check_reports_sql_text_and_calls_outside_the_allowed_modules(tm
         "orchestrator/state.py": "def setup(conn):\n    conn.executescript(SCRIPT)\n",
         "sheets/service.py": "RECENT = 'WITH r AS (SELECT 1) SELECT * FROM r'\nMETHODS = ('GET', 'DELETE')\n",
         "core/dates.py": "def later(db):\n    db.execute('pragma user_version')\n",
+        "core/clock.py": 'STALE = """\n  delete from docs where key = ?"""\nLOADER = __import__(\'deskmcp.mail\')\n',
         "mail/backends/gmail.py": (
             "import sqlite3\n"
             "def page(api, conn):\n    api.users().labels().list(userId='me').execute()\n"
@@ -314,16 +163,113 @@ def test_the_sql_check_reports_sql_text_and_calls_outside_the_allowed_modules(tm
     }
     rule = "raw SQL only in the index and catalog modules"
     assert sql_violations(write_tree(tmp_path, broken)) == [
+        f"core/clock.py:1 DELETE text: {rule}",
+        "core/clock.py:3 __import__(: a module loaded by a computed name escapes the import contracts",
         f"core/dates.py:2 .execute(: {rule}",
+        f"core/dates.py:2 PRAGMA text: {rule}",
         f"documents/service.py:2 CREATE text: {rule}",
         f"mail/backends/gmail.py:1 import sqlite3: {rule}",
         f"mail/backends/gmail.py:4 .execute(: {rule}",
+        f"mail/backends/gmail.py:4 SELECT text: {rule}",
         f"mail/backends/maildir.py:2 .executemany(: {rule}",
         f"meetings/filters.py:1 SELECT text: {rule}",
         f"meetings/service.py:2 SELECT text: {rule}",
         f"orchestrator/state.py:2 .executescript(: {rule}",
         f"sheets/backends/google.py:2 .executemany(: {rule}",
+        f"sheets/backends/google.py:2 INSERT text: {rule}",
         f"sheets/service.py:1 WITH text: {rule}",
         f"vault/service.py:2 .execute(: {rule}",
         f"vault/service.py:2 SELECT text: {rule}",
     ]
+
+
+# -- the import contracts -------------------------------------------------------------------------
+
+VIOLATIONS = {
+    "a service imports the MCP adapter core (which loads the SDK)": (
+        "vault/service.py",
+        "from deskmcp.core.server import DeskServer\n",
+        "Only the entry points and the adapters themselves import an MCP adapter",
+    ),
+    "core imports the composition": ("core/paths.py", "from deskmcp import gateway\n", "Entry points over composition"),
+    "core imports the Google layer": (
+        "core/dates.py",
+        "def later():\n    import deskmcp.google.auth\n",
+        "Entry points",
+    ),
+    "core imports a server package": (
+        "core/index.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from deskmcp.vault import service\n",
+        "Entry points over composition",
+    ),
+    "a module is loaded by name with importlib": (
+        "orchestrator/access.py",
+        "import importlib\nMAIL = importlib.import_module('deskmcp.mail.service')\n",
+        "Modules are imported by name only",
+    ),
+    "the orchestrator reaches mail through the server registry": (
+        "orchestrator/service.py",
+        "def mail():\n    from deskmcp.servers import SERVERS\n    return SERVERS['mail'].load()\n",
+        "Only the adapters and the entry points use the server registry",
+    ),
+    "the orchestrator imports mail": (
+        "orchestrator/triage.py",
+        "import deskmcp.mail.backends.maildir\n",
+        "over MCP only",
+    ),
+    "the error taxonomy imports the SDK lazily": (
+        "core/errors.py",
+        "def as_tool_error():\n    from mcp.server.mcpserver.exceptions import ToolError\n    return ToolError\n",
+        "Only the MCP adapters and the entry points import the MCP SDK",
+    ),
+    "a service imports the SDK": ("mail/service.py", "import mcp.types\n", "import the MCP SDK"),
+    "a service imports the Google libraries with a bare import google": (
+        "sheets/service.py",
+        "import google\n",
+        "Only deskmcp.google and the two Google backends",
+    ),
+    "core imports a Google client library": ("core/retry.py", "import google_auth_httplib2\n", "Google client"),
+    "an import circle between the orchestrator's modules": (
+        "orchestrator/vault_port.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from deskmcp.orchestrator.mcp_vault import McpVault\n",
+        "No import cycle between the modules of the orchestrator",
+    ),
+    "the orchestrator imports the vault's MCP adapter": (
+        "orchestrator/layout.py",
+        "from deskmcp.vault import server\n",
+        "Only the entry points and the adapters themselves import an MCP adapter",
+    ),
+}
+
+
+def lint_imports(src: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter with the project's contracts on the `deskmcp` package under `src`."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--config", str(ROOT / ".importlinter"), "--no-cache"],
+        cwd=src,
+        env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.e2e
+def test_the_source_tree_keeps_every_import_contract() -> None:
+    done = lint_imports(SRC.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("case", VIOLATIONS)
+def test_the_import_contracts_refuse_each_kind_of_violation(case: str, tmp_path: Path) -> None:
+    rel, code, contract = VIOLATIONS[case]
+    copy = tmp_path / "deskmcp"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / rel
+    target.write_text(target.read_text(encoding="utf-8") + "\n" + code, encoding="utf-8")
+    done = lint_imports(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    broken = done.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken, done.stdout

@@ -16,9 +16,9 @@ from deskmcp.mail.settings import MailSettings
 from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.mcp_client import MCPClient
+from deskmcp.orchestrator.mcp_vault import open_vault
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.vault_port import open_vault
 from tests.helpers.mail import deliver
 
 pytestmark = pytest.mark.anyio

@@ -18,11 +18,11 @@ from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.local_vault import LocalVault
 from deskmcp.orchestrator.mcp_client import MCPClient
-from deskmcp.orchestrator.mcp_vault import McpVault
+from deskmcp.orchestrator.mcp_vault import McpVault, open_vault
 from deskmcp.orchestrator.server import create_server as create_orchestrator
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.vault_port import VaultPort, list_paths, open_vault, update_note
+from deskmcp.orchestrator.vault_port import VaultPort, list_paths, update_note
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList
 from deskmcp.vault.server import Settings as VaultSettings
 from deskmcp.vault.server import create_server as create_vault

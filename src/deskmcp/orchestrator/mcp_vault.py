@@ -5,7 +5,7 @@ Each tool's structured result is validated into the model the vault server decla
 `external_service_error` naming the tool, not a half-read dict deep in the flow. When the server
 does not answer, `MCPClient` logs `mcp_unavailable` and the same operation runs on the fallback
 port (the files in this process); without a fallback the error reaches the caller and the item
-waits for the next pass.
+waits for the next pass. `open_vault` chooses between the server and the files, in one place.
 """
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from deskmcp.core.errors import ExternalServiceError
+from deskmcp.orchestrator.local_vault import LocalVault
 from deskmcp.orchestrator.mcp_client import MCPClient
+from deskmcp.orchestrator.vault_port import VaultPort
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList, NoteMatch
-
-if TYPE_CHECKING:
-    from deskmcp.orchestrator.vault_port import VaultPort
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -129,3 +128,9 @@ class McpVault:
                 ]
         except OSError:
             return []
+
+
+def open_vault(root: Path, client: MCPClient | None = None) -> VaultPort:
+    """The vault server over `client`, falling back to the files; the files alone without a client."""
+    local = LocalVault(root)
+    return local if client is None else McpVault(client, root, fallback=local)

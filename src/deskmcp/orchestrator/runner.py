@@ -23,10 +23,10 @@ from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import APPROVED
 from deskmcp.orchestrator.mcp_client import MCPClient
+from deskmcp.orchestrator.mcp_vault import open_vault
 from deskmcp.orchestrator.models import PassSummary
 from deskmcp.orchestrator.service import Orchestrator
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.vault_port import open_vault
 
 log = logging.getLogger("deskmcp.orchestrator")
 

@@ -14,6 +14,7 @@ from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import DRAFTS, NEEDS_ACTION
 from deskmcp.orchestrator.mcp_client import MCPClient
+from deskmcp.orchestrator.mcp_vault import open_vault
 from deskmcp.orchestrator.models import (
     ApprovedDraft,
     ItemResult,
@@ -27,7 +28,7 @@ from deskmcp.orchestrator.runner import server_environment
 from deskmcp.orchestrator.service import Orchestrator, vault_folder_counts
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.state import State, VaultLock, lock_holder
-from deskmcp.orchestrator.vault_port import list_paths, open_vault
+from deskmcp.orchestrator.vault_port import list_paths
 
 MAX_BODY = 4_000
 

@@ -8,18 +8,14 @@ Two implementations answer it with the vault's own models (`deskmcp.vault.models
 - `LocalVault` (local_vault.py) works on the vault's files in this process, with no index: the
   fallback, and the vault of the orchestrator's own MCP tools (which run beside the vault server).
 
-`open_vault` chooses between them, in one place.
+`open_vault` (mcp_vault.py) chooses between them, in one place.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol
 
 from deskmcp.core.errors import Conflict, ParseError
-from deskmcp.orchestrator.local_vault import LocalVault
-from deskmcp.orchestrator.mcp_client import MCPClient
-from deskmcp.orchestrator.mcp_vault import McpVault
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList
 
 UPDATE_ATTEMPTS = 3
@@ -46,12 +42,6 @@ class VaultPort(Protocol):
         """Every note directly in `directory`, alphabetical, all pages; with `status`, only the notes whose
         frontmatter status is that (case-insensitive). A missing folder lists nothing."""
         ...
-
-
-def open_vault(root: Path, client: MCPClient | None = None) -> VaultPort:
-    """The vault server over `client`, falling back to the files; the files alone without a client."""
-    local = LocalVault(root)
-    return local if client is None else McpVault(client, root, fallback=local)
 
 
 async def list_paths(vault: VaultPort, directory: str, *, status: str | None = None) -> list[str]:
