@@ -187,7 +187,10 @@ class MailSettings(GoogleSettings):
     def account_settings(self) -> dict[str, MailSettings]:
         """Every account by name, the first one the default: those of MAIL_ACCOUNTS, or this one alone.
         An account starts from these settings (the MAIL_* variables are every account's defaults) and
-        changes what its entry sets. A configuration that cannot be read is a `bad_request`."""
+        changes what its entry sets, except that a user and password go only to the host they were
+        configured for: an account naming an SMTP or IMAP host other than MAIL_SMTP_HOST /
+        MAIL_IMAP_HOST gets neither MAIL_*_USER nor MAIL_*_PASSWORD, only what its entry gives.
+        A configuration that cannot be read is a `bad_request`."""
         if not self.accounts.strip():
             return {self.account: self}
         accounts: dict[str, MailSettings] = {}
@@ -197,6 +200,9 @@ class MailSettings(GoogleSettings):
             )
             for kind in ("smtp", "imap"):
                 variable = getattr(entry, f"{kind}_password_env")
+                if variable is None and self._other_host(entry, kind):
+                    update[f"{kind}_password"] = None
+                    update.setdefault(f"{kind}_user", None)
                 if variable is not None:
                     if variable not in os.environ:
                         raise BadRequest(
@@ -209,6 +215,12 @@ class MailSettings(GoogleSettings):
             update["accounts"] = ""
             accounts[entry.name] = self.model_copy(update=update)
         return accounts
+
+    def _other_host(self, entry: AccountEntry, kind: str) -> bool:
+        """Whether `entry` names a `kind` (smtp, imap) host other than the one MAIL_* configured."""
+        host: str | None = getattr(entry, f"{kind}_host")
+        own: str | None = getattr(self, f"{kind}_host")
+        return host is not None and host.strip().lower() != (own or "").strip().lower()
 
 
 class AccountEntry(BaseModel):

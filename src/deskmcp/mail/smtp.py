@@ -14,6 +14,13 @@ from email.message import EmailMessage
 from deskmcp.core.errors import AuthRequired, SendFailed
 from deskmcp.mail.backends.base import DeliveryUnknown
 
+LOGIN_SETTINGS = (
+    "MAIL_SMTP_USER and MAIL_SMTP_PASSWORD, or for an account of MAIL_ACCOUNTS with a smtp_host of its own"
+    " its smtp_user and smtp_password_env (a password is sent only to the host it was configured for)"
+)
+"""Where an SMTP login comes from, as the errors that ask for one name it."""
+_AUTH_NEEDED = 530
+
 
 @dataclass(frozen=True)
 class SmtpConfig:
@@ -57,8 +64,15 @@ def deliver(config: SmtpConfig, message: EmailMessage, *, sender: str, recipient
             _send(client, message, where, sender, recipients)
     except smtplib.SMTPAuthenticationError as exc:
         raise AuthRequired(
-            f"The SMTP server {where} refused the login; check MAIL_SMTP_USER and MAIL_SMTP_PASSWORD"
-            " (many providers need an app password).",
+            f"The SMTP server {where} refused the login; check {LOGIN_SETTINGS} (many providers need an app password).",
+            {"server": where, "code": exc.smtp_code},
+        ) from exc
+    except smtplib.SMTPSenderRefused as exc:
+        if exc.smtp_code != _AUTH_NEEDED or config.user:
+            raise _refused(exc, where) from exc
+        raise AuthRequired(
+            f"The SMTP server {where} requires a login and none is configured for it: set {LOGIN_SETTINGS}."
+            " Nothing was sent.",
             {"server": where, "code": exc.smtp_code},
         ) from exc
     except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
@@ -78,11 +92,10 @@ def _send(client: smtplib.SMTP, message: EmailMessage, where: str, sender: str, 
             f"The SMTP server refused every recipient: {_reason(exc)}.",
             {"server": where, "refused": sorted(exc.recipients)},
         ) from exc
+    except smtplib.SMTPSenderRefused:
+        raise  # `deliver` tells a login the server asks for from another refusal
     except smtplib.SMTPResponseException as exc:
-        raise SendFailed(
-            f"The SMTP server {where} refused the message: {exc.smtp_code} {_reason(exc)}.",
-            {"server": where, "code": exc.smtp_code},
-        ) from exc
+        raise _refused(exc, where) from exc
     except (smtplib.SMTPServerDisconnected, TimeoutError, ConnectionError, OSError) as exc:
         raise DeliveryUnknown(
             f"The connection to {where} failed while the message was being sent; it may or may not have been"
@@ -94,6 +107,13 @@ def _send(client: smtplib.SMTP, message: EmailMessage, where: str, sender: str, 
             f"The SMTP server refused some recipients: {', '.join(sorted(refused))}; the others received it.",
             {"server": where, "refused": sorted(refused), "partial": True},
         )
+
+
+def _refused(exc: smtplib.SMTPResponseException, where: str) -> SendFailed:
+    return SendFailed(
+        f"The SMTP server {where} refused the message: {exc.smtp_code} {_reason(exc)}.",
+        {"server": where, "code": exc.smtp_code},
+    )
 
 
 def _reason(exc: BaseException) -> str:
