@@ -320,9 +320,12 @@ def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(tm
 
 def test_user_text_with_query_parser_syntax_is_searched_as_words(index: SearchIndex):
     index.sync([rec("a", "title", "field:value (group) +must -not ~fuzzy [range TO x] ^2 \\escape")])
-    for text in ("field:value", "(group)", "+must", "-not", "~fuzzy", "[range TO x]", "^2", "\\escape", "body:*"):
+    for text in ("field:value", "(group)", "+must", "~fuzzy", "[range TO x]", "^2", "\\escape", "body:*"):
         hits = index.search(text)
         assert [h.key for h in hits] == (["a"] if text != "body:*" else []), text
+    # +word and -word are the two signs a search reads: required, excluded
+    assert [h.key for h in index.search("+field -not")] == []
+    assert [h.key for h in index.search("+field -absent")] == ["a"]
 
 
 def test_texts_compressed_with_a_trained_dictionary_survive_reopen_and_rebuild(tmp_path: Path):

@@ -15,7 +15,9 @@ Filters stay SQL over `docs d` and the side tables, exact as ever. A filtered se
 ranks a few more than a page and keeps those passing the filter; when too few pass, SQLite
 resolves the filter to its record ids and tantivy ranks the top k among those only.
 
-User text never reaches a query parser: it is analysed into words and phrases. Updates are
+User text never reaches a query parser: it is analysed into words and phrases (`index_terms.py`).
+A search ranks the records holding any of its words, those holding all of them higher; stop
+words are never needed, `+word` is, `-word` excludes. Updates are
 incremental: `sync` compares fingerprints (content hash or mtime) and touches only what
 changed. A database that cannot be opened is derived data too: moved aside and rebuilt.
 
@@ -42,7 +44,14 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index_codec import TRAIN_AT, TextCodec
-from deskmcp.core.index_query import SNIPPET_CLOSE, SNIPPET_OPEN, TEXT_MATCH, fts_any_prefix, text_match
+from deskmcp.core.index_query import (
+    QUERY_WORDS,
+    SNIPPET_CLOSE,
+    SNIPPET_OPEN,
+    TEXT_MATCH,
+    fts_any_prefix,
+    text_match,
+)
 from deskmcp.core.index_records import ApplyStats, Hit, IndexRecord, IndexSchema
 from deskmcp.core.index_sqlite import chunks, id_runs, ids_json, private_database, table_name
 from deskmcp.core.textindex import ENGINE, TextIndex, private_folder
@@ -51,6 +60,7 @@ if TYPE_CHECKING:
     import tantivy
 
 __all__ = [
+    "QUERY_WORDS",
     "SNIPPET_CLOSE",
     "SNIPPET_OPEN",
     "TEXT_MATCH",
@@ -461,13 +471,16 @@ class SearchIndex:
             rows = conn.execute(sql, (*params, limit, offset)).fetchall()
         return [self._hit(r, None, None) for r in rows]
 
-    def count(self, *, where: str = "", params: Sequence[Any] = (), query: str | None = None) -> int:
+    def count(
+        self, *, where: str = "", params: Sequence[Any] = (), query: str | None = None, every_word: bool = False
+    ) -> int:
+        """How many records pass `where` and, given a search text `query`, match it as `search` does."""
         clause = f"AND ({where})" if where else ""
         if query is None:
             with self.reader() as conn:
                 sql = f"SELECT count(*) FROM docs d WHERE 1=1 {clause}"
                 return int(conn.execute(sql, tuple(params)).fetchone()[0])
-        parsed = self._text.parse(query)
+        parsed = self._text.user_query(query, every=every_word).query
         with self.reader() as conn:
             self._text.refresh(self._stamp(conn))
         if not where:
@@ -489,12 +502,17 @@ class SearchIndex:
         limit: int = 20,
         offset: int = 0,
         snippet_tokens: int = 16,
+        every_word: bool = False,
     ) -> list[Hit]:
-        """Records whose text matches every term of `query`, best bm25 first (or `order_by`).
+        """Records matching a person's search text `query` (`index_terms` says how it is read),
+        best bm25 first (or in `order_by` order).
 
+        Ranked: a record holding any word of `query` matches, one holding every word (stop words
+        aside) scores more; `every_word` (a filter): each word but the stop words must match.
         `where` filters over `docs d` with `params`; snippets mark matches with ⟦...⟧.
         """
-        parsed = self._text.parse(query)
+        asked = self._text.user_query(query, every=every_word)
+        parsed = asked.query
         if limit <= 0:
             return []
         with self.reader() as conn:
@@ -518,8 +536,29 @@ class SearchIndex:
             }
             texts = self._texts(conn, ids)
         marks = (SNIPPET_OPEN, SNIPPET_CLOSE)
-        snippets = self._text.snippets(parsed, texts, snippet_tokens, marks, self._text.words(query))
+        snippets = self._text.snippets(asked.marked, texts, snippet_tokens, marks, asked.words)
         return [self._hit(rows[i], score, snippets.get(i)) for i, score in ranked if i in rows]
+
+    def unmatched_terms(self, query: str, *, where: str = "", params: Sequence[Any] = ()) -> list[str]:
+        """The terms of the search text `query` (as written; excluded ones aside) that no record
+        passing `where` holds. An empty search answer names all of its terms here, or none when
+        every term is held somewhere and only their combination (+, -) matched nothing."""
+        asked = self._text.user_query(query)
+        missing: list[str] = []
+        with self.reader() as conn:
+            self._text.refresh(self._stamp(conn))
+            runs: list[tuple[int, int]] | None = None
+            for text, alone in asked.terms:
+                if self._text.count(alone) == 0:
+                    missing.append(text)
+                    continue
+                if not where:
+                    continue
+                if runs is None:
+                    runs = self._filter_runs(conn, where, params)
+                if not runs or not self._text.top(self._text.restrict(alone, runs), 1):
+                    missing.append(text)
+        return missing
 
     def _ordered(
         self,
@@ -568,11 +607,15 @@ class SearchIndex:
         kept = [(i, s) for i, s in candidates if i in passing]
         if len(kept) >= wanted or len(candidates) < reach:
             return list(kept[offset:wanted])
-        row = conn.execute(f"SELECT json_group_array(d.id) FROM docs d WHERE {where}", tuple(params)).fetchone()
-        runs = id_runs(sorted(orjson.loads(row[0]))) if row and row[0] else []
+        runs = self._filter_runs(conn, where, params)
         if not runs:
             return []
         return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, runs), limit, offset)]
+
+    def _filter_runs(self, conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[tuple[int, int]]:
+        """The ids of the records passing SQL `where`, as runs of consecutive ids."""
+        row = conn.execute(f"SELECT json_group_array(d.id) FROM docs d WHERE {where}", tuple(params)).fetchone()
+        return id_runs(sorted(orjson.loads(row[0]))) if row and row[0] else []
 
     def _texts(self, conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, list[str]]:
         """The stored text fields of the records `ids`."""

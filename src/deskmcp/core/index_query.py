@@ -22,6 +22,12 @@ SNIPPET_CLOSE = "⟧"
 never confuses a match with the author's **emphasis**."""
 
 
+QUERY_WORDS = (
+    'Words: any may match, hits holding all rank higher; "a phrase" matches as written; +word required; -word excluded'
+)
+"""How the search tools of every indexed server describe their query argument (see `index_terms`)."""
+
+
 TEXT_MATCH = "d.id IN (SELECT value FROM json_each(text_match(?)))"
 """SQL over `docs d` keeping the records a text match selects; its parameter comes from
 `text_match` or `fts_any_prefix`. Works in `where` clauses and on any `reader()` connection."""

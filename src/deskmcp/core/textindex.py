@@ -22,11 +22,13 @@ import shutil
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER
+from deskmcp.core.index_terms import split_terms
 
 if TYPE_CHECKING:
     import tantivy
@@ -76,6 +78,9 @@ RUN = 16
 """Consecutive ids from this many on are matched as a range rather than one term each."""
 MAX_TOKEN_BYTES = 256
 """Longer words (in UTF-8 bytes: 85 CJK characters, a long URL path) are not indexed."""
+ALL_WORDS_BOOST = 1.0
+"""A ranked search adds this times the bm25 of its words (stop words aside) to a record holding
+every one of them: with 1.0 such a record scores twice."""
 TERM = re.compile(r'"([^"]*)"|(\S+)')
 WORD = re.compile(r"\w", re.UNICODE)
 
@@ -371,6 +376,66 @@ class TextIndex:
             return tv.Query.empty_query()
         return musts[0][1] if len(musts) == 1 else tv.Query.boolean_query(musts)
 
+    def user_query(self, text: str, *, every: bool = False) -> UserQuery:
+        """The query for a person's search text (see `index_terms`).
+
+        Ranked (the default): records holding any of its words match (a stop word alone is not
+        enough), best bm25 first; those holding every word but the stop words score more. `every`
+        (a filter, as a listing uses): each word but the stop words must match. Either way
+        `+word` must and `-word` must not match, and a "quoted phrase" matches as a phrase only."""
+        tv = self._tv
+        musts: list[tantivy.Query] = []
+        shoulds: list[tantivy.Query] = []
+        stops: list[tantivy.Query] = []
+        nots: list[tantivy.Query] = []
+        named: list[tuple[str, tantivy.Query]] = []
+        stop_named: list[tuple[str, tantivy.Query]] = []
+        words_of: dict[bool, list[str]] = {True: [], False: []}
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for term in split_terms(text):
+            words = self._analyzer.analyze(term.body)
+            if not words or (term.sign, tuple(words)) in seen:
+                continue  # only overlong words, or a term written twice
+            seen.add((term.sign, tuple(words)))
+            query = self._any_field(words)
+            if term.sign == "-":
+                nots.append(query)
+                continue
+            if term.stop:
+                stops.append(query)
+            else:
+                (musts if term.sign == "+" or every else shoulds).append(query)
+            (stop_named if term.stop else named).append((term.text, query))
+            words_of[term.stop].extend(words)
+        if not (musts or shoulds or stops):
+            if nots:
+                raise BadRequest(
+                    f"The search query {text!r} only excludes words: add a word to search for.", {"query": text}
+                )
+            raise BadRequest(f"The search query {text!r} has no words to search for.", {"query": text})
+        if not named:  # only stop words: they are what was asked for
+            named, words_of[False] = stop_named, words_of[True]
+            if every:
+                musts, stops = stops, []
+        clauses = [(tv.Occur.Must, q) for q in musts]
+        if shoulds and not musts:  # at least one word that is not a stop word must match
+            clauses.append((tv.Occur.Must, shoulds[0] if len(shoulds) == 1 else _any_of(tv, shoulds)))
+        else:
+            clauses.extend((tv.Occur.Should, q) for q in shoulds)
+        if len(shoulds) > 1:
+            every_word = tv.Query.boolean_query([(tv.Occur.Must, q) for q in shoulds])
+            clauses.append((tv.Occur.Should, tv.Query.boost_query(every_word, ALL_WORDS_BOOST)))
+        clauses.extend((tv.Occur.Should, q) for q in stops)
+        clauses.extend((tv.Occur.MustNot, q) for q in nots)
+        single = len(clauses) == 1 and clauses[0][0] != tv.Occur.MustNot
+        marked = [q for _, q in named]
+        return UserQuery(
+            query=clauses[0][1] if single else tv.Query.boolean_query(clauses),
+            marked=marked[0] if len(marked) == 1 else _any_of(tv, marked),
+            words=words_of[False],
+            terms=named,
+        )
+
     def _any_field(self, words: list[str], field: str | None = None) -> tantivy.Query:
         tv = self._tv
         if field is not None and field not in self.fields:
@@ -518,6 +583,24 @@ class TextIndex:
                 best = (0, 0, first[:width] + ("…" if len(first) > width else ""))
             out[doc_id] = best[2]
         return out
+
+
+@dataclass
+class UserQuery:
+    """A person's search text as queries: what ranks, what snippets mark, and each term alone."""
+
+    query: tantivy.Query
+    marked: tantivy.Query
+    """What snippets mark: every term but the excluded ones, stop words only when alone."""
+    words: list[str]
+    """The analysed words of `marked`."""
+    terms: list[tuple[str, tantivy.Query]]
+    """Each term searched for, in the order written, with the query matching it alone: excluded
+    terms and stop words aside (stop words are these terms when there is nothing else)."""
+
+
+def _any_of(tv: Any, queries: Sequence[tantivy.Query]) -> tantivy.Query:
+    return tv.Query.boolean_query([(tv.Occur.Should, q) for q in queries])
 
 
 def _trim() -> None:

@@ -73,6 +73,9 @@ class SearchHit(MeetingSummary):
 class SearchMeetingsOutput(BaseModel):
     items: list[SearchHit]
     next_cursor: str | None = None
+    unmatched_terms: list[str] = Field(
+        default=[], description="Words of the query no meeting holds (within the filters), as written"
+    )
 
 
 class ExportMarkdownOutput(BaseModel):

@@ -9,6 +9,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
 from deskmcp.core.errors import DeskError, NotFound
+from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer
 from deskmcp.meetings.models import (
     CacheStatus,
@@ -35,7 +36,13 @@ granola.meetings.export_markdown with an id from those results. Dates are ISO 86
 date is a day in the user's time zone. Errors are JSON objects with an `error` code and a
 `message` saying how to recover."""
 
-Query = Annotated[str | None, Field(description="Words to match in title, notes, attendees, folder or transcript")]
+Query = Annotated[
+    str | None,
+    Field(
+        description="Words that must all be in title, notes, attendees, folder or transcript (stop words aside);"
+        ' "a phrase" as written; -word excluded'
+    ),
+]
 FromTs = Annotated[str | None, Field(description="Start on or after this ISO 8601 date/datetime")]
 ToTs = Annotated[str | None, Field(description="Start before this ISO 8601 datetime, or on/before this date")]
 Days = Annotated[
@@ -116,7 +123,7 @@ def register(server: DeskServer, service: MeetingService) -> None:
 
     @server.tool("granola.meetings.search", annotations=READ_ONLY)
     def meetings_search(
-        q: Annotated[str, Field(min_length=1, description='Words or "quoted phrases"; all must match')],
+        q: Annotated[str, Field(min_length=1, description=QUERY_WORDS)],
         from_ts: FromTs = None,
         to_ts: ToTs = None,
         days: Days = None,
@@ -128,7 +135,9 @@ def register(server: DeskServer, service: MeetingService) -> None:
     ) -> SearchMeetingsOutput:
         """Full-text search over titles, notes, attendees, folders and transcripts, best match first.
 
-        Each hit has a bm25 score and a snippet with the matching words marked ⟦like this⟧.
+        Meetings holding any word match, those holding every word ranked higher. Each hit has a bm25
+        score and a snippet with the matching words marked ⟦like this⟧. `unmatched_terms` names the
+        words no meeting holds: an empty answer with every word there means none has any of them.
         Filters narrow the hits the same way as granola.meetings.list.
         """
         f = service.filters(

@@ -227,9 +227,15 @@ class MeetingService:
         offset = decode_cursor(cursor, key)
         if q and q.strip():
             hits = self.index.search(
-                q, where=where, params=params, order_by="d.start_ts DESC", limit=limit + 1, offset=offset
+                q,
+                where=where,
+                params=params,
+                order_by="d.start_ts DESC",
+                limit=limit + 1,
+                offset=offset,
+                every_word=True,
             )
-            total = self.index.count(where=where, params=params, query=q)
+            total = self.index.count(where=where, params=params, query=q, every_word=True)
         else:
             hits = self.index.select(
                 where=where, params=params, order_by="d.start_ts DESC, d.key", limit=limit + 1, offset=offset
@@ -251,7 +257,11 @@ class MeetingService:
         for h in hits[:limit]:
             fields = orjson.loads(h.columns["summary"] or b"{}")
             items.append(SearchHit(**fields, score=round(h.score or 0.0, 4), snippet=h.snippet))
-        return SearchMeetingsOutput(items=items, next_cursor=page(offset, limit, len(hits), key))
+        return SearchMeetingsOutput(
+            items=items,
+            next_cursor=page(offset, limit, len(hits), key),
+            unmatched_terms=self.index.unmatched_terms(q, where=where, params=params),
+        )
 
     def get(self, meeting_id: str, *, include_notes: bool = True) -> Meeting:
         meeting, _ = self._meeting(meeting_id)

@@ -49,6 +49,9 @@ class NoteList(BaseModel):
     indexing: IndexingProgress | None = Field(
         default=None, description="Set while the vault is still being indexed: results cover only the notes done"
     )
+    unmatched_terms: list[str] = Field(
+        default=[], description="search_notes: words of the query no note holds (within the filters), as written"
+    )
 
 
 class MoveResult(BaseModel):

@@ -11,6 +11,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus
@@ -56,7 +57,7 @@ def create_service(settings: VaultSettings) -> VaultService:
     return VaultService(settings)
 
 
-def unavailable(settings: VaultSettings) -> str | None:
+def unavailable(settings: VaultSettings, strict: bool) -> str | None:
     """None when the vault folder exists (or is the default one, created on start)."""
     if settings.vault_path is not None and not settings.vault_path.is_dir():
         return f"the vault folder {settings.vault_path} does not exist; create it or fix VAULT_PATH"
@@ -130,7 +131,7 @@ def register(server: DeskServer, service: VaultService) -> None:
     @server.tool("search_notes", annotations=READ_ONLY)
     async def search_notes(
         ctx: Context,
-        query: Annotated[str, Field(min_length=1, description='Words or "quoted phrases"; all must match')],
+        query: Annotated[str, Field(min_length=1, description=QUERY_WORDS)],
         folder: FolderArg = None,
         tag: TagArg = None,
         filter: FilterArg = None,
@@ -139,7 +140,9 @@ def register(server: DeskServer, service: VaultService) -> None:
     ) -> NoteList:
         """Full-text search over titles, paths, headings, tags, frontmatter values and bodies.
 
-        Best match first; each hit has a snippet with the matching words marked ⟦like this⟧.
+        Notes holding any word match, best bm25 first, those holding every word ranked higher; each
+        hit has a snippet with the matching words marked ⟦like this⟧. `unmatched_terms` names the
+        words no note holds: an empty answer with every word there means no note has any of them.
         While the vault is first being indexed, `indexing` says how far and results cover the notes done.
         """
         return await indexed(

@@ -472,13 +472,14 @@ class VaultService:
         where, params = self._filters(folder, tag, filter)
         key = query_key("search", query, folder, tag, filter)
         offset = decode_cursor(cursor, key)
-        hits = self.catalog.index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
-        total = self.catalog.index.count(where=where, params=params, query=query)
+        index = self.catalog.index
+        hits = index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
         return NoteList(
             notes=[self._match(h) for h in hits[:limit]],
-            total=total,
+            total=index.count(where=where, params=params, query=query),
             next_cursor=page(offset, limit, len(hits), key),
             indexing=self.indexing(),
+            unmatched_terms=index.unmatched_terms(query, where=where, params=params),
         )
 
     def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
