@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
+
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
@@ -42,6 +44,8 @@ from deskmcp.documents.settings import DocumentsSettings
 log = logging.getLogger(__name__)
 
 BATCH = 200
+ROOTS_META = "roots"
+"""Index metadata: the folder of each root the entries were indexed from, by root name (JSON)."""
 MAX_NOTE_CHARS = 1_000_000
 
 
@@ -69,9 +73,25 @@ class DocumentService:
         self.index_path = settings.index_folder / "documents.sqlite3"
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.catalog = Catalog(self.index, self.roots)
+        self._forget_other_roots()
 
     def close(self) -> None:
         self.index.close()
+
+    def _forget_other_roots(self) -> None:
+        """Drop the entries of roots no longer configured, or configured at another folder now: their
+        addresses name other files, or none, so search must not answer with them. A configured root
+        whose folder is missing (an unplugged drive) keeps its entries."""
+        configured = {root.name: str(root.path) for root in self.roots.all()}
+        stored = self.index.get_meta(ROOTS_META)
+        folders: dict[str, str] = orjson.loads(stored) if stored else {}
+        for name in catalog.root_counts(self.index):
+            # An index written before the folders were recorded knows its roots by name only.
+            if configured.get(name) is None or (stored and folders.get(name) != configured[name]):
+                dropped = self.index.apply(deletes=catalog.keys_under(self.index, name, "")).deleted
+                log.info("dropped %d documents of root %r, whose folder is no longer configured", dropped, name)
+        if folders != configured:
+            self.index.set_meta(ROOTS_META, orjson.dumps(configured).decode())
 
     # -- reading files ---------------------------------------------------------------------
 
