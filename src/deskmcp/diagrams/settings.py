@@ -76,10 +76,17 @@ class DiagramsSettings(WorkspaceSettings):
         validation_alias=env_alias("git_timeout", "DIAGRAMS_GIT_TIMEOUT"),
         description="Seconds a clone or fetch waits for the remote to connect or to send more data.",
     )
+    git_deadline: float = Field(
+        default=600.0,
+        gt=0,
+        validation_alias=env_alias("git_deadline", "DIAGRAMS_GIT_DEADLINE"),
+        description="Seconds a whole clone or fetch may take; a remote still sending then is cut off.",
+    )
     git_allowed_schemes: str = Field(
         default="https",
         validation_alias=env_alias("git_allowed_schemes", "DIAGRAMS_GIT_ALLOWED_SCHEMES"),
-        description="Comma-separated clone URL schemes allowed: https (default), http, git, ssh, file.",
+        description="Comma-separated clone URL schemes allowed: https (default), http, git, file "
+        "(ssh is accepted but never cloned: the ssh program's connections cannot be checked).",
     )
     git_allowed_hosts: str = Field(
         default="",

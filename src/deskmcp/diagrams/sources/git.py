@@ -24,7 +24,15 @@ from deskmcp.core.paths import is_within, safe_join
 from deskmcp.core.ttlcache import TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
 from deskmcp.diagrams.sources.git_blob import open_blob
-from deskmcp.diagrams.sources.git_remote import RemotePolicy, RemoteURL, guarded_pool_manager, parse_remote
+from deskmcp.diagrams.sources.git_remote import (
+    IPAddress,
+    RemotePolicy,
+    RemoteURL,
+    TransferDeadline,
+    git_protocol_client,
+    guarded_pool_manager,
+    parse_remote,
+)
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
@@ -89,6 +97,7 @@ class GitRepositories:
         self.cache_dir = settings.git_cache
         self.ttl = settings.git_cache_ttl
         self.timeout = settings.git_timeout
+        self.deadline = settings.git_deadline
         self.max_blob_bytes = settings.git_max_blob_mb * 2**20
         self.max_clones = settings.git_cache_repos
         self.max_cache_bytes = settings.git_cache_mb * 2**20
@@ -146,7 +155,7 @@ class GitRepositories:
 
         remote = parse_remote(url)
         shown = public_url(remote.url)
-        self.policy.check(remote, shown)
+        addresses = self.policy.check(remote, shown)
         target = self.cache_dir / hashlib.sha256(remote.key.encode()).hexdigest()[:20]
         with self._lock_for(remote.key):
             now = self.clock.monotonic()
@@ -156,7 +165,7 @@ class GitRepositories:
                     staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.cache_dir))
                     try:
                         with Repo.init_bare(str(staging)) as fresh:
-                            self._fetch_into(fresh, remote, shown)
+                            self._fetch_into(fresh, remote, shown, addresses)
                         if target.exists():
                             shutil.rmtree(target)
                         staging.replace(target)
@@ -167,7 +176,7 @@ class GitRepositories:
                     self._evict(keep=target)
                 elif now - self._fetched.get(remote.key, -float("inf")) >= self.ttl:
                     with Repo(str(target)) as cached:
-                        self._fetch_into(cached, remote, shown)
+                        self._fetch_into(cached, remote, shown, addresses)
                     self._fetched[remote.key] = now
             except (GitProtocolError, HangupException, NotGitRepository, OSError, HTTPError) as exc:
                 raise _remote_failure(shown, exc, self.timeout) from exc
@@ -198,14 +207,32 @@ class GitRepositories:
             count -= 1
             total -= size
 
-    def _fetch_into(self, repo: Repo, remote: RemoteURL, shown: str) -> None:
+    def _fetch_into(self, repo: Repo, remote: RemoteURL, shown: str, addresses: list[tuple[int, IPAddress]]) -> None:
+        """Fetch `remote` into `repo`, connecting only to `addresses` (git://) or to checked ones (HTTP),
+        within `DIAGRAMS_GIT_TIMEOUT` per connect and read and `DIAGRAMS_GIT_DEADLINE` in all."""
         from dulwich.client import get_transport_and_path
+        from dulwich.errors import GitProtocolError
+        from urllib3.exceptions import HTTPError
 
-        extra: dict[str, Any] = {}
-        if remote.scheme in ("http", "https"):
-            extra["pool_manager"] = guarded_pool_manager(self.policy, shown, self.timeout)
-        client, path = get_transport_and_path(remote.url, **extra)
-        result = client.fetch(path, repo)
+        with TransferDeadline(self.deadline) as deadline:
+            try:
+                if remote.scheme == "git":
+                    client: Any = git_protocol_client(remote, addresses, self.timeout, deadline)
+                    path = urlsplit(remote.url).path
+                elif remote.scheme in ("http", "https"):
+                    pool = guarded_pool_manager(self.policy, shown, self.timeout, deadline)
+                    client, path = get_transport_and_path(remote.url, pool_manager=pool)
+                else:
+                    client, path = get_transport_and_path(remote.url)
+                result = client.fetch(path, repo)
+            except (GitProtocolError, OSError, HTTPError, ValueError) as exc:
+                if deadline.expired:  # whatever the cut connection made the transfer fail with
+                    raise Timeout(
+                        f"{shown} took longer than {self.deadline:g} s in all (DIAGRAMS_GIT_DEADLINE); "
+                        "try again later, or raise DIAGRAMS_GIT_DEADLINE for a very large repository.",
+                        {"repo": shown, "deadline_seconds": self.deadline},
+                    ) from exc
+                raise
         _store_remote_refs(repo, result.refs, getattr(result, "symrefs", None))
 
     def listing(self, key: tuple[str, str], compute: Any) -> list[FileInfo]:

@@ -12,10 +12,10 @@ import io
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from deskmcp.core.clock import SYSTEM_CLOCK, Clock
-from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound
+from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, PermissionDenied
 from deskmcp.core.http import new_client, request
 from deskmcp.core.retry import RetryPolicy
 from deskmcp.core.throttle import Throttle
@@ -85,6 +85,7 @@ class GitHubClient:
             headers["Authorization"] = f"Bearer {token}"
         self.base = api_url.rstrip("/")
         self.http = new_client(timeout=timeout, headers=headers, transport=transport, follow_redirects=True)
+        self.http.event_hooks["request"].append(self._stay_on_api_host)
         self.retry = RetryPolicy(attempts=4, base=1.0, cap=16.0, max_wait=max_wait, clock=clock)
         # GitHub asks integrators to avoid concurrent bursts (secondary limits): two at a time
         self.throttle = Throttle(concurrency=2, clock=clock)
@@ -92,6 +93,18 @@ class GitHubClient:
         self._commits: TTLCache[tuple[str, str], str] = TTLCache(60, max_entries=256, clock=clock)
         self._trees: TTLCache[tuple[str, str], Tree] = TTLCache(3600, max_entries=8, clock=clock)
         self._blobs: TTLCache[str, bytes] = TTLCache(3600, max_entries=64, clock=clock)
+
+    def _stay_on_api_host(self, request: httpx2.Request) -> None:
+        """Refuse a redirect away from the API host (or from https to http): GitHub's own redirects
+        (a renamed repository) stay on it, so another host is not GitHub."""
+        api = urlsplit(self.base)
+        host = request.url.host
+        if host != (api.hostname or "") or (api.scheme == "https" and request.url.scheme != "https"):
+            raise PermissionDenied(
+                f"GitHub redirected the request to {request.url.scheme}://{host}, which is not the API host "
+                f"{api.hostname} (GITHUB_API_URL); it was not followed.",
+                {"host": host, "api_host": api.hostname},
+            )
 
     @classmethod
     def from_settings(cls, settings: DiagramsSettings) -> GitHubClient:
