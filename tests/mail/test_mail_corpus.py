@@ -70,7 +70,8 @@ async def test_corpus_edge_cases_decode_readably(connect: Connect, workspace: Pa
         html_only = await one("mega long link")
         assert "<" not in html_only["body"][:200] and html_only["body"]
         bad_date = await one("subject:Vlsta")
-        assert bad_date["date"] == "Pn, 29 paX 2007 21:13:00 +0100"
+        # "Pn, 29 paX 2007 21:13:00 +0100" cannot be read: dated by its delivery instead, flagged
+        assert bad_date["date_source"] == "received" and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:]{8}Z", bad_date["date"])
         latin = await one("Lütkebohle")
         assert "Ingo Lütkebohle" in latin["sender"]
         shift_jis = await one("あいうえお")

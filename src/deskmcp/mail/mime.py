@@ -19,6 +19,7 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 
 from deskmcp.core.html_text import html_to_text
+from deskmcp.mail.models import DateSource
 
 _PARSER = BytesParser(policy=policy.default)
 # The index reads every message once; compat32 parses several times faster than the modern
@@ -97,6 +98,7 @@ class ParsedMail:
     attachments: list[Attachment]
     addresses: dict[str, list[str]]
     unreadable: str | None = None  # why the body could not be read (the headers could)
+    header_dated: bool = True  # `date` is the Date header's time (else the raw header, '' when absent)
 
     @property
     def snippet(self) -> str:
@@ -212,6 +214,19 @@ def parse_date(value: str) -> datetime | None:
 
 def iso_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+_ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
+
+
+def shown_date(date: str, header_dated: bool, arrived: float | None) -> tuple[str, DateSource]:
+    """The date a summary shows and its `date_source`: the Date header's time, else (missing or
+    unreadable) `arrived`, when the mail server received the message; both ISO 8601 UTC."""
+    if header_dated and _ISO_UTC.fullmatch(date):
+        return date, "header"
+    if arrived is None:
+        return "", "received"
+    return iso_utc(datetime.fromtimestamp(arrived, UTC)), "received"
 
 
 def _received_date(msg: Message) -> datetime | None:
@@ -428,6 +443,7 @@ def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
     raw_date = header_text(msg, "Date")
     moment = parse_date(raw_date) or None
     date = iso_utc(moment) if moment else raw_date
+    header_dated = moment is not None
     if moment is None:
         moment = _received_date(msg)
     timestamp = moment.timestamp() if moment else fallback_time
@@ -450,6 +466,7 @@ def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
         attachments=walker.attachments,
         addresses={"from": address_list(sender), "to": address_list(to), "cc": address_list(cc)},
         unreadable=unreadable,
+        header_dated=header_dated,
     )
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+DateSource = Literal["header", "received"]
 
 
 class EmailSummary(BaseModel):
@@ -13,7 +17,13 @@ class EmailSummary(BaseModel):
     sender: str
     to: str
     cc: str = ""
-    date: str = Field(description="ISO 8601, or the raw Date header when it cannot be parsed")
+    date: str = Field(
+        description="When it was sent, ISO 8601 UTC: its Date header; when that is missing or unreadable, when"
+        " the mail server received it (date_source says which)"
+    )
+    date_source: DateSource = Field(
+        default="header", description="header: the Date header; received: the server's arrival time (no usable Date)"
+    )
     snippet: str
     labels: list[str] = Field(default_factory=list)
     unread: bool = False

@@ -14,7 +14,6 @@ import html
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any, TypeVar
 
@@ -24,7 +23,7 @@ from deskmcp.core.retry import Retry, RetryPolicy
 from deskmcp.google.auth import SCOPES, GoogleSettings, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.mail.backends.base import DeliveryUnknown, Labelled, Page, Sent, gone
-from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date
+from deskmcp.mail.mime import decode, iso_utc, parse_bytes, parse_date, shown_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 
@@ -139,10 +138,9 @@ class GmailBackend:
         }
         names = self._label_names()
         label_ids = item.get("labelIds", [])
-        raw_date = headers.get("date", "")
-        moment = parse_date(raw_date)
-        if moment is None and item.get("internalDate"):
-            moment = datetime.fromtimestamp(int(item["internalDate"]) / 1000, tz=UTC)
+        moment = parse_date(headers.get("date", ""))
+        arrived = int(item["internalDate"]) / 1000 if str(item.get("internalDate", "")).isdigit() else None
+        date, date_source = shown_date(iso_utc(moment) if moment else "", moment is not None, arrived)
         mime = item.get("payload", {}).get("mimeType", "")
         return EmailSummary(
             id=item["id"],
@@ -152,7 +150,8 @@ class GmailBackend:
             sender=headers.get("from", ""),
             to=headers.get("to", ""),
             cc=headers.get("cc", ""),
-            date=iso_utc(moment) if moment else raw_date,
+            date=date,
+            date_source=date_source,
             snippet=html.unescape(item.get("snippet", "")),
             labels=[str(names.get(i) or i) for i in label_ids],
             unread="UNREAD" in label_ids,
@@ -218,7 +217,8 @@ class GmailBackend:
             "message-id": parsed.rfc_message_id,
         }
         summary = self._summary(item, headers)
-        summary.date = parsed.date or summary.date
+        if parsed.header_dated:  # else the summary's internalDate stands
+            summary.date, summary.date_source = parsed.date, "header"
         summary.has_attachments = bool(parsed.attachments)
         return summary, raw
 

@@ -30,7 +30,7 @@ from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
 from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
 from deskmcp.mail.backends.imap_thread import Conversations
-from deskmcp.mail.mime import decode, parse_bytes
+from deskmcp.mail.mime import decode, parse_bytes, shown_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 
@@ -331,6 +331,7 @@ class ImapBackend:
         parsed, flags = got.parsed, got.flags
         mid = encode_id(folder, validity, got.uid)
         root = self.conversations.root(parsed)
+        date, date_source = shown_date(parsed.date, parsed.header_dated, got.arrived)
         return EmailSummary(
             id=mid,
             thread_id=thread_token(root) if root else mid,
@@ -339,7 +340,8 @@ class ImapBackend:
             sender=parsed.sender,
             to=parsed.to,
             cc=parsed.cc,
-            date=parsed.date,
+            date=date,
+            date_source=date_source,
             snippet=got.snippet,
             labels=self._labels_of(folder, flags),
             unread=SEEN not in flags,

@@ -51,6 +51,7 @@ class Fetched:
     snippet: str
     attachments: list[Attachment]
     time: float
+    arrived: float  # INTERNALDATE: when the server received it
 
 
 def read(uid: int, item: dict[bytes, Any]) -> Fetched:
@@ -71,4 +72,5 @@ def read(uid: int, item: dict[bytes, Any]) -> Fetched:
         snippet=snippet,
         attachments=attachments(item.get(b"BODYSTRUCTURE")),
         time=moment,
+        arrived=arrival(item),
     )

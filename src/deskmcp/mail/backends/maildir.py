@@ -30,7 +30,7 @@ from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listi
 from deskmcp.mail.backends.maildir_store import SCHEMA, LabelTable, thread_id_for
 from deskmcp.mail.compose import envelope_recipients
 from deskmcp.mail.mailstore import Entry, MailStore
-from deskmcp.mail.mime import decode, parse_bytes, thread_root
+from deskmcp.mail.mime import decode, parse_bytes, shown_date, thread_root
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node, free_words
 
@@ -214,6 +214,10 @@ class MaildirBackend:
             labels.append("UNREAD")
         if c["starred"]:
             labels.append("STARRED")
+        # A Date that could not be read is stored as written: the sort time stands in, the newest
+        # Received: stamp (the delivery here) or the file's time.
+        stored = c["date"] or ""
+        date, date_source = shown_date(stored, True, c["ts"])
         return EmailSummary(
             id=key,
             thread_id=c["thread"],
@@ -222,7 +226,8 @@ class MaildirBackend:
             sender=c["sender"] or "",
             to=c["tos"] or "",
             cc=c["ccs"] or "",
-            date=c["date"] or "",
+            date=date,
+            date_source=date_source,
             snippet=snippet or c["snippet"] or "",
             labels=labels,
             unread=bool(c["unread"]),
