@@ -105,3 +105,12 @@ def test_every_word_search_requires_each_word_but_the_stop_words(index: SearchIn
     assert keys(index, "budget", **ordered) == ["a", "b"]
     assert keys(index, "budget -review", **ordered) == ["b"]
     assert index.count(query="the budget review", every_word=True) == 1
+
+
+def test_unmatched_terms_within_a_filter_look_past_the_best_matches_the_filter_drops(index: SearchIndex):
+    strong = [rec(f"s{i:03}", "budget budget cloud", day="2024-01-01") for i in range(100)]
+    weak = rec("w", "a long text that names the budget once " + "filler " * 40, day="2025-06-01")
+    index.sync([*strong, weak])
+    later = {"where": "d.day >= ?", "params": ["2025-01-01"]}
+    assert index.unmatched_terms("budget cloud", **later) == ["cloud"]  # type: ignore[arg-type]
+    assert keys(index, "budget cloud", **later) == ["w"]

@@ -78,6 +78,8 @@ log = logging.getLogger(__name__)
 
 STORAGE = "tantivy2"
 """Part of the schema id in SQLite: a database laid out for another engine is recreated."""
+_REACH = 64
+"""Best matches a filtered search checks against its filter before resolving the filter itself."""
 _EPOCH = "_index_epoch"
 _GENERATION = "_index_generation"
 
@@ -554,6 +556,14 @@ class SearchIndex:
                     continue
                 if not where:
                     continue
+                # The term's best matches usually include one the filter keeps; only when none
+                # does is the filter resolved to its records (once) and the term looked up there.
+                candidates = [i for i, _ in self._text.top(alone, _REACH)]
+                if self._passing(conn, candidates, where, params):
+                    continue
+                if len(candidates) < _REACH:
+                    missing.append(text)
+                    continue
                 if runs is None:
                     runs = self._filter_runs(conn, where, params)
                 if not runs or not self._text.top(self._text.restrict(alone, runs), 1):
@@ -596,14 +606,11 @@ class SearchIndex:
         SQLite lists the records passing the filter and tantivy ranks the top k among those
         only, so the cost follows the filter's size, not the number of matches."""
         wanted = offset + limit
-        reach = max(4 * wanted, wanted + 64)
+        reach = max(4 * wanted, wanted + _REACH)
         candidates = self._text.top(parsed, reach)
         if not candidates:
             return []
-        # CROSS JOIN makes the few candidate ids drive: SQLite looks each one up instead of
-        # walking an index the filter could use.
-        sql = f"SELECT d.id FROM json_each(?) AS j CROSS JOIN docs d ON d.id = j.value WHERE {where}"
-        passing = {int(r[0]) for r in conn.execute(sql, (ids_json([i for i, _ in candidates]), *params))}
+        passing = self._passing(conn, [i for i, _ in candidates], where, params)
         kept = [(i, s) for i, s in candidates if i in passing]
         if len(kept) >= wanted or len(candidates) < reach:
             return list(kept[offset:wanted])
@@ -611,6 +618,15 @@ class SearchIndex:
         if not runs:
             return []
         return [(i, s) for i, s in self._text.top(self._text.restrict(parsed, runs), limit, offset)]
+
+    def _passing(self, conn: sqlite3.Connection, ids: Sequence[int], where: str, params: Sequence[Any]) -> set[int]:
+        """Those of the record `ids` that pass SQL `where`."""
+        if not ids:
+            return set()
+        # CROSS JOIN makes the few candidate ids drive: SQLite looks each one up instead of
+        # walking an index the filter could use.
+        sql = f"SELECT d.id FROM json_each(?) AS j CROSS JOIN docs d ON d.id = j.value WHERE {where}"
+        return {int(r[0]) for r in conn.execute(sql, (ids_json(ids), *params))}
 
     def _filter_runs(self, conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> list[tuple[int, int]]:
         """The ids of the records passing SQL `where`, as runs of consecutive ids."""
