@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver.prompts import Prompt
 
@@ -25,6 +25,28 @@ from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
+
+if TYPE_CHECKING:
+    # The type checker holds every server module to the contract (`ServerModule`): a module whose
+    # Settings, create_service, register or unavailable drifts from it is a type error here, where
+    # the registry itself only loads modules by name.
+    from deskmcp.diagrams import server as diagrams_server
+    from deskmcp.documents import server as documents_server
+    from deskmcp.mail import server as mail_server
+    from deskmcp.meetings import server as meetings_server
+    from deskmcp.orchestrator import server as orchestrator_server
+    from deskmcp.sheets import server as sheets_server
+    from deskmcp.vault import server as vault_server
+
+    SERVER_MODULES: tuple[ServerModule, ...] = (
+        diagrams_server,
+        documents_server,
+        mail_server,
+        meetings_server,
+        orchestrator_server,
+        sheets_server,
+        vault_server,
+    )
 
 log = logging.getLogger("deskmcp.gateway")
 

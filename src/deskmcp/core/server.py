@@ -90,8 +90,6 @@ def as_desk_error(exc: ToolError, tool: str) -> DeskError:
         return InternalError(f"Tool {tool} failed unexpectedly; the server log has the details.", {"tool": tool})
     if isinstance(cause, ValidationError):
         return validation_error(cause)
-    if cause is None and str(exc).startswith("Unknown tool"):
-        return NotFound(f"Unknown tool {tool!r}. List the tools to see valid names.", {"tool": tool})
     # A ToolError or ResourceError raised by a dependency: its text is safe to pass on.
     return BadRequest(str(cause or exc).removeprefix(f"Error executing tool {tool}: "), {"tool": tool})
 
@@ -196,6 +194,8 @@ class DeskServer(MCPServer[Any]):
         """Published tool name -> toolset id (`vault.read`)."""
         self.enabled_toolsets: frozenset[str] | None = None
         """None: every tool is on (a server built directly, as in tests)."""
+        self._registered: dict[str, ToolAnnotations | None] = {}
+        """Published tool name -> the annotations it was registered with."""
         self.withheld_tools: dict[str, DeskError] = {}
         """Tools known here but not offered (a read-only mode, a server not running): published
         name -> the error a call to one answers instead of "Unknown tool"."""
@@ -269,6 +269,7 @@ class DeskServer(MCPServer[Any]):
             meta=meta,
             structured_output=structured_output,
         )
+        self._registered[published] = annotations
 
     def tool(  # type: ignore[override]
         self,
@@ -301,19 +302,19 @@ class DeskServer(MCPServer[Any]):
 
     def remove_tool(self, name: str) -> None:
         super().remove_tool(name)
+        self._registered.pop(name, None)
         self.tool_toolsets.pop(name, None)
         self._definitions.clear()
 
     def withhold(self, name: str, error: DeskError) -> None:
         """Take tool `name` away (when registered): it is not listed, and a call to it answers `error`."""
-        if self._tool_manager.get_tool(name) is not None:
+        if name in self._registered:
             self.remove_tool(name)
         self.withheld_tools[name] = error
 
     def tool_annotations(self, name: str) -> ToolAnnotations | None:
         """The annotations tool `name` was registered with (None: no such tool, or none given)."""
-        tool = self._tool_manager.get_tool(name)
-        return None if tool is None else tool.annotations
+        return self._registered.get(name)
 
     # -- client-safe tool names ---------------------------------------------------------------
 
@@ -458,13 +459,12 @@ class DeskServer(MCPServer[Any]):
                 content.text = self.published(content.text) or ""
         return result
 
-    def check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
-        """Refuse a disabled tool, and arguments the tool does not take, naming what is valid."""
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
+    async def check_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse an unknown or disabled tool, and arguments the tool does not take, naming what is valid."""
+        if name not in self._registered:
             if name in self.withheld_tools:
                 raise copy.copy(self.withheld_tools[name])  # a copy: error_result rewrites the message it gets
-            return  # the SDK answers "Unknown tool", mapped to not_found
+            raise NotFound(f"Unknown tool {name!r}. List the tools to see valid names.", {"tool": name})
         if not self.tool_enabled(name):
             toolset = self.tool_toolsets[name]
             raise NotFound(
@@ -472,7 +472,8 @@ class DeskServer(MCPServer[Any]):
                 f"(when offered) or add {toolset} to DESKMCP_TOOLSETS.",
                 {"tool": name, "toolset": toolset},
             )
-        valid = argument_names(tool.parameters)
+        definition = next(t for t in await self.tool_definitions(enabled_only=False) if t.name == name)
+        valid = argument_names(definition.input_schema)
         unknown = [key for key in arguments if key not in valid]
         if unknown:
             listed = ", ".join(valid) or "none"
@@ -487,7 +488,7 @@ class DeskServer(MCPServer[Any]):
         same conversion the SDK applies to a `ToolError`), so MCP clients and the tool API see
         the same body."""
         try:
-            self.check_arguments(name, arguments)
+            await self.check_arguments(name, arguments)
             result = await super().call_tool(name, arguments, context)
         except DeskError as exc:
             return self.error_result(exc, name)
