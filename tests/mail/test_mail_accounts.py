@@ -25,7 +25,10 @@ pytestmark = pytest.mark.anyio
 
 def two_maildirs(tmp_path: Path, workspace: Path, **home: Any) -> str:
     """MAIL_ACCOUNTS for "work" (the Maildir `deliver(workspace, ...)` fills) and "home" (the one
-    `deliver(tmp_path / "home", ...)` fills), work first."""
+    `deliver(tmp_path / "home", ...)` fills), work first. Both folders exist, as a configured
+    Maildir must."""
+    for folder in (workspace / "mail", tmp_path / "home" / "mail"):
+        folder.mkdir(parents=True, exist_ok=True)
     return json.dumps(
         [
             {"name": "work", "maildir": str(workspace / "mail"), "address": "me@work.example"},

@@ -47,7 +47,7 @@ from deskmcp.mail.compose import (
     load_attachments,
 )
 from deskmcp.mail.journal import SendJournal
-from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
+from deskmcp.mail.mime import ParsedMail, crlf, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
     AccountInfo,
     AccountList,
@@ -117,6 +117,10 @@ def create_backend(settings: MailSettings) -> MailBackend:
 
     if settings.backend == "maildir":
         from deskmcp.mail.backends.maildir import MaildirBackend
+
+        missing = settings.missing_maildir()
+        if missing is not None:
+            raise missing
 
         return MaildirBackend(
             settings.maildir_root,
@@ -188,7 +192,7 @@ class MailService:
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)
-        return summary, decode(parse_bytes(raw))
+        return summary, decode(parse_bytes(crlf(raw)))
 
     def get_email(self, message_id: str, *, max_chars: int | None = None, offset: int = 0) -> EmailFull:
         """A message with `max_chars` of its text body from `offset` (a long body is read in
@@ -647,8 +651,10 @@ class MailAccounts:
         self._services: dict[str, MailService] = dict(services or {})
         self._lock = threading.Lock()
         # The first account is built now, as a single account always was (its Maildir created
-        # private before anything else writes there); the others when first used.
-        self.service(self.default)
+        # private before anything else writes there); the others when first used. A configured
+        # Maildir that is missing is not: each call of that account answers not_found naming it.
+        if self.accounts[self.default].missing_maildir() is None:
+            self.service(self.default)
 
     @classmethod
     def of(cls, service: MailService) -> MailAccounts:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.google.auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
@@ -134,6 +134,23 @@ class MailSettings(GoogleSettings):
     @property
     def maildir_root(self) -> Path:
         return self.maildir or self.workspace / self._per_account("mail")
+
+    def missing_maildir(self) -> NotFound | None:
+        """The error for a configured Maildir (MAIL_MAILDIR, or an account's `maildir`) that does not
+        exist. It is never created: a typo must not quietly become an empty mailbox. Only the
+        default one in the workspace is."""
+        if self.backend != "maildir" or self.maildir is None or self.maildir.is_dir():
+            return None
+        whose = "The" if self.account == DEFAULT_ACCOUNT else f"Mail account {self.account!r}: the"
+        where = "MAIL_MAILDIR" if self.account == DEFAULT_ACCOUNT else "its maildir in MAIL_ACCOUNTS (or MAIL_MAILDIR)"
+        details: dict[str, Any] = {"variable": "MAIL_MAILDIR", "path": str(self.maildir)}
+        if self.account != DEFAULT_ACCOUNT:
+            details["account"] = self.account
+        return NotFound(
+            f"{whose} Maildir {self.maildir} (MAIL_MAILDIR) does not exist, and a configured Maildir is never"
+            f" created. Create that folder (an empty one is made a Maildir) or fix {where}.",
+            details,
+        )
 
     def _per_account(self, name: str, suffix: str = "") -> str:
         """`name` for the default account (the files a single account always used), else `name-<account>`."""
