@@ -81,6 +81,34 @@ OnlyOpt = Annotated[str | None, typer.Option("--only", help="Comma-separated ser
 ExcludeOpt = Annotated[str | None, typer.Option("--exclude", help="Comma-separated servers to leave out (serve all).")]
 
 
+def ensure_workspace(workspace: Path | None) -> None:
+    """Create the configured workspace (--workspace, else DESKMCP_WORKSPACE) when it does not exist
+    yet, with one line on stderr naming it: a mistyped path must not pass for an empty workspace.
+    The default data folder is created silently, as on any first run."""
+    from deskmcp.core.config import expand
+
+    if workspace is not None:
+        path, source = expand(workspace), "--workspace"
+    elif os.environ.get("DESKMCP_WORKSPACE"):
+        path, source = expand(os.environ["DESKMCP_WORKSPACE"]), "DESKMCP_WORKSPACE"
+    else:
+        return
+    if path.is_dir():
+        return
+    path = path.absolute()
+    if path.exists():
+        typer.echo(f"deskmcp: the workspace {path} ({source}) is not a folder; name a folder.", err=True)
+        raise typer.Exit(2)
+    try:
+        path.mkdir(parents=True)
+    except FileExistsError:
+        return  # made meanwhile by another deskmcp
+    except OSError as exc:
+        typer.echo(f"deskmcp: cannot create the workspace {path} ({source}): {exc.strerror or exc}.", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"deskmcp: created the workspace {path} ({source} named a folder that did not exist).", err=True)
+
+
 def _selected(name: str, only: str | None, exclude: str | None) -> list[ServerSpec]:
     from deskmcp.gateway import parse_names, select
 
@@ -132,6 +160,7 @@ def serve(
     setup_logging(log_level)
     specs = _selected(name, only, exclude)
     origins = _allowed_origins(allow_origin) if http else ()
+    ensure_workspace(workspace)
     # The port first: finding it busy once every server has started would cost seconds.
     sock = _bind(host, port) if http else None
     # A server named on its own always starts: its tools then say what is missing.
@@ -325,6 +354,7 @@ def call(
     except BadRequest as exc:
         typer.echo(exc.to_json(), err=True)
         raise typer.Exit(2) from None
+    ensure_workspace(workspace)
     composition = compose(workspace=workspace, keep_unavailable=True, toolsets="all")
 
     async def run() -> CallToolResult:
@@ -377,6 +407,8 @@ def orchestrate(
     if once == watch_:
         typer.echo("Choose one of --once or --watch.", err=True)
         raise typer.Exit(2)
+    if not dry_run:  # a dry run writes nothing, not even the workspace folder
+        ensure_workspace(workspace)
     overrides = {"workspace": workspace, "vault_path": vault, "decider": decider, "poll_seconds": poll}
     raise typer.Exit(run(overrides, watch=watch_, dry_run=dry_run))
 
@@ -430,6 +462,7 @@ def connect(
     from deskmcp.core.config import WorkspaceSettings
 
     setup_logging(log_level)
+    ensure_workspace(workspace)
     settings = WorkspaceSettings(workspace=workspace) if workspace else WorkspaceSettings()
     try:
         server = ForwardingServer(url, token=token_from_environment(), cache_dir=settings.workspace / ".deskmcp")

@@ -147,3 +147,38 @@ def test_serve_http_on_a_busy_port_says_so_in_one_line_before_any_server_starts(
     assert "Errno" not in result.output
     assert "Traceback" not in result.output
     assert not (workspace / ".deskmcp" / "index").exists()  # no server was opened
+
+
+def test_a_workspace_that_does_not_exist_is_created_with_one_notice_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "not" / "yet"
+    monkeypatch.setenv("DESKMCP_WORKSPACE", str(missing))
+
+    described = runner.invoke(app, ["tools"])
+    assert not missing.exists()  # describing writes nothing
+    first = runner.invoke(app, ["call", "list_notes"])
+    again = runner.invoke(app, ["call", "list_notes"])
+
+    assert described.exit_code == 0
+    assert first.exit_code == 0, first.output
+    assert missing.is_dir()
+    notices = [line for line in first.stderr.splitlines() if str(missing) in line]
+    assert len(notices) == 1, first.stderr
+    assert "created" in notices[0]
+    assert "DESKMCP_WORKSPACE" in notices[0]
+    assert str(missing) not in again.stderr
+
+
+def test_serve_creates_a_missing_workspace_named_by_option_with_one_notice(tmp_path: Path) -> None:
+    missing = tmp_path / "fresh"
+    with socket.socket() as busy:  # held busy, so serve stops right after its start-up checks
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = runner.invoke(app, ["serve", "vault", "--http", "--port", str(port), "--workspace", str(missing)])
+
+    assert missing.is_dir()
+    notices = [line for line in result.stderr.splitlines() if str(missing) in line]
+    assert len(notices) == 1, result.stderr
+    assert "--workspace" in notices[0]
