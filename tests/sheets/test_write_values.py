@@ -4,8 +4,10 @@ Excel's function prefixes kept as Excel keeps them."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import shutil
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +22,37 @@ from tests.helpers.workbooks import assert_well_formed
 pytestmark = pytest.mark.anyio
 
 
+NOW = dt.datetime(2026, 1, 15, 9, 30, tzinfo=dt.UTC)
+
+# The tests whose workbook the patch cannot write (it then hands the write to openpyxl, which
+# is what they check); every other test's writes must patch the package when asked to.
+FALLS_BACK_TO_OPENPYXL = {"test_a_write_recomputes_a_formula_stored_after_its_value"}
+
+
 @pytest.fixture(params=[True, False], ids=["patched", "openpyxl"])
-def connect(request: pytest.FixtureRequest, root: Path, settings_for: Any) -> Connect:
-    """Every test here runs on both write paths: the package patched in place, and openpyxl."""
+def connect(
+    request: pytest.FixtureRequest, root: Path, settings_for: Any, caplog: pytest.LogCaptureFixture
+) -> Iterator[Connect]:
+    """Every test here runs on both write paths: the package patched in place, and openpyxl; the
+    patched run fails if its writes went through openpyxl instead, unless the test expects it."""
     from mcp import Client
 
     from deskmcp.sheets.server import create_server
+    from deskmcp.sheets.service import SheetsService, create_backend
+
+    caplog.set_level(logging.INFO, logger="deskmcp.sheets")
 
     def build(folder: Path | None = None, **overrides: Any) -> Client:
-        return Client(create_server(settings_for(folder or root, fast_writes=request.param, **overrides)))
+        settings = settings_for(folder or root, fast_writes=request.param, **overrides)
+        backend: Any = create_backend(settings)
+        backend.writer.clock, backend.writer.zone = lambda: NOW, dt.UTC  # TODAY() is 15 January 2026
+        return Client(create_server(settings, SheetsService(settings, backend)))
 
-    return build
+    yield build
+    if request.param:
+        said = [r.getMessage() for r in caplog.get_records("call")]
+        fell_back = any("edited through openpyxl" in m for m in said)
+        assert fell_back == (request.node.originalname in FALLS_BACK_TO_OPENPYXL), said
 
 
 def invoice(path: Path) -> Path:
@@ -93,7 +115,8 @@ async def test_update_values_removes_and_flags_the_stale_value_of_a_formula_it_c
     assert answer["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
     grid = out["ranges"][0]
     # Not 4.75 and 9.5 any more: emptied and flagged, for Excel or LibreOffice to compute on open.
-    assert grid["values"] == [["P-200", "", "", 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
+    # G2, TODAY(), is computed again at every write: the day of the write, not that of the last save
+    assert grid["values"] == [["P-200", "", "", 80, "2024-01-31", "#N/A", "2026-01-15", 1]]
     assert grid["uncomputed"] == ["Invoice!B2", "Invoice!C2"]
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
     assert_well_formed(path)
@@ -109,7 +132,7 @@ async def test_unchanged_formulas_keep_their_cached_dates_and_errors_after_a_wri
         )
         out = await call(c, "read_values", {"spreadsheet_id": "invoice.xlsx", "ranges": ["Invoice!A2:H2"]})
     assert "uncomputed" not in answer or not answer["uncomputed"]
-    assert out["ranges"][0]["values"] == [["P-100", 4.75, 9.5, 80, "2024-01-31", "#N/A", "2023-03-15", 1]]
+    assert out["ranges"][0]["values"] == [["P-100", 4.75, 9.5, 80, "2024-01-31", "#N/A", "2026-01-15", 1]]
     assert out["ranges"][0]["errors"] == ["Invoice!F2"]
     assert_well_formed(path)
 
@@ -468,12 +491,26 @@ async def test_consecutive_writes_in_one_server_recompute_what_each_write_makes_
 
 
 async def test_a_write_recomputes_formulas_of_cells_in_unusual_forms(root: Path, connect: Connect) -> None:
-    # rows without their number, a value before the formula, spaces before <f>, a rich-text cell
+    # rows without their number, spaces before <f>, a rich-text cell
+    _package(
+        root / "odd.xlsx",
+        '<row><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f><v>2</v></c></row>'
+        '<row><c r="A2"><v>3</v></c><c r="B2">\n  <f>A2+B1</f><v>5</v></c>'
+        '<c r="C2" t="inlineStr"><is><r><rPr><family val="2"/></rPr><t>rich</t></r></is></c></row>',
+    )
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "odd.xlsx", "range": "S!A1", "values": [[5]]})
+        out = await call(c, "read_values", {"spreadsheet_id": "odd.xlsx", "ranges": ["S!A1:C2"]})
+    assert out["ranges"][0]["values"] == [[5, 10], [3, 13, "rich"]]
+
+
+async def test_a_write_recomputes_a_formula_stored_after_its_value(root: Path, connect: Connect) -> None:
+    # a value before the formula: a form the patch does not read, so openpyxl writes it
     _package(
         root / "odd.xlsx",
         '<row><c r="A1"><v>1</v></c><c r="B1"><v>2</v><f>A1*2</f></c></row>'
-        '<row><c r="A2"><v>3</v></c><c r="B2">\n  <f>A2+B1</f><v>5</v></c>'
-        '<c r="C2" t="inlineStr"><is><r><rPr><family val="2"/></rPr><t>rich</t></r></is></c></row>',
+        '<row><c r="A2"><v>3</v></c><c r="B2"><f>A2+B1</f><v>5</v></c>'
+        '<c r="C2" t="inlineStr"><is><t>rich</t></is></c></row>',
     )
     async with connect() as c:
         await call(c, "update_values", {"spreadsheet_id": "odd.xlsx", "range": "S!A1", "values": [[5]]})

@@ -71,6 +71,7 @@ class Grid(Result):
     values: list[list[Any]]
     uncomputed: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    volatile: list[str] = Field(default_factory=list)
 
 
 class ValueRange(Result):
@@ -83,6 +84,11 @@ class ValueRange(Result):
     )
     errors: list[str] | None = Field(
         default=None, description="Cells whose value is an error such as #DIV/0! (shown as its text)."
+    )
+    volatile: list[str] | None = Field(
+        default=None,
+        description="Cells whose formula calls TODAY, NOW, RAND, OFFSET, INDIRECT...: the value shown is "
+        "the one computed at the file's last save, not now.",
     )
 
 

@@ -357,6 +357,8 @@ class PackageBook:
     """The edits of one call (values written, cells cleared) on an xlsx, saved as a patch."""
 
     def __init__(self, path: Path, where: PackageMap, look: Styles, fmt: str) -> None:
+        self.now: Callable[[], dt.datetime] = dt.datetime.now
+        """The local date and time TODAY() and NOW() answer."""
         self.path = path
         self.where = where
         self.look = look
@@ -542,7 +544,7 @@ class PackageBook:
                 return key not in needed
             return True  # plain values are never formulas
 
-        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names)
+        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names, now=self.now)
         results: dict[Key, Any] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(needed):

@@ -30,8 +30,20 @@ Key = tuple[str, int, int]
 SMALL_RANGE = 256
 """Ranges of fewer rows than this are found by binary search; taller ones are checked one by one."""
 
-DYNAMIC = frozenset({"INDIRECT", "OFFSET"})
-"""Functions whose inputs are computed: a formula using one may read any cell."""
+VOLATILE = frozenset({"TODAY", "NOW", "RAND", "RANDBETWEEN", "RANDARRAY", "OFFSET", "INDIRECT", "INFO", "CELL"})
+"""Functions Excel computes again at every change of the workbook: their value changes without
+any input changing (the day, a random number) or their inputs are computed."""
+DYNAMIC = VOLATILE
+"""Functions that make a formula stale at every change: it is taken to read any cell, so every
+write computes it again (and what reads it)."""
+_VOLATILE_CALL = re.compile(
+    rb"(?i)(?<![\w.])(?:_xlfn\.)?(?:" + b"|".join(n.encode() for n in sorted(VOLATILE)) + rb")\s*\("
+)
+
+
+def calls_volatile(text: bytes) -> bool:
+    """Whether formula text (or XML holding formulas) calls a function of `VOLATILE`."""
+    return _VOLATILE_CALL.search(text) is not None
 
 
 class Area(NamedTuple):

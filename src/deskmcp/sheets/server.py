@@ -110,7 +110,9 @@ def register(server: DeskServer, service: SheetsService) -> None:
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
         cursor: Cursor = None,
     ) -> ValuesResult:
-        """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows."""
+        """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows.
+        `uncomputed`: formula cells without a value; `volatile`: cells using TODAY, NOW, RAND... whose
+        value is the one of the file's last save."""
         return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
 
     @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.sheets.a1 import A1Range, cell_name, parse_a1
@@ -40,6 +41,7 @@ def create_backend(settings: SheetsSettings) -> SheetsBackend:
     backend = LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
     backend.fast_writes = settings.fast_writes
     backend.writer.formula_budget = settings.formula_budget_cells
+    backend.writer.zone = resolve_zone(settings.timezone)
     return backend
 
 
@@ -136,6 +138,7 @@ class SheetsService:
                 next_cursor=page(offset, limit, limit + 1 if more else 0, key),
                 uncomputed=grid.uncomputed or None,
                 errors=grid.errors or None,
+                volatile=grid.volatile or None,
             )
             if keys is not None:
                 item.rows = [_keyed(keys, row) for row in values]

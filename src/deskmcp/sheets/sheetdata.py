@@ -159,15 +159,29 @@ def _text(element: Element) -> str:
 # A formula cell in the plain form holding no value after its formula: nothing, `<v/>` or `<v></v>`.
 _VALUELESS = re.compile(rb"(?:</f>|<f\b[^>]*?/>)\s*(<v\s*/>|<v>\s*</v>)?\s*</c>")
 _CELL_OPEN = re.compile(rb'<c r="([A-Z]{1,3})([0-9]+)"([^>]*)>')
+_FORMULA = re.compile(rb"<f\b([^>]*?)(?:/>|>([^<]*)</f>)")
+_SHARED_ID = re.compile(rb'\bsi="([0-9]+)"')
 
 
-def formulas_without_value(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int]]:
-    """(row, column) of every formula cell of a worksheet part that stores no value: what another
-    program saved without computing it (openpyxl writes `<v></v>` or no `<v>`). A formula whose
-    value is the empty text (`t="str"` with an empty `<v>`) has one. Read in chunks."""
+@dataclass
+class FormulaScan:
+    """What a sheet's formula cells say about their values, (row, column) each."""
+
+    valueless: set[tuple[int, int]]
+    """Stored without a value: saved by a program that did not compute them."""
+    volatile: set[tuple[int, int]]
+    """Calling a function whose value changes without its inputs changing (`recalc.VOLATILE`)."""
+
+
+def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
+    """`FormulaScan` of a worksheet part, read in chunks. openpyxl writes a formula it did not
+    compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
+    empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too."""
     from deskmcp.sheets.cellxml import plain
+    from deskmcp.sheets.recalc import calls_volatile
 
-    found: set[tuple[int, int]] = set()
+    scan = FormulaScan(set(), set())
+    volatile_ids: set[bytes] = set()
     tail = b""
     with zf.open(part) as handle:
         while True:
@@ -176,23 +190,39 @@ def formulas_without_value(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int
             cut = data.rfind(b"<c ") if block else len(data)  # a cell may go on in the next block
             body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
             if not plain(body):
-                return _valueless_by_elements(zf, part)
+                return _scan_elements(zf, part)
             for m in _VALUELESS.finditer(body):
                 start = body.rfind(b"<c ", 0, m.start())
                 cell = _CELL_OPEN.match(body, start)
                 if cell is None:
-                    return _valueless_by_elements(zf, part)
+                    return _scan_elements(zf, part)
                 kind = re.search(rb'\bt="([^"]*)"', cell.group(3))
                 if m.group(1) is not None and kind is not None and kind.group(1) == b"str":
                     continue  # the empty text, stored
-                found.add((int(cell.group(2)), column_index(cell.group(1).decode("ascii"))))
+                scan.valueless.add((int(cell.group(2)), column_index(cell.group(1).decode("ascii"))))
+            if calls_volatile(body) or (volatile_ids and b'"shared"' in body):
+                for cell in _CELL_OPEN.finditer(body):
+                    f = _FORMULA.match(body, cell.end())
+                    if f is None:
+                        continue
+                    si = _SHARED_ID.search(f.group(1)) if b"shared" in f.group(1) else None
+                    text = f.group(2) or b""
+                    if calls_volatile(text):
+                        if si is not None:
+                            volatile_ids.add(si.group(1))
+                    elif si is None or text or si.group(1) not in volatile_ids:
+                        continue
+                    scan.volatile.add((int(cell.group(2)), column_index(cell.group(1).decode("ascii"))))
             if not block:
-                return found
+                return scan
 
 
-def _valueless_by_elements(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int]]:
-    """`formulas_without_value` of a part in another form (prefixed tags, cells without `r`)."""
-    found: set[tuple[int, int]] = set()
+def _scan_elements(zf: zipfile.ZipFile, part: str) -> FormulaScan:
+    """`scan_formulas` of a part in another form (prefixed tags, cells without `r`)."""
+    from deskmcp.sheets.recalc import calls_volatile
+
+    scan = FormulaScan(set(), set())
+    volatile_ids: set[str] = set()
     row = col = 0
     with zf.open(part) as handle:
         try:
@@ -210,15 +240,23 @@ def _valueless_by_elements(zf: zipfile.ZipFile, part: str) -> set[tuple[int, int
                 else:
                     col += 1
                 children = {_local(child.tag): child for child in element}
-                if "f" not in children or "is" in children:
+                f = children.get("f")
+                if f is None:
                     continue
+                text, si = f.text or "", f.get("si") if f.get("t") == "shared" else None
+                if calls_volatile(text.encode("utf-8")):
+                    scan.volatile.add((row, col))
+                    if si is not None:
+                        volatile_ids.add(si)
+                elif si is not None and not text and si in volatile_ids:
+                    scan.volatile.add((row, col))
                 v = children.get("v")
-                if v is None or (not (v.text or "").strip() and element.get("t") != "str"):
-                    found.add((row, col))
+                if "is" not in children and (v is None or (not (v.text or "").strip() and element.get("t") != "str")):
+                    scan.valueless.add((row, col))
                 element.clear()
         except ParseError as exc:
             raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
-    return found
+    return scan
 
 
 def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:

@@ -4,6 +4,7 @@ computation of every formula's value before the save."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 import zipfile
@@ -177,6 +178,7 @@ class Book:
         self.moved = False
         self.escape_csv = True
         self.report: list[str] = Uncomputed()  # filled with the formulas left uncomputed when saved
+        self.now: Callable[[], dt.datetime] = dt.datetime.now  # the local time TODAY() and NOW() answer
 
     def single_sheet_guard(self, what: str) -> None:
         if self.fmt == "csv":
@@ -291,7 +293,7 @@ class Book:
             cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
             return cell is not None and cell.data_type != "f"
 
-        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names)
+        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names, now=self.now)
         values: dict[str, dict[str, Any]] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(formulas, key=lambda k: (k[0], k[1], k[2])):

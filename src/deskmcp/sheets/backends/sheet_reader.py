@@ -28,7 +28,7 @@ from deskmcp.sheets.formulas import CellError
 from deskmcp.sheets.models import Grid, Render
 from deskmcp.sheets.ooxml import PackageMap, check_sizes, custom_property, package_map, verify_parts
 from deskmcp.sheets.recalc import without_prefixes
-from deskmcp.sheets.sheetdata import Extent, Styles, extent, formulas_without_value, styles, window
+from deskmcp.sheets.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
 
 log = logging.getLogger("deskmcp.sheets")
 
@@ -53,6 +53,15 @@ def _from_calamine(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("python_calamine") or type(exc).__name__ == "PanicException"
 
 
+def _within(cells: list[tuple[int, int]], rng: A1Range) -> list[str]:
+    """The cells of a sorted (row, column) list inside `rng`, as A1."""
+    r0, c0 = rng.start_row or 1, rng.start_col or 1
+    r1 = rng.end_row if rng.end_row is not None else MAX_ROWS
+    c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
+    first, last = bisect_left(cells, (r0, 0)), bisect_right(cells, (r1, MAX_COLUMNS + 1))
+    return [cell_name(r, c) for r, c in cells[first:last] if c0 <= c <= c1]
+
+
 def _remember_in(cache: OrderedDict[_Key, Any], key: _Key, value: Any, size: int) -> None:
     cache[key] = value
     cache.move_to_end(key)
@@ -71,7 +80,7 @@ class SheetReader:
         self._packages: OrderedDict[_Key, tuple[PackageMap, Styles]] = OrderedDict()
         self._extents: OrderedDict[_Key, Extent] = OrderedDict()
         self._verified: OrderedDict[_Key, bool] = OrderedDict()
-        self._valueless: OrderedDict[_Key, list[tuple[int, int]]] = OrderedDict()
+        self._formula_scans: OrderedDict[_Key, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -330,8 +339,10 @@ class SheetReader:
                 values.append(shown_row)
             values = trim(values)
             unvalued = list(uncomputed.get(sheet, []))
+            volatile: list[str] = []
             if fmt in ("xlsx", "xlsm") and render != "formula":
-                unvalued += [c for c in self.valueless(path, sheet, rng) if c not in unvalued]
+                valueless, volatile = self.formula_cells(path, sheet, rng)
+                unvalued += [c for c in valueless if c not in unvalued]
             flagged = [
                 f"{quote_sheet(sheet)}!{cell}"
                 for cell in unvalued
@@ -342,30 +353,36 @@ class SheetReader:
                 shown = A1Range(sheet, r0, c0, r0 + len(values) - 1, c0 + max(width, 1) - 1).a1()
             else:
                 shown = rng.a1(default_sheet=sheet)
-            out.append(Grid(range=shown, values=values, uncomputed=flagged, errors=errors))
+            out.append(
+                Grid(
+                    range=shown,
+                    values=values,
+                    uncomputed=flagged,
+                    errors=errors,
+                    volatile=[f"{quote_sheet(sheet)}!{cell}" for cell in volatile if cell not in unvalued],
+                )
+            )
         return out
 
-    def valueless(self, path: Path, sheet: str, rng: A1Range) -> list[str]:
-        """The formula cells of a range of an xlsx sheet that the file stores without a value (A1,
-        in order): saved by a program that did not compute them. The sheet is scanned once per
-        version of the file."""
+    def formula_cells(self, path: Path, sheet: str, rng: A1Range) -> tuple[list[str], list[str]]:
+        """The formula cells of a range of an xlsx sheet (A1, in order) that the file stores without
+        a value (saved by a program that did not compute them), and those calling a volatile
+        function (`TODAY`, `RAND`...: their stored value is that of the last save). The sheet is
+        scanned once per version of the file."""
         key = (*stat_key(path), sheet)
         with self._lock:
-            found = self._valueless.get(key)
+            found = self._formula_scans.get(key)
         if found is None:
             part = self.part(path, sheet)
             try:
                 with zipfile.ZipFile(path) as zf:
-                    found = sorted(formulas_without_value(zf, part))
+                    scan = scan_formulas(zf, part)
             except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
                 raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
+            found = (sorted(scan.valueless), sorted(scan.volatile))
             with self._lock:
-                _remember_in(self._valueless, key, found, 64)
-        r0, c0 = rng.start_row or 1, rng.start_col or 1
-        r1 = rng.end_row if rng.end_row is not None else MAX_ROWS
-        c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
-        first, last = bisect_left(found, (r0, 0)), bisect_right(found, (r1, MAX_COLUMNS + 1))
-        return [cell_name(r, c) for r, c in found[first:last] if c0 <= c <= c1]
+                _remember_in(self._formula_scans, key, found, 64)
+        return _within(found[0], rng), _within(found[1], rng)
 
     def _uncomputed(self, path: Path, fmt: str) -> dict[str, list[str]]:
         """The formulas the last save here left without a value, by sheet (read from the file)."""

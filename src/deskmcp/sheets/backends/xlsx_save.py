@@ -8,6 +8,7 @@ what openpyxl cannot carry through a save (`workbook_files.writability`).
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import logging
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from xml.etree import ElementTree
 
+from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import IOFailure, ParseError
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.sheets.a1 import quote_sheet
@@ -72,6 +74,10 @@ class WorkbookWriter:
     def __init__(self, reader: SheetReader, formula_budget: int = DEFAULT_CELLS) -> None:
         self.reader = reader
         self.formula_budget = formula_budget
+        self.clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+        """The time now (aware); TODAY() and NOW() answer it in `zone`."""
+        self.zone: dt.tzinfo = resolve_zone(None)
+        """The server's time zone (DESKMCP_TIMEZONE, else the system's)."""
         """Cells the formulas of one change may read when computed (`budget.CellBudget`)."""
         # the formula index of the version each patch wrote, so the next write of it scans nothing
         self._formula_indexes: OrderedDict[str, tuple[tuple[Any, ...], FormulaIndex]] = OrderedDict()
@@ -82,7 +88,13 @@ class WorkbookWriter:
     def open(self, path: Path, fmt: str) -> Book:
         """The workbook as a `Book` to change (a .csv as a one-sheet workbook)."""
         wb = csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
-        return Book(wb, path, fmt, self.reader)
+        book = Book(wb, path, fmt, self.reader)
+        book.now = self.local_now
+        return book
+
+    def local_now(self) -> dt.datetime:
+        """The date and time here (naive, in `zone`): what TODAY() and NOW() compute at a write."""
+        return self.clock().astimezone(self.zone).replace(tzinfo=None)
 
     def _openpyxl(self, path: Path) -> Workbook:
         import openpyxl
@@ -125,6 +137,7 @@ class WorkbookWriter:
         cached = self._formula_indexes.pop(str(path), None)
         known = cached[1] if cached is not None and cached[0] == version else None
         package = PackageBook(path, where, look, "xlsx")
+        package.now = self.local_now
         try:
             try:
                 book = PatchedBook(package)
