@@ -161,3 +161,66 @@ def test_the_formula_budget_has_a_default_and_reads_its_setting(
     assert SheetsSettings(workspace=tmp_path).formula_budget_cells == 2_000_000
     monkeypatch.setenv("SHEETS_FORMULA_BUDGET_CELLS", "5000")
     assert SheetsSettings(workspace=tmp_path).formula_budget_cells == 5000
+
+
+def _damaged(path: Path, body: str, strings: int = 0) -> Path:
+    """An xlsx of one sheet "S" (A1 1, B1 =A1*2) whose sheetData is `body`, with `strings` shared strings."""
+    make_xlsx(path, {"S": [[1, "=A1*2"]]})
+    with zipfile.ZipFile(path) as src:
+        parts = [(info, src.read(info)) for info in src.infolist()]
+    sst = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in parts:
+            text = data.decode("utf-8")
+            if info.filename == "xl/worksheets/sheet1.xml":
+                start, end = text.index("<sheetData>"), text.index("</sheetData>")
+                text = text[:start] + "<sheetData>" + body + text[end:]
+            elif info.filename == "[Content_Types].xml" and strings:
+                text = text.replace(
+                    "</Types>", f'<Override PartName="/xl/sharedStrings.xml" ContentType="{sst}"/></Types>'
+                )
+            elif info.filename == "xl/_rels/workbook.xml.rels" and strings:
+                text = text.replace(
+                    "</Relationships>",
+                    f'<Relationship Id="rId90" Type="{rel}" Target="sharedStrings.xml"/></Relationships>',
+                )
+            zf.writestr(info, text.encode("utf-8"))
+        if strings:
+            items = "".join(f"<si><t>s{i}</t></si>" for i in range(strings))
+            zf.writestr(
+                "xl/sharedStrings.xml",
+                '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">' + items + "</sst>",
+            )
+    return path
+
+
+FIRST = '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f><v>2</v></c></row>'
+DAMAGE = {
+    "shared string index past the table": (FIRST + '<row r="2"><c r="A2" t="s"><v>99</v></c></row>', 1),
+    "row 0": ('<row r="0"><c r="A0"><v>7</v></c></row>' + FIRST, 0),
+    "undefined entity": (FIRST + '<row r="2"><c r="A2" t="inlineStr"><is><t>a&bogus;b</t></is></c></row>', 0),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+async def test_a_write_to_a_sheet_the_reader_refuses_is_refused_and_leaves_the_file_unchanged(
+    root: Path, connect: Connect, damage: str
+) -> None:
+    body, strings = DAMAGE[damage]
+    path = _damaged(root / "t.xlsx", body, strings)
+    before = path.read_bytes()
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        read = await fail(c, "read_values", {**sid, "ranges": ["S!A1:B2"]})
+        errors = [
+            await fail(c, "update_values", {**sid, "range": "S!C1", "values": [[5]]}),
+            await fail(c, "append_rows", {**sid, "range": "S", "values": [[5]]}),
+            await fail(c, "clear_values", {**sid, "ranges": ["S!A1"]}),
+        ]
+    assert read["error"] == "parse_error"
+    for error in errors:
+        assert error["error"] == "parse_error", error
+        assert error["details"]["part"] == "xl/worksheets/sheet1.xml"
+        assert "xl/worksheets/sheet1.xml" in error["message"]
+    assert path.read_bytes() == before

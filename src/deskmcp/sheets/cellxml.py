@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable, Collection
 from typing import IO, Any
 
 from deskmcp.sheets.a1 import column_index
@@ -22,6 +23,47 @@ VALUE = re.compile(rb"<v>(.*?)</v>", re.S)
 INLINE = re.compile(rb"<is>(.*?)</is>", re.S)
 TEXT = re.compile(rb"<t\b[^>]*?(?:/>|>(.*?)</t>)", re.S)
 PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
+
+
+# What makes python-calamine refuse a whole worksheet part (the read answers parse_error), which
+# a patch would carry into the file it writes
+_UNDEFINED_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9A-Fa-f]+);)[^;&<\s]{0,30};?")
+_ROW_ZERO = re.compile(rb'<row\b[^>]*?\sr="0+"')
+_STRING_ITEM = re.compile(rb"<(?:\w+:)?si[\s>/]")
+
+
+def unreadable(data: bytes | bytearray, strings: Callable[[], int], rows: Collection[int] | None = None) -> str | None:
+    """Why the reader refuses this worksheet part, for the damage a write would carry along (an
+    undefined entity, a row numbered 0, a shared string past the table; `strings()` gives the
+    table's size, `rows` the row numbers when they are known); None when it has none of them."""
+    if (m := _UNDEFINED_ENTITY.search(data)) is not None:
+        return f"uses the undefined XML entity {bytes(m.group(0)).decode('utf-8', 'replace')!r}"
+    if (0 in rows) if rows is not None else (_ROW_ZERO.search(data) is not None):
+        return "numbers a row 0 (rows start at 1)"
+    if b't="s"' in data:
+        count = strings()
+        # one pass that stops at the first index past the table, without reading every index
+        past = re.search(rb't="s"[^>]*>\s*<v>\s*0*(' + _at_least(count) + rb")\s*</v>", data)
+        if past is not None:
+            return f"refers to shared string {int(past.group(1))}, but the shared strings part holds {count}"
+    return None
+
+
+def _at_least(n: int) -> bytes:
+    """A regular expression matching the decimal numbers (no leading zeros) from `n` up."""
+    digits = str(n)
+    width = len(digits)
+    alternatives = [f"[1-9][0-9]{{{width},}}", digits]  # more digits than n, or n itself
+    for i, digit in enumerate(digits):  # as many digits: the same start, then a greater digit
+        low = int(digit) + 1
+        if low <= 9:
+            alternatives.append(f"{digits[:i]}[{low}-9][0-9]{{{width - i - 1}}}")
+    return "|".join(alternatives).encode("ascii")
+
+
+def string_count(data: bytes) -> int:
+    """The items of a shared strings part."""
+    return len(_STRING_ITEM.findall(data))
 
 
 def plain(data: bytes | bytearray) -> bool:

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,16 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
 from deskmcp.sheets.budget import CellBudget
-from deskmcp.sheets.cellxml import SURROGATE, UNSTORABLE, formula_results, from_xstring, plain, xstring
+from deskmcp.sheets.cellxml import (
+    SURROGATE,
+    UNSTORABLE,
+    formula_results,
+    from_xstring,
+    plain,
+    string_count,
+    unreadable,
+    xstring,
+)
 from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
 from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
@@ -138,12 +147,33 @@ def rename_refs(formula: str, old: str, new: str) -> str:
     return formula
 
 
+def refuse_unreadable(
+    path: Path,
+    title: str,
+    part: str,
+    data: bytes | bytearray,
+    strings: Callable[[], int],
+    rows: Collection[int] | None = None,
+) -> None:
+    """Refuse, before anything is written, a change to a sheet the reader refuses (`cellxml.unreadable`):
+    the write would answer ok and leave a file whose sheet still cannot be read."""
+    problem = unreadable(data, strings, rows)
+    if problem is not None:
+        raise ParseError(
+            f"Sheet {title!r} of {path.name} cannot be changed: its part {part} {problem}, so the sheet "
+            "cannot be read, nor read back after a write. Nothing was written. Open and save the file in "
+            "Excel or LibreOffice to repair it, or copy the values you need into another sheet.",
+            {"file": path.name, "sheet": title, "part": part},
+        )
+
+
 class PatchedBook:
     """The cell operations of `Book` over a package patched in place (`package_edit`)."""
 
-    def __init__(self, package: Any) -> None:
+    def __init__(self, package: Any, checked: set[str] | None = None) -> None:
         self.package = package
         self.report: list[str] = Uncomputed()
+        self.checked: set[str] = checked if checked is not None else set()  # sheets the reader can read
 
     def sheet(self, name: str | None) -> Any:
         try:
@@ -151,14 +181,30 @@ class PatchedBook:
         except KeyError:
             raise no_sheet(self.package.path, name or "", list(self.package.where.sheets)) from None
 
+    def readable(self, name: str | None) -> Any:
+        """The sheet, refused when the reader cannot read it (`refuse_unreadable`)."""
+        sheet = self.sheet(name)
+        if sheet.title not in self.checked:
+            package = self.package
+
+            def strings() -> int:
+                part = package.where.shared_strings
+                if not part or part not in package.zf.namelist():
+                    return 0
+                return string_count(read_part(package.zf, part, MAX_CELLS_PART_BYTES))
+
+            refuse_unreadable(package.path, sheet.title, sheet.part, sheet.data, strings, sheet.rows)
+            self.checked.add(sheet.title)
+        return sheet
+
     def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
-        title = self.sheet(rng.sheet).title
+        title = self.readable(rng.sheet).title
         return put_block(
             title, rng, rows, mode, "xlsx", lambda r, c, v, lit: self.package.write_cell(title, r, c, v, lit)
         )
 
     def clear(self, rng: A1Range) -> str:
-        self.sheet(rng.sheet)
+        self.readable(rng.sheet)
         return self.package.clear(rng)
 
     def last_row(self, ws: Any, c0: int, c1: int | None) -> int:

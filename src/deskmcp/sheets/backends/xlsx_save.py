@@ -23,14 +23,15 @@ from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import IOFailure, ParseError
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.sheets.a1 import quote_sheet
-from deskmcp.sheets.backends.book import Book, PatchedBook, check_title
+from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_unreadable
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
 from deskmcp.sheets.budget import DEFAULT_CELLS, CellBudget
+from deskmcp.sheets.cellxml import string_count
 from deskmcp.sheets.formula_values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
-from deskmcp.sheets.ooxml import package_names, write_cached_values
+from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, package_names, read_part, write_cached_values
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -81,9 +82,13 @@ class WorkbookWriter:
         """Cells the formulas of one change may read when computed (`budget.CellBudget`)."""
         # the formula index of the version each patch wrote, so the next write of it scans nothing
         self._formula_indexes: OrderedDict[str, tuple[tuple[Any, ...], FormulaIndex]] = OrderedDict()
+        # the sheets found readable in the version each patch wrote (a patch writes only cells it
+        # builds itself), so the next write of that version checks only the sheets not yet seen
+        self._readable: OrderedDict[str, tuple[tuple[Any, ...], set[str]]] = OrderedDict()
 
     def close(self) -> None:
         self._formula_indexes.clear()
+        self._readable.clear()
 
     def open(self, path: Path, fmt: str) -> Book:
         """The workbook as a `Book` to change (a .csv as a one-sheet workbook)."""
@@ -101,15 +106,18 @@ class WorkbookWriter:
         from openpyxl.utils.exceptions import InvalidFileException
 
         self.reader.verify(path)
+        self._refuse_unreadable(path)
         try:
             wb = openpyxl.load_workbook(path, keep_links=True)
         except (
             OSError,
             KeyError,
+            IndexError,
             TypeError,
             ValueError,
             AttributeError,
             zipfile.BadZipFile,
+            ElementTree.ParseError,
             InvalidFileException,
         ) as exc:
             raise ParseError(
@@ -125,6 +133,28 @@ class WorkbookWriter:
             )
         return wb
 
+    def _refuse_unreadable(self, path: Path) -> None:
+        """openpyxl loads and saves every sheet: refuse the workbook when the reader refuses one of
+        them (`book.refuse_unreadable`), before anything is written."""
+        where, _look = self.reader.package(path)
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = set(zf.namelist())
+                count: list[int] = []
+
+                def strings() -> int:
+                    if not count:
+                        part = where.shared_strings
+                        found = part is not None and part in names
+                        count.append(string_count(read_part(zf, part, MAX_CELLS_PART_BYTES)) if part and found else 0)
+                    return count[0]
+
+                for title, part in where.sheets.items():
+                    if part in names:
+                        refuse_unreadable(path, title, part, read_part(zf, part, MAX_CELLS_PART_BYTES), strings)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+
     def patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
         """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
         from deskmcp.sheets.package_edit import Fallback, PackageBook, write_atomically
@@ -136,11 +166,12 @@ class WorkbookWriter:
         version = stat_key(path)
         cached = self._formula_indexes.pop(str(path), None)
         known = cached[1] if cached is not None and cached[0] == version else None
+        seen = self._readable.pop(str(path), None)
         package = PackageBook(path, where, look, "xlsx")
         package.now = self.local_now
         try:
             try:
-                book = PatchedBook(package)
+                book = PatchedBook(package, seen[1] if seen is not None and seen[0] == version else None)
                 result = change(book)  # type: ignore[arg-type]  # the same operations as Book
                 names = package_names(package.zf)
                 budget = CellBudget(self.formula_budget)
@@ -158,6 +189,9 @@ class WorkbookWriter:
                 raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
         finally:
             package.close()
+        self._readable[str(path)] = (stat_key(path, written), book.checked)
+        while len(self._readable) > 4 * self.formula_index_count:
+            self._readable.popitem(last=False)
         if package.formula_index is not None:
             self._formula_indexes[str(path)] = (stat_key(path, written), package.formula_index)
             while len(self._formula_indexes) > self.formula_index_count:
