@@ -26,10 +26,13 @@ async def test_every_printed_demo_entry_starts_a_server_that_answers_initialize(
     show_client_config(Console(file=out), workspace, demo_servers())
     printed = out.getvalue()
     entries = json.loads(printed[printed.index("\n{") + 1 :])["mcpServers"]
-    # What a client passes on: its own basic environment plus the entry's "env".
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("DESKMCP_", "GRANOLA_", "VAULT_", "MAIL_"))}
+    # What a client passes on: its own basic environment plus the entry's "env". A client started
+    # from the desktop has a bare PATH, not the shell's: "command" must work without it.
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DESKMCP_", "GRANOLA_", "VAULT_", "MAIL_", "UV"))}
+    base["PATH"] = "/usr/bin:/bin"
 
     for name, entry in entries.items():
+        assert os.path.isabs(entry["command"]), entry["command"]
         params = StdioServerParameters(command=entry["command"], args=entry["args"], env={**base, **entry["env"]})
         with anyio.fail_after(120):
             async with Client(params) as client:

@@ -93,7 +93,21 @@ def test_demo_client_configuration_runs_the_installed_executable_outside_a_check
     assert "uvx" not in json.dumps(client_config(tmp_path / "demo", demo_servers()))
 
 
-def test_demo_client_configuration_in_a_checkout_runs_uv_in_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_client_configuration_in_a_checkout_runs_uv_by_its_full_path_in_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     checkout = Path(tour.__file__).resolve().parents[3]
-    assert server_command() == ["uv", "run", "--directory", str(checkout), "deskmcp"]
+    uv = tmp_path / "tools" / "uv"
+    uv.parent.mkdir()
+    uv.write_text("#!/bin/sh\n", encoding="utf-8")
+    uv.chmod(0o755)
+    monkeypatch.setenv("PATH", str(uv.parent))
+
+    # Clients do not read the shell's PATH: the command is uv's full path, found when printing.
+    assert server_command() == [str(uv), "run", "--directory", str(checkout), "deskmcp"]
+    config = json.loads(client_config(tmp_path / "demo", demo_servers()))
+    assert config["mcpServers"]["deskmcp"]["command"] == str(uv)
     assert os.path.isfile(checkout / "pyproject.toml")
+
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert server_command() == [sys.executable, "-m", "deskmcp.cli"]

@@ -188,12 +188,13 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
 
 
 def server_command() -> list[str]:
-    """How a client starts deskmcp from here: `uv run` in a source checkout, else the installed
-    `deskmcp` executable by its full path (clients do not search the user's shell PATH), else
-    this Python with `-m deskmcp.cli`."""
+    """How a client starts deskmcp from here, every program by its full path (clients do not
+    search the user's shell PATH): uv's `uv run` in a source checkout, else the installed `deskmcp`
+    executable, else this Python with `-m deskmcp.cli`."""
     project = Path(__file__).resolve().parents[3]
-    if (project / "pyproject.toml").is_file() and (project / "src" / "deskmcp").is_dir():
-        return ["uv", "run", "--directory", str(project), "deskmcp"]
+    uv = shutil.which("uv")
+    if uv and (project / "pyproject.toml").is_file() and (project / "src" / "deskmcp").is_dir():
+        return [str(Path(uv).absolute()), "run", "--directory", str(project), "deskmcp"]
     launched = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if launched is not None and launched.stem == "deskmcp" and launched.is_file():
         return [str(launched.resolve())]
