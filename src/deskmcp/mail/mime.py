@@ -119,6 +119,15 @@ def parse_bytes(raw: bytes, *, fast: bool = False) -> EmailMessage:
         return msg  # type: ignore[return-value]
 
 
+def crlf(raw: bytes) -> bytes:
+    """A message with every line ending in CRLF, the form IMAP servers and Gmail hand out (a
+    Maildir file often has bare LF): attachment sizes and saved bytes of text sent as 7bit, 8bit
+    or quoted-printable are then the same from every backend."""
+    if raw.count(b"\n") == raw.count(b"\r\n"):
+        return raw
+    return raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+
+
 def fix_text(text: str) -> str:
     """Undo the parser's surrogate escapes: raw 8-bit bytes as UTF-8, else cp1252."""
     if _SURROGATE.search(text) is None:

@@ -40,7 +40,7 @@ class AttachmentInfo(BaseModel):
     index: int = Field(description="Pass to get_attachment")
     filename: str
     content_type: str
-    size: int
+    size: int = Field(description="Decoded bytes (what get_attachment saves); text lines count as CRLF")
 
 
 class EmailFull(EmailSummary):

@@ -47,7 +47,7 @@ from deskmcp.mail.compose import (
     load_attachments,
 )
 from deskmcp.mail.journal import SendJournal
-from deskmcp.mail.mime import ParsedMail, decode, parse_bytes, part_text
+from deskmcp.mail.mime import ParsedMail, crlf, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
     AccountInfo,
     AccountList,
@@ -192,7 +192,7 @@ class MailService:
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)
-        return summary, decode(parse_bytes(raw))
+        return summary, decode(parse_bytes(crlf(raw)))
 
     def get_email(self, message_id: str, *, max_chars: int | None = None, offset: int = 0) -> EmailFull:
         """A message with `max_chars` of its text body from `offset` (a long body is read in
