@@ -473,16 +473,33 @@ async def test_security_csv_writes_escape_text_a_spreadsheet_app_would_run_as_a_
         await call(
             c, "append_rows", {"spreadsheet_id": "log.csv", "range": "log", "values": [["=1+1"]], "input": "RAW"}
         )
-        await call(
+        switched = await fail(
             c,
             "update_values",
             {"spreadsheet_id": "log.csv", "range": "B5", "values": [["=1+1"]], "input": "RAW", "escape_csv": False},
         )
+    assert switched["error"] == "bad_request"  # the model cannot switch the escaping off
     rows = path.read_bytes().decode("utf-8").split("\n")
     assert rows[1] == "Ann,=A1,,,,,,"  # what the file already held is left as it was
     assert next(csv.reader([rows[2]])) == ["'" + attack[0], *("'" + a for a in attack[1:6]), "-5", "ok"]
     assert rows[3] == "2,'=WEBSERVICE(A1),,,,,,"  # computed formulas are values; the others are escaped
-    assert rows[4] == "'=1+1,=1+1,,,,,,"  # escape_csv=false writes what the caller sent
+    assert rows[4] == "'=1+1,,,,,,,"
+
+
+async def test_security_csv_formula_escaping_is_switched_off_only_by_the_setting(root: Path, connect: Connect) -> None:
+    path = root / "log.csv"
+    path.write_text("name\n", encoding="utf-8")
+    async with connect(csv_escape_formulas=False) as c:
+        await call(
+            c, "update_values", {"spreadsheet_id": "log.csv", "range": "A2", "values": [["=1+1"]], "input": "RAW"}
+        )
+        await call(
+            c, "append_rows", {"spreadsheet_id": "log.csv", "range": "A", "values": [["@SUM(1)"]], "input": "RAW"}
+        )
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+    assert path.read_text(encoding="utf-8") == "name\n=1+1\n@SUM(1)\n"
+    for name in ("update_values", "batch_update", "append_rows"):
+        assert "escape_csv" not in tools[name].input_schema["properties"]
 
 
 async def test_raw_input_into_xlsx_is_text_and_user_entered_keeps_formulas(budget: Path, connect: Connect) -> None:

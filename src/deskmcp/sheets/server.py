@@ -44,9 +44,6 @@ Sheet = Annotated[str, Field(description="Sheet title (get_spreadsheet)")]
 Rows = Annotated[list[list[Any]], Field(description="Rows of cell values; null leaves a cell unchanged")]
 Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW stores text as is")]
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page")]
-EscapeCsv = Annotated[
-    bool, Field(description=".csv only: text starting with = + - @ gets a leading ' so apps never run it; false: as is")
-]
 
 
 class Edit(BaseModel):
@@ -147,18 +144,14 @@ def register(server: DeskServer, service: SheetsService) -> None:
         return service.create_spreadsheet(title, sheets)
 
     @server.tool("update_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
-    def update_values(
-        spreadsheet_id: Id, range: Range, values: Rows, input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
-    ) -> UpdateResult:
+    def update_values(spreadsheet_id: Id, range: Range, values: Rows, input: Mode = "USER_ENTERED") -> UpdateResult:
         """Overwrite cells starting at the range's top-left cell."""
-        return service.update_values(spreadsheet_id, range, values, input, escape_csv=escape_csv)
+        return service.update_values(spreadsheet_id, range, values, input)
 
     @server.tool("batch_update", annotations=changes(destructive=True, idempotent=True), toolset="write")
-    def batch_update(
-        spreadsheet_id: Id, data: list[Edit], input: Mode = "USER_ENTERED", escape_csv: EscapeCsv = True
-    ) -> UpdateResult:
+    def batch_update(spreadsheet_id: Id, data: list[Edit], input: Mode = "USER_ENTERED") -> UpdateResult:
         """Several update_values edits in one call."""
-        return service.batch_update(spreadsheet_id, [e.model_dump() for e in data], input, escape_csv=escape_csv)
+        return service.batch_update(spreadsheet_id, [e.model_dump() for e in data], input)
 
     @server.tool("append_rows", annotations=changes(destructive=False, idempotent=False), toolset="write")
     def append_rows(
@@ -166,10 +159,9 @@ def register(server: DeskServer, service: SheetsService) -> None:
         range: Annotated[str, Field(description="Sheet or table columns, e.g. 'Sheet1' or 'Sheet1!A:D'")],
         values: Rows,
         input: Mode = "USER_ENTERED",
-        escape_csv: EscapeCsv = True,
     ) -> UpdateResult:
         """Add rows after the last row holding data in the range's columns."""
-        return service.append_rows(spreadsheet_id, range, values, input, escape_csv=escape_csv)
+        return service.append_rows(spreadsheet_id, range, values, input)
 
     @server.tool("clear_values", annotations=changes(destructive=True, idempotent=True), toolset="write")
     def clear_values(spreadsheet_id: Id, ranges: Annotated[list[str], Field(min_length=1)]) -> ClearResult:

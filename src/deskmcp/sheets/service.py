@@ -227,14 +227,10 @@ class SheetsService:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def update_values(
-        self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdateResult:
-        return self.batch_update(spreadsheet_id, [{"range": range, "values": values}], mode, escape_csv=escape_csv)
+    def update_values(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
+        return self.batch_update(spreadsheet_id, [{"range": range, "values": values}], mode)
 
-    def batch_update(
-        self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdateResult:
+    def batch_update(self, spreadsheet_id: str, data: list[dict[str, Any]], mode: InputMode) -> UpdateResult:
         backend = self._writer()
         if not data:
             raise BadRequest("Give at least one {range, values} edit.", {})
@@ -248,7 +244,7 @@ class SheetsService:
             if len(rows) > MAX_ROWS_PER_CALL:
                 raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
             updates.append((self._ranges(spreadsheet_id, [str(edit["range"])])[0], rows))
-        done, flagged = backend.write(spreadsheet_id, updates, mode, escape_csv=escape_csv)
+        done, flagged = backend.write(spreadsheet_id, updates, mode, escape_csv=self.settings.csv_escape_formulas)
         return UpdateResult(
             spreadsheet_id=spreadsheet_id,
             updated=done,
@@ -257,9 +253,7 @@ class SheetsService:
             uncomputed_reason=_reason(flagged),
         )
 
-    def append_rows(
-        self, spreadsheet_id: str, range: str, values: Any, mode: InputMode, *, escape_csv: bool = True
-    ) -> UpdateResult:
+    def append_rows(self, spreadsheet_id: str, range: str, values: Any, mode: InputMode) -> UpdateResult:
         backend = self._writer()
         rows = _rows(values)
         if not rows:
@@ -267,7 +261,11 @@ class SheetsService:
         if len(rows) > MAX_ROWS_PER_CALL:
             raise BadRequest(f"At most {MAX_ROWS_PER_CALL} rows per call.", {"rows": len(rows)})
         done, flagged = backend.append(
-            spreadsheet_id, self._ranges(spreadsheet_id, [range])[0], rows, mode, escape_csv=escape_csv
+            spreadsheet_id,
+            self._ranges(spreadsheet_id, [range])[0],
+            rows,
+            mode,
+            escape_csv=self.settings.csv_escape_formulas,
         )
         return UpdateResult(
             spreadsheet_id=spreadsheet_id,

@@ -21,7 +21,8 @@ def _path_list(value: object) -> object:
 
 class SheetsSettings(GoogleSettings):
     """Environment: `SHEETS_BACKEND`, `SHEETS_PATH`, `SHEETS_FOLDERS`, `SHEETS_READ_ONLY`,
-    `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, `SHEETS_FORMULA_BUDGET_CELLS`, plus the Google and
+    `SHEETS_REQUESTS_PER_MINUTE`, `SHEETS_MAX_CELLS`, `SHEETS_FORMULA_BUDGET_CELLS`,
+    `SHEETS_CSV_ESCAPE_FORMULAS`, plus the Google and
     workspace settings."""
 
     backend: Literal["local", "google"] = Field(
@@ -54,6 +55,11 @@ class SheetsSettings(GoogleSettings):
         default=True,
         validation_alias=env_alias("fast_writes", "SHEETS_FAST_WRITES"),
         description="Cell writes patch an .xlsx in place when they can; 0: always load and save it whole (openpyxl).",
+    )
+    csv_escape_formulas: bool = Field(
+        default=True,
+        validation_alias=env_alias("csv_escape_formulas", "SHEETS_CSV_ESCAPE_FORMULAS"),
+        description="Text written to a .csv that apps would run as a formula gets a leading ' (0: as sent).",
     )
     formula_budget_cells: int = Field(
         default=DEFAULT_CELLS,
