@@ -189,3 +189,4 @@ async def test_security_account_on_its_own_imap_host_never_logs_in_with_the_main
     async with connect_accounts(workspace, [other], **main) as c:
         error = await fail(c, "list_emails", {"query": ""})
     assert error["error"] == "auth_required"
+    assert "imap_user" in error["message"] and "imap_password_env" in error["message"]

@@ -68,7 +68,9 @@ def connect(config: ImapConfig, address: str) -> Any:
     except LoginError as exc:
         raise AuthRequired(
             f"The IMAP server {where} refused the login ({words(exc)}); check MAIL_IMAP_USER and"
-            " MAIL_IMAP_PASSWORD (most providers need an app password).",
+            " MAIL_IMAP_PASSWORD, or for an account of MAIL_ACCOUNTS with an imap_host of its own its imap_user"
+            " and imap_password_env (a password is sent only to the host it was configured for; most providers"
+            " need an app password).",
             {"server": where},
         ) from exc
     except TimeoutError as exc:
