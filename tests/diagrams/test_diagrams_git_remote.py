@@ -262,6 +262,44 @@ def redirecting_remote(origin: Path, to_host: str) -> Iterator[str]:
         server.server_close()
 
 
+async def test_an_http_clone_connects_to_the_address_it_checked_not_to_a_second_lookup_security(
+    connect: Connect, settings_for: Any, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dulwich.server import DictBackend
+    from dulwich.web import make_wsgi_chain
+
+    origin = _repository(tmp_path / "origin", {"where.txt": "listed address\n"})
+    app = make_wsgi_chain(DictBackend({b"/": Repo(str(origin))}))
+    server: WSGIServer = make_server("127.0.0.2", 0, app, handler_class=_Quiet)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    # 127.0.0.1 on the same port accepts and stays silent: a connection there is seen, never served
+    internal = socket.create_server(("127.0.0.1", port))
+    internal.setblocking(False)
+    resolve, asked = rebinding("repo.rebind.test", "127.0.0.2", "127.0.0.1")
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    settings = settings_for(project, git_allowed_schemes="http", git_allowed_hosts="*.rebind.test,127.0.0.2/32")
+    repos = GitRepositories(settings)
+    repos.policy.resolve = resolve
+    try:
+        async with connect(service=DiagramsService(settings, git=repos)) as client:
+            with anyio.fail_after(60):
+                result = await client.call_tool(
+                    "read_file",
+                    {"source": "git", "repo": f"http://repo.rebind.test:{port}/", "path": "where.txt"},
+                )
+        with pytest.raises(BlockingIOError):
+            internal.accept()  # nothing ever connected to 127.0.0.1
+    finally:
+        internal.close()
+        server.shutdown()
+        server.server_close()
+    assert not result.is_error, result.content
+    assert result.structured_content is not None and result.structured_content["content"] == "listed address\n"
+    assert asked == ["127.0.0.2"]
+
+
 async def test_a_clone_redirected_to_a_host_not_listed_is_refused_and_names_it_security(
     connect: Connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

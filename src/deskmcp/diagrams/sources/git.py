@@ -25,6 +25,7 @@ from deskmcp.core.ttlcache import TTLCache
 from deskmcp.diagrams.sources.contract import FileInfo
 from deskmcp.diagrams.sources.git_blob import open_blob
 from deskmcp.diagrams.sources.git_remote import (
+    DEFAULT_PORTS,
     IPAddress,
     RemotePolicy,
     RemoteURL,
@@ -220,7 +221,9 @@ class GitRepositories:
                     client: Any = git_protocol_client(remote, addresses, self.timeout, deadline)
                     path = urlsplit(remote.url).path
                 elif remote.scheme in ("http", "https"):
-                    pool = guarded_pool_manager(self.policy, shown, self.timeout, deadline)
+                    port = remote.port or DEFAULT_PORTS[remote.scheme]
+                    known = {(remote.host, port): addresses}
+                    pool = guarded_pool_manager(self.policy, shown, self.timeout, deadline, known)
                     client, path = get_transport_and_path(remote.url, pool_manager=pool)
                 else:
                     client, path = get_transport_and_path(remote.url)

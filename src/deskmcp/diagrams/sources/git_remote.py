@@ -3,9 +3,9 @@
 A clone URL comes from the model, so it is treated as untrusted: only the schemes the settings
 allow (`https` by default; `file` only when listed), only the hosts they allow, and never an
 address on loopback, a private or a link-local network unless that host or network is listed
-explicitly. A host is resolved once and the clone connects to exactly the addresses checked
-(git://), or every HTTP connection is checked again once made (redirects included, whose host must
-be allowed too), so a name that resolves elsewhere the second time gains nothing. An IPv6 address
+explicitly. A host is resolved once and a connection goes to exactly an address checked: for git://
+the clone URL's, for HTTP each connection's (redirects included, whose host must be allowed too),
+so a name that resolves elsewhere the second time gains nothing. An IPv6 address
 that carries an IPv4 one (NAT64, 6to4, Teredo, mapped, compatible) is judged by the IPv4 address.
 ssh:// is never cloned: the ssh program resolves and connects by itself.
 """
@@ -196,15 +196,20 @@ class RemotePolicy:
         self.check_host(remote.scheme, remote.host, shown)
         if remote.scheme == "file":
             return []
-        port = remote.port or DEFAULT_PORTS.get(remote.scheme, 0)
+        return self.addresses(remote.host, remote.port or DEFAULT_PORTS.get(remote.scheme, 0), shown)
+
+    def addresses(self, host: str, port: int, shown: str) -> list[tuple[int, IPAddress]]:
+        """Resolve `host` once and check every address: those are the ones to connect to."""
         resolve = self.resolve or socket.getaddrinfo
         try:
-            infos = resolve(remote.host, port, type=socket.SOCK_STREAM)
+            infos = resolve(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as exc:
-            raise NotFound(f"The host of {shown} could not be resolved; check the URL.", {"repo": shown}) from exc
-        checked = [(info[0], self.check_address(remote.host, str(info[4][0]), shown)) for info in infos]
+            raise NotFound(
+                f"The host {host} of {shown} could not be resolved; check the URL.", {"repo": shown}
+            ) from exc
+        checked = [(info[0], self.check_address(host, str(info[4][0]), shown)) for info in infos]
         if not checked:
-            raise NotFound(f"The host of {shown} resolves to no address; check the URL.", {"repo": shown})
+            raise NotFound(f"The host {host} of {shown} resolves to no address; check the URL.", {"repo": shown})
         return list(dict.fromkeys(checked))
 
 
@@ -326,32 +331,58 @@ def git_protocol_client(
     return CheckedTCPGitClient(remote.host, port=remote.port)
 
 
-def guarded_pool_manager(policy: RemotePolicy, shown: str, timeout: float, deadline: TransferDeadline) -> Any:
+def guarded_pool_manager(
+    policy: RemotePolicy,
+    shown: str,
+    timeout: float,
+    deadline: TransferDeadline,
+    checked: dict[tuple[str, int], list[tuple[int, IPAddress]]] | None = None,
+) -> Any:
     """A urllib3 pool manager whose every connection (redirects too) goes to an allowed scheme and
-    host and is checked against `policy` once connected, whose connects and reads give up after
-    `timeout` seconds, and which `deadline` cuts off."""
+    host, resolved once and connected to an address checked against `policy`; connects and reads
+    give up after `timeout` seconds, and `deadline` cuts every connection off. `checked` holds the
+    addresses already checked per (host, port), the clone URL's: each host is looked up once per transfer."""
     import urllib3
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+    from urllib3.util.connection import create_connection
 
-    def checked(sock: socket.socket, host: str) -> socket.socket:
-        try:
-            policy.check_address(host.lower().rstrip("."), str(sock.getpeername()[0]), shown)
-        except PermissionDenied:
-            sock.close()
-            raise
-        deadline.watch(sock)
-        return sock
+    resolved = dict(checked or {})
+
+    def connect(conn: HTTPConnection, scheme: str) -> socket.socket:
+        # in place of urllib3's own lookup: TLS and the Host header still use the name, the TCP
+        # connection goes to an address just checked, never to a second lookup's answer
+        host = conn.host.lower().rstrip(".").strip("[]")
+        policy.check_host(scheme, host, shown)
+        failure: OSError | None = None
+        port = conn.port or 0
+        if (host, port) not in resolved:
+            resolved[host, port] = policy.addresses(host, port, shown)
+        for _family, address in resolved[host, port]:
+            try:
+                sock = create_connection(
+                    (str(address), port),
+                    conn.timeout,
+                    source_address=conn.source_address,
+                    socket_options=conn.socket_options,
+                )
+            except TimeoutError as exc:
+                raise ConnectTimeoutError(conn, f"Connection to {host} timed out.") from exc
+            except OSError as exc:
+                failure = exc
+                continue
+            deadline.watch(sock)
+            return sock
+        raise NewConnectionError(conn, f"Failed to establish a new connection: {failure}")
 
     class CheckedHTTPConnection(HTTPConnection):
         def _new_conn(self) -> socket.socket:
-            policy.check_host("http", self.host.lower().rstrip("."), shown)
-            return checked(super()._new_conn(), self.host)
+            return connect(self, "http")
 
     class CheckedHTTPSConnection(HTTPSConnection):
         def _new_conn(self) -> socket.socket:
-            policy.check_host("https", self.host.lower().rstrip("."), shown)
-            return checked(super()._new_conn(), self.host)
+            return connect(self, "https")
 
     class CheckedHTTPPool(HTTPConnectionPool):
         ConnectionCls = CheckedHTTPConnection  # type: ignore[assignment]  # urllib3 types it as a Protocol
