@@ -22,8 +22,8 @@ def gone(message_id: str) -> NotFound:
     """A message id that names no message any more: moved (by another mail program, or by an earlier
     call, which gave it a new id) or deleted. Nothing was changed."""
     return NotFound(
-        f"No message has the id {message_id!r} now: it was moved or deleted since it was listed (a move gives"
-        " it a new id), or the id is wrong; nothing was changed. Find the message with list_emails (query"
+        f"No message has the id {message_id!r} now: it was moved or deleted since it was listed (on IMAP a"
+        " move gives it a new id), or the id is wrong; nothing was changed. Find the message with list_emails (query"
         " rfc822msgid:<its Message-ID> in:anywhere, or its subject) and use the id it has now.",
         {"message_id": message_id},
     )
