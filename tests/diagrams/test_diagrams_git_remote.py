@@ -177,6 +177,17 @@ async def test_a_git_protocol_remote_is_cut_off_at_the_overall_deadline(
     assert "DIAGRAMS_GIT_DEADLINE" in error["message"]
 
 
+async def test_an_http_remote_is_cut_off_at_the_overall_deadline(connect: Connect, silent: socket.socket) -> None:
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/repo.git"
+    async with connect(
+        git_timeout=60, git_deadline=1, git_allowed_schemes="http", git_allowed_hosts="127.0.0.1"
+    ) as client:
+        with anyio.fail_after(30):
+            error = await fail(client, "list_files", {"source": "git", "repo": url})
+    assert error["error"] == "timeout", error
+    assert "DIAGRAMS_GIT_DEADLINE" in error["message"]
+
+
 async def test_ssh_clone_urls_are_refused_even_when_listed_and_say_why_security(
     connect: Connect, silent: socket.socket
 ) -> None:
