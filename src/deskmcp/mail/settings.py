@@ -242,8 +242,9 @@ class MailSettings(GoogleSettings):
 
 class AccountEntry(BaseModel):
     """One entry of MAIL_ACCOUNTS: a name and the settings a single account has (without MAIL_);
-    what it leaves out comes from the MAIL_* variables. Passwords are never written here: each
-    comes from the environment variable `*_password_env` names, else from the OS keyring."""
+    what it leaves out comes from the MAIL_* variables, save a user and password for a host other
+    than theirs. Passwords are never written here: each comes from the environment variable
+    `*_password_env` names, else from the OS keyring."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
