@@ -14,7 +14,7 @@ from deskmcp.core.errors import PermissionDenied
 from deskmcp.sheets.server import Settings
 from deskmcp.sheets.service import SheetsService
 from tests.helpers.tool_calls import Connect, call, fail
-from tests.helpers.workbooks import make_xlsx
+from tests.helpers.workbooks import assert_well_formed, make_xlsx
 
 pytestmark = pytest.mark.anyio
 
@@ -143,6 +143,7 @@ async def test_user_entered_formula_reads_back_computed_and_recomputes_after_upd
     from openpyxl import load_workbook
 
     assert load_workbook(budget, data_only=True)["Costs"]["B4"].value == 1500
+    assert_well_formed(budget)
 
 
 async def test_raw_input_stores_text_that_looks_like_a_formula(budget: Path, connect: Connect) -> None:
@@ -157,6 +158,7 @@ async def test_raw_input_stores_text_that_looks_like_a_formula(budget: Path, con
         )
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!C1:E2"]})
     assert out["ranges"][0]["values"] == [["=1+1", "12", "TRUE"], [12, True, 0.05]]
+    assert_well_formed(budget)
 
 
 async def test_formula_that_cannot_be_computed_is_reported(budget: Path, connect: Connect) -> None:
@@ -168,6 +170,7 @@ async def test_formula_that_cannot_be_computed_is_reported(budget: Path, connect
         )
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C3"]})
     assert out["ranges"][0]["uncomputed"] == ["Costs!C2"]
+    assert_well_formed(budget)
 
 
 async def test_append_rows_goes_after_the_last_row_with_data(budget: Path, connect: Connect) -> None:
@@ -180,6 +183,7 @@ async def test_append_rows_goes_after_the_last_row_with_data(budget: Path, conne
         assert done["updated"][0]["range"] == "Costs!A4:B5"
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A4:B5"]})
     assert out["ranges"][0]["values"] == [["gas", 50], ["tax", 20]]
+    assert_well_formed(budget)
 
 
 async def test_clear_values_and_batch_update_in_one_save(budget: Path, connect: Connect) -> None:
@@ -200,6 +204,7 @@ async def test_clear_values_and_batch_update_in_one_save(budget: Path, connect: 
         assert cleared["cleared"] == ["Costs!A1:A3"]
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs"]})
     assert out["ranges"][0]["values"] == [["", "amount", "double"], ["", 1000, 2000], ["", 300, 600]]
+    assert_well_formed(budget)
 
 
 async def test_writing_more_rows_than_the_range_holds_is_refused(budget: Path, connect: Connect) -> None:
@@ -247,6 +252,7 @@ async def test_sheet_tools_add_rename_duplicate_delete(budget: Path, connect: Co
         await call(c, "delete_sheet", {"spreadsheet_id": "budget.xlsx", "sheet": "Extra"})
         info = await call(c, "get_spreadsheet", {"spreadsheet_id": "budget.xlsx"})
     assert [s["title"] for s in info["sheets"]] == ["Cost 2026", "My Sheet", "Copy"]
+    assert_well_formed(budget)
 
 
 async def test_insert_and_delete_rows_keep_formulas_pointing_at_the_same_data(budget: Path, connect: Connect) -> None:
@@ -263,6 +269,7 @@ async def test_insert_and_delete_rows_keep_formulas_pointing_at_the_same_data(bu
         await call(c, "delete_rows", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "at": 4, "count": 1})
         total = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:B5"]})
     assert total["ranges"][0]["values"] == [["item", "amount"], ["rent", 1000], ["gas", 7], ["food", 300], ["", 1307]]
+    assert_well_formed(budget)
 
 
 async def test_create_spreadsheet_makes_an_xlsx_and_refuses_an_existing_name(connect: Connect, root: Path) -> None:
@@ -513,3 +520,4 @@ async def test_raw_input_into_xlsx_is_text_and_user_entered_keeps_formulas(budge
     assert shown["ranges"][0]["values"] == [["=B2*2", 2000]]
     sheet = zipfile.ZipFile(budget).read("xl/worksheets/sheet1.xml").decode("utf-8")
     assert "<f>B3*2</f>" in sheet and "<f>B2*2</f>" not in sheet  # the formula moved; the text did not
+    assert_well_formed(budget)
