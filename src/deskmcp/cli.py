@@ -339,7 +339,9 @@ def call(
     """Call one tool in-process and print its structured result as JSON.
 
     Every tool can be called, whatever toolsets are configured. On a tool error the error
-    JSON goes to stderr and the exit code is 1.
+    JSON goes to stderr and the exit code is 1. A reading tool whose answer covers only part of
+    an index still being built (a large vault's first index) is asked again once the index is
+    complete, with the progress on stderr; an answer left partial exits with code 3.
     """
     import anyio
     import orjson
@@ -359,7 +361,20 @@ def call(
 
     async def run() -> CallToolResult:
         async with Client(composition.server) as client:
-            return await client.call_tool(tool, arguments)
+            result = await client.call_tool(tool, arguments)
+            # The index is built by threads of this process, which end with it: answering now
+            # would leave every later call with the same part. A reading tool is asked again.
+            if indexing_progress(result) is None or not await _read_only(client, tool):
+                return result
+            reported: tuple[int, int] | None = None
+            while (progress := indexing_progress(result)) is not None:
+                done, total = progress
+                if progress != reported and (total or reported is None):  # 0 of 0: still walking the folders
+                    typer.echo(f"deskmcp: indexing before answering: {done:,} of {total:,} done", err=True)
+                    reported = progress
+                await anyio.sleep(1)
+                result = await client.call_tool(tool, arguments)
+            return result
 
     result = anyio.run(run)
     text = "".join(c.text for c in result.content if isinstance(c, TextContent))
@@ -370,6 +385,30 @@ def call(
         typer.echo(orjson.dumps(result.structured_content, option=orjson.OPT_INDENT_2).decode())
     else:
         typer.echo(text)
+    if (progress := indexing_progress(result)) is not None:
+        typer.echo(
+            f"deskmcp: the answer is partial: it covers {progress[0]:,} of {progress[1]:,} items, "
+            "the rest were not indexed yet.",
+            err=True,
+        )
+        raise typer.Exit(3)
+
+
+def indexing_progress(result: CallToolResult) -> tuple[int, int] | None:
+    """(done, total) when a tool answered while its index was still being built, else None."""
+    structured = result.structured_content
+    progress = structured.get("indexing") if isinstance(structured, dict) else None
+    if not isinstance(progress, dict):
+        return None
+    return int(progress.get("done") or 0), int(progress.get("total") or 0)
+
+
+async def _read_only(client: Any, tool: str) -> bool:
+    """Whether `tool` is marked read-only, so calling it again changes nothing."""
+    for listed in (await client.list_tools()).tools:
+        if listed.name == tool:
+            return bool(listed.annotations and listed.annotations.read_only_hint)
+    return False
 
 
 orchestrate_app = typer.Typer(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests.helpers.files import write
 from typer.testing import CliRunner
 
 from deskmcp.cli import app, one_line, parse_assignments
@@ -182,3 +183,23 @@ def test_serve_creates_a_missing_workspace_named_by_option_with_one_notice(tmp_p
     notices = [line for line in result.stderr.splitlines() if str(missing) in line]
     assert len(notices) == 1, result.stderr
     assert "--workspace" in notices[0]
+
+
+def test_call_finishes_a_large_vaults_first_index_before_answering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "vault"
+    notes = 5000  # far over what the vault indexes before answering: the rest goes on in the background
+    for n in range(notes):
+        write(vault, f"folder{n % 50}/note {n}.md", f"# Note {n}\n\nA common word and number {n}.\n")
+    monkeypatch.setenv("DESKMCP_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("VAULT_PATH", str(vault))
+    monkeypatch.setenv("VAULT_INDEX_WORKERS", "1")  # parse in the scanning thread: no process is started
+    monkeypatch.setenv("VAULT_WATCH", "0")
+
+    result = runner.invoke(app, ["call", "search_notes", "query=common", "limit=1"])
+
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["total"] == notes
+    assert answer["indexing"] is None
