@@ -390,7 +390,8 @@ class PackageBook:
     def value(self, key: Key) -> Any:
         """A cell's value after the edits so far (formulas as their text)."""
         if key in self.writes:
-            return self.writes[key]
+            written = self.writes[key]
+            return None if written == "" else written  # "" empties the cell, as the save does
         cell = self.sheet(key[0]).cells(key[1]).get(key[2])
         if cell is None:
             return None

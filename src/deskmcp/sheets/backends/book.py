@@ -78,7 +78,12 @@ def put_block(
             stored = user_entered(value) if mode == "USER_ENTERED" else value
             if mode == "USER_ENTERED" and fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
                 stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
-            literal = isinstance(stored, str) and stored != "" and (mode == "RAW" or not stored.startswith("="))
+            # "=" alone is no formula (openpyxl and the apps keep it as text)
+            literal = (
+                isinstance(stored, str)
+                and stored != ""
+                and (mode == "RAW" or stored == "=" or not stored.startswith("="))
+            )
             store(r0 + i, c0 + j, stored, literal)
     end_row = r0 + max(height, 1) - 1
     end_col = c0 + max(width, 1) - 1
