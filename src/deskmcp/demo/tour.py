@@ -19,10 +19,11 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from deskmcp.core.config import default_workspace
 from deskmcp.servers import SERVERS
@@ -35,6 +36,8 @@ DATA_FOLDERS = {
     "diagrams": "project",
 }
 MAX_ROWS = 5
+MAX_TABLE_ROWS = 10
+"""Rows of a cell range shown (a range is read to be seen whole)."""
 
 
 @dataclass
@@ -98,50 +101,105 @@ def resolve(value: Any, last: Any) -> Any:
     return value
 
 
-def render(result: dict[str, Any]) -> Table | str:
-    """A compact view of a structured result: its main list as a table, else trimmed JSON."""
+def result_panel(result: dict[str, Any], title: str) -> Panel:
+    """A step's answer, framed."""
+    return Panel(render(result), title=title, border_style="green", expand=False)
+
+
+def render(result: dict[str, Any]) -> RenderableType:
+    """A compact view of a structured result: its main list as a table, else trimmed JSON.
+
+    The other fields are a line of text under the table (a table's caption would be wrapped at
+    the table's width, breaking words); cell ranges (spreadsheet values, or rows keyed by a header
+    row) are tables of their own."""
     rows_key = next((k for k, v in result.items() if isinstance(v, list) and v and isinstance(v[0], dict)), None)
     if rows_key is None:
         text = json.dumps(result, indent=2, ensure_ascii=False)
         lines = text.splitlines()
         return "\n".join(lines[:18] + (["  …"] if len(lines) > 18 else []))
     rows = result[rows_key]
-    preferred = [
-        "title",
-        "name",
-        "path",
-        "key",
-        "subject",
-        "sender",
-        "start_ts",
-        "start",
-        "speaker",
-        "text",
-        "count",
-        "minutes",
-        "meeting_count",
-        "score",
-        "snippet",
-        "tags",
-        "participants",
-    ]
-    columns = [c for c in preferred if c in rows[0]][:5] or list(rows[0])[:5]
+    others = {k: v for k, v in result.items() if k != rows_key and not isinstance(v, list | dict) and v is not None}
+    summary = ", ".join(f"{k}={v}" for k, v in others.items())
+    if any(_cells(row) is not None for row in rows):
+        parts: list[RenderableType] = [_range_table(row) for row in rows[:MAX_ROWS]]
+        return Group(*parts, Text(summary, style="dim")) if summary else Group(*parts)
+    columns = [c for c in PREFERRED_COLUMNS if c in rows[0]][:5] or list(rows[0])[:5]
     table = Table(show_header=True, header_style="bold", expand=False)
     for column in columns:
         table.add_column(column, overflow="fold", max_width=60)
     for row in rows[:MAX_ROWS]:
         table.add_row(*[_cell(row.get(c)) for c in columns])
-    others = {k: v for k, v in result.items() if k != rows_key and not isinstance(v, list | dict)}
     extra = f"{len(rows)} {rows_key}" + (f" (showing {MAX_ROWS})" if len(rows) > MAX_ROWS else "")
-    if others:
-        extra += " · " + ", ".join(f"{k}={v}" for k, v in others.items() if v is not None)
-    table.caption = extra
-    return table
+    if summary:
+        extra += " · " + summary
+    return Group(table, Text(extra, style="dim"))
+
+
+PREFERRED_COLUMNS = [
+    "title",
+    "name",
+    "path",
+    "key",
+    "subject",
+    "sender",
+    "start_ts",
+    "start",
+    "speaker",
+    "text",
+    "count",
+    "minutes",
+    "meeting_count",
+    "score",
+    "snippet",
+    "tags",
+    "participants",
+]
+
+
+def _cells(item: dict[str, Any]) -> list[list[Any]] | list[dict[str, Any]] | None:
+    """The cells an item holds: rows of values (a list of lists) or rows keyed by a header row."""
+    for key in ("rows", "values"):
+        value = item.get(key)
+        if isinstance(value, list) and value and all(isinstance(r, list | dict) for r in value):
+            return value
+    return None
+
+
+def _range_table(item: dict[str, Any]) -> RenderableType:
+    """One range of cells: its address, then its cells as a table; rows keyed by a header row keep
+    the header as column names."""
+    cells = _cells(item) or []
+    shown = cells[:MAX_TABLE_ROWS]
+    keyed = bool(shown) and isinstance(shown[0], dict)
+    table = Table(show_header=keyed, header_style="bold", expand=False)
+    if keyed:
+        columns = list(dict.fromkeys(k for row in shown if isinstance(row, dict) for k in row))
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in shown:
+            if isinstance(row, dict):
+                table.add_row(*[_cell(row.get(c)) for c in columns])
+    else:
+        width = max((len(row) for row in shown if isinstance(row, list)), default=0)
+        for _ in range(width):
+            table.add_column(overflow="fold")
+        for row in shown:
+            if isinstance(row, list):
+                table.add_row(*[_cell(v) for v in row] + [""] * (width - len(row)))
+    notes = [f"{len(cells)} rows (showing {len(shown)})"] if len(cells) > len(shown) else []
+    notes += [f"{k}: {_cell(v)}" for k, v in item.items() if k not in ("range", "rows", "values") and v]
+    # The address and notes as lines of their own: a table's title or caption wraps at its width.
+    parts: list[RenderableType] = [Text(str(item.get("range", "")), style="bold"), table]
+    if notes:
+        parts.append(Text("; ".join(notes), style="dim"))
+    return Group(*parts)
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        value = ", ".join(f"{k}: {_cell(v)}" for k, v in value.items())
     if isinstance(value, list):
-        value = ", ".join(str(v) for v in value[:4]) + (" …" if len(value) > 4 else "")
+        value = ", ".join(_cell(v) for v in value[:4]) + (" …" if len(value) > 4 else "")
     text = "" if value is None else str(value)
     text = text.replace("\n", " ")
     return text if len(text) <= 120 else text[:117] + "…"
@@ -181,7 +239,7 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
                 console.print(Panel(text, title=f"{tool} failed", border_style="red"))
                 continue
             last = result.structured_content or {}
-            console.print(Panel(render(last), title=f"{tool} · {elapsed:.0f} ms", border_style="green", expand=False))
+            console.print(result_panel(last, f"{tool} · {elapsed:.0f} ms"))
     finally:
         await client_cm.__aexit__(None, None, None)
     return failures
