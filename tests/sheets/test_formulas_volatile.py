@@ -122,3 +122,23 @@ async def test_read_values_answers_no_volatile_list_for_ordinary_formulas(root: 
     async with connect() as c:
         out = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["S!F1:G1"]})
     assert out["ranges"][0].get("volatile") is None
+
+
+@pytest.mark.parametrize(
+    ("formula", "volatile"),
+    [
+        ("=TODAY()", True),
+        ("=now()+1", True),
+        ("=_xlfn.RANDARRAY(2)", True),
+        ("=SUM(OFFSET(A1,1,1,2,2))", True),
+        ("=RANDBETWEEN (1,6)", True),
+        ('=A1&"NOW"', False),
+        ("=KNOWN(1)", False),
+        ("=MY.TODAY(1)", False),
+        ("=SUM(A1:A9)", False),
+    ],
+)
+def test_volatile_calls_are_told_from_names_that_only_contain_them(formula: str, volatile: bool) -> None:
+    from deskmcp.sheets.recalc import calls_volatile
+
+    assert calls_volatile(formula.encode()) is volatile
