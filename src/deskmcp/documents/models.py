@@ -63,17 +63,28 @@ class SearchHit(DocumentSummary):
     )
 
 
+class IndexingProgress(BaseModel):
+    """A folder is being indexed for the first time: answers cover the files done so far."""
+
+    done: int = Field(description="Files indexed so far")
+    total: int = Field(description="Files to index")
+
+
 class SearchOutput(BaseModel):
     items: list[SearchHit]
     total: int = Field(description="How many documents match in all")
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
     pruned: int = Field(default=0, description="Index entries dropped during this call because their file is gone")
+    partial: bool = Field(default=False, description="True while a folder is first indexed: more may match later")
+    indexing: IndexingProgress | None = Field(default=None, description="How far the first indexing is, while it runs")
 
 
 class ListDocumentsOutput(BaseModel):
     items: list[DocumentSummary]
     total: int
     next_cursor: str | None = None
+    partial: bool = Field(default=False, description="True while a folder is first indexed: more may be listed later")
+    indexing: IndexingProgress | None = Field(default=None, description="How far the first indexing is, while it runs")
 
 
 class TagCount(BaseModel):

@@ -28,8 +28,9 @@ from deskmcp.servers import SERVERS
 
 INSTRUCTIONS = """Search and organise the user's documents (Markdown, text, HTML, PDF, DOCX) in their
 documents folder. Paths are relative to that folder (`reports/q3.pdf`); files in an extra root are
-`rootname:path` (see list_roots). Files must be indexed before search_documents finds them: use
-index_document for one file or index_folder for a folder. search_documents ranks by relevance and
+`rootname:path` (see list_roots). A folder never indexed is indexed by the first search (while that
+runs, answers say `partial` and how far `indexing` is); files added or changed later are found once
+index_document or index_folder has read them. search_documents ranks by relevance and
 filters by tags and file name; get_document returns a document's text; create_note writes a new
 Markdown note. Errors are JSON objects with an `error` code and a `message` saying how to recover."""
 
@@ -141,8 +142,9 @@ def register(server: DeskServer, service: DocumentService) -> None:
     ) -> SearchOutput:
         """Full-text search over indexed documents' titles, tags, paths and text, best match first
         (newest first when there is no query). Each hit has a bm25 score and a snippet with the
-        matching words marked ⟦like this⟧. Only indexed files are searched (see index_document)."""
-        return service.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
+        matching words marked ⟦like this⟧. Only indexed files are searched (see
+        index_document); a folder never indexed is indexed first, `partial` while that runs."""
+        return service.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
 
     @server.tool("extract_metadata", annotations=READ_ONLY)
     def extract_metadata(path: DocPath) -> DocumentMetadata:
@@ -169,8 +171,9 @@ def register(server: DeskServer, service: DocumentService) -> None:
         limit: Limit = 50,
         cursor: Cursor = None,
     ) -> ListDocumentsOutput:
-        """Indexed documents, most recently modified first, with their titles, tags and sizes."""
-        return service.catalog.list_documents(tags=tags, kind=kind, root=root, limit=limit, cursor=cursor)
+        """Indexed documents, most recently modified first, with their titles, tags and sizes (a folder
+        never indexed is indexed first, `partial` while that runs)."""
+        return service.list_documents(tags=tags, kind=kind, root=root, limit=limit, cursor=cursor)
 
     @server.tool("list_tags", annotations=READ_ONLY, toolset="admin")
     def list_tags() -> TagList:

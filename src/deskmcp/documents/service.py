@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +27,7 @@ from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.catalog import SCHEMA
+from deskmcp.documents.first_index import FirstIndex
 from deskmcp.documents.frontmatter import frontmatter_tags
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -33,11 +36,13 @@ from deskmcp.documents.models import (
     IndexDocumentOutput,
     IndexFailure,
     IndexFolderOutput,
+    ListDocumentsOutput,
     NoteCreated,
     RemovedDocument,
+    SearchOutput,
 )
 from deskmcp.documents.notes import check_title, clean_tags, write_note
-from deskmcp.documents.roots import Located, Roots
+from deskmcp.documents.roots import Located, Root, Roots
 from deskmcp.documents.search import Catalog, summary_of
 from deskmcp.documents.settings import DocumentsSettings
 
@@ -74,9 +79,15 @@ class DocumentService:
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.catalog = Catalog(self.index, self.roots)
         self._forget_other_roots()
+        self.first_index = FirstIndex(self.index, self.roots, self._supported_files)
 
     def close(self) -> None:
+        self.first_index.close()
         self.index.close()
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait for the first indexing of the folders to finish; False if it still runs after `timeout`."""
+        return self.first_index.wait(timeout)
 
     def _forget_other_roots(self) -> None:
         """Drop the entries of roots no longer configured, or configured at another folder now: their
@@ -162,6 +173,7 @@ class DocumentService:
     def index_document(self, path: str, tags: list[str] | None = None) -> IndexDocumentOutput:
         wanted = clean_tags(tags) if tags is not None else None
         read = self._read(path)
+        self.first_index.mark(read.located.root)
         key = read.located.address
         previous = self._indexed(key)
         base = wanted if wanted is not None else (previous[1].tags if previous else [])
@@ -191,28 +203,61 @@ class DocumentService:
                 f"No folder {folder.address or path!r}. Give a folder path relative to a root, or '' for the root.",
                 {"path": path},
             )
+        self.first_index.mark(folder.root)
         out = IndexFolderOutput(folder=folder.address, added=0, updated=0, unchanged=0, skipped=0)
+        files = self._walk(folder.path, recursive)
+        supported = [file for file in files if formats.is_supported(file)]
+        out.skipped = len(files) - len(supported)
+        done = self._index_files(folder, supported, extra, out, limit=limit)
+        if done < len(supported):
+            out.truncated = True
+            out.remaining = len(supported) - done
+        out.removed = self._prune_folder(folder, recursive)
+        return out
+
+    def _index_files(
+        self,
+        folder: Located,
+        files: list[Path],
+        extra: list[str],
+        out: IndexFolderOutput,
+        *,
+        limit: int | None = None,
+        applied: Callable[[int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """Index `files` of `folder` in batches until `limit` of them were read (unchanged and failing
+        files do not count) or `cancel` is set; how many files were gone through."""
         known = self._known_tags()
         batch: list[IndexRecord] = []
-        read = 0
-        files = self._walk(folder.path, recursive)
-        for n, file in enumerate(files):
-            if not formats.is_supported(file):
-                out.skipped += 1
-                continue
-            if read >= limit:
-                out.truncated = True
-                out.remaining = sum(1 for rest in files[n:] if formats.is_supported(rest))
-                out.skipped += len(files) - n - out.remaining
+        read = done = pending = 0
+        for file in files:
+            if (limit is not None and read >= limit) or (cancel is not None and cancel.is_set()):
                 break
             read += self._index_one(file, folder, extra, known, batch, out)
+            done += 1
+            pending += 1
             if len(batch) >= BATCH:
                 self.index.apply(batch)
                 batch.clear()
+            if not batch and applied is not None:
+                applied(pending)
+                pending = 0
         if batch:
             self.index.apply(batch)
-        out.removed = self._prune_folder(folder, recursive)
-        return out
+        if applied is not None and pending:
+            applied(pending)
+        return done
+
+    def _index_root(
+        self, root: Root, files: list[Path], applied: Callable[[int], None], cancel: threading.Event
+    ) -> None:
+        """The first indexing of a root (see first_index.py)."""
+        out = IndexFolderOutput(folder=root.prefix(""), added=0, updated=0, unchanged=0, skipped=0)
+        self._index_files(Located(root, root.path, ""), files, [], out, applied=applied, cancel=cancel)
+
+    def _supported_files(self, folder: Path) -> list[Path]:
+        return [file for file in self._walk(folder, True) if formats.is_supported(file)]
 
     def _prune_folder(self, folder: Located, recursive: bool) -> int:
         """Drop index entries under `folder` whose file no longer exists."""
@@ -278,10 +323,42 @@ class DocumentService:
         root, rel = self.roots.split(path.strip())
         located = self.roots.locate(path) if root.path.is_dir() else None
         key = located.address if located else root.prefix(rel)
+        self.first_index.mark(root)
         stats = self.index.apply(deletes=[key])
         if not stats.deleted:
             raise NotFound(f"{key!r} is not in the index. Call list_documents for indexed paths.", {"path": key})
         return RemovedDocument(path=key)
+
+    # -- finding ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str | None = None,
+        *,
+        tags: list[str] | None = None,
+        filename: str | None = None,
+        kind: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> SearchOutput:
+        """`Catalog.search`, after indexing the folders never indexed (or saying how far that is)."""
+        progress = self.first_index.ensure(self._index_root)
+        out = self.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
+        return out.model_copy(update={"indexing": progress, "partial": progress is not None})
+
+    def list_documents(
+        self,
+        *,
+        tags: list[str] | None = None,
+        kind: str | None = None,
+        root: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> ListDocumentsOutput:
+        """`Catalog.list_documents`, after indexing the folders never indexed (or saying how far that is)."""
+        progress = self.first_index.ensure(self._index_root)
+        out = self.catalog.list_documents(tags=tags, kind=kind, root=root, limit=limit, cursor=cursor)
+        return out.model_copy(update={"indexing": progress, "partial": progress is not None})
 
     # -- notes -----------------------------------------------------------------------------
 
@@ -294,6 +371,7 @@ class DocumentService:
         if target.path.exists() and not target.path.is_dir():
             raise BadRequest(f"{target.address} is a file, not a folder.", {"folder": folder})
         self._refuse_protected(folder, target)
+        self.first_index.mark(target.root)
         written = write_note(target.path, clean_title, content, clean)
         address = target.root.prefix(relative_posix(target.root.path, written.path))
         self.index_document(address, clean)
