@@ -89,8 +89,33 @@ async def test_read_values_names_the_cells_whose_formula_is_volatile(root: Path,
         out = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["S!A1:G1", "S!B1:D1"]})
     whole, part = out["ranges"]
     assert whole["values"] == [["2023-03-15", "2023-03-16", "2023-03-15T12:00:00", 0.25, 3, 5, 10]]
-    assert whole["volatile"] == ["S!A1", "S!C1", "S!D1", "S!E1"]
-    assert part["volatile"] == ["S!C1", "S!D1"]
+    # B1 (=A1+1) only reads a volatile cell: its value is as old as A1's
+    assert whole["volatile"] == ["S!A1", "S!B1", "S!C1", "S!D1", "S!E1"]
+    assert part["volatile"] == ["S!B1", "S!C1", "S!D1"]
+
+
+@pytest.mark.anyio
+async def test_read_values_names_cells_of_other_sheets_computed_from_a_volatile_one(
+    root: Path, connect: Connect
+) -> None:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Settings"
+    ws.append(["=TODAY()"])
+    report = wb.create_sheet("Report")
+    report.append([1, "=Settings!A1-30", "=B1+A1", "=A1*2"])
+    wb.save(root / "book.xlsx")
+    path = root / "book.xlsx"
+    path.write_bytes(
+        write_cached_values(
+            path.read_bytes(), {"Settings": {"A1": 45000}, "Report": {"B1": 44970, "C1": 44971, "D1": 2}}
+        )
+    )
+    async with connect() as c:
+        out = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Report!A1:D1"]})
+    assert out["ranges"][0]["volatile"] == ["Report!B1", "Report!C1"]
 
 
 @pytest.mark.anyio
@@ -113,7 +138,7 @@ async def test_read_values_names_cells_sharing_a_volatile_formula(root: Path, co
             zf.writestr(info, data)
     async with connect() as c:
         out = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["S!A1:B3"]})
-    assert out["ranges"][0]["volatile"] == ["S!A1", "S!A2", "S!A3"]
+    assert out["ranges"][0]["volatile"] == ["S!A1", "S!B1", "S!A2", "S!A3"]  # B1 reads A1
 
 
 @pytest.mark.anyio

@@ -87,8 +87,8 @@ class ValueRange(Result):
     )
     volatile: list[str] | None = Field(
         default=None,
-        description="Cells whose formula calls TODAY, NOW, RAND, OFFSET, INDIRECT...: the value shown is "
-        "the one computed at the file's last save, not now.",
+        description="Cells whose formula calls TODAY, NOW, RAND, OFFSET, INDIRECT... or is computed from "
+        "such a cell: the value shown is the one computed at the file's last save, not now.",
     )
 
 

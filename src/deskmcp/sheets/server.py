@@ -108,8 +108,8 @@ def register(server: DeskServer, service: SheetsService) -> None:
         cursor: Cursor = None,
     ) -> ValuesResult:
         """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows.
-        `uncomputed`: formula cells without a value; `volatile`: cells using TODAY, NOW, RAND... whose
-        value is the one of the file's last save."""
+        `uncomputed`: formula cells without a value; `volatile`: cells using TODAY, NOW, RAND... (or
+        computed from one) whose value is the one of the file's last save."""
         return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
 
     @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")

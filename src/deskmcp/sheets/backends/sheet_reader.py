@@ -26,8 +26,8 @@ from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, no_sheet
 from deskmcp.sheets.cellxml import errors_in
 from deskmcp.sheets.formulas import CellError
 from deskmcp.sheets.models import Grid, Render
-from deskmcp.sheets.ooxml import PackageMap, check_sizes, custom_property, package_map, verify_parts
-from deskmcp.sheets.recalc import without_prefixes
+from deskmcp.sheets.ooxml import PackageMap, check_sizes, custom_property, package_map, package_names, verify_parts
+from deskmcp.sheets.recalc import depends_on, without_prefixes
 from deskmcp.sheets.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
 
 log = logging.getLogger("deskmcp.sheets")
@@ -81,6 +81,7 @@ class SheetReader:
         self._extents: OrderedDict[_Key, Extent] = OrderedDict()
         self._verified: OrderedDict[_Key, bool] = OrderedDict()
         self._formula_scans: OrderedDict[_Key, tuple[list[tuple[int, int]], list[tuple[int, int]]]] = OrderedDict()
+        self._volatiles: OrderedDict[_Key, dict[str, list[tuple[int, int]]]] = OrderedDict()
         self._executor: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
@@ -366,9 +367,14 @@ class SheetReader:
 
     def formula_cells(self, path: Path, sheet: str, rng: A1Range) -> tuple[list[str], list[str]]:
         """The formula cells of a range of an xlsx sheet (A1, in order) that the file stores without
-        a value (saved by a program that did not compute them), and those calling a volatile
-        function (`TODAY`, `RAND`...: their stored value is that of the last save). The sheet is
-        scanned once per version of the file."""
+        a value (saved by a program that did not compute them), and the volatile ones: calling
+        `TODAY`, `RAND`... or computed from such a cell, on any sheet (their stored value is that of
+        the last save). Each sheet is scanned once per version of the file."""
+        valueless, _calls = self._scan(path, sheet)
+        return _within(valueless, rng), _within(self._volatile(path).get(sheet, []), rng)
+
+    def _scan(self, path: Path, sheet: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(formulas stored without a value, formulas calling a volatile function) of a sheet, sorted."""
         key = (*stat_key(path), sheet)
         with self._lock:
             found = self._formula_scans.get(key)
@@ -382,7 +388,42 @@ class SheetReader:
             found = (sorted(scan.valueless), sorted(scan.volatile))
             with self._lock:
                 _remember_in(self._formula_scans, key, found, 64)
-        return _within(found[0], rng), _within(found[1], rng)
+        return found
+
+    def _volatile(self, path: Path) -> dict[str, list[tuple[int, int]]]:
+        """By sheet, the formulas calling a volatile function and those computed from one (through
+        any chain, across sheets), sorted; read once per version of the file. Only a workbook
+        that calls one has its formulas read."""
+        key = stat_key(path)
+        with self._lock:
+            if key in self._volatiles:
+                return self._volatiles[key]
+        where, look = self.package(path)
+        calls = {(title, r, c) for title in where.sheets for r, c in self._scan(path, title)[1]}
+        found: dict[str, list[tuple[int, int]]] = {}
+        if calls:
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    names = package_names(zf)
+                    formulas: dict[tuple[str, int, int], str] = {}
+                    for title, part in where.sheets.items():
+                        cells = window(
+                            zf, part, 1, 1, MAX_ROWS, MAX_COLUMNS, shared_strings=None, look=look, formulas=True
+                        )
+                        formulas.update(
+                            {(title, r, c): v for (r, c), v in cells.items() if isinstance(v, str) and v[:1] == "="}
+                        )
+                reached = depends_on(formulas, names).stale(calls) | calls
+            except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+                log.info("formulas reading volatile cells of %s not found (%s)", path.name, exc)
+                reached = calls
+            for title, r, c in reached:
+                found.setdefault(title, []).append((r, c))
+            for cells in found.values():
+                cells.sort()
+        with self._lock:
+            _remember_in(self._volatiles, key, found, 16)
+        return found
 
     def _uncomputed(self, path: Path, fmt: str) -> dict[str, list[str]]:
         """The formulas the last save here left without a value, by sheet (read from the file)."""
