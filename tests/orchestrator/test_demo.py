@@ -27,6 +27,10 @@ async def test_every_demo_step_runs_one_whole_cycle(tmp_path: Path, monkeypatch:
     last: Any = None
     async with Client(create_server(Settings())) as client:
         for _caption, tool, arguments in demo.STEPS:
+            if tool in demo.PERSON_STEPS:  # the person's own move, outside the assistant
+                last = demo.PERSON_STEPS[tool](tmp_path, resolve(arguments, last))
+                results.append(last)
+                continue
             result = await client.call_tool(tool, resolve(arguments, last))
             assert not result.is_error, (tool, result.content)
             last = result.structured_content

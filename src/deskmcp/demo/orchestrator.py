@@ -1,7 +1,8 @@
 """A demo of the triage flow: a small offline mailbox (the mail demo's generator) and a vault.
 
 The tour ingests the mailbox into Needs_Action/, lets the rules file decide, approves the
-draft by moving it from Drafts/ to Approved/ (what a person does in Obsidian), sends it on
+draft by moving the file from Drafts/ to Approved/ itself (what a person does in Obsidian; a
+tool cannot approve without asking the person), sends it on
 the next pass (filed in the mailbox's Sent folder: no SMTP server is configured), files it in
 Done/ and shows the state with the pre-send audit line.
 """
@@ -63,6 +64,22 @@ def environment(workspace: Path) -> dict[str, str]:
     }
 
 
+def approve_in_vault(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any]:
+    """What a person does in their vault app to approve a reply: move its note from Drafts/ to
+    Approved/. Done by the tour itself, not through a tool: only a person approves."""
+    vault = Path(environment(workspace)["VAULT_PATH"])
+    source = vault / arguments["path"]
+    target = vault / "Approved" / source.name
+    target.parent.mkdir(exist_ok=True)
+    if target.exists():
+        raise FileExistsError(target)
+    source.rename(target)
+    return {"moved": True, "path": f"Approved/{source.name}", "from": arguments["path"]}
+
+
+PERSON_STEPS = {"approve_in_vault": approve_in_vault}
+"""Steps the person running the demo takes (by name in STEPS), outside the assistant."""
+
 STEPS: list[tuple[str, str, dict[str, Any]]] = [
     (
         "One pass: fetch the unread mail into Needs_Action/ notes and decide each by triage-rules.yaml",
@@ -71,8 +88,9 @@ STEPS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     ("Drafted replies waiting for approval (nothing is sent without it)", "triage_list", {"stage": "approval"}),
     (
-        "Approve the first draft: it moves from Drafts/ to Approved/, as a person does in Obsidian",
-        "triage_approve",
+        "You approve the first draft: moved from Drafts/ to Approved/, as you would in Obsidian "
+        "(the assistant cannot approve for you)",
+        "approve_in_vault",
         {"path": "$last.items.0.path"},
     ),
     ("Next pass: the approved reply is sent (threaded under the original) and filed in Done/", "triage_run", {}),

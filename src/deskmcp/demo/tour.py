@@ -225,9 +225,14 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     )
     try:
         last: Any = None
+        person_steps = getattr(server.module, "PERSON_STEPS", {})
         for caption, tool, arguments in server.module.STEPS:
             args = resolve(arguments, last)
             console.print(f"\n[bold cyan]›[/bold cyan] {escape(caption)}")
+            if tool in person_steps:  # what the person does themselves, not through a tool
+                last = person_steps[tool](workspace, args)
+                console.print(result_panel(last, "done by you, not the assistant"))
+                continue
             console.print(f"  [dim]{tool} {json.dumps(args, ensure_ascii=False)}[/dim]")
             started = time.perf_counter()
             with console.status(f"Calling {tool}…"):
