@@ -167,3 +167,15 @@ def test_volatile_calls_are_told_from_names_that_only_contain_them(formula: str,
     from deskmcp.sheets.recalc import calls_volatile
 
     assert calls_volatile(formula.encode()) is volatile
+
+
+def test_a_structure_change_computes_today_again_too(root: Path) -> None:
+    saved_on_an_old_day(root / "book.xlsx")
+    backend = _backend(root, True, "Pacific/Kiritimati")
+    try:
+        _info, flagged = backend.add_sheet("book.xlsx", "Notes", 10, 5)
+        grid = backend.read("book.xlsx", [parse_a1("S!A1:G1")], "shown")[0]
+    finally:
+        backend.close()
+    assert grid.values == [["2026-11-27", "2026-11-28", "2026-11-27T19:00:00", "", "", 5, 10]]
+    assert flagged == ["S!D1", "S!E1"]

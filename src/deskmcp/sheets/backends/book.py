@@ -30,7 +30,7 @@ from deskmcp.sheets.cellxml import (
 from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
 from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
-from deskmcp.sheets.recalc import Key, depends_on, excel_prefixes
+from deskmcp.sheets.recalc import Key, calls_volatile, depends_on, excel_prefixes
 from deskmcp.sheets.sheetdata import Styles, window
 
 if TYPE_CHECKING:
@@ -317,8 +317,10 @@ class Book:
             previous = {}
         else:
             needed = {k for k in formulas if k in self.touched or k not in previous}
-            if self.touched:
-                needed |= depends_on(formulas, names).stale(self.touched)
+            # volatile formulas (TODAY, RAND...) are stale at every change, a sheet added included
+            changed = self.touched | {k for k, text in formulas.items() if calls_volatile(text.encode("utf-8"))}
+            if changed:
+                needed |= depends_on(formulas, names).stale(changed)
         kept = {k: v for k, v in previous.items() if k in formulas and k not in needed}
 
         def raw(sheet: str, row: int, column: int) -> Any:
