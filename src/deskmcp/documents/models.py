@@ -77,6 +77,9 @@ class SearchOutput(BaseModel):
     pruned: int = Field(default=0, description="Index entries dropped during this call because their file is gone")
     partial: bool = Field(default=False, description="True while a folder is first indexed: more may match later")
     indexing: IndexingProgress | None = Field(default=None, description="How far the first indexing is, while it runs")
+    unmatched_terms: list[str] = Field(
+        default=[], description="Words of the query no document holds (within the filters), as written"
+    )
 
 
 class ListDocumentsOutput(BaseModel):

@@ -118,7 +118,8 @@ class Catalog:
         limit: int = 20,
         cursor: str | None = None,
     ) -> SearchOutput:
-        """bm25-ranked hits for `query` (newest first without one), narrowed by every filter given."""
+        """bm25-ranked hits for the words of `query` (newest first without one), narrowed by every
+        filter given; the query is read as `SearchIndex.search` reads it."""
         check_limit(limit)
         text = (query or "").strip()
         if not text and not tags and not (filename or "").strip() and not kind:
@@ -154,8 +155,13 @@ class Catalog:
             items.append(
                 SearchHit(**summary.model_dump(), score=score, snippet=h.snippet, changed_since_indexed=changed)
             )
-        total = self.index.count(where=where, params=params, query=text or None)
-        return SearchOutput(items=items, total=total, next_cursor=page(offset, limit, len(hits), key), pruned=pruned)
+        return SearchOutput(
+            items=items,
+            total=self.index.count(where=where, params=params, query=text or None),
+            next_cursor=page(offset, limit, len(hits), key),
+            pruned=pruned,
+            unmatched_terms=self.index.unmatched_terms(text, where=where, params=params) if text else [],
+        )
 
     def list_documents(
         self,

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -129,9 +130,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
 
     @server.tool("search_documents", annotations=READ_ONLY)
     def search_documents(
-        query: Annotated[
-            str | None, Field(description='Words or "quoted phrases"; all must match. Omit to filter only.')
-        ] = None,
+        query: Annotated[str | None, Field(description=QUERY_WORDS + ". Omit to filter only.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only documents carrying every one of these tags")] = None,
         filename: Annotated[
             str | None, Field(description="Part of the file name, or a glob such as '*.pdf' (case-insensitive)")
@@ -141,8 +140,10 @@ def register(server: DeskServer, service: DocumentService) -> None:
         cursor: Cursor = None,
     ) -> SearchOutput:
         """Full-text search over indexed documents' titles, tags, paths and text, best match first
-        (newest first when there is no query). Each hit has a bm25 score and a snippet with the
-        matching words marked ⟦like this⟧. Only indexed files are searched (see
+        (newest first when there is no query). Documents holding any word match, those holding
+        every word ranked higher. Each hit has a bm25 score and a snippet with the matching words
+        marked ⟦like this⟧. `unmatched_terms` names the words no document holds: an empty answer
+        with every word there means none has any of them. Only indexed files are searched (see
         index_document); a folder never indexed is indexed first, `partial` while that runs."""
         return service.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
 
