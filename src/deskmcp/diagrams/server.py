@@ -30,14 +30,12 @@ DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "render")
 
 READS_SOURCES = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True)
 
-SourceArg = Annotated[
-    SourceKind, Field(description="'local' (project folder), 'git' (repository at a ref) or 'github'")
-]
+SourceArg = Annotated[SourceKind, Field(description="'local' project folder, 'git' repository or 'github'")]
 RepoArg = Annotated[
     str | None,
-    Field(description="github: 'owner/name' or URL; git: clone URL or project-relative path (default '.')"),
+    Field(description="github: 'owner/name'; git: clone URL or project path (default '.')"),
 ]
-RefArg = Annotated[str | None, Field(description="Branch, tag or commit (git, github); default branch if omitted")]
+RefArg = Annotated[str | None, Field(description="Branch, tag or commit (default branch)")]
 
 Settings = DiagramsSettings
 
@@ -64,9 +62,7 @@ def register(server: DeskServer, service: DiagramsService) -> None:
     def list_files(
         source: SourceArg = "local",
         root: Annotated[str, Field(description="Folder to list, relative to the source")] = ".",
-        glob: Annotated[
-            str, Field(description="Filter relative to root, e.g. '**/*.py'; without '/' it matches file names")
-        ] = "**/*",
+        glob: Annotated[str, Field(description="e.g. '**/*.py'; without '/' it matches file names")] = "**/*",
         recursive: Annotated[bool, Field(description="false: only root's files and sub-folders")] = True,
         repo: RepoArg = None,
         ref: RefArg = None,
@@ -93,12 +89,11 @@ def register(server: DeskServer, service: DiagramsService) -> None:
         source: SourceArg = "local",
         repo: RepoArg = None,
         ref: RefArg = None,
-        max_chars: Annotated[int | None, Field(ge=1, description="At most this many characters")] = None,
+        max_chars: Annotated[int | None, Field(ge=1, description="Most characters")] = None,
         start_line: Annotated[int, Field(ge=1, description="First line (1-based)")] = 1,
         end_line: Annotated[int | None, Field(ge=1, description="Last line, inclusive")] = None,
     ) -> FileContent:
-        """A text file's content (bounded: truncated=true means read on from end_line+1); binary
-        files come back with binary=true and no content."""
+        """A text file's content (truncated=true: read on from end_line+1); a binary file: binary=true, no content."""
         return service.read_file(
             path, source, repo=repo, ref=ref, max_chars=max_chars, start_line=start_line, end_line=end_line
         )
@@ -117,8 +112,8 @@ def register(server: DeskServer, service: DiagramsService) -> None:
         format: Annotated[str, Field(pattern="^(png|svg)$", description="'png' or 'svg'")] = "png",
         overwrite: Annotated[bool, Field(description="Replace an existing file of that name")] = False,
     ) -> CallToolResult:
-        """Render Mermaid to an image, save it under the diagrams folder and return it.
-        A syntax error is a bad_request with the parser's message and line: fix and retry."""
+        """Render Mermaid to an image saved in the diagrams folder, and return it. A syntax error is a
+        bad_request with the parser's message and line."""
         result, data = await service.queued(lambda: service.render_mermaid(code, title, format, overwrite=overwrite))
         mime = "image/png" if result.format == "png" else "image/svg+xml"
         summary = result.model_dump(mode="json")

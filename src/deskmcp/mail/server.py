@@ -60,14 +60,14 @@ DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
 MessageId = Annotated[str, Field(description="Message id from list_emails")]
 MessageIds = Annotated[
-    str | list[str], Field(description="Message id from list_emails, or a list of up to 100 (one result each)")
+    str | list[str], Field(description="Id from list_emails, or a list of up to 100 (a result each)")
 ]
 LabelName = Annotated[str, Field(min_length=1, max_length=100, description="Label name, see list_labels")]
 Addresses = Annotated[str | None, Field(description="Comma-separated addresses")]
 IdempotencyKey = Annotated[str | None, Field(max_length=200, description="Same key on a retry: never sent twice")]
 Attachments = Annotated[
     list[OutgoingAttachment] | None,
-    Field(max_length=20, description="Files: {path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
+    Field(max_length=20, description="{path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
 ]
 
 # No description: every tool carries it, and the token budget counts each; list_accounts and the
@@ -141,8 +141,8 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         max_chars: Annotated[int | None, Field(ge=1, description="Body characters per part")] = None,
         account: Account = None,
     ) -> EmailFull:
-        """One message: headers, decoded text body (HTML turned into text), attachments, threading ids.
-        A long body comes in parts: call again with offset=next_offset."""
+        """One message: headers, text body (HTML as text), attachments, threading ids. A long body comes in
+        parts: call again with offset=next_offset."""
         return accounts.run(account, lambda s: s.get_email(message_id, max_chars=max_chars, offset=offset))
 
     @server.tool("get_thread", annotations=READ_ONLY, toolset="read")
@@ -242,8 +242,8 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         account: Account = None,
         answer: Annotated[Answer, Resolve(ask_to_send)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
-        """Send a message (audited first; the user is asked to confirm when their client can ask).
-        A repeated idempotency_key returns the first result with duplicate=true."""
+        """Send a message (audited; the user confirms when their client can ask). A repeated
+        idempotency_key returns the first result, duplicate=true."""
         person_agreed(answer, "nothing was sent", None)
         return accounts.run(
             account,

@@ -95,8 +95,8 @@ def register(server: DeskServer, service: TriageService) -> None:
         reply: Annotated[str | None, Field(description="Reply text; required for draft_reply and urgent")] = None,
         delegate_to: Annotated[str | None, Field(description="Who should handle it (delegate)")] = None,
     ) -> ItemResult:
-        """Record a decision on a Needs_Action item. draft_reply/urgent write a draft for the user to
-        approve; archive files it in Done; needs_info leaves it; delegate notes who handles it."""
+        """Decide on a Needs_Action item: draft_reply/urgent write a draft for the user to approve; archive
+        files it in Done; needs_info leaves it; delegate notes who handles it."""
         if decision in ("draft_reply", "urgent") and not (reply or "").strip():
             raise BadRequest(f"{decision} needs the reply text in `reply`.", {"decision": decision})
         chosen = TriageDecision(decision=decision, reason=reason, reply=reply, delegate_to=delegate_to)
@@ -117,8 +117,8 @@ def register(server: DeskServer, service: TriageService) -> None:
         shown: Annotated[DraftShown, Resolve(draft_shown)],
         answer: Annotated[Answer, Resolve(ask_approval)],
     ) -> ItemResult:
-        """Ask the user, in their client, to approve a draft from Drafts/ (they see recipients, subject
-        and text); on their yes it moves to Approved/ and the next pass sends it exactly as written."""
+        """Ask the user in their client to approve a draft from Drafts/; on their yes it moves to Approved/
+        and the next pass sends it as written."""
         unasked = PermissionDenied(HOW_A_PERSON_APPROVES.format(path=path), {"path": path, "elicitation": False})
         person_agreed(answer, "nothing was approved", unasked)
         return await service.approve(path, shown.content_hash)

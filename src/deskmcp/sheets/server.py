@@ -41,8 +41,8 @@ DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 Id = Annotated[str, Field(description="From list_spreadsheets")]
 Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
 Sheet = Annotated[str, Field(description="Sheet title (get_spreadsheet)")]
-Rows = Annotated[list[list[Any]], Field(description="Rows of cell values; null leaves a cell unchanged")]
-Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW stores text as is")]
+Rows = Annotated[list[list[Any]], Field(description="Rows of values; null keeps a cell")]
+Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW keeps text")]
 Cursor = Annotated[str | None, Field(description="next_cursor of the previous page")]
 
 
@@ -107,9 +107,8 @@ def register(server: DeskServer, service: SheetsService) -> None:
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
         cursor: Cursor = None,
     ) -> ValuesResult:
-        """Values of A1 ranges, trailing blanks trimmed; next_cursor pages a single range by rows.
-        `uncomputed`: formula cells without a value; `volatile`: cells using TODAY, NOW, RAND... (or
-        computed from one) whose value is the one of the file's last save."""
+        """Values of A1 ranges, trailing blanks trimmed; next_cursor pages one range. `uncomputed`: formulas
+        with no value; `volatile`: cells on TODAY, NOW, RAND... (or on those), valued as last saved."""
         return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
 
     @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")
