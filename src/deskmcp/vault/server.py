@@ -57,7 +57,7 @@ def create_service(settings: VaultSettings) -> VaultService:
     return VaultService(settings)
 
 
-def unavailable(settings: VaultSettings, strict: bool) -> str | None:
+def unavailable(settings: VaultSettings) -> str | None:
     """None when the vault folder exists (or is the default one, created on start)."""
     if settings.vault_path is not None and not settings.vault_path.is_dir():
         return f"the vault folder {settings.vault_path} does not exist; create it or fix VAULT_PATH"
