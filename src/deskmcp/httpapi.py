@@ -530,7 +530,13 @@ def serve(
     class AnnouncingServer(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
-            if on_ready is not None and not self.should_exit:
+            if self.should_exit:
+                return
+            if sockets:  # uvicorn logs where it listens only for the sockets it binds itself
+                host, port = sockets[0].getsockname()[:2]
+                where = f"[{host}]" if ":" in host else host
+                logging.getLogger("uvicorn.error").info("Uvicorn running on http://%s:%d", where, port)
+            if on_ready is not None:
                 on_ready()
 
     app = create_app(composition, options)
