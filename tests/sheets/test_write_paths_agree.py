@@ -5,6 +5,7 @@ gone the way it was meant to: a marker in the styles part survives a patch and n
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import zipfile
@@ -139,3 +140,39 @@ def test_patched_and_openpyxl_writes_leave_the_same_cells(changes: list[tuple[An
         finally:
             patched.close()
             whole.close()
+
+
+def test_shared_strings_without_a_namespace_read_the_same_when_read_and_when_a_write_computes_formulas(
+    tmp_path: Path,
+) -> None:
+    # A1 is shared string 0 of an `sst` part declaring no namespace; B1 joins it to C1
+    path = make_xlsx(tmp_path / "book.xlsx", {"S": [[1, "=A1&C1"]]})
+    sst = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings"
+    with zipfile.ZipFile(path) as zf:
+        items = [(info, zf.read(info).decode()) for info in zf.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, text in items:
+            if info.filename == "xl/worksheets/sheet1.xml":
+                text = re.sub(r'<c r="A1"[^>]*>.*?</c>', '<c r="A1" t="s"><v>0</v></c>', text)
+            elif info.filename == "[Content_Types].xml":
+                text = text.replace(
+                    "</Types>", f'<Override PartName="/xl/sharedStrings.xml" ContentType="{sst}"/></Types>'
+                )
+            elif info.filename == "xl/_rels/workbook.xml.rels":
+                text = text.replace(
+                    "</Relationships>",
+                    f'<Relationship Id="rId90" Type="{rel}" Target="sharedStrings.xml"/></Relationships>',
+                )
+            elif info.filename == STYLES:
+                text = text.replace("</styleSheet>", MARKER.decode() + "</styleSheet>", 1)
+            zf.writestr(info, text.encode())
+        zf.writestr("xl/sharedStrings.xml", "<sst><si><t>hello</t></si></sst>")
+    backend = LocalBackend(tmp_path)
+    try:
+        assert backend.read("book.xlsx", [parse_a1("S!A1")], "raw")[0].values == [["hello"]]
+        backend.write("book.xlsx", [(parse_a1("S!C1"), [["!"]])], "USER_ENTERED")
+        assert _marked(path), "the write was not patched in place"
+        assert backend.read("book.xlsx", [parse_a1("S!A1:C1")], "raw")[0].values == [["hello", "hello!", "!"]]
+    finally:
+        backend.close()

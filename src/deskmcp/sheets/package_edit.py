@@ -17,6 +17,7 @@ import contextlib
 import copy
 import datetime as dt
 import html
+import io
 import json
 import os
 import re
@@ -43,7 +44,6 @@ from deskmcp.sheets.cellxml import (
     VALUE,
     attributes,
     cached,
-    from_xstring,
     plain,
     unescape,
     xml_text,
@@ -52,7 +52,7 @@ from deskmcp.sheets.formula_values import DATE_SHIFT, CellError, DateSerial, Unc
 from deskmcp.sheets.formulas import WorkbookCalculator
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
 from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
-from deskmcp.sheets.sheetdata import Styles
+from deskmcp.sheets.sheetdata import Styles, read_shared_strings
 
 ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
 ROW_OPEN = re.compile(rb'<row\b(?:[^>]*?\sr="([0-9]+)")?[^>]*>')  # and its number, when it says
@@ -407,15 +407,8 @@ class PackageBook:
             self._shared = []
             part = self.where.shared_strings
             if part and part in self.zf.namelist():
-                from xml.etree import ElementTree
-
-                root = ElementTree.fromstring(read_part(self.zf, part, MAX_CELLS_PART_BYTES))
-                for si in root:
-                    self._shared.append(
-                        from_xstring(
-                            "".join(t.text or "" for t in si.iter() if t.tag.endswith("}t") and not _in_phonetic(si, t))
-                        )
-                    )
+                data = read_part(self.zf, part, MAX_CELLS_PART_BYTES)
+                self._shared = list(read_shared_strings(io.BytesIO(data), part).values())
         return self._shared
 
     # -- the operations the tools call ------------------------------------------------------------
@@ -654,10 +647,6 @@ class PackageBook:
                     shutil.copyfileobj(src, out, 1 << 20)
             for name, body in self.new_parts.items():
                 dst.writestr(name, body)
-
-
-def _in_phonetic(si: Any, t: Any) -> bool:
-    return any(child.tag.endswith("}rPh") and t in list(child.iter()) for child in si)
 
 
 def _esc(text: str) -> str:

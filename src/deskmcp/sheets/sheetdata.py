@@ -397,7 +397,10 @@ def window(
         except ParseError as exc:
             raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
     if strings and shared_strings:
-        texts = _shared(zf, shared_strings, set(strings.values()))
+        texts: dict[int, str] = {}
+        if shared_strings in zf.namelist():
+            with zf.open(shared_strings) as handle:
+                texts = read_shared_strings(handle, shared_strings, set(strings.values()))
         for key, index in strings.items():
             found[key] = texts.get(index, "")
     return found
@@ -424,27 +427,26 @@ def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: 
     return "=" + text if text else None
 
 
-def _shared(zf: zipfile.ZipFile, part: str, wanted: set[int]) -> dict[int, str]:
-    """The shared strings at the `wanted` indices only; parsing stops after the last of them."""
+def read_shared_strings(handle: IO[bytes], part: str, wanted: set[int] | None = None) -> dict[int, str]:
+    """The texts of a shared strings part read from `handle`, by index: all of them, or the `wanted`
+    indices only (parsing stops after the last of them). Its elements are known by their local names,
+    so a part declaring no namespace reads the same as one declaring SpreadsheetML's."""
     out: dict[int, str] = {}
-    last = max(wanted)
+    last = max(wanted) if wanted is not None else None
     index = 0
-    if part not in zf.namelist():
-        return out
     root: Element | None = None
-    with zf.open(part) as handle:
-        try:
-            for event, element in _events(handle):
-                if root is None:
-                    root = element
-                if event != "end" or _local(element.tag) != "si":
-                    continue
-                if index in wanted:
-                    out[index] = _text(element)
-                root.clear()  # items already read: memory stays at one item
-                index += 1
-                if index > last:
-                    break
-        except ParseError as exc:
-            raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
+    try:
+        for event, element in _events(handle):
+            if root is None:
+                root = element
+            if event != "end" or _local(element.tag) != "si":
+                continue
+            if wanted is None or index in wanted:
+                out[index] = _text(element)
+            root.clear()  # items already read: memory stays at one item
+            index += 1
+            if last is not None and index > last:
+                break
+    except ParseError as exc:
+        raise ValueError(f"{part} is not well-formed XML: {exc}") from exc
     return out
