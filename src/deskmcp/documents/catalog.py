@@ -39,13 +39,21 @@ def keys_under(index: SearchIndex, root: str, prefix: str) -> list[str]:
         return [str(key) for (key,) in rows]
 
 
-def fingerprints_and_tags(index: SearchIndex) -> dict[str, tuple[str, list[str]]]:
-    """Every indexed document's fingerprint and tags."""
+def fingerprints_and_tags(index: SearchIndex, keys: list[str] | None = None) -> dict[str, tuple[str, list[str]]]:
+    """Every indexed document's fingerprint and tags (those of `keys` only, when given)."""
+    query = (
+        "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
+        " LEFT JOIN tags t ON t.doc_id = d.id {where} GROUP BY d.id"
+    )
     with index.reader() as conn:
-        rows = conn.execute(
-            "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
-            " LEFT JOIN tags t ON t.doc_id = d.id GROUP BY d.id"
-        ).fetchall()
+        if keys is None:
+            rows = conn.execute(query.format(where="")).fetchall()
+        else:
+            rows = []
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                where = f"WHERE d.key IN ({','.join('?' * len(chunk))})"
+                rows += conn.execute(query.format(where=where), chunk).fetchall()
     return {key: (fp, tags.split(_TAG_SEP) if tags else []) for key, fp, tags in rows}
 
 

@@ -78,6 +78,9 @@ class DocumentService:
         self.index_path = settings.index_folder / "documents.sqlite3"
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.catalog = Catalog(self.index, self.roots)
+        # Tags are read, merged and written back: one writer at a time, so that an index_document
+        # and a folder walk (a first indexing in the background) never undo each other's tags.
+        self._writing = threading.Lock()
         self._forget_other_roots()
         self.first_index = FirstIndex(self.index, self.roots, self._supported_files)
 
@@ -175,13 +178,14 @@ class DocumentService:
         read = self._read(path)
         self.first_index.mark(read.located.root)
         key = read.located.address
-        previous = self._indexed(key)
-        base = wanted if wanted is not None else (previous[1].tags if previous else [])
-        final = clean_tags([*base, *frontmatter_tags(read.extracted.frontmatter)])
-        if previous and previous[0] == _fingerprint(read.stat) and previous[1].tags == final:
-            return IndexDocumentOutput(**previous[1].model_dump(), status="unchanged")
-        record, summary = self._record(read, final)
-        self.index.apply([record])
+        with self._writing:
+            previous = self._indexed(key)
+            base = wanted if wanted is not None else (previous[1].tags if previous else [])
+            final = clean_tags([*base, *frontmatter_tags(read.extracted.frontmatter)])
+            if previous and previous[0] == _fingerprint(read.stat) and previous[1].tags == final:
+                return IndexDocumentOutput(**previous[1].model_dump(), status="unchanged")
+            record, summary = self._record(read, final)
+            self.index.apply([record])
         return IndexDocumentOutput(**summary.model_dump(), status="updated" if previous else "added")
 
     def index_folder(
@@ -238,16 +242,25 @@ class DocumentService:
             done += 1
             pending += 1
             if len(batch) >= BATCH:
-                self.index.apply(batch)
+                self._apply_walked(batch, known)
                 batch.clear()
             if not batch and applied is not None:
                 applied(pending)
                 pending = 0
         if batch:
-            self.index.apply(batch)
+            self._apply_walked(batch, known)
         if applied is not None and pending:
             applied(pending)
         return done
+
+    def _apply_walked(self, batch: list[IndexRecord], known: dict[str, tuple[str, list[str]]]) -> None:
+        """Write records a walk made from the `known` snapshot, leaving out each document written
+        since (by index_document, or another walk): that newer write stands, with its tags."""
+        with self._writing:
+            now = catalog.fingerprints_and_tags(self.index, [r.key for r in batch])
+            fresh = [r for r in batch if now.get(r.key) == known.get(r.key)]
+            if fresh:
+                self.index.apply(fresh)
 
     def _index_root(
         self, root: Root, files: list[Path], applied: Callable[[int], None], cancel: threading.Event
