@@ -197,6 +197,10 @@ def package_names(zf: zipfile.ZipFile) -> Names:
     return names_resolver(found)
 
 
+UNCOMPUTED_PROPERTY = "deskmcp.uncomputed"
+"""The custom document property listing the formulas a save left without a value (JSON)."""
+
+
 def custom_property(zf: zipfile.ZipFile, name: str) -> str | None:
     """The text of one custom document property (docProps/custom.xml), or None."""
     if "docProps/custom.xml" not in zf.namelist():

@@ -50,7 +50,7 @@ from deskmcp.sheets.cellxml import (
 )
 from deskmcp.sheets.formula_values import DATE_SHIFT, CellError, DateSerial, Uncomputable, moment_serial
 from deskmcp.sheets.formulas import WorkbookCalculator
-from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, PackageMap, read_part, too_big
+from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, UNCOMPUTED_PROPERTY, PackageMap, read_part, too_big
 from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
 from deskmcp.sheets.sheetdata import Styles, read_shared_strings
 
@@ -776,8 +776,6 @@ def _date_xf(styles: bytes) -> tuple[int, bytes]:
 def _flag(zf: zipfile.ZipFile, parts: dict[str, bytes], uncomputed: dict[str, list[str]]) -> dict[str, bytes]:
     """Record the uncomputed cells (custom property) and ask apps to compute on open; the parts
     changed go into `parts`, new parts are returned."""
-    from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY
-
     names = zf.namelist()
     new: dict[str, bytes] = {}
     custom = read_part(zf, "docProps/custom.xml") if "docProps/custom.xml" in names else None

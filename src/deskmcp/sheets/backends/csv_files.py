@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from deskmcp.core.errors import IOFailure, ParseError
 from deskmcp.core.files import atomic_write_bytes
@@ -16,8 +16,6 @@ from deskmcp.sheets.cellxml import from_xstring, xstring
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
-
-    from deskmcp.sheets.backends.book import Book
 
 CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 """First characters that make Excel or LibreOffice run a CSV cell as a formula (OWASP, CSV injection)."""
@@ -75,7 +73,17 @@ def csv_workbook(path: Path) -> Workbook:
     return wb
 
 
-def save_csv(path: Path, book: Book, values: dict[str, dict[str, Any]]) -> None:
+class EditedCsv(Protocol):
+    """What `save_csv` reads of a workbook being edited (a `Book` holding a CSV file)."""
+
+    wb: Any
+    escape_csv: bool
+    touched: set[tuple[str, int, int]]
+
+    def is_formula(self, sheet: str, row: int, column: int) -> bool: ...
+
+
+def save_csv(path: Path, book: EditedCsv, values: dict[str, dict[str, Any]]) -> None:
     """Write the edited sheet back as UTF-8 CSV (formulas as their computed `values`), atomically."""
     ws: Any = book.wb.worksheets[0]
     buffer = io.StringIO(newline="")

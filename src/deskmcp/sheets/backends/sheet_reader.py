@@ -22,11 +22,19 @@ from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, quote_sheet
 from deskmcp.sheets.backends.cell_values import as_json, blank, trim, value_at, within_range
 from deskmcp.sheets.backends.csv_files import csv_rows, csv_value
-from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, no_sheet, stat_key
+from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
 from deskmcp.sheets.cellxml import errors_in
 from deskmcp.sheets.formulas import CellError
 from deskmcp.sheets.models import Grid, Render
-from deskmcp.sheets.ooxml import PackageMap, check_sizes, custom_property, package_map, package_names, verify_parts
+from deskmcp.sheets.ooxml import (
+    UNCOMPUTED_PROPERTY,
+    PackageMap,
+    check_sizes,
+    custom_property,
+    package_map,
+    package_names,
+    verify_parts,
+)
 from deskmcp.sheets.recalc import depends_on, without_prefixes
 from deskmcp.sheets.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
 

@@ -23,8 +23,6 @@ from deskmcp.sheets.ooxml import dropped_content, read_part
 
 FORMATS = {".xlsx": "xlsx", ".xlsm": "xlsm", ".ods": "ods", ".xls": "xls", ".xlsb": "xlsb", ".csv": "csv"}
 WRITABLE = ("xlsx", "csv")
-UNCOMPUTED_PROPERTY = "deskmcp.uncomputed"
-"""The custom document property listing the formulas a save left without a value (JSON)."""
 
 
 def stat_key(path: Path, st: os.stat_result | None = None) -> tuple[Any, ...]:

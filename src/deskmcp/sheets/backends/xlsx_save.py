@@ -26,12 +26,18 @@ from deskmcp.sheets.a1 import quote_sheet
 from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_unreadable
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.backends.workbook_files import UNCOMPUTED_PROPERTY, stat_key
+from deskmcp.sheets.backends.workbook_files import stat_key
 from deskmcp.sheets.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.cellxml import string_count
 from deskmcp.sheets.formula_values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
-from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, package_names, read_part, write_cached_values
+from deskmcp.sheets.ooxml import (
+    MAX_CELLS_PART_BYTES,
+    UNCOMPUTED_PROPERTY,
+    package_names,
+    read_part,
+    write_cached_values,
+)
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
