@@ -22,7 +22,7 @@ from typing import Any
 
 from deskmcp.sheets.backends.book import Book
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.formulas import CellError
+from deskmcp.sheets.formulas.engine import CellError
 
 EXPECTED = Path(__file__).parent / "data" / "formulas_expected.json"
 EPOCH = dt.datetime(1899, 12, 30)
@@ -668,7 +668,7 @@ EDGE_EXEMPT = {"XLOOKUP"}
 
 def functions() -> dict[str, Sheet]:
     """`EDGE_CALLS`, one row per call and one column per edge input."""
-    from deskmcp.sheets.recalc import excel_prefixes
+    from deskmcp.sheets.formulas.dependencies import excel_prefixes
 
     inputs: Sheet = {"A1": -2.5, "A2": 0, "A3": "abc", "A5": "=1/0"}
     _rows(inputs, "B1", [[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"]])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.sheets.formulas import CellError, Uncomputable, WorkbookCalculator, evaluate, shift_rows
+from deskmcp.sheets.formulas.engine import CellError, Uncomputable, WorkbookCalculator, evaluate, shift_rows
 
 CELLS: dict[tuple[str, int, int], Any] = {
     ("S", 1, 1): 10.0,

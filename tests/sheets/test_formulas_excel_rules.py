@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.sheets.formulas import CellError, DateSerial, Uncomputable, WorkbookCalculator, evaluate
+from deskmcp.sheets.formulas.engine import CellError, DateSerial, Uncomputable, WorkbookCalculator, evaluate
 
 # A: a header, numbers, a blank; B: text "42", TRUE, a formula's ""; C: names; D: unsorted numbers.
 CELLS: dict[tuple[str, int, int], Any] = {

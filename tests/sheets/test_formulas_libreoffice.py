@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.sheets.formula_functions import FUNCTIONS
+from deskmcp.sheets.formulas.functions import FUNCTIONS
 from tests.sheets import formula_workbooks as fw
 
 # Cells deskmcp flags as uncomputed: one where Excel and LibreOffice disagree. (Defined names and

@@ -164,7 +164,7 @@ async def test_read_values_answers_no_volatile_list_for_ordinary_formulas(root: 
     ],
 )
 def test_volatile_calls_are_told_from_names_that_only_contain_them(formula: str, volatile: bool) -> None:
-    from deskmcp.sheets.recalc import calls_volatile
+    from deskmcp.sheets.formulas.dependencies import calls_volatile
 
     assert calls_volatile(formula.encode()) is volatile
 

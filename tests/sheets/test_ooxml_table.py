@@ -13,7 +13,7 @@ import pytest
 
 from deskmcp.core.errors import ParseError
 from deskmcp.sheets import ooxml
-from deskmcp.sheets.formulas import CellError
+from deskmcp.sheets.formulas.engine import CellError
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

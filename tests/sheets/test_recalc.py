@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from deskmcp.sheets.recalc import Area, Dependents, InputReader, inputs
+from deskmcp.sheets.formulas.dependencies import Area, Dependents, InputReader, inputs
 
 NAMES = {"RATE2024": "Rates!$B$2", "TAX": "Rates!$C$1:$C$9", "LOOP": "LOOP"}
 

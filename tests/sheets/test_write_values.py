@@ -88,7 +88,7 @@ def invoice(path: Path) -> Path:
 
 
 def _error(code: str) -> Any:
-    from deskmcp.sheets.formulas import CellError
+    from deskmcp.sheets.formulas.engine import CellError
 
     return CellError(code)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from typing import IO, Any
 
 from deskmcp.sheets.a1 import column_index
-from deskmcp.sheets.formula_values import CellError
+from deskmcp.sheets.formulas.values import CellError
 
 CELL = re.compile(rb"<c\b([^>]*?)(?:/>|>(.*?)</c>)", re.S)
 ATTR = re.compile(rb'([\w:]+)="([^"]*)"')

@@ -35,7 +35,6 @@ from typing import Any, BinaryIO
 
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_index
-from deskmcp.sheets.budget import CellBudget
 from deskmcp.sheets.cellxml import (
     ATTR,
     CELL,
@@ -48,10 +47,11 @@ from deskmcp.sheets.cellxml import (
     unescape,
     xml_text,
 )
-from deskmcp.sheets.formula_values import DATE_SHIFT, CellError, DateSerial, Uncomputable, moment_serial
-from deskmcp.sheets.formulas import WorkbookCalculator
+from deskmcp.sheets.formulas.budget import CellBudget
+from deskmcp.sheets.formulas.dependencies import Dependents, InputReader, Key, anchor_refs
+from deskmcp.sheets.formulas.engine import WorkbookCalculator
+from deskmcp.sheets.formulas.values import DATE_SHIFT, CellError, DateSerial, Uncomputable, moment_serial
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, UNCOMPUTED_PROPERTY, PackageMap, read_part, too_big
-from deskmcp.sheets.recalc import Dependents, InputReader, Key, anchor_refs
 from deskmcp.sheets.sheetdata import Styles, read_shared_strings
 
 ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)

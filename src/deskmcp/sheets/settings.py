@@ -10,7 +10,7 @@ from pydantic_settings import NoDecode
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
 from deskmcp.google.auth import GoogleSettings
-from deskmcp.sheets.budget import DEFAULT_CELLS
+from deskmcp.sheets.formulas.budget import DEFAULT_CELLS
 
 
 def _path_list(value: object) -> object:

@@ -20,7 +20,7 @@ from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 from deskmcp.sheets.a1 import column_index, column_letters
 from deskmcp.sheets.cellxml import from_xstring
-from deskmcp.sheets.formulas import CellError
+from deskmcp.sheets.formulas.engine import CellError
 
 CHUNK = 1 << 20
 
@@ -178,7 +178,7 @@ def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
     compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
     empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too."""
     from deskmcp.sheets.cellxml import plain
-    from deskmcp.sheets.recalc import calls_volatile
+    from deskmcp.sheets.formulas.dependencies import calls_volatile
 
     scan = FormulaScan(set(), set())
     volatile_ids: set[bytes] = set()
@@ -219,7 +219,7 @@ def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
 
 def _scan_elements(zf: zipfile.ZipFile, part: str) -> FormulaScan:
     """`scan_formulas` of a part in another form (prefixed tags, cells without `r`)."""
-    from deskmcp.sheets.recalc import calls_volatile
+    from deskmcp.sheets.formulas.dependencies import calls_volatile
 
     scan = FormulaScan(set(), set())
     volatile_ids: set[str] = set()

@@ -16,7 +16,6 @@ from deskmcp.core.errors import BadRequest, Conflict, ParseError
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
-from deskmcp.sheets.budget import CellBudget
 from deskmcp.sheets.cellxml import (
     SURROGATE,
     UNSTORABLE,
@@ -27,10 +26,11 @@ from deskmcp.sheets.cellxml import (
     unreadable,
     xstring,
 )
-from deskmcp.sheets.formulas import Uncomputable, WorkbookCalculator, workbook_names
+from deskmcp.sheets.formulas.budget import CellBudget
+from deskmcp.sheets.formulas.dependencies import Key, calls_volatile, depends_on, excel_prefixes
+from deskmcp.sheets.formulas.engine import Uncomputable, WorkbookCalculator, workbook_names
 from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
-from deskmcp.sheets.recalc import Key, calls_volatile, depends_on, excel_prefixes
 from deskmcp.sheets.sheetdata import Styles, window
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import re
 from typing import Any
 
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, parse_cells
-from deskmcp.sheets.formula_values import moment_serial
-from deskmcp.sheets.formulas import CellError, Uncomputable
+from deskmcp.sheets.formulas.engine import CellError, Uncomputable
+from deskmcp.sheets.formulas.values import moment_serial
 from deskmcp.sheets.models import Render
 
 EPOCH = dt.datetime(1899, 12, 30)

@@ -24,7 +24,7 @@ from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, writability
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
-from deskmcp.sheets.formulas import shift_rows
+from deskmcp.sheets.formulas.engine import shift_rows
 from deskmcp.sheets.models import (
     Grid,
     InputMode,

@@ -24,7 +24,8 @@ from deskmcp.sheets.backends.cell_values import as_json, blank, trim, value_at, 
 from deskmcp.sheets.backends.csv_files import csv_rows, csv_value
 from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
 from deskmcp.sheets.cellxml import errors_in
-from deskmcp.sheets.formulas import CellError
+from deskmcp.sheets.formulas.dependencies import depends_on, without_prefixes
+from deskmcp.sheets.formulas.engine import CellError
 from deskmcp.sheets.models import Grid, Render
 from deskmcp.sheets.ooxml import (
     UNCOMPUTED_PROPERTY,
@@ -35,7 +36,6 @@ from deskmcp.sheets.ooxml import (
     package_names,
     verify_parts,
 )
-from deskmcp.sheets.recalc import depends_on, without_prefixes
 from deskmcp.sheets.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
 
 log = logging.getLogger("deskmcp.sheets")

@@ -27,9 +27,9 @@ from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import stat_key
-from deskmcp.sheets.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.cellxml import string_count
-from deskmcp.sheets.formula_values import DATE_SHIFT, DateSerial
+from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
+from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
 from deskmcp.sheets.ooxml import (
     MAX_CELLS_PART_BYTES,

@@ -13,7 +13,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from deskmcp.sheets.formula_values import Uncomputable, number_text, parse_number, significant, to_date
+from deskmcp.sheets.formulas.values import Uncomputable, number_text, parse_number, significant, to_date
 
 _DATE_TOKEN = re.compile(
     r'"[^"]*"|\\.|yyyy|yy|mmmmm|mmmm|mmm|mm|m|dddd|ddd|dd|d|hh|h|ss|s|am/pm|a/p|[^ymdhs"\\]',

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deskmcp.sheets.formula_values import Uncomputable
+from deskmcp.sheets.formulas.values import Uncomputable
 
 DEFAULT_CELLS = 2_000_000
 """Cell reads one call may make computing formulas (4 to 8 s of work measured on a shared 2-core machine)."""

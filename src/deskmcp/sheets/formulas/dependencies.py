@@ -21,8 +21,8 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from deskmcp.sheets.a1 import MAX_ROWS, column_index
-from deskmcp.sheets.formula_values import Uncomputable
-from deskmcp.sheets.formulas import _TOKEN, Names, tokenize
+from deskmcp.sheets.formulas.engine import _TOKEN, Names, tokenize
+from deskmcp.sheets.formulas.values import Uncomputable
 
 Key = tuple[str, int, int]
 """(sheet, row, column) of a cell."""

@@ -2,8 +2,8 @@
 
 A formula is parsed once into a small tree and evaluated against the workbook through callbacks:
 arithmetic, comparison, `&`, `%`, references (other sheets, whole columns, defined names) and the
-functions of `formula_functions.FUNCTIONS`, with Excel's rules for blanks, text and booleans
-(`formula_values`). Anything else raises `Uncomputable`, and the caller says so instead of
+functions of `functions.FUNCTIONS`, with Excel's rules for blanks, text and booleans
+(`values`). Anything else raises `Uncomputable`, and the caller says so instead of
 guessing: a value this module returns is the one Excel or LibreOffice would compute.
 """
 
@@ -18,8 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from deskmcp.sheets.a1 import column_index
-from deskmcp.sheets.formula_functions import FUNCTIONS, Context
-from deskmcp.sheets.formula_values import (
+from deskmcp.sheets.formulas.functions import FUNCTIONS, Context
+from deskmcp.sheets.formulas.values import (
     DIV0,
     MISSING,
     NA,

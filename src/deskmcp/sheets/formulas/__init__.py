@@ -1,0 +1,3 @@
+"""The formula engine: values and Excel's rules for them (`values`), text formatting (`formatting`),
+the functions (`functions/`), parsing and evaluation (`engine`), the dependency index between cells
+(`dependencies`) and the work one call may spend (`budget`). It knows no file format."""

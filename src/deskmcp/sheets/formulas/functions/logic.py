@@ -1,0 +1,182 @@
+"""Logic and information functions (IF, IFERROR, AND, ISBLANK...), with Excel's rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from deskmcp.sheets.formulas.functions.registry import (
+    Raised,
+    cells,
+    register,
+    same_kind,
+    value_of,
+)
+from deskmcp.sheets.formulas.values import (
+    MISSING,
+    NA,
+    VALUE,
+    Area,
+    CellError,
+    Uncomputable,
+    compare,
+    is_number,
+    scalar,
+    truth,
+)
+
+# -- logic --------------------------------------------------------------------------------------
+
+
+@register("IF", lazy=True)
+def _if(condition: Callable[[], Any], then: Callable[[], Any] | None = None, otherwise: Any = None) -> Any:
+    t = truth(condition())
+    if isinstance(t, CellError):
+        return t
+    branch = then if t else otherwise
+    if branch is None:
+        return t  # IF(cond) without a branch gives TRUE or FALSE
+    value = branch()
+    return 0.0 if value is MISSING else value
+
+
+@register("IFS", lazy=True)
+def _ifs(*args: Callable[[], Any]) -> Any:
+    if len(args) % 2:
+        raise Uncomputable("IFS takes (condition, value) pairs")
+    for i in range(0, len(args), 2):
+        t = truth(args[i]())
+        if isinstance(t, CellError):
+            return t
+        if t:
+            return args[i + 1]()
+    return NA
+
+
+@register("SWITCH", lazy=True)
+def _switch(expression: Callable[[], Any], *args: Callable[[], Any]) -> Any:
+    subject = value_of(expression())
+    if subject is None:
+        raise Uncomputable("SWITCH of a blank cell: Excel and LibreOffice compare it differently")
+    for i in range(0, len(args) - 1, 2):
+        case = value_of(args[i]())
+        if compare("=", subject, case) is True and _same_kind_or_blank(subject, case):
+            return args[i + 1]()
+    return args[-1]() if len(args) % 2 else NA
+
+
+def _same_kind_or_blank(a: Any, b: Any) -> bool:
+    return a is None or b is None or same_kind(a, b)
+
+
+@register("IFERROR", lazy=True)
+def _iferror(value: Callable[[], Any], fallback: Callable[[], Any]) -> Any:
+    v = value()
+    return fallback() if isinstance(_peek(v), CellError) else v
+
+
+@register("IFNA", lazy=True)
+def _ifna(value: Callable[[], Any], fallback: Callable[[], Any]) -> Any:
+    v = value()
+    return fallback() if _peek(v) == NA else v
+
+
+def _peek(v: Any) -> Any:
+    if isinstance(v, Area):
+        return v.rows[0][0] if v.height == 1 and v.width == 1 else None
+    return v
+
+
+def _logicals(args: tuple[Any, ...]) -> list[bool]:
+    out: list[bool] = []
+    for v, in_area in cells(args):
+        if isinstance(v, CellError):
+            raise Raised(v)
+        if in_area and (v is None or isinstance(v, str)):
+            continue
+        t = truth(v)
+        if isinstance(t, CellError):
+            raise Raised(t)
+        out.append(t)
+    if not out:
+        raise Raised(VALUE)
+    return out
+
+
+@register("AND")
+def _and(*args: Any) -> Any:
+    return all(_logicals(args))
+
+
+@register("OR")
+def _or(*args: Any) -> Any:
+    return any(_logicals(args))
+
+
+@register("XOR")
+def _xor(*args: Any) -> Any:
+    return sum(_logicals(args)) % 2 == 1
+
+
+@register("NOT")
+def _not(value: Any) -> Any:
+    t = truth(value)
+    return t if isinstance(t, CellError) else not t
+
+
+@register("TRUE")
+def _true() -> Any:
+    return True
+
+
+@register("FALSE")
+def _false() -> Any:
+    return False
+
+
+# -- information ----------------------------------------------------------------------------------
+
+
+def _first(arg: Any) -> Any:
+    return arg.rows[0][0] if isinstance(arg, Area) and arg.height == 1 and arg.width == 1 else scalar(arg)
+
+
+@register("ISBLANK")
+def _isblank(value: Any) -> Any:
+    return _first(value) is None
+
+
+@register("ISNUMBER")
+def _isnumber(value: Any) -> Any:
+    return is_number(_first(value))
+
+
+@register("ISTEXT")
+def _istext(value: Any) -> Any:
+    return isinstance(_first(value), str)
+
+
+@register("ISLOGICAL")
+def _islogical(value: Any) -> Any:
+    return isinstance(_first(value), bool)
+
+
+@register("ISERROR")
+def _iserror(value: Any) -> Any:
+    return isinstance(_first(value), CellError)
+
+
+@register("ISERR")
+def _iserr(value: Any) -> Any:
+    v = _first(value)
+    return isinstance(v, CellError) and v != NA
+
+
+@register("ISNA")
+def _isna(value: Any) -> Any:
+    return _first(value) == NA
+
+
+@register("NA")
+def _na() -> Any:
+    return NA
