@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 CHARS_PER_TOKEN = 4
-TOKEN_BUDGET = 8_000
+TOKEN_BUDGET = 7_000
 """What `serve all` with the default toolsets may cost, in estimated tokens."""
 
 

@@ -22,9 +22,7 @@ SNIPPET_CLOSE = "⟧"
 never confuses a match with the author's **emphasis**."""
 
 
-QUERY_WORDS = (
-    'Words: any may match, hits holding all rank higher; "a phrase" matches as written; +word required; -word excluded'
-)
+QUERY_WORDS = 'Any word may match, all-word hits first; "a phrase" as written; +word required; -word excluded'
 """How the search tools of every indexed server describe their query argument (see `index_terms`)."""
 
 

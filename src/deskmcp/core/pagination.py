@@ -5,10 +5,16 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from typing import Annotated
 
 import orjson
+from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
+
+CursorArg = Annotated[str | None, Field()]
+"""The `cursor` argument of every paged tool: the answer's next_cursor, which every paged tool's
+answer carries (no description: the name says it, and forty tools would repeat one)."""
 
 
 def query_key(*parts: object) -> str:

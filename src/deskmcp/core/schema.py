@@ -48,7 +48,10 @@ def compact_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
+        if key == "$defs" and isinstance(value, dict):
+            # a model's docstring: the argument that uses it carries the description the model reads
+            out[key] = {name: _without_description(compact_schema(sub)) for name, sub in value.items()}
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: compact_schema(sub) for name, sub in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):
             out[key] = [compact_schema(sub) for sub in value]
@@ -59,6 +62,10 @@ def compact_schema(schema: Any) -> Any:
         else:
             out[key] = value
     return _fold_nullable(out)
+
+
+def _without_description(schema: Any) -> Any:
+    return {k: v for k, v in schema.items() if k != "description"} if isinstance(schema, dict) else schema
 
 
 def _fold_nullable(schema: dict[str, Any]) -> dict[str, Any]:

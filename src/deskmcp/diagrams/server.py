@@ -9,6 +9,7 @@ import orjson
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import DeskServer, writes
 from deskmcp.diagrams.models import FileContent, FileList, MermaidCheck, SourceKind
 from deskmcp.diagrams.service import MAX_LIST_LIMIT, DiagramsService
@@ -68,7 +69,7 @@ def register(server: DeskServer, service: DiagramsService) -> None:
         ref: RefArg = None,
         include_ignored: Annotated[bool, Field(description="Also list .gitignore'd files (local)")] = False,
         limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT, description="Page size")] = 500,
-        cursor: Annotated[str | None, Field(description="next_cursor from the previous page")] = None,
+        cursor: CursorArg = None,
     ) -> FileList:
         """Files of a project sorted by path, with sizes, total and next_cursor. Read one with read_file."""
         return service.list_files(

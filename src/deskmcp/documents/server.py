@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from deskmcp.core.index import QUERY_WORDS
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -37,15 +38,11 @@ Markdown note. Errors are JSON objects with an `error` code and a `message` sayi
 
 DocPath = Annotated[
     str,
-    Field(
-        description="File path relative to the documents folder, or 'root:path' for an extra root "
-        "(paths come from list_documents, search_documents or list_roots)"
-    ),
+    Field(description="Path in the documents folder, or 'root:path' (see list_documents, list_roots)"),
 ]
-Tags = Annotated[list[str] | None, Field(description="Tags, e.g. ['finance', 'q3']; '#' and case are ignored")]
+Tags = Annotated[list[str] | None, Field(description="e.g. ['finance', 'q3']; '#' and case ignored")]
 KindArg = Annotated[Kind | None, Field(description="Only this format: markdown, text, html, pdf or docx")]
-Limit = Annotated[int, Field(ge=1, le=200, description="Page size, 1 to 200")]
-Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
+Limit = Annotated[int, Field(ge=1, le=200, description="Page size")]
 
 Settings = DocumentsSettings
 
@@ -89,13 +86,9 @@ def register(server: DeskServer, service: DocumentService) -> None:
 
     @server.tool("index_document", annotations=writes(destructive=False, idempotent=True))
     def index_document(path: DocPath, tags: Tags = None) -> IndexDocumentOutput:
-        """Extract a file's text and add it to the search index, or re-index it in place if it changed.
-
-        `tags` replaces the document's tags (tags in Markdown frontmatter are always kept);
-        omit it to keep the current ones. Returns the indexed document and whether it was
-        added, updated or unchanged. A file that cannot be parsed is a parse_error and the
-        index keeps whatever it held before.
-        """
+        """Index a file's text (again if it changed): added, updated or unchanged. `tags` replaces its
+        tags (frontmatter tags stay); omit to keep them. An unreadable file is a parse_error, the
+        index unchanged."""
         return service.index_document(path, tags)
 
     @server.tool("index_folder", annotations=writes(destructive=False, idempotent=True), toolset="more")
@@ -121,37 +114,28 @@ def register(server: DeskServer, service: DocumentService) -> None:
         tags: Tags = None,
         folder: Annotated[str, Field(description="Folder for the note, relative to the documents folder")] = "",
     ) -> NoteCreated:
-        """Write a new Markdown note with YAML frontmatter (title, tags, created) and index it.
-
-        The file name is slugged from the title; an existing file is never overwritten: a
-        second note with the same title gets a numbered name (renamed=true).
-        """
+        """Write and index a Markdown note with frontmatter (title, tags, created), named from the title;
+        never over a file: a repeated title gets a numbered name (renamed=true)."""
         return service.create_note(title, content, tags, folder)
 
     @server.tool("search_documents", annotations=READ_ONLY)
     def search_documents(
         query: Annotated[str | None, Field(description=QUERY_WORDS + ". Omit to filter only.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only documents carrying every one of these tags")] = None,
-        filename: Annotated[
-            str | None, Field(description="Part of the file name, or a glob such as '*.pdf' (case-insensitive)")
-        ] = None,
+        filename: Annotated[str | None, Field(description="Part of the file name, or a glob like '*.pdf'")] = None,
         kind: KindArg = None,
         limit: Limit = 20,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> SearchOutput:
-        """Full-text search over indexed documents' titles, tags, paths and text, best match first
-        (newest first when there is no query). Documents holding any word match, those holding
-        every word ranked higher. Each hit has a bm25 score and a snippet with the matching words
-        marked ⟦like this⟧. `unmatched_terms` names the words no document holds: an empty answer
-        with every word there means none has any of them. Only indexed files are searched (see
-        index_document); a folder never indexed is indexed first, `partial` while that runs."""
+        """Search indexed documents' titles, tags, paths and text, best bm25 first (newest first with
+        no query); snippets mark matches ⟦like this⟧. `unmatched_terms`: query words no document
+        holds. A folder never indexed is indexed first (`partial` meanwhile)."""
         return service.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
 
     @server.tool("extract_metadata", annotations=READ_ONLY)
     def extract_metadata(path: DocPath) -> DocumentMetadata:
-        """A file's metadata: size, times, format and MIME type, title, word count, pages (PDF,
-        DOCX), Markdown frontmatter, author/subject properties, and its tags if indexed. The
-        file need not be indexed."""
+        """A file's metadata (indexed or not): size, times, format, MIME type, title, words, pages,
+        frontmatter, author and subject, tags if indexed."""
         return service.extract_metadata(path)
 
     @server.tool("get_document", annotations=READ_ONLY, toolset="more")
@@ -170,7 +154,7 @@ def register(server: DeskServer, service: DocumentService) -> None:
         kind: KindArg = None,
         root: Annotated[str | None, Field(description="Only this root (a name from list_roots)")] = None,
         limit: Limit = 50,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> ListDocumentsOutput:
         """Indexed documents, most recently modified first, with their titles, tags and sizes (a folder
         never indexed is indexed first, `partial` while that runs)."""

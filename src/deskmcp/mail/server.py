@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import (
     NOT_ASKED,
     READ_ONLY,
@@ -128,7 +129,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     def list_emails(
         query: Annotated[str, Field(max_length=2000, description="Gmail search syntax; '' for all")] = "is:unread",
         max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Page size (1-100)")] = 10,
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        cursor: CursorArg = None,
         account: Account = None,
     ) -> EmailList:
         """Messages matching a Gmail-style query, newest first, with ids for the other tools."""
@@ -319,7 +320,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     @server.tool("list_drafts", annotations=READ_ONLY, toolset="drafts")
     def list_drafts(
         max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS)] = 20,
-        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        cursor: CursorArg = None,
         account: Account = None,
     ) -> DraftList:
         """Saved drafts, newest first."""

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from deskmcp.core.errors import DeskError, NotFound
 from deskmcp.core.index import QUERY_WORDS
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer
 from deskmcp.meetings.models import (
     CacheStatus,
@@ -39,27 +40,24 @@ date is a day in the user's time zone. Errors are JSON objects with an `error` c
 Query = Annotated[
     str | None,
     Field(
-        description="Words that must all be in title, notes, attendees, folder or transcript (stop words aside);"
+        description="Words all in title, notes, attendees, folder or transcript (stop words aside);"
         ' "a phrase" as written; -word excluded'
     ),
 ]
-FromTs = Annotated[str | None, Field(description="Start on or after this ISO 8601 date/datetime")]
-ToTs = Annotated[str | None, Field(description="Start before this ISO 8601 datetime, or on/before this date")]
+FromTs = Annotated[str | None, Field(description="Start at or after this ISO 8601 date/time")]
+ToTs = Annotated[str | None, Field(description="Start before this ISO 8601 time, or on/before this date")]
 Days = Annotated[
     int | None,
-    Field(ge=1, le=3660, description="Only the last N days, today included, in the user's time zone"),
+    Field(ge=1, le=3660, description="The last N days, today included (user's time zone)"),
 ]
 People = Annotated[
     list[str] | None,
-    Field(
-        description="Match any of these names or emails: case-insensitive words, the last a prefix ('ali' finds Alice)"
-    ),
+    Field(description="Names or emails, any may match ('ali' finds Alice)"),
 ]
-PlatformArg = Annotated[Literal["zoom", "meet", "teams", "other"] | None, Field(description="Conference platform")]
-FolderArg = Annotated[str | None, Field(description="Folder id or name (see granola.folders.list)")]
-Limit = Annotated[int, Field(ge=1, le=500, description="Page size, 1 to 500")]
-Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
-MeetingId = Annotated[str, Field(description="Meeting id from granola.meetings.list or .search")]
+PlatformArg = Annotated[Literal["zoom", "meet", "teams", "other"] | None, Field()]
+FolderArg = Annotated[str | None, Field(description="Folder id or name")]
+Limit = Annotated[int, Field(ge=1, le=500, description="Page size")]
+MeetingId = Annotated[str, Field(description="From granola.meetings.list or .search")]
 
 
 Settings = MeetingsSettings
@@ -104,13 +102,10 @@ def register(server: DeskServer, service: MeetingService) -> None:
         platform: PlatformArg = None,
         folder: FolderArg = None,
         limit: Limit = 50,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> ListMeetingsOutput:
-        """List meetings, newest first, with optional filters that all must hold.
-
-        Returns summaries (id, title, start_ts, platform, participants, folders), the total
-        matching, and next_cursor for the next page. Use an id with granola.meetings.get.
-        """
+        """Meetings newest first, filtered (all filters must hold): summaries with ids for
+        granola.meetings.get, the total matching and next_cursor."""
         f = service.filters(
             from_ts=from_ts,
             to_ts=to_ts,
@@ -131,15 +126,11 @@ def register(server: DeskServer, service: MeetingService) -> None:
         platform: PlatformArg = None,
         folder: FolderArg = None,
         limit: Limit = 20,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> SearchMeetingsOutput:
-        """Full-text search over titles, notes, attendees, folders and transcripts, best match first.
-
-        Meetings holding any word match, those holding every word ranked higher. Each hit has a bm25
-        score and a snippet with the matching words marked ⟦like this⟧. `unmatched_terms` names the
-        words no meeting holds: an empty answer with every word there means none has any of them.
-        Filters narrow the hits the same way as granola.meetings.list.
-        """
+        """Search titles, notes, attendees, folders and transcripts, best bm25 first; snippets mark
+        matches ⟦like this⟧. `unmatched_terms`: query words no meeting holds. Filters as in
+        granola.meetings.list."""
         f = service.filters(
             from_ts=from_ts,
             to_ts=to_ts,
@@ -155,8 +146,8 @@ def register(server: DeskServer, service: MeetingService) -> None:
         id: MeetingId,
         include_notes: Annotated[bool, Field(description="Include the notes Markdown")] = True,
     ) -> Meeting:
-        """One meeting in full: times, duration, platform, participants with emails, folders,
-        links and notes as Markdown. The transcript is separate: granola.meetings.transcript."""
+        """One meeting: times, platform, participants with emails, folders, links and notes as
+        Markdown (the transcript: granola.meetings.transcript)."""
         return service.get(id, include_notes=include_notes)
 
     @server.tool("granola.meetings.transcript", annotations=READ_ONLY, toolset="more")
@@ -184,7 +175,7 @@ def register(server: DeskServer, service: MeetingService) -> None:
         id: MeetingId,
         sections: Annotated[
             list[Section] | None,
-            Field(description="Any of header, attendees, notes, links, transcript (default: all but transcript)"),
+            Field(description="Default: all but transcript"),
         ] = None,
         max_chars: Annotated[int | None, Field(ge=100, description="Cap on the Markdown length")] = None,
     ) -> ExportMarkdownOutput:
@@ -205,8 +196,8 @@ def register(server: DeskServer, service: MeetingService) -> None:
         folder: FolderArg = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Most buckets for participant/platform/folder")] = 50,
     ) -> StatsOutput:
-        """Count meetings (and their total minutes) per bucket. Days and weeks are in the user's
-        time zone, oldest first; other groupings are largest first."""
+        """Meetings and their minutes per bucket: days and weeks (user's time zone) oldest first,
+        others largest first."""
         f = service.filters(
             from_ts=from_ts,
             to_ts=to_ts,
@@ -233,8 +224,8 @@ def register(server: DeskServer, service: MeetingService) -> None:
 
     @server.tool("granola.cache.status", annotations=READ_ONLY)
     def cache_status() -> CacheStatus:
-        """Which Granola cache file is in use (or where it was looked for), its format, size,
-        age, counts, and the search index's state. Call this first when other tools fail."""
+        """The Granola cache in use (or where it was looked for): format, size, age, counts, index
+        state. Call this first when other tools fail."""
         return service.status()
 
     # -- resources --------------------------------------------------------------------------

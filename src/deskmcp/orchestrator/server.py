@@ -80,7 +80,7 @@ def register(server: DeskServer, service: TriageService) -> None:
     async def triage_list(
         stage: Annotated[
             Literal["decision", "approval"],
-            Field(description="'decision': mail awaiting a decision; 'approval': drafts awaiting approval"),
+            Field(description="Mail to decide on, or drafts to approve"),
         ] = "decision",
         limit: Annotated[int, Field(ge=1, le=100, description="Most items returned")] = 20,
     ) -> PendingList:
@@ -136,8 +136,7 @@ def register(server: DeskServer, service: TriageService) -> None:
     async def triage_run(
         dry_run: Annotated[bool, Field(description="Only report what would happen")] = False,
     ) -> PassSummary:
-        """Run one pass: send approved drafts, fetch new mail into Needs_Action, apply the configured decider.
-        Returns counts and one line per event."""
+        """One pass: send approved drafts, fetch new mail into Needs_Action, apply the decider; counts and events."""
         return await service.run_pass(dry_run=dry_run)
 
     @server.tool("triage_status", annotations=READ_ONLY, toolset="triage")

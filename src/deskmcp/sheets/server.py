@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.sheets.models import (
@@ -43,7 +44,6 @@ Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
 Sheet = Annotated[str, Field(description="Sheet title (get_spreadsheet)")]
 Rows = Annotated[list[list[Any]], Field(description="Rows of values; null keeps a cell")]
 Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW keeps text")]
-Cursor = Annotated[str | None, Field(description="next_cursor of the previous page")]
 
 
 class Edit(BaseModel):
@@ -88,7 +88,7 @@ def register(server: DeskServer, service: SheetsService) -> None:
     def list_spreadsheets(
         query: Annotated[str | None, Field(description="Text the name contains")] = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 50,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> SpreadsheetList:
         """Spreadsheets with their ids."""
         return service.list_spreadsheets(query, limit, cursor)
@@ -105,7 +105,7 @@ def register(server: DeskServer, service: SheetsService) -> None:
         render: Annotated[Render, Field(description="shown, raw (unformatted) or formula")] = "shown",
         header: Annotated[bool, Field(description="First row as keys: rows come back as objects")] = False,
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> ValuesResult:
         """Values of A1 ranges, trailing blanks trimmed; next_cursor pages one range. `uncomputed`: formulas
         with no value; `volatile`: cells on TODAY, NOW, RAND... (or on those), valued as last saved."""
@@ -120,7 +120,7 @@ def register(server: DeskServer, service: SheetsService) -> None:
         match_case: bool = False,
         whole_cell: bool = False,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> FindResult:
         """Cells whose shown value contains the text (or matches the regex), with A1 addresses."""
         return service.find(

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from deskmcp.core.index import QUERY_WORDS
+from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus
@@ -28,18 +29,17 @@ The email triage folders (Needs_Action, Drafts, Approved, Done, Logs by default)
 only the person approves a reply, by moving it to Approved/ themselves or by asking for triage_approve.
 Errors are JSON objects with an `error` code and a `message` saying how to recover."""
 
-NotePath = Annotated[str, Field(description="Vault-relative note path, e.g. 'Projects/Alpha.md' ('.md' optional)")]
+NotePath = Annotated[str, Field(description="Vault-relative path, e.g. 'Projects/Alpha.md'")]
 ExpectedHash = Annotated[
     str | None,
-    Field(description="content_hash from read_note; the write is refused (conflict) if the note changed since"),
+    Field(description="content_hash from read_note: a conflict if the note changed since"),
 ]
 FilterArg = Annotated[
     str | None,
-    Field(description="Frontmatter filter 'field:value' (e.g. 'status:pending'); 'field:' means the field is set"),
+    Field(description="Frontmatter 'field:value' (e.g. 'status:pending'); 'field:': the field is set"),
 ]
-TagArg = Annotated[str | None, Field(description="Only notes with this tag (nested tags included), see list_note_tags")]
+TagArg = Annotated[str | None, Field(description="Only notes with this tag (nested tags too)")]
 FolderArg = Annotated[str | None, Field(description="Only notes under this vault folder")]
-Cursor = Annotated[str | None, Field(description="next_cursor from the previous page")]
 
 Settings = VaultSettings
 T = TypeVar("T")
@@ -98,15 +98,10 @@ def register(server: DeskServer, service: VaultService) -> None:
     @server.tool("read_note", annotations=READ_ONLY)
     def read_note(
         path: NotePath,
-        strict: Annotated[
-            bool, Field(description="Fail with parse_error on corrupt frontmatter instead of returning the body")
-        ] = False,
+        strict: Annotated[bool, Field(description="Corrupt frontmatter is a parse_error")] = False,
     ) -> NoteContent:
-        """Read one note: its frontmatter (as JSON; dates as ISO strings), body and content_hash.
-
-        If the frontmatter is not valid YAML, the body is still returned with frontmatter_error
-        saying what is wrong and on which line (strict=true makes that a parse_error instead).
-        """
+        """A note's frontmatter (JSON, dates as ISO strings), body and content_hash. Invalid YAML
+        frontmatter: the body still comes, with frontmatter_error saying what and where."""
         return service.read_note(path, strict=strict)
 
     @server.tool("list_notes", annotations=READ_ONLY)
@@ -117,12 +112,9 @@ def register(server: DeskServer, service: VaultService) -> None:
         tag: TagArg = None,
         recursive: Annotated[bool, Field(description="Include notes in sub-folders")] = True,
         limit: Annotated[int, Field(ge=1, le=1000, description="Page size")] = 100,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> NoteList:
-        """List notes by path (alphabetical) with title, tags and modification time.
-
-        Returns the total matching and next_cursor for the next page. Read one with read_note.
-        """
+        """Notes by path with title, tags and modification time, the total matching and next_cursor."""
         return await indexed(
             ctx,
             partial(service.list_notes, directory, filter, tag=tag, recursive=recursive, limit=limit, cursor=cursor),
@@ -136,14 +128,11 @@ def register(server: DeskServer, service: VaultService) -> None:
         tag: TagArg = None,
         filter: FilterArg = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Page size")] = 20,
-        cursor: Cursor = None,
+        cursor: CursorArg = None,
     ) -> NoteList:
-        """Full-text search over titles, paths, headings, tags, frontmatter values and bodies.
-
-        Notes holding any word match, best bm25 first, those holding every word ranked higher; each
-        hit has a snippet with the matching words marked ⟦like this⟧. `unmatched_terms` names the
-        words no note holds: an empty answer with every word there means no note has any of them.
-        While the vault is first being indexed, `indexing` says how far and results cover the notes done.
+        """Search titles, paths, headings, tags, frontmatter values and bodies, best bm25 first;
+        snippets mark matches ⟦like this⟧. `unmatched_terms`: query words no note holds. During the
+        first index, `indexing` says how far (results cover the notes done).
         """
         return await indexed(
             ctx, partial(service.search_notes, query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
@@ -193,19 +182,13 @@ def register(server: DeskServer, service: VaultService) -> None:
         body: Annotated[str, Field(description="Markdown body (everything after the frontmatter)")],
         frontmatter: Annotated[
             dict[str, Any] | None,
-            Field(description="Frontmatter values; {} removes the block; omit to keep the note's current one"),
+            Field(description="{} removes the block; omit to keep the current one"),
         ] = None,
         expected_hash: ExpectedHash = None,
-        overwrite: Annotated[
-            bool, Field(description="Replace an existing note without expected_hash (its content is lost)")
-        ] = False,
+        overwrite: Annotated[bool, Field(description="Replace an existing note without expected_hash")] = False,
     ) -> NoteContent:
-        """Create a note, or replace one you have read (pass its content_hash as expected_hash).
-
-        Folders are created as needed; protected folders (see vault_status) are refused. Frontmatter
-        keys whose value did not change keep their original lines exactly; only changed keys are
-        rewritten. Returns the note as written.
-        """
+        """Create a note, or replace one you read (its content_hash as expected_hash); folders are
+        created, protected ones (vault_status) refused; unchanged frontmatter lines are kept as they were."""
         return service.write_note(path, body, frontmatter, expected_hash=expected_hash, overwrite=overwrite)
 
     @server.tool("append_note", annotations=writes(destructive=False, idempotent=False), toolset="edit")
@@ -237,7 +220,6 @@ def register(server: DeskServer, service: VaultService) -> None:
             bool, Field(description="Also rewrite [[wikilinks]] and Markdown links to it in other notes")
         ] = False,
     ) -> MoveResult:
-        """Move or rename a note. Never overwrites: an existing destination is a conflict; protected
-        folders (see vault_status) are refused as source and destination. With
-        update_links, links to it are rewritten, all or nothing; `updated` lists the notes changed."""
+        """Move or rename a note, never over another (conflict); protected folders (vault_status) refused.
+        update_links rewrites the links to it, all or nothing (`updated` lists those notes)."""
         return service.move_note(source, destination, update_links=update_links)
