@@ -273,3 +273,34 @@ async def test_an_imap_account_and_a_maildir_account_serve_side_by_side(
     assert in_local["error"] == "not_found" and "in mail account 'local'" in in_local["message"]
     assert sent["message_id"]
     assert [m.mail_from for m in smtp_sink.messages] == [mailbox]
+
+
+def test_security_a_password_from_the_os_keyring_is_looked_up_for_its_host_and_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two accounts with the same user on different hosts never share a keyring password: the entry
+    names the host it was stored for."""
+    import sys
+    import types
+
+    from deskmcp.mail.service import secret
+
+    stored = {"smtp:smtp.work.test:bob": "work-secret"}
+    asked: list[str] = []
+
+    def get_password(service: str, name: str) -> str | None:
+        asked.append(f"{service}/{name}")
+        return stored.get(name)
+
+    fake = types.ModuleType("keyring")
+    fake.get_password = get_password  # type: ignore[attr-defined]
+    errors = types.ModuleType("keyring.errors")
+    errors.KeyringError = RuntimeError  # type: ignore[attr-defined]
+    fake.errors = errors  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "keyring", fake)
+    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
+
+    assert secret(None, "smtp", "bob", "SMTP.work.test") == "work-secret"
+    assert secret(None, "smtp", "bob", "smtp.elsewhere.test") is None
+    assert secret(None, "smtp", "bob", None) is None
+    assert asked == ["deskmcp/smtp:smtp.work.test:bob", "deskmcp/smtp:smtp.elsewhere.test:bob"]

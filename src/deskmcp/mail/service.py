@@ -76,12 +76,13 @@ TEXT_TYPES = ("text/", "application/json", "application/xml", "application/csv",
 ATTACHMENT_TEXT_CHARS = 100_000
 
 
-def secret(value: SecretStr | None, kind: str, user: str | None) -> str | None:
-    """A password from the environment, else from the OS keyring (service `deskmcp`, user `kind:user`)
-    when the optional `keyring` package is installed."""
+def secret(value: SecretStr | None, kind: str, user: str | None, host: str | None) -> str | None:
+    """A password from the environment, else from the OS keyring (service `deskmcp`, user
+    `kind:host:user`) when the optional `keyring` package is installed. The entry names the host, so
+    a password is only ever sent to the host it was stored for, whichever account has that user."""
     if value is not None:
         return value.get_secret_value()
-    if not user:
+    if not user or not host:
         return None
     try:
         import keyring  # type: ignore[import-not-found]
@@ -89,7 +90,7 @@ def secret(value: SecretStr | None, kind: str, user: str | None) -> str | None:
     except ImportError:
         return None
     try:
-        return keyring.get_password("deskmcp", f"{kind}:{user}")
+        return keyring.get_password("deskmcp", f"{kind}:{host.lower()}:{user}")
     except keyring.errors.KeyringError as exc:
         log.warning("the OS keyring could not be read: %s", type(exc).__name__)
         return None
@@ -105,7 +106,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.smtp_host,
             port=settings.smtp_port,
             user=settings.smtp_user,
-            password=secret(settings.smtp_password, "smtp", settings.smtp_user),
+            password=secret(settings.smtp_password, "smtp", settings.smtp_user, settings.smtp_host),
             security=settings.smtp_security,
             timeout=settings.timeout,
         )
@@ -138,7 +139,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.imap_host,
             port=settings.imap_port,
             user=settings.imap_user or settings.address,
-            password=secret(settings.imap_password, "imap", settings.imap_user or settings.address),
+            password=secret(settings.imap_password, "imap", settings.imap_user or settings.address, settings.imap_host),
             security=settings.imap_security,
             timeout=settings.timeout,
             sent_copy=settings.imap_sent_copy,
