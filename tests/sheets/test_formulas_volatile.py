@@ -13,9 +13,9 @@ import pytest
 
 from deskmcp.sheets.a1 import parse_a1
 from deskmcp.sheets.backends.local import LocalBackend
-from deskmcp.sheets.ooxml import write_cached_values
 from deskmcp.sheets.server import Settings
 from deskmcp.sheets.service import create_backend
+from deskmcp.sheets.xlsx.parts import write_cached_values
 from tests.helpers.tool_calls import Connect, call
 
 # 05:00 UTC on 27 November 2026 is still the 26th in Pago Pago (UTC-11), already evening in Kiritimati (UTC+14)

@@ -1,4 +1,4 @@
-"""sheets/ooxml.py on its own, on small packages written here: what the package says (sheets, their
+"""sheets/xlsx/parts.py on its own, on small packages written here: what the package says (sheets, their
 parts, sizes, frozen panes, defined names, properties, parts openpyxl drops), the size caps, and the
 cached values written into formula cells, as tables."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from deskmcp.core.errors import ParseError
-from deskmcp.sheets import ooxml
 from deskmcp.sheets.formulas.engine import CellError
+from deskmcp.sheets.xlsx import parts as ooxml
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

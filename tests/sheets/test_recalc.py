@@ -115,7 +115,7 @@ def test_a_formula_reading_any_cell_is_stale_after_every_change_and_chains_follo
 )
 def test_shared_formulas_read_their_anchors_references_moved_as_excel_moves_them(anchor: str) -> None:
     from deskmcp.sheets.a1 import cell_name
-    from deskmcp.sheets.package_edit import _shared_reads, _translate
+    from deskmcp.sheets.xlsx.patch_sheets import _shared_reads, translate
 
     master = ("C3", anchor[1:], 3, 3)
     rows = [3, 4, 9, 500]
@@ -123,16 +123,16 @@ def test_shared_formulas_read_their_anchors_references_moved_as_excel_moves_them
         moved = _shared_reads(master, col, rows, "S")
         assert moved is not None
         for i, row in enumerate(rows):
-            expected = inputs("=" + _translate(master, cell_name(row, col)), "S")
+            expected = inputs("=" + translate(master, cell_name(row, col)), "S")
             assert [Area(s, firsts[i], c0, lasts[i], c1) for s, c0, c1, firsts, lasts in moved] == expected
 
 
 def test_shared_formulas_whose_references_would_leave_the_sheet_are_left_to_the_translator() -> None:
-    from deskmcp.sheets.package_edit import Fallback, _shared_reads, _translate
+    from deskmcp.sheets.xlsx.patch_sheets import Fallback, _shared_reads, translate
 
     master = ("C3", "A2+B3", 3, 3)
     assert _shared_reads(master, 3, [3, 1], "S") is None  # A0 above the first row
     assert _shared_reads(master, 1, [3], "S") is None  # two columns left of A
     assert _shared_reads(("C3", "RATE*A1", 3, 3), 3, [4], "S") is None  # a name: read in full
     with pytest.raises(Fallback):
-        _translate(master, "C1")
+        translate(master, "C1")

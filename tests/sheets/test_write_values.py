@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from deskmcp.sheets.ooxml import write_cached_values
+from deskmcp.sheets.xlsx.parts import write_cached_values
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import Connect, call
 from tests.helpers.workbooks import assert_well_formed

@@ -16,7 +16,11 @@ from deskmcp.core.errors import BadRequest, Conflict, ParseError
 from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
-from deskmcp.sheets.cellxml import (
+from deskmcp.sheets.formulas.budget import CellBudget
+from deskmcp.sheets.formulas.dependencies import Key, calls_volatile, depends_on, excel_prefixes
+from deskmcp.sheets.formulas.engine import Uncomputable, WorkbookCalculator, workbook_names
+from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
+from deskmcp.sheets.xlsx.cellxml import (
     SURROGATE,
     UNSTORABLE,
     formula_results,
@@ -26,12 +30,8 @@ from deskmcp.sheets.cellxml import (
     unreadable,
     xstring,
 )
-from deskmcp.sheets.formulas.budget import CellBudget
-from deskmcp.sheets.formulas.dependencies import Key, calls_volatile, depends_on, excel_prefixes
-from deskmcp.sheets.formulas.engine import Uncomputable, WorkbookCalculator, workbook_names
-from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
-from deskmcp.sheets.ooxml import MAX_CELLS_PART_BYTES, read_part
-from deskmcp.sheets.sheetdata import Styles, window
+from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, read_part
+from deskmcp.sheets.xlsx.sheetdata import Styles, window
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -173,7 +173,7 @@ def refuse_unreadable(
 
 
 class PatchedBook:
-    """The cell operations of `Book` over a package patched in place (`package_edit`)."""
+    """The cell operations of `Book` over a package patched in place (`xlsx/patch.py`)."""
 
     def __init__(self, package: Any, checked: set[str] | None = None) -> None:
         self.package = package

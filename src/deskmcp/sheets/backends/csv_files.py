@@ -12,7 +12,7 @@ from deskmcp.core.errors import IOFailure, ParseError
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.sheets.a1 import cell_name
 from deskmcp.sheets.backends.cell_values import NUMBER, as_json, user_entered
-from deskmcp.sheets.cellxml import from_xstring, xstring
+from deskmcp.sheets.xlsx.cellxml import from_xstring, xstring
 
 if TYPE_CHECKING:
     from openpyxl import Workbook

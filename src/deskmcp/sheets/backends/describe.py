@@ -11,7 +11,7 @@ from deskmcp.core.errors import ParseError
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import writability
 from deskmcp.sheets.models import NamedRange, SheetInfo, SpreadsheetInfo
-from deskmcp.sheets.ooxml import check_sizes, defined_names, sheet_head, sheet_parts
+from deskmcp.sheets.xlsx.parts import check_sizes, defined_names, sheet_head, sheet_parts
 
 
 def describe(reader: SheetReader, spreadsheet_id: str, path: Path, fmt: str) -> SpreadsheetInfo:

@@ -93,7 +93,7 @@ class LocalBackend:
         """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time.
 
         `cells_only`: `change` only writes and clears cells, so an xlsx is patched in place
-        (`package_edit`) when it can be, instead of a whole openpyxl load and save."""
+        (`xlsx/patch.py`) when it can be, instead of a whole openpyxl load and save."""
         with self.files.write_lock:
             path, fmt = self.locate(spreadsheet_id)
             writable, why = writability(path, fmt)

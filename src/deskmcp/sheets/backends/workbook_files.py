@@ -19,7 +19,7 @@ from typing import Any
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.paths import relative_posix, safe_join
 from deskmcp.sheets.models import SpreadsheetRef
-from deskmcp.sheets.ooxml import dropped_content, read_part
+from deskmcp.sheets.xlsx.parts import dropped_content, read_part
 
 FORMATS = {".xlsx": "xlsx", ".xlsm": "xlsm", ".ods": "ods", ".xls": "xls", ".xlsb": "xlsb", ".csv": "csv"}
 WRITABLE = ("xlsx", "csv")

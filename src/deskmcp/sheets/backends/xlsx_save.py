@@ -1,4 +1,4 @@
-"""Saving a changed workbook: an .xlsx patched in place when only cells change (`package_edit`),
+"""Saving a changed workbook: an .xlsx patched in place when only cells change (`xlsx/patch.py`),
 else loaded and saved whole through openpyxl with every formula's computed value stored as its
 cached value; a .csv written back as text. Every save is atomic.
 
@@ -27,11 +27,11 @@ from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_
 from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import stat_key
-from deskmcp.sheets.cellxml import string_count
 from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
-from deskmcp.sheets.ooxml import (
+from deskmcp.sheets.xlsx.cellxml import string_count
+from deskmcp.sheets.xlsx.parts import (
     MAX_CELLS_PART_BYTES,
     UNCOMPUTED_PROPERTY,
     package_names,
@@ -42,7 +42,7 @@ from deskmcp.sheets.ooxml import (
 if TYPE_CHECKING:
     from openpyxl import Workbook
 
-    from deskmcp.sheets.package_edit import FormulaIndex
+    from deskmcp.sheets.xlsx.patch_sheets import FormulaIndex
 
 log = logging.getLogger("deskmcp.sheets")
 
@@ -163,7 +163,9 @@ class WorkbookWriter:
 
     def patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
         """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
-        from deskmcp.sheets.package_edit import Fallback, PackageBook, write_atomically
+        from deskmcp.sheets.xlsx.patch import PackageBook
+        from deskmcp.sheets.xlsx.patch_sheets import Fallback
+        from deskmcp.sheets.xlsx.patch_xml import write_atomically
 
         self.reader.verify(path)
         where, look = self.reader.package(path)

@@ -19,8 +19,8 @@ from xml.etree import ElementTree
 
 from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import parse_cells
-from deskmcp.sheets.cellxml import xml_text
 from deskmcp.sheets.formulas.engine import CellError, Names, names_resolver
+from deskmcp.sheets.xlsx.cellxml import xml_text
 
 # Parts openpyxl does not carry through a load/save: saving would silently delete them.
 DROPPED_PARTS: tuple[tuple[str, str], ...] = (

@@ -19,8 +19,8 @@ from typing import IO, Any
 from xml.etree.ElementTree import Element, ParseError, XMLPullParser
 
 from deskmcp.sheets.a1 import column_index, column_letters
-from deskmcp.sheets.cellxml import from_xstring
 from deskmcp.sheets.formulas.engine import CellError
+from deskmcp.sheets.xlsx.cellxml import from_xstring
 
 CHUNK = 1 << 20
 
@@ -177,8 +177,8 @@ def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
     """`FormulaScan` of a worksheet part, read in chunks. openpyxl writes a formula it did not
     compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
     empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too."""
-    from deskmcp.sheets.cellxml import plain
     from deskmcp.sheets.formulas.dependencies import calls_volatile
+    from deskmcp.sheets.xlsx.cellxml import plain
 
     scan = FormulaScan(set(), set())
     volatile_ids: set[bytes] = set()

@@ -1,0 +1,322 @@
+"""The sheet parts of an .xlsx as bytes, indexed by row, for the in-place patch (`patch`): the
+byte patterns of rows and formula cells, and the scan finding the formulas a write must compute
+(those holding no cached value, and the anchors of shared formulas). Anything the patch cannot do
+exactly raises `Fallback`, and the caller edits the workbook through openpyxl instead."""
+
+from __future__ import annotations
+
+import html
+import re
+import zipfile
+from array import array
+from bisect import bisect_left
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, cell_name, column_index
+from deskmcp.sheets.formulas.dependencies import Dependents, InputReader, Key, anchor_refs
+from deskmcp.sheets.xlsx.cellxml import (
+    CELL,
+    REF,
+    VALUE,
+    attributes,
+    plain,
+    unescape,
+)
+from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, too_big
+
+ROW = re.compile(rb"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
+ROW_OPEN = re.compile(rb'<row\b(?:[^>]*?\sr="([0-9]+)")?[^>]*>')  # and its number, when it says
+# A formula cell in the plain form, its `<f>` first: reference, cell attributes, formula attributes,
+# text, and what follows (the cached value).
+FORMULA_CELL = re.compile(
+    rb'<c r="([A-Z]{1,3})([0-9]+)"([^>]*)>\s*<f\b([^>]*?)(?:/>|>([^<]*)</f>)([^<]*(?:<(?!/c>)[^<]*)*)</c>'
+)
+DIGITS = re.compile(rb"[0-9]+")
+# An entity other than the five of XML: unescaping it may change the digits of a formula's text.
+_ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
+LAST_ROW = 1_048_576
+CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
+EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
+
+
+class Fallback(Exception):
+    """This edit needs openpyxl (the reason is logged)."""
+
+
+@dataclass
+class Cell:
+    attrs: dict[bytes, bytes]
+    inner: bytes
+    raw: bytes
+
+
+@dataclass
+class Sheet:
+    """One worksheet part as bytes, where each row starts, cells parsed on demand."""
+
+    title: str
+    part: str
+    data: bytes | bytearray
+    rows: dict[int, int] = field(default_factory=dict)  # row -> where its <row> starts in data
+    start: int = 0  # where <sheetData starts
+    end: int = 0  # where </sheetData> starts
+    parsed: dict[int, dict[int, Cell]] = field(default_factory=dict)
+    max_column: int = 0
+    max_row: int = 0
+
+    @classmethod
+    def load(cls, title: str, part: str, data: bytes | bytearray) -> Sheet:
+        if not plain(data) or b"<sheetData" not in data:
+            raise Fallback(f"{part} is not in the plain form")
+        if EMPTY_DATA.search(data):  # (a substitution copies even when it finds nothing to replace)
+            data = EMPTY_DATA.sub(b"<sheetData></sheetData>", data, count=1)
+        start = data.index(b"<sheetData")
+        end = data.find(b"</sheetData>", start)
+        if end < 0:
+            raise Fallback(f"{part} has no end of sheetData")
+        sheet = cls(title, part, data, start=start, end=end)
+        number = 0
+        rows = sheet.rows
+        for m in ROW_OPEN.finditer(data, start, end):
+            ref = m.group(1)
+            number = int(ref) if ref else number + 1
+            rows[number] = m.start()
+        sheet.max_row = max(rows, default=0)
+        dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
+        sheet.max_column = column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
+        return sheet
+
+    def span(self, row: int) -> tuple[int, int] | None:
+        """Where the `<row>` element of `row` starts and ends in data."""
+        start = self.rows.get(row)
+        if start is None:
+            return None
+        m = ROW.match(self.data, start)
+        if m is None:
+            raise Fallback(f"row {row} of {self.part} is not well formed")
+        return start, m.end()
+
+    def cells(self, row: int) -> dict[int, Cell]:
+        found = self.parsed.get(row)
+        if found is not None:
+            return found
+        found = {}
+        span = self.span(row)
+        if span is not None:
+            col = 0
+            for m in CELL.finditer(self.data, span[0], span[1]):
+                ref = REF.search(m.group(1))
+                col = column_index(ref.group(1).decode("ascii")) if ref else col + 1
+                found[col] = Cell(attributes(m.group(1)), m.group(2) or b"", m.group(0))
+        self.parsed[row] = found
+        return found
+
+
+@dataclass
+class Formula:
+    text: str  # with its leading "="
+    kind: bytes  # b"" (normal), b"shared", b"array", b"dataTable"
+    anchor: bool  # holds the text of a shared or array formula others use
+    cached: Any  # None: no cached value
+
+
+def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: Dependents) -> tuple[list[Key], Shares]:
+    """Every formula of `sheet` not in `skip` added to `index`, in one pass over the part's bytes
+    (no object per cell): formulas are grouped by shape (`InputReader`) and each group's references
+    read from the digits of their texts; shared formulas by anchor, their references the anchor's
+    moved. Returns the formulas holding no cached value, and the anchor of each shared formula
+    that borrows its text."""
+    data, title = sheet.data, sheet.title
+    uncached: list[Key] = []
+    masters: dict[bytes, Master] = {}
+    columns: dict[bytes, int] = {}
+    skip_rows = {k[1] for k in skip if k[0] == title}
+    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
+    sharing: dict[tuple[Master, int], array[int]] = {}  # (anchor, column) -> rows
+    count = 0
+    for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
+        count += 1
+        letters, digits, cattrs, fattrs, ftext, tail = m.groups()
+        row = int(digits)
+        if row > LAST_ROW:
+            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
+        col = columns.get(letters)
+        if col is None:
+            col = columns[letters] = column_index(letters.decode("ascii"))
+        if row in skip_rows or b"shared" in fattrs or not ftext or (b"&" in ftext and _ODD_ENTITY.search(ftext)):
+            text = unescape(ftext) if ftext else ""
+            master: Master | None = None
+            if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
+                si = fa.get(b"si", b"")
+                if text:
+                    masters[si] = (cell_name(row, col), text, row, col)
+                elif si in masters:
+                    master = masters[si]
+                else:
+                    raise Fallback("a shared formula before its anchor")
+            key = (title, row, col)
+            if key in skip:
+                continue
+            if _no_value(cattrs, tail):
+                uncached.append(key)
+            if master is None:
+                index.add(key, reader.areas("=" + text, title))
+            else:
+                rows_of = sharing.get((master, col))
+                if rows_of is None:
+                    rows_of = sharing[(master, col)] = array("i")
+                rows_of.append(row)
+            continue
+        # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
+        if (b"</v>" not in tail or b"<v></v>" in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
+            uncached.append((title, row, col))
+        shape = DIGITS.sub(b"0", ftext)
+        group = shapes.get(shape)
+        if group is None:
+            group = shapes[shape] = (array("i"), array("i"), [])
+        group[0].append(row)
+        group[1].append(col)
+        group[2].append(ftext)
+    # every <f> of the cells is one of those read above, or the part is not in the form they assume
+    # (`<family>` of rich text is the one other element of cells whose name starts with f)
+    tags = data.count(b"<f", sheet.start, sheet.end) - data.count(b"<family", sheet.start, sheet.end)
+    if count != tags:
+        raise Fallback(f"formulas of {sheet.part} in an unexpected form")
+    while shapes:  # one shape at a time, each let go once indexed
+        shape, (rows, cols, texts) = shapes.popitem()
+        recipe = reader.recipe(html.unescape(shape.decode("utf-8")))
+        if recipe is None:
+            index.add_anything(title, rows, cols)
+        elif isinstance(recipe, str):
+            for row, col, ftext in zip(rows, cols, texts, strict=True):
+                index.add((title, row, col), reader.areas("=" + unescape(ftext), title))
+        else:
+            # every text of the shape has as many digit runs as the shape has zeros: the runs of
+            # all of them, read at once, are that many per formula (a space keeps texts apart)
+            per = shape.count(b"0")
+            runs = DIGITS.findall(b" ".join(texts)) if recipe else []
+            del texts
+            reads: list[tuple[str, int, int, list[int], list[int]]] = []
+            for ref_sheet, c0, c1, i0, i1 in recipe:
+                if i0 < 0:
+                    reads.append((ref_sheet or title, c0, c1, [1] * len(rows), [MAX_ROWS] * len(rows)))
+                    continue
+                firsts = list(map(int, runs[i0::per]))
+                if i1 == i0:
+                    reads.append((ref_sheet or title, c0, c1, firsts, firsts))
+                    continue
+                lasts = list(map(int, runs[i1::per]))
+                reads.append((ref_sheet or title, c0, c1, list(map(min, firsts, lasts)), list(map(max, firsts, lasts))))
+            del runs
+            index.add_block(title, rows, cols, reads)
+    shares: Shares = {}
+    for (master, col), rows in sharing.items():
+        shares.setdefault(col, []).append((rows if _ascending(rows) else array("i", sorted(rows)), master))
+        moved = _shared_reads(master, col, rows, title)
+        if moved is not None:
+            index.add_block(title, rows, [col] * len(rows), moved)
+            continue
+        for row in rows:  # each translated as Excel would (which may refuse it)
+            text = translate(master, cell_name(row, col))
+            index.add((title, row, col), reader.areas("=" + text, title))
+    return uncached, shares
+
+
+def _ascending(rows: array[int]) -> bool:
+    return all(a < b for a, b in pairwise(rows))
+
+
+def anchor_of(shares: Shares, row: int, col: int) -> Master | None:
+    for rows, master in shares.get(col, ()):
+        i = bisect_left(rows, row)
+        if i < len(rows) and rows[i] == row:
+            return master
+    return None
+
+
+def _shared_reads(
+    master: Master, col: int, rows: Sequence[int], title: str
+) -> list[tuple[str, int, int, list[int], list[int]]] | None:
+    """What the cells of `rows` in `col` sharing `master`'s formula read: its references moved by
+    each cell's offset (`$` parts fixed). None when the anchor's text does not say, or a moved
+    reference would leave the sheet (translating then refuses the formula)."""
+    refs = _anchor_refs(master[1])
+    if refs is None:
+        return None
+    _name, _text, row0, col0 = master
+    shift = col - col0
+    reads: list[tuple[str, int, int, list[int], list[int]]] = []
+    for sheet, (ca, ca_fixed, ra, ra_fixed), (cb, cb_fixed, rb, rb_fixed) in refs:
+        ca, cb = ca if ca_fixed else ca + shift, cb if cb_fixed else cb + shift
+        if not (1 <= ca <= MAX_COLUMNS and 1 <= cb <= MAX_COLUMNS):
+            return None
+        if ra is None or rb is None:
+            reads.append((sheet or title, min(ca, cb), max(ca, cb), [1] * len(rows), [MAX_ROWS] * len(rows)))
+            continue
+        firsts = [ra] * len(rows) if ra_fixed else [ra + r - row0 for r in rows]
+        lasts = [rb] * len(rows) if rb_fixed else [rb + r - row0 for r in rows]
+        if min(min(firsts), min(lasts)) < 1 or max(max(firsts), max(lasts)) > LAST_ROW:
+            return None
+        reads.append(
+            (sheet or title, min(ca, cb), max(ca, cb), list(map(min, firsts, lasts)), list(map(max, firsts, lasts)))
+        )
+    return reads
+
+
+_anchor_refs = lru_cache(maxsize=1024)(anchor_refs)
+
+
+def _no_value(cattrs: bytes, tail: bytes) -> bool:
+    """What `cached` reads as no value: no <v>, an empty one (but for text), or a shared string
+    (not looked up here)."""
+    kind = attributes(cattrs).get(b"t", b"n") if b"t=" in cattrs else b"n"
+    if kind == b"s":
+        return True
+    v = VALUE.search(tail)
+    return kind != b"inlineStr" and (v is None or (not v.group(1) and kind != b"str"))
+
+
+def read_cells(zf: zipfile.ZipFile, part: str) -> bytearray:
+    """A worksheet part's bytes, read in chunks (inflating it whole holds it twice for a moment),
+    refused when it inflates past `MAX_CELLS_PART_BYTES` (its declared size is not trusted)."""
+    info = zf.getinfo(part)
+    if info.file_size > MAX_CELLS_PART_BYTES:
+        raise too_big(part, info.file_size, MAX_CELLS_PART_BYTES)
+    data = bytearray()
+    with zf.open(info) as handle:
+        while chunk := handle.read(CHUNK):
+            data += chunk
+            if len(data) > MAX_CELLS_PART_BYTES:
+                raise too_big(part, len(data), MAX_CELLS_PART_BYTES)
+    return data
+
+
+Master = tuple[str, str, int, int]
+"""The anchor of shared formulas: its cell's name, its text, row and column."""
+Shares = dict[int, list[tuple["array[int]", Master]]]
+"""The cells of a sheet sharing an anchor's formula: column -> (rows in order, anchor)."""
+
+
+def translate(master: Master, here: str) -> str:
+    from openpyxl.formula.translate import Translator, TranslatorError
+
+    origin, text, _row, _col = master
+    try:
+        return Translator("=" + text, origin=origin).translate_formula(here)[1:]
+    except TranslatorError as exc:
+        raise Fallback(f"shared formula not translated: {exc}") from exc
+
+
+@dataclass
+class FormulaIndex:
+    """What a write learns of every formula of a workbook, kept for the next write of the same
+    version of the file: which cells each reads, which hold no cached value, shared formulas' texts."""
+
+    index: Dependents
+    reader: InputReader
+    uncached: set[Key]
+    borrowed: dict[str, Shares]
