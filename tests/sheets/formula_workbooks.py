@@ -668,7 +668,7 @@ EDGE_EXEMPT = {"XLOOKUP"}
 
 def functions() -> dict[str, Sheet]:
     """`EDGE_CALLS`, one row per call and one column per edge input."""
-    from deskmcp.sheets.formulas.dependencies import excel_prefixes
+    from deskmcp.sheets.formulas.prefixes import excel_prefixes
 
     inputs: Sheet = {"A1": -2.5, "A2": 0, "A3": "abc", "A5": "=1/0"}
     _rows(inputs, "B1", [[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"]])

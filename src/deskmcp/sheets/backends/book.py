@@ -17,8 +17,9 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
 from deskmcp.sheets.formulas.budget import CellBudget
-from deskmcp.sheets.formulas.dependencies import Key, calls_volatile, depends_on, excel_prefixes
+from deskmcp.sheets.formulas.dependencies import Key, calls_volatile, depends_on
 from deskmcp.sheets.formulas.engine import Uncomputable, WorkbookCalculator, workbook_names
+from deskmcp.sheets.formulas.prefixes import excel_prefixes
 from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.xlsx.cellxml import (
     SURROGATE,

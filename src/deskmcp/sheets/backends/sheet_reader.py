@@ -23,8 +23,9 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, quote_s
 from deskmcp.sheets.backends.cell_values import as_json, blank, trim, value_at, within_range
 from deskmcp.sheets.backends.csv_files import csv_rows, csv_value
 from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
-from deskmcp.sheets.formulas.dependencies import depends_on, without_prefixes
+from deskmcp.sheets.formulas.dependencies import depends_on
 from deskmcp.sheets.formulas.engine import CellError
+from deskmcp.sheets.formulas.prefixes import without_prefixes
 from deskmcp.sheets.models import Grid, Render
 from deskmcp.sheets.xlsx.cellxml import errors_in
 from deskmcp.sheets.xlsx.parts import (
