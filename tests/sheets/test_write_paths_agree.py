@@ -176,3 +176,22 @@ def test_shared_strings_without_a_namespace_read_the_same_when_read_and_when_a_w
         assert backend.read("book.xlsx", [parse_a1("S!A1:C1")], "raw")[0].values == [["hello", "hello!", "!"]]
     finally:
         backend.close()
+
+
+def test_dates_written_in_place_are_shown_as_dates_with_the_format_an_openpyxl_save_gives(tmp_path: Path) -> None:
+    # openpyxl writes an empty `<numFmts count="0"/>`: the date format must still be added to it
+    row = [["2024-01-15", "=DATE(2024,2,1)", "=A5+30", "=A5+0.25", "=A5+B5", 3]]
+    shown: dict[str, Any] = {}
+    for name in ("patched", "openpyxl"):
+        folder = tmp_path / name
+        base_workbook(folder)
+        backend = LocalBackend(folder)
+        backend.fast_writes = name == "patched"
+        try:
+            backend.write("book.xlsx", [(parse_a1("S!A5"), row)], "USER_ENTERED")
+            assert _marked(folder / "book.xlsx") == (name == "patched")
+            shown[name] = backend.read("book.xlsx", [parse_a1("S!A5:F5")], "shown")[0].values  # type: ignore[arg-type]
+        finally:
+            backend.close()
+    assert shown["patched"][0][:3] == ["2024-01-15", "2024-02-01", "2024-02-14"]
+    assert shown["patched"] == shown["openpyxl"]

@@ -38,6 +38,7 @@ from deskmcp.sheets.xlsx.parts import (
     read_part,
     write_cached_values,
 )
+from deskmcp.sheets.xlsx.patch_xml import date_format
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -58,11 +59,6 @@ def _shows_date(ws: Any, formula: Any, value: Any) -> bool:
         return False
     m = DATE_SHIFT.match(formula)
     return m is not None and bool(getattr(ws[f"{m.group(1)}{m.group(2)}"], "is_date", False))
-
-
-def date_format(value: float) -> str:
-    """The number format a computed date is stored with (with the time when it has one)."""
-    return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
 
 
 def _report(report: list[str], uncomputed: dict[str, list[str]], budget: CellBudget) -> None:

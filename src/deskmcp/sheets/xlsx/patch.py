@@ -48,6 +48,7 @@ from deskmcp.sheets.xlsx.patch_sheets import (
 )
 from deskmcp.sheets.xlsx.patch_xml import (
     add_date_style,
+    date_format,
     formula_cell,
     patched_rows,
     record_uncomputed,
@@ -284,17 +285,16 @@ class PackageBook:
     def _prepare(self, results: dict[Key, Any], uncomputed: dict[str, list[str]]) -> None:
         """The new cells, rows and small parts of the patch: all that can refuse it (`Fallback`)."""
         styles_part = self.where.styles
-        date_style: list[int] = []  # found or added on first use
+        date_style: dict[str, int] = {}  # format -> cell format index, found or added on first use
         styles_data = read_part(self.zf, styles_part) if styles_part and styles_part in self.zf.namelist() else None
 
-        def date_xf() -> int:
+        def date_xf(fmt: str = "yyyy-mm-dd") -> int:
             nonlocal styles_data
-            if not date_style:
+            if fmt not in date_style:
                 if styles_data is None:
                     raise Fallback("no styles part to hold a date format")
-                index, styles_data = add_date_style(styles_data)
-                date_style.append(index)
-            return date_style[0]
+                date_style[fmt], styles_data = add_date_style(styles_data, fmt)
+            return date_style[fmt]
 
         changed: dict[str, dict[int, dict[int, bytes | None]]] = {}
         for key in {*self.writes, *results}:
@@ -315,7 +315,7 @@ class PackageBook:
                     fxml = m.group(0)
                 value = results.get(key, f.cached)
                 if key in results and style == b"0" and self._shows_date(key[0], f.text, value):
-                    style = str(date_xf()).encode()
+                    style = str(date_xf(date_format(value))).encode()
                 element = formula_cell(key, fxml, value, style)
             changed.setdefault(sheet, {}).setdefault(row, {})[col] = element
         parts: dict[str, bytes] = {}

@@ -125,9 +125,15 @@ def patched_rows(sheet: Sheet, rows: dict[int, dict[int, bytes | None]]) -> list
     return [(start, end, new) for start, end, _order, new in edits]
 
 
-def add_date_style(styles: bytes) -> tuple[int, bytes]:
-    """The index of a cell format showing `yyyy-mm-dd`, added to the styles part if needed."""
-    code = b"yyyy-mm-dd"
+def date_format(value: float) -> str:
+    """The number format a computed date is stored with (with the time when it has one), by both
+    ways of saving a write."""
+    return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
+
+
+def add_date_style(styles: bytes, fmt: str = "yyyy-mm-dd") -> tuple[int, bytes]:
+    """The index of a cell format showing the date format `fmt`, added to the styles part if needed."""
+    code = fmt.encode()
     fmt_id: int | None = None
     for m in re.finditer(rb"<numFmt\b([^>]*?)/?>", styles):
         a = dict(ATTR.findall(m.group(1)))
@@ -144,7 +150,9 @@ def add_date_style(styles: bytes) -> tuple[int, bytes]:
     if fmt_id is None:
         ids = [int(x) for x in re.findall(rb'<numFmt\b[^>]*numFmtId="([0-9]+)"', styles)]
         fmt_id = max([163, *ids]) + 1
-        numfmt = b'<numFmt numFmtId="%d" formatCode="yyyy-mm-dd"/>' % fmt_id
+        numfmt = b'<numFmt numFmtId="%d" formatCode="%s"/>' % (fmt_id, code)
+        # an empty list is often written `<numFmts count="0"/>`: it is opened to hold the format
+        styles = re.sub(rb"<numFmts\b([^>]*?)\s*/>", rb"<numFmts\1></numFmts>", styles, count=1)
         if b"<numFmts" in styles:
             styles = re.sub(rb"</numFmts>", numfmt + b"</numFmts>", styles, count=1)
             styles = re.sub(
