@@ -27,7 +27,7 @@ def test_tools_prints_every_tool_with_a_one_line_description(workspace: Path) ->
     assert {line.split()[0] for line in lines} == expected
     assert len(lines) == len(expected)
     search = next(line for line in lines if line.startswith("granola.meetings.search "))
-    assert "Full-text search" in search
+    assert "Search titles, notes, attendees" in search
 
 
 def test_tools_json_gives_the_schemas_and_annotations(workspace: Path) -> None:
