@@ -15,6 +15,9 @@ from deskmcp.core.errors import BadRequest
 
 MAX_ROWS = 10_000_000
 MAX_COLUMNS = 18_278  # ZZZ
+GRID_ROWS = 1_048_576
+GRID_COLUMNS = 16_384  # XFD
+"""The grid of an .xlsx sheet (A1:XFD1048576): no cell lies past it."""
 
 VALID_FORMS = "'Sheet name'!A1:C10, Sheet1!A:C, A2:D, 2:5, B7 or a sheet name alone"
 

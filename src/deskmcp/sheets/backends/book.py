@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deskmcp.core.errors import BadRequest, Conflict, ParseError
-from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, column_letters, quote_sheet
+from deskmcp.sheets.a1 import (
+    GRID_COLUMNS,
+    GRID_ROWS,
+    MAX_COLUMNS,
+    MAX_ROWS,
+    A1Range,
+    cell_name,
+    column_letters,
+    quote_sheet,
+)
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
 from deskmcp.sheets.formulas.budget import CellBudget
@@ -41,9 +50,6 @@ if TYPE_CHECKING:
     from deskmcp.sheets.backends.sheet_reader import SheetReader
 
 log = logging.getLogger("deskmcp.sheets")
-
-MAX_GRID_ROWS = 1_048_576
-MAX_GRID_COLUMNS = 16_384  # XFD
 
 
 def put_block(
@@ -96,17 +102,17 @@ def put_block(
 def check_grid(r0: int, c0: int, height: int, width: int) -> None:
     """Refuse a block from (r0, c0) that would reach past the last row or column a sheet has
     (Excel's grid, 1,048,576 rows by 16,384 columns, A1:XFD1048576), before anything is stored."""
-    if height and r0 + height - 1 > MAX_GRID_ROWS:
+    if height and r0 + height - 1 > GRID_ROWS:
         raise BadRequest(
-            f"{height} rows from row {r0} would pass row {MAX_GRID_ROWS:,}, the last a sheet can have "
+            f"{height} rows from row {r0} would pass row {GRID_ROWS:,}, the last a sheet can have "
             "(XFD1048576 is the last cell). Send fewer rows or start higher.",
-            {"first_row": r0, "rows": height, "limit": MAX_GRID_ROWS},
+            {"first_row": r0, "rows": height, "limit": GRID_ROWS},
         )
-    if width and c0 + width - 1 > MAX_GRID_COLUMNS:
+    if width and c0 + width - 1 > GRID_COLUMNS:
         raise BadRequest(
-            f"{width} columns from column {column_letters(c0)} would pass column XFD ({MAX_GRID_COLUMNS:,} columns), "
+            f"{width} columns from column {column_letters(c0)} would pass column XFD ({GRID_COLUMNS:,} columns), "
             "the last a sheet can have. Send fewer values or start further left.",
-            {"first_column": column_letters(c0), "columns": width, "limit": MAX_GRID_COLUMNS},
+            {"first_column": column_letters(c0), "columns": width, "limit": GRID_COLUMNS},
         )
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
-from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, cell_name, column_index
+from deskmcp.sheets.a1 import GRID_ROWS, MAX_COLUMNS, MAX_ROWS, cell_name, column_index
 from deskmcp.sheets.formulas.dependencies import Dependents, InputReader, Key, anchor_refs
 from deskmcp.sheets.xlsx.cellxml import (
     CELL,
@@ -38,7 +38,6 @@ FORMULA_CELL = re.compile(
 DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
-LAST_ROW = 1_048_576
 CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 
@@ -142,7 +141,7 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
         count += 1
         letters, digits, cattrs, fattrs, ftext, tail = m.groups()
         row = int(digits)
-        if row > LAST_ROW:
+        if row > GRID_ROWS:
             raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
         col = columns.get(letters)
         if col is None:
@@ -259,7 +258,7 @@ def _shared_reads(
             continue
         firsts = [ra] * len(rows) if ra_fixed else [ra + r - row0 for r in rows]
         lasts = [rb] * len(rows) if rb_fixed else [rb + r - row0 for r in rows]
-        if min(min(firsts), min(lasts)) < 1 or max(max(firsts), max(lasts)) > LAST_ROW:
+        if min(min(firsts), min(lasts)) < 1 or max(max(firsts), max(lasts)) > GRID_ROWS:
             return None
         reads.append(
             (sheet or title, min(ca, cb), max(ca, cb), list(map(min, firsts, lasts)), list(map(max, firsts, lasts)))
