@@ -22,7 +22,7 @@ from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import IndexRecord, SearchIndex
-from deskmcp.core.paths import is_within, relative_posix, split_relative
+from deskmcp.core.paths import is_hidden, is_within, relative_posix, split_relative
 from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
@@ -325,8 +325,8 @@ class DocumentService:
     def _walk(folder: Path, recursive: bool) -> list[Path]:
         files: list[Path] = []
         for current, dirs, names in os.walk(folder, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
-            files.extend(Path(current, n) for n in sorted(names) if not n.startswith("."))
+            dirs[:] = sorted(d for d in dirs if not is_hidden(d)) if recursive else []
+            files.extend(Path(current, n) for n in sorted(names) if not is_hidden(n))
         return files
 
     def _known_tags(self) -> dict[str, tuple[str, list[str]]]:

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, IOFailure, NotFound
+from deskmcp.core.paths import is_hidden
 from deskmcp.vault import links
 from deskmcp.vault.models import MoveResult, NoteContent, NoteList, NoteMatch
 from deskmcp.vault.notes import (
@@ -150,7 +151,7 @@ def _note_names(folder: Path) -> list[str]:
             return [
                 e.name
                 for e in entries
-                if e.name.lower().endswith(".md") and not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                if e.name.lower().endswith(".md") and not is_hidden(e.name) and e.is_file(follow_symlinks=False)
             ]
     except OSError:
         return []

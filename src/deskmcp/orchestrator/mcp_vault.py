@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from deskmcp.core.errors import ExternalServiceError
+from deskmcp.core.paths import is_hidden
 from deskmcp.orchestrator.local_vault import LocalVault
 from deskmcp.orchestrator.mcp_client import MCPClient
 from deskmcp.orchestrator.vault_port import VaultPort
@@ -124,7 +125,7 @@ class McpVault:
                 return [
                     f"{directory}/{e.name}"
                     for e in entries
-                    if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                    if e.name.endswith(".md") and not is_hidden(e.name) and e.is_file(follow_symlinks=False)
                 ]
         except OSError:
             return []

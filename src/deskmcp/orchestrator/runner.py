@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 import watchfiles
 
+from deskmcp.core.paths import is_hidden
 from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import APPROVED
@@ -81,7 +82,7 @@ async def _approvals(root: Path, hints: set[str], wake: Callable[[], None], stop
             ):
                 for change, raw in changes:
                     path = Path(raw)
-                    if change != watchfiles.Change.deleted and path.suffix == ".md" and not path.name.startswith("."):
+                    if change != watchfiles.Change.deleted and path.suffix == ".md" and not is_hidden(path.name):
                         hints.add(f"{APPROVED}/{path.name}")
                 if hints:
                     wake()

@@ -18,6 +18,7 @@ from pathlib import Path
 import watchfiles
 
 from deskmcp.core.errors import DeskError
+from deskmcp.core.paths import is_hidden
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class VaultWatcher:
             rel = Path(path).relative_to(self.root).as_posix()
         except ValueError:
             return None
-        if rel == "." or any(part.startswith(".") for part in rel.split("/")):
+        if rel == "." or is_hidden(rel):
             return None
         return rel
 
