@@ -8,7 +8,6 @@ every recipient, the subject, the start of the text and the attachments.
 
 from __future__ import annotations
 
-from deskmcp.mail.compose import check_draft
 from deskmcp.mail.models import OutgoingAttachment
 from deskmcp.mail.service import MailService
 from deskmcp.mail.settings import DEFAULT_ACCOUNT
@@ -54,23 +53,6 @@ def needs_person(service: MailService, idempotency_key: str | None) -> bool:
         if row is not None and row.status == "sent":
             return False
     return True
-
-
-def checked(service: MailService, *, to: str, cc: str | None, bcc: str | None, subject: str, body: str) -> None:
-    """The checks a send makes on its addresses and sizes, made before the person is asked, so
-    they are never asked about mail that would be refused anyway."""
-    s = service.settings
-    check_draft(
-        to=to,
-        subject=subject,
-        body=body,
-        cc=cc,
-        bcc=bcc,
-        html_body=None,
-        max_recipients=s.max_recipients,
-        max_body_chars=s.max_body_chars,
-        allowlist=s.allowlist,
-    )
 
 
 def attachment_names(attachments: list[OutgoingAttachment] | None) -> list[str]:

@@ -2,6 +2,7 @@
 
 # Annotations are evaluated here, not postponed: the resolvers that ask the person before a send
 # are local to `register` and the SDK reads them from the annotations.
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from deskmcp.core.server import (
     writes,
 )
 from deskmcp.mail import confirm
+from deskmcp.mail.compose import forward_subject
 from deskmcp.mail.models import (
     AccountList,
     AttachmentContent,
@@ -155,6 +157,16 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         """A conversation, oldest first, each body cut to a few thousand characters."""
         return accounts.run(account, lambda s: s.get_thread(thread_id, max_messages=max_messages))
 
+    def ask_before_sending(
+        context: Context[Any, Any],
+        account: str | None,
+        idempotency_key: str | None,
+        question: Callable[[MailService], str],
+    ) -> Elicit[Confirmation] | str:
+        """The person's confirmation of what `question` shows, when the account wants one for this send."""
+        text = accounts.run(account, lambda s: question(s) if confirm.needs_person(s, idempotency_key) else None)
+        return NOT_ASKED if text is None else ask_person(context, text)
+
     def ask_to_send(
         context: Context[Any, Any],
         to: str,
@@ -166,17 +178,14 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         attachments: list[OutgoingAttachment] | None,
         account: str | None,
     ) -> Elicit[Confirmation] | str:
-        def question(s: MailService) -> str | None:
-            if not confirm.needs_person(s, idempotency_key):
-                return None
-            confirm.checked(s, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
+        def question(s: MailService) -> str:
+            s.check_outgoing(to=to, cc=cc, bcc=bcc, subject=subject, body=body)
             names = confirm.attachment_names(attachments)
             return confirm.outgoing_text(
                 "Send this email?", s, to=to, cc=cc, bcc=bcc, subject=subject, body=body, attachments=names
             )
 
-        text = accounts.run(account, question)
-        return NOT_ASKED if text is None else ask_person(context, text)
+        return ask_before_sending(context, account, idempotency_key, question)
 
     def ask_to_forward(
         context: Context[Any, Any],
@@ -188,29 +197,24 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         idempotency_key: str | None,
         account: str | None,
     ) -> Elicit[Confirmation] | str:
-        def question(s: MailService) -> str | None:
-            if not confirm.needs_person(s, idempotency_key):
-                return None
+        def question(s: MailService) -> str:
             original = s.get_email(message_id, max_chars=1)
-            subject = f"Fwd: {original.subject}"
-            confirm.checked(s, to=to, cc=cc, bcc=bcc, subject=subject, body=body)
+            subject = forward_subject(original.subject)
+            s.check_outgoing(to=to, cc=cc, bcc=bcc, subject=subject, body=body)
             names = [a.filename for a in original.attachments]
             text = f"{body}\n\n(the message from {original.sender} of {original.date} follows)"
             return confirm.outgoing_text(
                 "Forward this email?", s, to=to, cc=cc, bcc=bcc, subject=subject, body=text, attachments=names
             )
 
-        text = accounts.run(account, question)
-        return NOT_ASKED if text is None else ask_person(context, text)
+        return ask_before_sending(context, account, idempotency_key, question)
 
     def ask_to_send_draft(
         context: Context[Any, Any], draft_id: str, idempotency_key: str | None, account: str | None
     ) -> Elicit[Confirmation] | str:
-        def question(s: MailService) -> str | None:
-            if not confirm.needs_person(s, idempotency_key):
-                return None
+        def question(s: MailService) -> str:
             draft = s.get_email(draft_id, max_chars=confirm.EXCERPT_CHARS + 1)
-            confirm.checked(s, to=draft.to, cc=draft.cc, bcc=draft.bcc, subject=draft.subject, body="")
+            s.check_outgoing(to=draft.to, cc=draft.cc, bcc=draft.bcc, subject=draft.subject, body="")
             return confirm.outgoing_text(
                 "Send this draft?",
                 s,
@@ -222,8 +226,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
                 attachments=draft.attachment_names,
             )
 
-        text = accounts.run(account, question)
-        return NOT_ASKED if text is None else ask_person(context, text)
+        return ask_before_sending(context, account, idempotency_key, question)
 
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"

@@ -306,6 +306,33 @@ class MailService:
 
     # -- composing -------------------------------------------------------------------------
 
+    def check_outgoing(
+        self,
+        *,
+        to: str,
+        subject: str,
+        body: str,
+        cc: str | None,
+        bcc: str | None,
+        html_body: str | None = None,
+        require_to: bool = True,
+    ) -> Draft:
+        """The checks every outgoing message passes (headers, addresses, this account's recipient
+        count, body size and allowlist), before anything is built, asked or sent."""
+        s = self.settings
+        return check_draft(
+            to=to,
+            subject=subject,
+            body=body,
+            cc=cc,
+            bcc=bcc,
+            html_body=html_body,
+            max_recipients=s.max_recipients,
+            max_body_chars=s.max_body_chars,
+            allowlist=s.allowlist,
+            require_to=require_to,
+        )
+
     def _compose(
         self,
         *,
@@ -320,17 +347,8 @@ class MailService:
         attachments: list[OutgoingAttachment] | None = None,
     ) -> tuple[EmailMessage, str | None]:
         s = self.settings
-        draft: Draft = check_draft(
-            to=to,
-            subject=subject,
-            body=body,
-            cc=cc,
-            bcc=bcc,
-            html_body=html_body,
-            max_recipients=s.max_recipients,
-            max_body_chars=s.max_body_chars,
-            allowlist=s.allowlist,
-            require_to=require_to,
+        draft = self.check_outgoing(
+            to=to, subject=subject, body=body, cc=cc, bcc=bcc, html_body=html_body, require_to=require_to
         )
         parent: ParsedMail | None = None
         thread_id: str | None = None
@@ -397,17 +415,7 @@ class MailService:
             _, original = self._parsed(message_id)
             _readable(message_id, original)
             s = self.settings
-            draft = check_draft(
-                to=to,
-                subject=forward_subject(original.subject),
-                body=body,
-                cc=cc,
-                bcc=bcc,
-                html_body=None,
-                max_recipients=s.max_recipients,
-                max_body_chars=s.max_body_chars,
-                allowlist=s.allowlist,
-            )
+            draft = self.check_outgoing(to=to, subject=forward_subject(original.subject), body=body, cc=cc, bcc=bcc)
             message = build_forward(draft, original, sender=s.address, display_name=s.display_name)
             return message, None
 
