@@ -35,3 +35,31 @@ def assert_well_formed(path: Path) -> None:
                     ElementTree.fromstring(zf.read(name))
                 except ElementTree.ParseError as exc:
                     raise AssertionError(f"{path.name}: {name} is not well-formed XML: {exc}") from exc
+
+
+async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
+    """The lines of the CSV LibreOffice (soffice, headless) makes of the first sheet of `path`; the
+    test is skipped where LibreOffice is not installed."""
+    import shutil
+
+    import anyio
+    import pytest
+
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        pytest.skip("LibreOffice (soffice) is not on PATH")
+    out = workdir / "out"
+    command = [
+        soffice,
+        f"-env:UserInstallation={(workdir / 'profile').as_uri()}",
+        "--headless",
+        "--norestore",
+        "--convert-to",
+        "csv",
+        "--outdir",
+        str(out),
+        str(path),
+    ]
+    with anyio.fail_after(120):
+        await anyio.run_process(command, check=True)
+    return (out / f"{path.stem}.csv").read_text(encoding="utf-8").splitlines()

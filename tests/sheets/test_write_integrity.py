@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.tool_calls import Connect, call, fail
-from tests.helpers.workbooks import assert_well_formed, make_xlsx
+from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, make_xlsx
 
 pytestmark = pytest.mark.anyio
 
@@ -231,29 +231,8 @@ async def test_a_write_to_a_sheet_the_reader_refuses_is_refused_and_leaves_the_f
 async def test_libreoffice_keeps_every_row_after_a_cell_holding_a_control_character(
     root: Path, tmp_path: Path, connect: Connect
 ) -> None:
-    import shutil
-
-    import anyio
-
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH")
     path = make_xlsx(root / "t.xlsx", {"S": [["head"]]})
     async with connect() as c:
         await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!A2", "values": [["a\x0bb"], ["after"]]})
-    out = tmp_path / "out"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "csv",
-        "--outdir",
-        str(out),
-        str(path),
-    ]
-    with anyio.fail_after(120):
-        await anyio.run_process(command, check=True)
-    lines = (out / "t.csv").read_text(encoding="utf-8").splitlines()
+    lines = await libreoffice_csv(path, tmp_path)
     assert lines[0] == "head" and lines[-1] == "after"

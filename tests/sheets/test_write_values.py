@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from deskmcp.sheets.xlsx.parts import write_cached_values
@@ -216,10 +215,7 @@ async def test_functions_newer_than_excel_2007_are_saved_with_their_xlfn_prefix_
 async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_showing_name_errors(
     root: Path, tmp_path: Path, connect: Connect
 ) -> None:
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH")
-    from tests.helpers.workbooks import make_xlsx
+    from tests.helpers.workbooks import libreoffice_csv, make_xlsx
 
     path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
     async with connect() as c:
@@ -227,21 +223,7 @@ async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_s
         row = [*NEW_FUNCTIONS[:5], "=OFFSET(A1,0,1)"]
         await call(c, "update_values", {"spreadsheet_id": "new.xlsx", "range": "S!A2", "values": [row]})
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
-    out = tmp_path / "out"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "csv",
-        "--outdir",
-        str(out),
-        str(path),
-    ]
-    with anyio.fail_after(120):
-        await anyio.run_process(command, check=True)
-    lines = (out / "new.csv").read_text(encoding="utf-8").splitlines()
+    lines = await libreoffice_csv(path, tmp_path)
     assert lines[1].split(",") == ["x-9", "x/9", "big", "ex", "TRUE", "9"]
 
 
