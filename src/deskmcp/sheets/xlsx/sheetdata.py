@@ -29,6 +29,12 @@ _REF_ATTR = re.compile(rb"""(?:^|\s)r\s*=\s*["']\$?([A-Za-z]*)\$?([0-9]*)["']"""
 _CELL_REF = re.compile(r"\$?([A-Za-z]{1,3})\$?([0-9]+)")
 
 
+def _cell_position(element: Element, row: int, col: int) -> tuple[int, int]:
+    """Where a `<c>` element stands: its `r` reference, else the column after the previous cell."""
+    m = _CELL_REF.fullmatch(element.get("r") or "")
+    return (int(m.group(2)), column_index(m.group(1))) if m else (row, col + 1)
+
+
 @dataclass(frozen=True)
 class Extent:
     """How far the cells of a sheet reach (1-based; 0 when it holds none) and how many it holds."""
@@ -234,11 +240,7 @@ def _scan_elements(zf: zipfile.ZipFile, part: str) -> FormulaScan:
                     col = 0
                 if name != "c" or event != "end":
                     continue
-                m = _CELL_REF.fullmatch(element.get("r") or "")
-                if m:
-                    col, row = column_index(m.group(1)), int(m.group(2))
-                else:
-                    col += 1
+                row, col = _cell_position(element, row, col)
                 children = {_local(child.tag): child for child in element}
                 f = children.get("f")
                 if f is None:
@@ -350,11 +352,7 @@ def window(
                     continue
                 if name != "c" or event != "end":
                     continue
-                m = _CELL_REF.fullmatch(element.get("r") or "")
-                if m:
-                    col, row = column_index(m.group(1)), int(m.group(2))
-                else:
-                    col += 1
+                row, col = _cell_position(element, row, col)
                 if formulas and (formula := _formula(element, masters, row, col)) is not None:
                     if r0 <= row <= r1 and c0 <= col <= c1:
                         found[(row, col)] = formula
