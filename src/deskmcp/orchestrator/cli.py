@@ -26,12 +26,19 @@ def report(summary: PassSummary) -> None:
         typer.echo(f"  {event}")
 
 
-def run(overrides: dict[str, Any], *, watch: bool, dry_run: bool) -> int:
-    """Run the flow; the exit code (0 ok, 1 a pass failed or was skipped, 2 cannot start)."""
+def _settings(overrides: dict[str, Any]) -> OrchestratorSettings | None:
+    """The settings with the command line's options over the environment; None (said why) when invalid."""
     try:
-        settings = OrchestratorSettings(**{k: v for k, v in overrides.items() if v is not None})
+        return OrchestratorSettings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
         typer.echo(f"Invalid settings: {exc}", err=True)
+        return None
+
+
+def run(overrides: dict[str, Any], *, watch: bool, dry_run: bool) -> int:
+    """Run the flow; the exit code (0 ok, 1 a pass failed or was skipped, 2 cannot start)."""
+    settings = _settings(overrides)
+    if settings is None:
         return 2
     lock = VaultLock(settings.root / "Logs")
     try:
@@ -63,10 +70,8 @@ async def _main(settings: OrchestratorSettings, watching: bool, dry_run: bool) -
 def approve(overrides: dict[str, Any], note: str) -> int:
     """A person approves one draft on a terminal: the draft is shown, the answer read from the
     terminal (not from a pipe, so no program answers for them). 0 approved, 1 not, 2 cannot."""
-    try:
-        settings = OrchestratorSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        typer.echo(f"Invalid settings: {exc}", err=True)
+    settings = _settings(overrides)
+    if settings is None:
         return 2
     if not settings.root.is_dir():
         typer.echo(f"The vault folder {settings.root} does not exist.", err=True)
