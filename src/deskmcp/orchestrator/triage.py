@@ -94,7 +94,7 @@ class TriageService:
 
     async def decide(self, path: str, decision: TriageDecision) -> ItemResult:
         self._ready()
-        rel = path if path.endswith(".md") else path + ".md"
+        rel = _note_path(path)
         if layout.folder_of(rel) != NEEDS_ACTION:
             raise BadRequest(f"{path} is not in {NEEDS_ACTION}/; call triage_list for items to decide.", {"path": path})
         note = await self.vault.read_note(rel)
