@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -28,9 +28,13 @@ class NoteMatch(BaseModel):
     snippet: str | None = Field(
         default=None, description="Matched text with the matching words marked ⟦like this⟧ (search only)"
     )
-    score: float | None = Field(default=None, description="bm25 relevance, higher is better (search only)")
+    score: float | None = Field(
+        default=None, description="Relevance, higher is better (search only): bm25 by words, fused in hybrid mode"
+    )
     tags: list[str] = []
     modified: str | None = Field(default=None, description="Last modification time, ISO 8601 UTC")
+    lexical_rank: int | None = Field(default=None, description="Its rank by words (null: not among those matches)")
+    semantic_rank: int | None = Field(default=None, description="Its rank by meaning (null: not among those)")
 
 
 class IndexingProgress(BaseModel):
@@ -51,6 +55,12 @@ class NoteList(BaseModel):
     )
     unmatched_terms: list[str] = Field(
         default=[], description="search_notes: words of the query no note holds (within the filters), as written"
+    )
+    mode: Literal["lexical", "semantic", "hybrid"] | None = Field(
+        default=None, description="search_notes, related_notes: how the notes were found (by words, meaning or both)"
+    )
+    semantic_pending: int | None = Field(
+        default=None, description="Notes not embedded yet (a first index by meaning): the meaning side covers the rest"
     )
 
 

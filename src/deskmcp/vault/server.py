@@ -11,6 +11,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from deskmcp.core.fusion import ModeArg
 from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
@@ -129,14 +130,35 @@ def register(server: DeskServer, service: VaultService) -> None:
         filter: FilterArg = None,
         limit: Annotated[int, Field(ge=1, le=200, description="Page size")] = 20,
         cursor: CursorArg = None,
+        mode: ModeArg = None,
     ) -> NoteList:
-        """Search titles, paths, headings, tags, frontmatter values and bodies, best bm25 first;
+        """Search titles, paths, headings, tags, frontmatter values and bodies, best first;
         snippets mark matches ⟦like this⟧. `unmatched_terms`: query words no note holds. During the
         first index, `indexing` says how far (results cover the notes done).
         """
         return await indexed(
-            ctx, partial(service.search_notes, query, folder=folder, tag=tag, filter=filter, limit=limit, cursor=cursor)
+            ctx,
+            partial(
+                service.search_notes,
+                query,
+                folder=folder,
+                tag=tag,
+                filter=filter,
+                limit=limit,
+                cursor=cursor,
+                mode=mode,
+            ),
         )
+
+    @server.tool("related_notes", annotations=READ_ONLY, toolset="browse")
+    async def related_notes(
+        ctx: Context,
+        path: NotePath,
+        folder: FolderArg = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many notes")] = 10,
+    ) -> NoteList:
+        """The notes nearest in meaning to this one (needs an embedding model), nearest first."""
+        return await indexed(ctx, partial(service.related_notes, path, folder=folder, limit=limit))
 
     @server.tool("recent_notes", annotations=READ_ONLY, toolset="browse")
     async def recent_notes(

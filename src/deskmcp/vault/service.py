@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from deskmcp.core import frontmatter
+from deskmcp.core import frontmatter, fusion
+from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.protected_folders import protected_denied, protected_folder
+from deskmcp.core.vectors import VectorIndex, sections
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.models import (
     Backlink,
@@ -67,7 +70,7 @@ WAIT_BELOW = 500
 class VaultService:
     """One vault: notes on disk plus their index. Thread-safe."""
 
-    def __init__(self, settings: VaultSettings) -> None:
+    def __init__(self, settings: VaultSettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
         if settings.vault_path is None:
             settings.root.mkdir(parents=True, exist_ok=True)
@@ -79,6 +82,7 @@ class VaultService:
         if self.catalog.index.get_meta("root") != str(self.root):
             self.catalog.index.clear()  # an index built for another folder
             self.catalog.index.set_meta("root", str(self.root))
+        self.vectors = VectorIndex(self.catalog.index, embedder, _passages) if embedder is not None else None
         self.watcher: VaultWatcher | None = None
         self.rescan_seconds = 0.5
         self._write_lock = threading.RLock()
@@ -419,7 +423,7 @@ class VaultService:
 
     # -- finding ---------------------------------------------------------------------------
 
-    def _match(self, hit: Hit) -> NoteMatch:
+    def _match(self, hit: Hit, ranks: tuple[int | None, int | None] = (None, None)) -> NoteMatch:
         return NoteMatch(
             path=hit.key,
             title=hit.columns.get("title") or "",
@@ -427,6 +431,8 @@ class VaultService:
             score=round(hit.score, 4) if hit.score is not None else None,
             tags=orjson.loads(hit.data) if hit.data else [],
             modified=modified(hit.columns.get("mtime_ns")),
+            lexical_rank=ranks[0],
+            semantic_rank=ranks[1],
         )
 
     def _filters(
@@ -467,20 +473,44 @@ class VaultService:
         filter: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        mode: str | None = None,
     ) -> NoteList:
+        """Notes for `query` by words, by meaning or both (`fusion.pick_mode` chooses from `mode`)."""
+        chosen = fusion.pick_mode(mode, self.vectors is not None)
         self.ensure_fresh()
         where, params = self._filters(folder, tag, filter)
-        key = query_key("search", query, folder, tag, filter)
+        key = query_key("search", query, folder, tag, filter, chosen)
         offset = decode_cursor(cursor, key)
         index = self.catalog.index
-        hits = index.search(query, where=where, params=params, limit=limit + 1, offset=offset)
-        return NoteList(
-            notes=[self._match(h) for h in hits[:limit]],
-            total=index.count(where=where, params=params, query=query),
-            next_cursor=page(offset, limit, len(hits), key),
-            indexing=self.indexing(),
-            unmatched_terms=index.unmatched_terms(query, where=where, params=params),
+        found = fusion.search(
+            index, self.vectors, query, mode=chosen, where=where, params=params, limit=limit + 1, offset=offset
         )
+        return NoteList(
+            notes=[self._match(r.hit, (r.lexical_rank, r.semantic_rank)) for r in found.hits[:limit]],
+            total=index.count(where=where, params=params, query=query) if chosen == "lexical" else None,
+            next_cursor=page(offset, limit, len(found.hits), key),
+            indexing=self.indexing(),
+            unmatched_terms=index.unmatched_terms(query, where=where, params=params) if chosen != "semantic" else [],
+            mode=found.mode,
+            semantic_pending=found.pending or None,
+        )
+
+    def related_notes(self, path: str, *, folder: str | None = None, limit: int = 10) -> NoteList:
+        """The notes nearest in meaning to the note at `path` (the note itself left out)."""
+        if self.vectors is None:
+            raise BadRequest(fusion.NO_MODEL.replace(", or search with mode='lexical'", ""), {"path": path})
+        self.ensure_fresh()
+        rel = self._indexed(path)
+        pending = self.vectors.sync()
+        where, params = self._filters(folder, None, None)
+        matches = self.vectors.related(rel, where=where, params=params, limit=limit)
+        notes: list[NoteMatch] = []
+        for rank, match in enumerate(matches, 1):
+            hit = self.catalog.index.get(match.key)
+            if hit is not None:
+                hit.score, hit.snippet = match.score, self.vectors.passage(match)
+                notes.append(self._match(hit, (None, rank)))
+        return NoteList(notes=notes, indexing=self.indexing(), mode="semantic", semantic_pending=pending or None)
 
     def recent_notes(self, *, folder: str | None = None, limit: int = 20) -> NoteList:
         self.ensure_fresh()
@@ -546,6 +576,11 @@ class MovePlan:
     destination: str
     destination_path: Path
     rewrites: list[LinkRewrite] = field(default_factory=list)
+
+
+def _passages(texts: Mapping[str, str]) -> list[str]:
+    """A note's passages to embed: its sections under headings, each with the note's title."""
+    return sections(texts.get("title", ""), texts.get("body", ""))
 
 
 def _json_values(value: Any) -> Any:
