@@ -67,7 +67,14 @@ def test_every_tool_belongs_to_a_declared_toolset(workspace: Path) -> None:
 
 def test_toolsets_setting_and_option_choose_the_listed_tools(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKMCP_TOOLSETS", "vault.browse")
-    assert listed_names() == {"recent_notes", "list_note_tags", "get_links", "get_backlinks", "vault_status"}
+    assert listed_names() == {
+        "recent_notes",
+        "list_note_tags",
+        "get_links",
+        "get_backlinks",
+        "related_notes",
+        "vault_status",
+    }
 
     result = runner.invoke(app, ["tools", "--toolsets", "meetings,-meetings.more"])
     assert result.exit_code == 0, result.output
