@@ -1,20 +1,25 @@
-"""Benchmark the meetings server over a real stdio MCP session.
+"""Benchmark the meetings server from outside, as a client sees it: the official MCP client over
+stdio against `uv run --no-sync deskmcp serve meetings`, a fresh workspace for every run.
 
-For each size (default 1,000, 5,000 and 10,000 meetings with transcripts) it generates a
-Granola cache and measures: index build time (in-process), cold start (spawn to first search
-result) without and with a persisted index, warm search p50/p95 over varied queries,
-list/filter latency, re-index time after one meeting changes, and memory: the peak RSS of
-the server and any process it starts (sampled, summed; the largest single process too), the
-server's resident set after the first index once it has settled (the text index's writer is
-released a few seconds after the last write), and the peak while one changed meeting is
-taken in.
-A bare `MCPServer` hello-world's cold start is measured in the same run for the ratio.
+The input is a cache made by the shared generator (deterministic, ~340 MB for 10,000 meetings):
 
-    uv run python bench/meetings.py [--sizes 1000,5000,10000] [--rounds 30]
+    python3 ../shared/bench/gen_granola.py -n 10000 --out DATA/granola-10000-v3.json
+    uv run python bench/meetings.py --cache DATA/granola-10000-v3.json [--runs 3] [--peer PATH]
 
-A heavy user's cache (10,000 meetings with full transcripts, about 340 MB as `cache-v3.json`):
+Per run, on a fresh workspace and a private link to the cache (named `cache-v3.json`):
+- first search: time from `initialize` done to the first `granola.meetings.search` answer;
+- resident: the server's VmRSS right after that answer, and again 10 s later (the server
+  process alone; a worker it started is shown apart);
+- one changed meeting: the cache atomically replaced (`os.replace`) by a copy with one
+  meeting's title changed, time until a search for the new word finds that meeting;
+- warm search p50 / p95 over the generator's query terms, through `Client.call_tool` (what a
+  Python client sees, its output-schema check included) and as the bare protocol round trip.
 
-    uv run python bench/meetings.py --sizes 10000 --transcript-words 1300 --cache-version 3
+The peer, granola-mcp-server 1.4.0 (PyPI; it needs Python 3.12 and an MCP SDK 1.x, so it lives in
+a venv outside this project: `uv venv --python 3.12 DIR && VIRTUAL_ENV=DIR uv pip install
+granola-mcp-server==1.4.0 "mcp<2"`),
+is run in the same run on the same file (it reads `~/Library/Application Support/Granola`, so
+HOME points at a folder holding a link there), and the ratio of its warm search to ours is printed.
 """
 
 from __future__ import annotations
@@ -27,177 +32,257 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 
 import anyio
+import orjson
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench.common import PeakSampler, peak_rss_mb, pid_from, session, stdio_params, summary, timed_call, tree_rss_mb
-from deskmcp.core.textindex import IDLE_RELEASE
-from deskmcp.demo.meetings import build_state, write_cache
-from deskmcp.meetings.service import MeetingService
-from deskmcp.meetings.settings import MeetingsSettings
+from bench.common import percentile, rss_mb, timed_call
 
-HELLO = Path(__file__).resolve().parent / "hello_server.py"
-QUERIES = [
-    "budget",
-    "database failover",
-    "pricing page",
-    "customers keep asking",
-    "security questionnaire",
-    "alice",
-    "roadmap priorities",
-    '"follow up with legal"',
-    "dark mode accessibility",
-    "hiring plan",
-    "runbook",
-    "cloud costs",
-    "onboarding",
-    "API limits",
-    "renewal",
-]
-FILTERS = [
-    {"days": 7},
-    {"platform": "zoom", "limit": 20},
-    {"participants": ["maya"], "limit": 20},
-    {"folder": "Engineering", "limit": 20},
-    {"from_ts": "2026-01-01", "to_ts": "2026-06-30", "limit": 50},
-]
+ROOT = _BENCH.parent
+DEFAULT_CACHE = Path("/work/benchdata/granola-10000-v3.json")
+NEW_WORD = "zanzibarquokka"
+SETTLE = 10.0
+SEARCH = "granola.meetings.search"
 
 
-def disk_mb(folder: Path) -> float:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
+@dataclass
+class Figures:
+    first_s: float = float("nan")
+    rss_first: float = float("nan")
+    rss_later: float = float("nan")
+    worker_first: float = 0.0
+    cpu_first: float = float("nan")
+    cpu_change: float = float("nan")
+    change_s: float = float("nan")
+    warm: list[float] = field(default_factory=list)
+    warm_raw: list[float] = field(default_factory=list)
+    peer_first_s: float = float("nan")
+    peer_rss: float = float("nan")
+    peer_warm: list[float] = field(default_factory=list)
 
 
-async def settled_rss_mb(pid: int, *, settle: float = IDLE_RELEASE + 1.0, limit: float = 15.0) -> float:
-    """The server's resident set once the work is over: the text index lets its writer go (and
-    trims the heap) `IDLE_RELEASE` seconds after the last write, so sample after that, until
-    two samples a quarter second apart agree within 1 MB."""
-    started = time.perf_counter()
-    last = float("nan")
-    while True:
-        await anyio.sleep(0.25)
-        current = tree_rss_mb(pid)
-        waited = time.perf_counter() - started
-        if waited >= limit or (waited >= settle and abs(current - last) < 1.0):
-            return current
-        last = current
-
-
-async def cold_start(args: list[str], env: dict[str, str], tool: str, tool_args: dict, pidfile: Path) -> float:
-    started = time.perf_counter()
-    async with session(stdio_params(args, env, pidfile)) as client:
-        await timed_call(client, tool, tool_args)
-        return (time.perf_counter() - started) * 1000
-
-
-def transcript_range(words: int) -> tuple[int, int] | None:
-    """Segments per transcript for about `words` words each (a generated line is ~11 words)."""
-    if words <= 0:
-        return None
-    mean = max(1, round(words / 11))
-    return max(1, round(mean * 2 / 3)), max(1, round(mean * 4 / 3))
-
-
-async def bench_size(count: int, rounds: int, work: Path, hello_ms: float, words: int, version: int) -> None:
-    folder = work / f"m{count}"
-    cache_dir = folder / "granola"
-    segments = transcript_range(words)
-    extra = {"transcript_segments": segments} if segments else {}
-    state = build_state(count, seed=count, **extra)
-    path = write_cache(cache_dir / f"cache-v{version}.json", state, version=version)
-    size_mb = path.stat().st_size / 1e6
-    env = {"GRANOLA_CACHE_PATH": str(cache_dir), "DESKMCP_WORKSPACE": str(folder / "ws"), "DESKMCP_TIMEZONE": "UTC"}
-    print(f"\n== {count:,} meetings ({size_mb:.1f} MB cache-v{version}.json) ==")
-
-    settings = MeetingsSettings(workspace=folder / "inproc", cache_path=cache_dir, timezone="UTC")
-    service = MeetingService(settings)
-    started = time.perf_counter()
-    service.refresh()
-    service.index.flush()  # the text index commits lazily: count its commit too
-    print(f"index build (in-process, from scratch): {time.perf_counter() - started:.2f} s")
-    service.close()
-    print(f"index on disk:                   {disk_mb(service.index_path.parent):8.1f} MB")
-
-    pidfile = folder / "server.pid"
-    server_args = ["-m", "deskmcp.cli", "serve", "meetings"]
-    with PeakSampler(pid_from(pidfile)) as first_peak:
-        started = time.perf_counter()
-        async with session(stdio_params(server_args, env, pidfile)) as client:
-            await timed_call(client, "granola.meetings.search", {"q": "budget"})
-            cold_empty = (time.perf_counter() - started) * 1000
-            pid = pid_from(pidfile)()
-            at_answer = tree_rss_mb(pid) if pid else float("nan")
-            settled = await settled_rss_mb(pid) if pid else float("nan")
-    cold_persisted = await cold_start(server_args, env, "granola.meetings.search", {"q": "budget"}, pidfile)
-    print(f"cold start, no index yet:        {cold_empty:8.0f} ms (spawn to first search result)")
-    print(f"  peak RSS (server + workers):   {first_peak.peak:8.1f} MB (largest process {first_peak.peak_one:.1f} MB)")
-    print(f"  resident at the first answer:  {at_answer:8.1f} MB; once settled (writer released) {settled:.1f} MB")
-    print(f"cold start, persisted index:     {cold_persisted:8.0f} ms")
-    print(f"bare MCPServer hello-world:      {hello_ms:8.0f} ms  -> difference {cold_persisted - hello_ms:+.0f} ms")
-
-    async with session(stdio_params(server_args, env, pidfile)) as client:
-        await timed_call(client, "granola.meetings.search", {"q": "warmup"})
-        for validate, label in ((False, "protocol round trip"), (True, "SDK Client.call_tool incl. schema check")):
-            search_ms = [
-                await timed_call(client, "granola.meetings.search", {"q": q}, validate=validate)
-                for _ in range(rounds)
-                for q in QUERIES
-            ]
-            print(f"warm search, {label}: {summary(search_ms)}")
-            list_ms = [
-                await timed_call(client, "granola.meetings.list", f, validate=validate)
-                for _ in range(rounds)
-                for f in FILTERS
-            ]
-            print(f"list with filters, {label}: {summary(list_ms)}")
-        hello_ms = [await timed_call(client, "granola.cache.status", {}, validate=False) for _ in range(rounds)]
-        print(f"cache.status (cheap call), protocol round trip: {summary(hello_ms)}")
-        get_ms = [
-            await timed_call(client, "granola.meetings.get", {"id": next(iter(state["documents"]))})
-            for _ in range(rounds)
-        ]
-        print(f"get one meeting:                 {summary(get_ms)}")
-
-        # Change one meeting's notes on disk; the next call re-indexes incrementally.
-        doc_id = next(iter(state["documents"]))
-        state["documents"][doc_id]["notes_markdown"] = "zanzibarian quokka strategy"
-        write_cache(path, state, version=version)
-        with PeakSampler(pid_from(pidfile)) as change_peak:
-            reindex_ms = await timed_call(client, "granola.meetings.search", {"q": "zanzibarian quokka"})
-        after = await client.call_tool("granola.meetings.search", {"q": "zanzibarian quokka"})
-        assert after.structured_content and after.structured_content["items"][0]["id"] == doc_id
-        print(f"one meeting changed -> searchable: {reindex_ms:6.0f} ms (re-parse + incremental index)")
-        print(
-            f"  peak RSS meanwhile (server + workers): {change_peak.peak:8.1f} MB"
-            f" (largest single process {change_peak.peak_one:.1f} MB)"
-        )
-        rss = peak_rss_mb(pidfile)
-    print(f"server peak RSS (VmHWM, server alone, last session): {rss:8.1f} MB" if rss else "server peak RSS: n/a")
-
-
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,5000,10000")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument(
-        "--transcript-words", type=int, default=0, help="about this many words per transcript (default: short ones)"
-    )
-    parser.add_argument("--cache-version", type=int, default=6, choices=(3, 4, 6), help="cache file format")
-    opts = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="deskmcp-bench-"))
+def queries(cache: Path) -> list[str]:
+    meta = cache.with_name(cache.name + ".meta.json")
     try:
-        hello_runs = [await cold_start([str(HELLO)], {}, "hello", {}, work / "hello.pid") for _ in range(3)]
-        hello_ms = sorted(hello_runs)[1]
-        print(f"bare MCPServer hello-world cold start (median of 3): {hello_ms:.0f} ms")
-        for size in (int(s) for s in opts.sizes.split(",")):
-            await bench_size(size, opts.rounds, work, hello_ms, opts.transcript_words, opts.cache_version)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return list(orjson.loads(meta.read_bytes())["facts"]["query_doc_frequency"])
+    except (OSError, KeyError, orjson.JSONDecodeError):
+        return ["budget", "remote control", "marketing strategy"]
+
+
+def changed_copy(source: Path, target: Path) -> str:
+    """Write `target`: `source` (a string cache) with NEW_WORD put first in its first meeting's
+    title, byte for byte otherwise. Returns that meeting's id."""
+    data = source.read_bytes()
+    opening = b'\\"documents\\":{\\"'
+    at = data.index(opening) + len(opening)
+    meeting_id = data[at : data.index(b'\\"', at)].decode()
+    title = data.index(b'\\"title\\":\\"', at) + len(b'\\"title\\":\\"')
+    target.write_bytes(data[:title] + NEW_WORD.encode() + b" " + data[title:])
+    return meeting_id
+
+
+def params(command: list[str], env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=command[0], args=command[1:], env={**os.environ, **env}, cwd=str(ROOT))
+
+
+def descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                kids = [int(p) for p in (task / "children").read_text(encoding="utf-8").split()]
+            except OSError:
+                continue
+            found.extend(kids)
+            stack.extend(kids)
+    return found
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def find_process(marker: str, exclude: str = "\0") -> int | None:
+    """Our descendant whose command line holds `marker` (the server under `uv run`)."""
+    for pid in descendants(os.getpid()):
+        line = cmdline(pid)
+        if marker in line and exclude not in line and "python" in line:
+            return pid
+    return None
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) a process used, with its waited-for children (a worker)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return float("nan")
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def worker_rss() -> float:
+    return sum(rss_mb(p) for p in descendants(os.getpid()) if "deskmcp.meetings.worker" in cmdline(p))
+
+
+async def ours(cache: Path, work: Path, words: list[str], rounds: int, figures: Figures) -> None:
+    folder = work / "granola"
+    folder.mkdir()
+    live = folder / "cache-v3.json"
+    try:
+        os.link(cache, live)
+    except OSError:
+        shutil.copyfile(cache, live)
+    staged = folder / ".next.json"
+    changed_id = changed_copy(cache, staged)
+    env = {"GRANOLA_CACHE_PATH": str(folder), "DESKMCP_WORKSPACE": str(work / "ws"), "DESKMCP_TIMEZONE": "UTC"}
+    command = ["uv", "run", "--no-sync", "deskmcp", "serve", "meetings"]
+    async with Client(params(command, env)) as client:
+        started = time.perf_counter()
+        await timed_call(client, SEARCH, {"q": words[0]})
+        figures.first_s = time.perf_counter() - started
+        pid = find_process("serve meetings")
+        figures.cpu_first = cpu_s(pid)
+        figures.rss_first = rss_mb(pid) if pid else float("nan")
+        figures.worker_first = worker_rss()
+        await anyio.sleep(SETTLE)
+        figures.rss_later = rss_mb(pid) if pid else float("nan")
+
+        for _ in range(3):
+            for q in words:
+                await timed_call(client, SEARCH, {"q": q})
+        for _ in range(rounds):
+            for q in words:
+                figures.warm.append(await timed_call(client, SEARCH, {"q": q}))
+                figures.warm_raw.append(await timed_call(client, SEARCH, {"q": q}, validate=False))
+
+        os.replace(staged, live)
+        started, cpu_before = time.perf_counter(), cpu_s(pid)
+        with anyio.fail_after(120):
+            while True:
+                result = await client.call_tool(SEARCH, {"q": NEW_WORD})
+                items = (result.structured_content or {}).get("items") or []
+                if any(item["id"] == changed_id for item in items):
+                    break
+        figures.change_s = time.perf_counter() - started
+        figures.cpu_change = cpu_s(pid) - cpu_before
+
+
+async def peer(executable: Path, cache: Path, work: Path, words: list[str], rounds: int, figures: Figures) -> None:
+    home = work / "peer-home"
+    folder = home / "Library" / "Application Support" / "Granola"
+    folder.mkdir(parents=True)
+    try:
+        os.link(cache, folder / "cache-v3.json")
+    except OSError:
+        shutil.copyfile(cache, folder / "cache-v3.json")
+    async with Client(params([str(executable)], {"HOME": str(home)})) as client:
+        started = time.perf_counter()
+        await timed_call(client, "search_meetings", {"query": words[0]}, validate=False)
+        figures.peer_first_s = time.perf_counter() - started
+        pid = find_process(str(executable))
+        figures.peer_rss = rss_mb(pid) if pid else float("nan")
+        for _ in range(rounds):
+            for q in words:
+                figures.peer_warm.append(await timed_call(client, "search_meetings", {"query": q}, validate=False))
+
+
+def one_run(f: Figures) -> str:
+    ratio = percentile(f.peer_warm, 50) / percentile(f.warm, 50) if f.peer_warm else float("nan")
+    return (
+        f"first search {f.first_s:.2f} s (server CPU {f.cpu_first:.1f} s); resident {f.rss_first:.0f} MB, "
+        f"{SETTLE:.0f} s later {f.rss_later:.0f} MB (worker at the answer {f.worker_first:.0f} MB); "
+        f"changed meeting {f.change_s:.2f} s (CPU {f.cpu_change:.2f} s); "
+        f"warm p50/p95 {percentile(f.warm, 50):.2f}/{percentile(f.warm, 95):.2f} ms "
+        f"(round trip {percentile(f.warm_raw, 50):.2f}/{percentile(f.warm_raw, 95):.2f} ms); "
+        f"peer: first {f.peer_first_s:.2f} s, resident {f.peer_rss:.0f} MB, "
+        f"warm p50 {percentile(f.peer_warm, 50):.1f} ms, ratio {ratio:.0f}x"
+    )
+
+
+def span(values: list[float], fmt: str) -> str:
+    finite = [v for v in values if v == v]
+    if not finite:
+        return "n/a"
+    lo, hi = min(finite), max(finite)
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="a string cache (gen_granola.py --format v3)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=20, help="warm searches per query term")
+    parser.add_argument("--peer", type=Path, help="granola-mcp-server's executable (default: on PATH)")
+    opts = parser.parse_args()
+    cache: Path = opts.cache.resolve()
+    words = queries(cache)
+    peer_exe = opts.peer or (Path(found) if (found := shutil.which("granola-mcp-server")) else None)
+    print(f"cache {cache} ({cache.stat().st_size / 1e6:.1f} MB); queries {words}")
+    if peer_exe is None or not peer_exe.exists():
+        print("granola-mcp-server not found (--peer PATH): no peer ratio")
+        peer_exe = None
+    anyio.run(bench, cache, words, opts.runs, opts.rounds, peer_exe)
+
+
+async def bench(cache: Path, words: list[str], count: int, rounds: int, peer_exe: Path | None) -> None:
+    runs: list[Figures] = []
+    for n in range(count):
+        figures = Figures()
+        work = Path(tempfile.mkdtemp(prefix="deskmcp-bench-", dir=cache.parent))
+        try:
+            await ours(cache, work, words, rounds, figures)
+            if peer_exe is not None:
+                try:
+                    await peer(peer_exe, cache, work, words, max(1, rounds // 4), figures)
+                except Exception as exc:
+                    print(f"granola-mcp-server failed: {exc!r}; see its stderr above", flush=True)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        runs.append(figures)
+        print(f"run {n + 1}: {one_run(figures)}", flush=True)
+
+    def each(get: object) -> list[float]:
+        return [get(r) for r in runs]  # type: ignore[operator]
+
+    print(f"\n== {len(runs)} runs (range) ==")
+    print(f"first search answered after start:  {span(each(lambda r: r.first_s), '{:.2f}')} s")
+    print(f"  server CPU meanwhile (+ worker):  {span(each(lambda r: r.cpu_first), '{:.1f}')} s")
+    print(f"server resident right after:        {span(each(lambda r: r.rss_first), '{:.0f}')} MB")
+    print(f"  and {SETTLE:.0f} s later:                  {span(each(lambda r: r.rss_later), '{:.0f}')} MB")
+    print(f"one changed meeting searchable:     {span(each(lambda r: r.change_s), '{:.2f}')} s")
+    print(f"  server CPU meanwhile:             {span(each(lambda r: r.cpu_change), '{:.2f}')} s")
+    print(
+        f"warm search p50 / p95 (call_tool):  {span(each(lambda r: percentile(r.warm, 50)), '{:.2f}')} / "
+        f"{span(each(lambda r: percentile(r.warm, 95)), '{:.2f}')} ms"
+    )
+    print(
+        f"warm search p50 / p95 (round trip): {span(each(lambda r: percentile(r.warm_raw, 50)), '{:.2f}')} / "
+        f"{span(each(lambda r: percentile(r.warm_raw, 95)), '{:.2f}')} ms"
+    )
+    if peer_exe is not None:
+        print(
+            f"peer granola-mcp-server: first search {span(each(lambda r: r.peer_first_s), '{:.2f}')} s, "
+            f"resident {span(each(lambda r: r.peer_rss), '{:.0f}')} MB, warm p50 "
+            f"{span(each(lambda r: percentile(r.peer_warm, 50)), '{:.1f}')} ms"
+        )
+        print(
+            "peer ratio (its warm p50 / ours):  "
+            f"{span(each(lambda r: percentile(r.peer_warm, 50) / percentile(r.warm, 50)), '{:.0f}')}x"
+        )
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    main()
