@@ -29,7 +29,15 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Keep tests away from the real user's data folders and settings."""
-    for name in ("DESKMCP_WORKSPACE", "DESKMCP_INDEX_DIR", "GRANOLA_CACHE_PATH", "VAULT_PATH", "DOCUMENTS_PATH"):
+    for name in (
+        "DESKMCP_WORKSPACE",
+        "DESKMCP_INDEX_DIR",
+        "DESKMCP_EMBEDDER",
+        "DESKMCP_MODELS_DIR",
+        "GRANOLA_CACHE_PATH",
+        "VAULT_PATH",
+        "DOCUMENTS_PATH",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))

@@ -39,6 +39,8 @@ def _optional_path(value: object) -> object:
 
 OptionalPath = Annotated[Path | None, BeforeValidator(_optional_path)]
 """A path setting that may be unset; `~` and `$VARS` are expanded, an empty value means unset."""
+OptionalText = Annotated[str | None, BeforeValidator(lambda value: value or None)]
+"""A text setting that may be unset; an empty value means unset."""
 
 
 class WorkspaceSettings(BaseSettings):
@@ -81,6 +83,11 @@ class WorkspaceSettings(BaseSettings):
         default=None,
         validation_alias=env_alias("timezone", "DESKMCP_TIMEZONE"),
         description="IANA time zone for day boundaries (default: the system's).",
+    )
+    embedder: OptionalText = Field(
+        default=None,
+        validation_alias=env_alias("embedder", "DESKMCP_EMBEDDER"),
+        description="Model of the model store that search by meaning uses (`deskmcp models list`); unset: words only.",
     )
 
     @field_validator("workspace", "index_dir", mode="before")
