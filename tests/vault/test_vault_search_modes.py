@@ -11,6 +11,7 @@ from mcp import Client
 from deskmcp.vault.server import Settings, create_server
 from deskmcp.vault.service import VaultService
 from tests.helpers.concept_vectors import ConceptEmbedder
+from tests.helpers.embedders import add_static_model
 from tests.helpers.files import write
 from tests.helpers.tool_calls import Connect, call, fail
 
@@ -99,3 +100,19 @@ async def test_related_notes_without_a_model_says_how_to_set_one_up(connect: Con
     async with connect(toolsets="read,browse") as client:
         error = await fail(client, "related_notes", {"path": "Garage.md"})
     assert error["error"] == "bad_request" and "DESKMCP_EMBEDDER" in error["message"]
+
+
+async def test_search_notes_uses_the_model_named_by_deskmcp_embedder(
+    connect: Connect, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "models"
+    add_static_model(store, "topics")
+    monkeypatch.setenv("DESKMCP_MODELS_DIR", str(store))
+    write(vault, "Pets.md", "# Pets\nThe kitten purrs and the puppy barks.\n")
+    write(vault, "Costs.md", "# Costs\nThe invoice total was paid.\n")
+    async with connect(embedder="topics") as client:
+        found = await call(client, "search_notes", {"query": "cat", "mode": "semantic", "limit": 1})
+        default = await call(client, "search_notes", {"query": "expenses"})
+    assert found["mode"] == "semantic" and paths(found) == ["Pets.md"]
+    assert default["mode"] == "hybrid" and paths(default)[0] == "Costs.md"
+    assert default["notes"][0]["lexical_rank"] is None and default["notes"][0]["semantic_rank"] == 1

@@ -11,6 +11,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.fusion import ModeArg
 from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
@@ -55,7 +56,7 @@ DEFAULT_TOOLSETS = ("read", "write")
 
 
 def create_service(settings: VaultSettings) -> VaultService:
-    return VaultService(settings)
+    return VaultService(settings, embedder=configured_embedder(settings))
 
 
 def unavailable(settings: VaultSettings) -> str | None:
