@@ -146,6 +146,22 @@ def serve(
         ),
     ] = None,
     max_body_mb: Annotated[float, typer.Option(help="Largest HTTP request body, in MiB (413 above).")] = 4.0,
+    stateless: Annotated[
+        bool,
+        typer.Option(
+            "--stateless",
+            help="MCP without sessions, for several replicas behind a load balancer ($DESKMCP_STATELESS); "
+            "the replicas share DESKMCP_STATE_KEYS.",
+        ),
+    ] = False,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-proxy",
+            help="Address or network of a proxy whose X-Forwarded-For/-Proto are believed, besides "
+            "$DESKMCP_TRUSTED_PROXIES; by default nobody's.",
+        ),
+    ] = None,
     toolsets: ToolsetsOpt = None,
     workspace: WorkspaceOpt = None,
     log_level: LogLevelOpt = "WARNING",
@@ -160,12 +176,18 @@ def serve(
     setup_logging(log_level)
     specs = _selected(name, only, exclude)
     origins = _allowed_origins(allow_origin) if http else ()
+    stateless, proxies, state_security = _replica_options(stateless, trusted_proxy) if http else (False, (), None)
     ensure_workspace(workspace)
     # The port first: finding it busy once every server has started would cost seconds.
     sock = _bind(host, port) if http else None
     # A server named on its own always starts: its tools then say what is missing.
     composition = _compose(
-        specs, workspace=workspace, keep_unavailable=name != "all", name=_server_name(name), toolsets=toolsets
+        specs,
+        workspace=workspace,
+        keep_unavailable=name != "all",
+        name=_server_name(name),
+        toolsets=toolsets,
+        request_state_security=state_security,
     )
     if not http:
         composition.server.run("stdio")
@@ -183,6 +205,8 @@ def serve(
         allowed_hosts=tuple(allow_host or ()),
         allowed_origins=origins,
         workspace=workspace,
+        stateless=stateless,
+        trusted_proxies=proxies,
     )
 
     def announce() -> None:
@@ -231,6 +255,24 @@ def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
     except BadRequest as exc:
         typer.echo(f"deskmcp: {exc.message}", err=True)
         raise typer.Exit(2) from None
+
+
+def _replica_options(stateless: bool, trusted: list[str] | None) -> tuple[bool, tuple[str, ...], Any]:
+    """--stateless / DESKMCP_STATELESS, the trusted proxies and the shared request-state keys
+    (`deskmcp.replicas`); a bad value is one line and exit code 2."""
+    from pydantic import ValidationError
+
+    from deskmcp.replicas import ReplicaSettings, request_state_security, trusted_proxies
+
+    try:
+        settings = ReplicaSettings(stateless=True) if stateless else ReplicaSettings()
+        proxies = trusted_proxies(settings.trusted_proxies, trusted or ())
+        return settings.stateless, proxies, request_state_security(settings)
+    except BadRequest as exc:
+        typer.echo(f"deskmcp: {exc.message}", err=True)
+    except ValidationError as exc:
+        typer.echo(f"deskmcp: {exc.errors()[0]['msg']} (DESKMCP_STATELESS: true or false).", err=True)
+    raise typer.Exit(2)
 
 
 def _url_host(host: str) -> str:

@@ -27,6 +27,8 @@ from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
 
 if TYPE_CHECKING:
+    from mcp.server.request_state import RequestStateSecurity
+
     # The type checker holds every server module to the contract (`ServerModule`): a module whose
     # Settings, create_service, register or unavailable drifts from it is a type error here, where
     # the registry itself only loads modules by name.
@@ -162,12 +164,15 @@ def compose(
     keep_unavailable: bool = False,
     name: str = "deskmcp",
     toolsets: str | None = None,
+    request_state_security: RequestStateSecurity | None = None,
 ) -> Composition:
     """Register every selected server on one `ComposedServer`.
 
     A server whose `unavailable(settings)` gives a reason is skipped with one warning, unless
     `keep_unavailable` (for listing tools, or a server named explicitly: its tools then explain
     what is missing when called). `toolsets` overrides `DESKMCP_TOOLSETS` (see `core.toolsets`).
+    `request_state_security`: the key ring replicas share (`deskmcp.replicas`); None keeps the SDK's
+    per-process key.
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
@@ -199,6 +204,7 @@ def compose(
         instructions="\n\n".join(parts),
         tool_names=shared.tool_names,
         output_schemas=shared.output_schemas,
+        request_state_security=request_state_security,
     )
     composition = Composition(server, skipped=skipped)
     for spec, module, settings in not_running:

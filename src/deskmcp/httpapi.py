@@ -86,6 +86,11 @@ class HttpOptions:
     """Seconds a client has to send a whole request, head and body, before its connection is closed."""
     keep_alive_timeout: int = 5
     """Seconds an idle keep-alive connection stays open."""
+    stateless: bool = False
+    """MCP without sessions, so that any replica behind a load balancer can answer any request
+    (`deskmcp.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
+    trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
+    """Addresses or networks whose X-Forwarded-For / X-Forwarded-Proto are believed; nobody's by default."""
 
 
 def is_loopback(host: str) -> bool:
@@ -269,6 +274,29 @@ class TaxonomyErrors:
         await self.app(scope, receive, rewrite)
 
 
+class UnbufferedEvents:
+    """Mark every event stream `X-Accel-Buffering: no`, so that a proxy (nginx reads the header)
+    passes each event on as it comes instead of holding the response until it ends."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def marked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                is_stream = Headers(raw=headers).get("content-type", "").startswith("text/event-stream")
+                if is_stream and all(k.lower() != b"x-accel-buffering" for k, _ in headers):
+                    message = {**message, "headers": [*headers, (b"x-accel-buffering", b"no")]}
+            await send(message)
+
+        await self.app(scope, receive, marked)
+
+
 class ToolApiBodyLimit:
     """413 for tool API bodies over the limit; `/mcp` gets the same limit from the SDK's session manager."""
 
@@ -382,6 +410,7 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     server = composition.server
     mcp_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
+        stateless_http=options.stateless,
         max_request_body_size=options.max_body_bytes,
         transport_security=security_settings(options),
         host=options.host,
@@ -398,9 +427,15 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     middleware = [
         Middleware(TaxonomyErrors, max_body_bytes=options.max_body_bytes),
         Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes),
+        Middleware(UnbufferedEvents),
     ]
     if options.token is not None:
         middleware.insert(1, Middleware(BearerGate, token=options.token))
+    if options.trusted_proxies:
+        # Outermost: every check after it sees the client's address and scheme, not the proxy's.
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(options.trusted_proxies)))
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
 
 
@@ -441,10 +476,14 @@ def _host_checked(
 
 
 def uvicorn_settings(options: HttpOptions) -> dict[str, Any]:
-    """The uvicorn `Config` arguments that bound what a slow or idle client can hold."""
+    """The uvicorn `Config` arguments that bound what a slow or idle client can hold.
+
+    uvicorn's own X-Forwarded-* handling is off: it would believe any loopback peer by default;
+    the app believes only `HttpOptions.trusted_proxies`."""
     return {
         "http": read_timeout_protocol(options.read_timeout),
         "timeout_keep_alive": options.keep_alive_timeout,
+        "proxy_headers": False,
     }
 
 

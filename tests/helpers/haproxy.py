@@ -1,0 +1,156 @@
+"""Debian's haproxy as the load balancer in front of `deskmcp serve all --http` replicas.
+
+`haproxy_config` is the configuration docs/deployment.md shows (round robin, health checks on the
+health route `GET /`, a retry on another replica when one cannot be reached, event streams passed
+through unbuffered), with loopback ports; `balancer` runs haproxy in the foreground on it.
+Each response names the replica that answered in `X-Served-By`."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SKIP_REASON = "haproxy is not installed (apt-get install haproxy; .ci/run installs it)"
+
+
+def haproxy_binary() -> str | None:
+    return shutil.which("haproxy") or next(
+        (p for p in ("/usr/sbin/haproxy", "/usr/local/sbin/haproxy") if Path(p).is_file()), None
+    )
+
+
+def haproxy_config(port: int, replicas: dict[str, int], *, host: str = "127.0.0.1") -> str:
+    """The configuration: a frontend on `host:port`, one backend server per replica name -> port."""
+    servers = "\n".join(f"    server {name} 127.0.0.1:{p} check" for name, p in replicas.items())
+    return f"""global
+    maxconn 2000
+
+defaults
+    mode http
+    timeout connect 5s
+    # Event streams stay open while a tool runs: the client and server timeouts bound a silent one.
+    timeout client 300s
+    timeout server 300s
+    timeout http-keep-alive 10s
+    # X-Forwarded-For with the client's address (deskmcp believes it from --trusted-proxy addresses).
+    option forwardfor
+    # A replica that cannot be reached: the request goes to another one (it never reached the first).
+    option redispatch
+    retries 2
+    retry-on conn-failure empty-response
+
+frontend deskmcp
+    bind {host}:{port}
+    # With TLS here (bind ... ssl crt FILE): http-request set-header X-Forwarded-Proto https
+    default_backend replicas
+
+backend replicas
+    balance roundrobin
+    # The health route answers without a token; a replica that fails two checks gets no requests.
+    option httpchk
+    http-check send meth GET uri / ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check expect status 200
+    default-server inter 1s fall 2 rise 1
+    http-response set-header X-Served-By %[srv_name]
+{servers}
+"""
+
+
+@contextmanager
+def balancer(config_dir: Path, port: int, replicas: dict[str, int], seconds: float = 30) -> Iterator[str]:
+    """haproxy on 127.0.0.1:`port` in front of `replicas` (name -> port); yields its base URL once it listens."""
+    binary = haproxy_binary()
+    if binary is None:
+        raise RuntimeError(SKIP_REASON)
+    config = config_dir / "haproxy.cfg"
+    config.write_text(haproxy_config(port, replicas), encoding="utf-8")
+    checked = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, check=False)
+    if checked.returncode != 0:
+        raise RuntimeError(f"haproxy refused its configuration: {checked.stdout}{checked.stderr}")
+    proc = subprocess.Popen(
+        [binary, "-db", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_listening(port, proc, seconds)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def wait_listening(port: int, proc: subprocess.Popen[str], seconds: float) -> None:
+    """Return once something accepts connections on 127.0.0.1:`port`; raise if `proc` exits first
+    or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise RuntimeError(f"haproxy exited with {proc.returncode}: {err}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            # Bounded poll: haproxy binds within milliseconds of starting.
+            time.sleep(0.02)
+    raise RuntimeError(f"haproxy did not listen on port {port} within {seconds}s")
+
+
+class Replica:
+    """One `deskmcp ARGS` process, started until its stderr says `ready`; `kill` ends it at once,
+    as a crash would."""
+
+    def __init__(self, args: list[str], env: dict[str, str], ready: str = "serving MCP at", seconds: float = 90):
+        import queue
+        import sys
+        import threading
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "deskmcp.cli", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        self.lines: list[str] = []
+        arrived: queue.Queue[str | None] = queue.Queue()
+        stderr = self.proc.stderr
+        assert stderr is not None
+
+        def read() -> None:
+            for line in stderr:
+                self.lines.append(line)
+                arrived.put(line)
+            arrived.put(None)  # the process closed stderr: it has ended
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + seconds
+        try:
+            while not any(ready in line for line in self.lines):
+                if arrived.get(timeout=max(0.01, deadline - time.monotonic())) is None:
+                    raise queue.Empty
+        except queue.Empty:
+            self.stop()
+            raise RuntimeError(f"deskmcp {' '.join(args)} was not ready: {''.join(self.lines)[-2000:]}") from None
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()

@@ -1,0 +1,178 @@
+"""Two `deskmcp serve all --http --stateless` replicas behind a real haproxy (Debian's), as
+docs/deployment.md describes: requests spread over both, a send the person confirms on one replica
+is finished by the other (shared request-state keys), a keyed send retried across replicas goes out
+once, health checks reach the token-protected replicas, and a replica killed mid-sequence leaves the
+client carrying on through the other. The replicas and haproxy start once for the module; the kill
+comes last, in the last test."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.helpers.haproxy import SKIP_REASON, Replica, balancer, haproxy_binary
+from tests.helpers.mail import SinkHandler, SmtpSink
+from tests.helpers.network import free_port
+from tests.helpers.person import Person
+from tests.helpers.processes import environment, write_meeting_cache
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.anyio,
+    pytest.mark.skipif(haproxy_binary() is None, reason=SKIP_REASON),
+]
+
+TOKEN = "replica-token-for-the-tests"
+STATE_KEYS = "shared-request-state-key-0123456789abcdef"
+CHEAP_TOOL = "granola.cache.status"
+MAIL = {"to": "eve@elsewhere.test", "subject": "Q3 numbers", "body": "Figures attached."}
+
+
+@dataclass
+class Cluster:
+    base: str
+    replicas: dict[str, Replica]
+    sink: SmtpSink
+    served_by: list[str] = field(default_factory=list)
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """(replica, JSON-RPC request) of each response."""
+
+    def forget(self) -> None:
+        self.served_by.clear()
+        self.requests.clear()
+
+    def client(self, mode: str = "legacy", person: Person | None = None) -> tuple[httpx2.AsyncClient, Client]:
+        """An MCP client through haproxy; the replica behind each response goes to `served_by`."""
+
+        async def record(response: httpx2.Response) -> None:
+            self.served_by.append(response.headers.get("x-served-by", "?"))
+            try:
+                body = json.loads(response.request.content or b"null")
+            except ValueError:
+                body = None
+            self.requests.append((self.served_by[-1], body if isinstance(body, dict) else {}))
+
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, event_hooks={"response": [record]}
+        )
+        transport = streamable_http_client(self.base + "/mcp", http_client=http)
+        return http, Client(transport, mode=mode, elicitation_callback=person.answer if person else None)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    from aiosmtpd.controller import Controller
+
+    root = tmp_path_factory.mktemp("replicas")
+    workspace = root / "workspace"
+    write_meeting_cache(workspace / "granola")
+    sink = SmtpSink("127.0.0.1", free_port())
+    controller = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
+    controller.start()
+    env = environment(
+        workspace,
+        DESKMCP_TOKEN=TOKEN,
+        DESKMCP_STATE_KEYS=STATE_KEYS,
+        MAIL_SMTP_HOST=sink.host,
+        MAIL_SMTP_PORT=str(sink.port),
+        MAIL_SMTP_SECURITY="none",
+        MAIL_ADDRESS="me@corp.test",
+    )
+    with ExitStack() as stack:
+        stack.callback(controller.stop)
+        ports = {"r1": free_port(), "r2": free_port()}
+        replicas: dict[str, Replica] = {}
+        for name, port in ports.items():
+            args = ["serve", "all", "--only", "meetings,mail", "--http", "--stateless", "--port", str(port)]
+            args += ["--trusted-proxy", "127.0.0.1"]
+            replicas[name] = Replica(args, env)
+            stack.callback(replicas[name].stop)
+        base = stack.enter_context(balancer(root, free_port(), ports))
+        yield Cluster(base, replicas, sink)
+
+
+async def test_tool_calls_through_haproxy_spread_over_both_replicas(cluster: Cluster) -> None:
+    cluster.forget()
+    http, client = cluster.client()
+    async with http, client:
+        with anyio.fail_after(60):
+            results = [await client.call_tool(CHEAP_TOOL, {}) for _ in range(6)]
+    assert not any(r.is_error for r in results)
+    assert set(cluster.served_by) == {"r1", "r2"}
+    # Round robin: neither replica answered everything.
+    assert 2 <= cluster.served_by.count("r1") <= len(cluster.served_by) - 2
+
+
+async def test_health_checks_reach_replicas_that_require_a_token_and_others_are_refused(cluster: Cluster) -> None:
+    async with httpx2.AsyncClient(timeout=30) as http:
+        health = [await http.get(cluster.base + "/") for _ in range(2)]
+        tools = await http.get(cluster.base + "/tools")
+    assert [h.status_code for h in health] == [200, 200]
+    assert {h.headers["x-served-by"] for h in health} == {"r1", "r2"}
+    assert health[0].json()["status"] == "ok"
+    assert tools.status_code == 401
+
+
+async def test_a_send_the_person_confirms_through_haproxy_is_finished_by_the_other_replica(cluster: Cluster) -> None:
+    cluster.sink.messages.clear()
+    person = Person("accept")
+    http, client = cluster.client(mode="2026-07-28", person=person)
+    async with http, client:
+        cluster.forget()
+        with anyio.fail_after(60):
+            result = await client.call_tool("send_email", {**MAIL, "subject": "Confirmed across replicas"})
+    assert not result.is_error, result.content
+    assert len(person.asked) == 1
+    # The call that asked and its retry carrying the answer and the sealed state: one on each replica.
+    calls = [(served, body["params"]) for served, body in cluster.requests if body.get("method") == "tools/call"]
+    assert len(calls) == 2
+    (asked_on, first), (finished_on, retry) = calls
+    assert "requestState" not in first and retry.get("requestState")
+    assert {asked_on, finished_on} == {"r1", "r2"}
+    assert [m.rcpt_tos for m in cluster.sink.messages] == [["eve@elsewhere.test"]]
+
+
+async def test_a_keyed_send_retried_on_the_other_replica_is_sent_once(cluster: Cluster) -> None:
+    cluster.sink.messages.clear()
+    http, client = cluster.client()
+    args = {**MAIL, "subject": "Sent once", "idempotency_key": "retry-across-replicas-1"}
+    async with http, client:
+        cluster.forget()
+        with anyio.fail_after(60):
+            first = await client.call_tool("send_email", args)
+            retried = await client.call_tool("send_email", args)
+    assert not first.is_error and not retried.is_error, (first.content, retried.content)
+    served = [s for s in cluster.served_by if s != "?"]
+    assert served[-2] != served[-1], f"the retry went to the same replica: {served}"
+    assert isinstance(retried.structured_content, dict)
+    assert retried.structured_content.get("duplicate") is True
+    assert len(cluster.sink.messages) == 1
+
+
+async def test_a_replica_killed_mid_sequence_leaves_the_client_carrying_on_through_the_other(
+    cluster: Cluster,
+) -> None:
+    http, client = cluster.client()
+    answers: list[Any] = []
+    async with http, client:
+        with anyio.fail_after(120):
+            for i in itertools.count():
+                if i == 3:
+                    cluster.replicas["r1"].kill()
+                    cluster.forget()
+                answers.append(await client.call_tool(CHEAP_TOOL, {}))
+                if i == 9:
+                    break
+    assert len(answers) == 10
+    assert not any(a.is_error for a in answers)
+    assert set(cluster.served_by) == {"r2"}
