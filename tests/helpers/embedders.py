@@ -9,6 +9,7 @@
   all-MiniLM-L6-v2 does, but its vectors mean nothing.
 - `add_static_model(store)` / `add_tiny_bert(store)`: either one imported into a model store
   (a folder), ready for `open_embedder(name, store=store)`.
+- `FileServer`: an http.server on loopback serving given bytes, for `deskmcp models pull`.
 
 Every builder is deterministic: the same call writes the same bytes, so a model's id is stable.
 """
@@ -16,6 +17,10 @@ Every builder is deterministic: the same call writes the same bytes, so a model'
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +146,52 @@ def add_static_model(store: Path, name: str = "tiny-static", *, dimension: int =
 def add_tiny_bert(store: Path, name: str = "tiny-bert") -> Manifest:
     """The tiny BERT encoder, imported into the model store `store` as `name`."""
     return import_model(write_tiny_bert(store.parent / f"{name}-source"), name=name, store=store)
+
+
+class FileServer:
+    """Files served over HTTP on 127.0.0.1 (`with FileServer.running() as server:`): `serve(path,
+    body)` publishes `body` at `server.base + path`; `cut_at` sends only that many bytes of it
+    (with the full Content-Length) and hangs up, as a broken download does. Other paths are 404."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[bytes, int | None]] = {}
+        self.requests: list[str] = []
+        self.base = ""
+
+    def serve(self, path: str, body: bytes, *, cut_at: int | None = None) -> None:
+        self.files["/" + path.lstrip("/")] = (body, cut_at)
+
+    @classmethod
+    @contextmanager
+    def running(cls) -> Iterator[FileServer]:
+        files = cls()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                files.requests.append(self.path)
+                if self.path not in files.files:
+                    self.send_error(404)
+                    return
+                body, cut_at = files.files[self.path]
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body if cut_at is None else body[:cut_at])
+                self.close_connection = True
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # keep the test output clean
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        files.base = f"http://127.0.0.1:{server.server_address[1]}/"
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield files
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -149,19 +149,19 @@ def find_model(name: str, store: Path | None = None) -> Path:
     return folder
 
 
-def list_models(store: Path | None = None) -> list[Manifest | ParseError]:
-    """Every model in the store, by name; a folder whose manifest is unreadable is listed as its error."""
+def list_models(store: Path | None = None) -> list[tuple[str, Manifest | ParseError]]:
+    """Every model folder of the store, by name, with its manifest or, when that is unreadable, the error."""
     root = store or default_store()
     if not root.is_dir():
         return []
-    found: list[Manifest | ParseError] = []
+    found: list[tuple[str, Manifest | ParseError]] = []
     for folder in sorted(root.iterdir()):
         if folder.name.startswith(".") or not folder.is_dir():
             continue  # folders being assembled
         try:
-            found.append(read_manifest(folder))
+            found.append((folder.name, read_manifest(folder)))
         except ParseError as exc:
-            found.append(exc)
+            found.append((folder.name, exc))
     return found
 
 
@@ -174,14 +174,14 @@ def remove_model(name: str, store: Path | None = None) -> Path:
     return folder
 
 
-def staging_folder(name: str, store: Path | None = None) -> Path:
+def staging_folder(name: str, store: Path | None = None, *, purpose: str = "add") -> Path:
     """A fresh hidden folder in the store where a model is assembled before `install` renames it into place."""
     root = store or default_store()
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise IOFailure(f"Cannot create the model store {root}: {exc.strerror or exc}.", {"path": str(root)}) from None
-    return Path(tempfile.mkdtemp(prefix=f".add-{check_name(name)}-", dir=root))
+    return Path(tempfile.mkdtemp(prefix=f".{purpose}-{check_name(name)}-", dir=root))
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
