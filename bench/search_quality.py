@@ -53,6 +53,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -148,10 +149,13 @@ def load(corpus: Path) -> tuple[list[Chunk], list[Query]]:
 
 
 def write_vault(root: Path, chunks: Sequence[Chunk]) -> None:
+    """The chunks as notes; a note already holding its text is left alone (a kept --workdir keeps its
+    index, vectors included)."""
     for chunk in chunks:
         path = root / chunk.path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(chunk.text, encoding="utf-8")
+        if not path.is_file() or path.read_text(encoding="utf-8") != chunk.text:
+            path.write_text(chunk.text, encoding="utf-8")
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -259,6 +263,17 @@ class Remembering:
     @property
     def dimension(self) -> int:
         return self.inner.dimension
+
+    def learn(self, service: VaultService) -> None:
+        """Remember the passages `service` has embedded (same model), with their vectors."""
+        vectors = service.vectors
+        assert vectors is not None and vectors.embedder.model_id == self.model_id
+        with vectors.index.reader() as conn:
+            stored: dict[int, list[Any]] = {}
+            for doc_id, blob in conn.execute("SELECT doc_id, vector FROM vec_chunks ORDER BY doc_id, n"):
+                stored.setdefault(int(doc_id), []).append(np.frombuffer(blob, dtype=np.float32))
+        for doc_id, texts in vectors.passages(list(stored)).items():
+            self.seen.update(zip(texts, stored[doc_id], strict=True))
 
     def encode(self, texts: Sequence[str]) -> Any:
         missing = list(dict.fromkeys(t for t in texts if t not in self.seen))
@@ -438,10 +453,8 @@ def vault_paraphrases(corpus: Path, encoders: dict[str, Embedder], tmp: Path) ->
     rankers: dict[str, Callable[[str], list[str]]] = {"bm25": bm25.rank}
     services: list[VaultService] = []
     vault = tmp / "quartz"
-    vault.mkdir()
     for p in notes:  # the notes alone (the corpus' README is not one of them)
-        (vault / p.relative_to(corpus)).parent.mkdir(parents=True, exist_ok=True)
-        (vault / p.relative_to(corpus)).write_bytes(p.read_bytes())
+        _write(vault / p.relative_to(corpus), p.read_bytes())
     plain = open_service(vault, tmp / "para-ws", None)
     services.append(plain)
     rankers["lexical"] = lambda text: [n.path for n in plain.search_notes(text, limit=K, mode="lexical").notes]
@@ -466,8 +479,18 @@ def vault_paraphrases(corpus: Path, encoders: dict[str, Embedder], tmp: Path) ->
 
 
 def _folder(path: Path) -> Path:
+    """An empty folder at `path` (whatever a kept --workdir held there is removed)."""
+    shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write `data` unless `path` already holds it (a kept --workdir keeps its indexes current)."""
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
 
 
 # -- speed -----------------------------------------------------------------------------------
@@ -479,7 +502,7 @@ def pct(values: Sequence[float], p: float) -> float:
 
 def speed(chunks: Sequence[Chunk], queries: Sequence[Query], encoders: dict[str, Embedder], tmp: Path) -> None:
     if "static" in encoders:
-        vault = tmp / "first-index"
+        vault = _folder(tmp / "first-index")
         notes = [
             (f"copy-{c // len(chunks)}/{chunks[c % len(chunks)].path}", chunks[c % len(chunks)].text)
             for c in range(10_000)
@@ -489,7 +512,7 @@ def speed(chunks: Sequence[Chunk], queries: Sequence[Query], encoders: dict[str,
             (vault / rel).write_text(text, encoding="utf-8")
         print("\n== first index of 10,000 notes with the static model (from an empty index) ==")
         started = time.perf_counter()
-        service = open_service(vault, tmp / "first-ws", encoders["static"])
+        service = open_service(vault, _folder(tmp / "first-ws"), encoders["static"])
         print(f"  total {time.perf_counter() - started:.1f} s")
         service.close()
     encoder = encoders.get("minilm") or next(iter(encoders.values()), None)
@@ -499,11 +522,15 @@ def speed(chunks: Sequence[Chunk], queries: Sequence[Query], encoders: dict[str,
     vault = tmp / "speed"
     for n in range(copies):
         for chunk in chunks:
-            path = vault / f"copy-{n:02d}" / chunk.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(chunk.text, encoding="utf-8")
+            _write(vault / f"copy-{n:02d}" / chunk.path, chunk.text.encode("utf-8"))
     print(f"\n== query speed over {copies} copies of the QMSum chunks ==")
-    service = open_service(vault, tmp / "speed-ws", Remembering(encoder))
+    remembering = Remembering(encoder)
+    name = next(n for n, e in encoders.items() if e is encoder)
+    if (tmp / f"ws-{name}").is_dir():  # the QMSum run's vectors: each passage is embedded once
+        known = open_service(tmp / "qmsum", tmp / f"ws-{name}", encoder)
+        remembering.learn(known)
+        known.close()
+    service = open_service(vault, tmp / "speed-ws", remembering)
     assert service.vectors is not None
     records, passages = service.vectors.count()
     size = service.catalog.index.path.stat().st_size
@@ -531,14 +558,17 @@ def main() -> None:
     parser.add_argument("--weights", default="", help="also run hybrid at these semantic weights, e.g. 0.2,0.4")
     parser.add_argument("--rrf", action="store_true", help="also run hybrid fused by reciprocal rank fusion")
     parser.add_argument("--speed", action="store_true", help="also time queries at ~50,000 passages and a first index")
+    parser.add_argument("--workdir", type=Path, help="keep vaults, indexes and vectors here between runs")
     parser.add_argument("--no-qmsum", action="store_true")
     parser.add_argument("--no-vault", action="store_true")
     args = parser.parse_args()
     names = [n for n in args.encoders.split(",") if n]
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="search-quality-") as tmp_name:
-        tmp = Path(tmp_name)
-        encoders = open_encoders(names, args.store or _folder(tmp / "models"))
+        tmp = args.workdir or Path(tmp_name)
+        store = args.store or tmp / "models"
+        store.mkdir(parents=True, exist_ok=True)
+        encoders = open_encoders(names, store)
         chunks, queries = load(args.corpus)
         if not args.no_qmsum:
             failures = qmsum(chunks, queries, encoders, args, tmp)
