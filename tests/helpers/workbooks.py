@@ -63,3 +63,30 @@ async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
     with anyio.fail_after(120):
         await anyio.run_process(command, check=True)
     return (out / f"{path.stem}.csv").read_text(encoding="utf-8").splitlines()
+
+
+BUILTIN_FORMATS = {0: "General", 14: "mm-dd-yy", 22: "m/d/yy h:mm"}
+"""The built-in number formats (ECMA-376 Part 1, 18.8.30) a date cell may name by id."""
+
+
+def stored_cells(path: Path, part: str = "xl/worksheets/sheet1.xml") -> dict[str, tuple[str, str | None, str]]:
+    """What each cell of a worksheet part stores, by reference: its type (`t`, `n` when absent),
+    the text of its `<v>` (None without one) and the code of its number format (from the styles)."""
+    import zipfile
+    from xml.etree import ElementTree
+
+    ns = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+    with zipfile.ZipFile(path) as zf:
+        sheet = ElementTree.fromstring(zf.read(part))
+        styles = ElementTree.fromstring(zf.read("xl/styles.xml"))
+    codes = dict(BUILTIN_FORMATS)
+    for fmt in styles.iter(f"{ns}numFmt"):
+        codes[int(fmt.get("numFmtId", "0"))] = fmt.get("formatCode", "")
+    xfs = styles.find(f"{ns}cellXfs")
+    formats = [int(xf.get("numFmtId", "0")) for xf in (xfs if xfs is not None else [])]
+    out: dict[str, tuple[str, str | None, str]] = {}
+    for cell in sheet.iter(f"{ns}c"):
+        v = cell.find(f"{ns}v")
+        fmt_id = formats[int(cell.get("s", "0"))] if formats else 0
+        out[cell.get("r", "")] = (cell.get("t", "n"), v.text if v is not None else None, codes.get(fmt_id, str(fmt_id)))
+    return out

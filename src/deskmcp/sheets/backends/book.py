@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import re
 import zipfile
 from collections.abc import Callable, Collection
@@ -33,8 +34,10 @@ from deskmcp.sheets.models import InputMode, Uncomputed, UpdatedRange
 from deskmcp.sheets.xlsx.cellxml import (
     SURROGATE,
     UNSTORABLE,
+    date_cell,
     formula_results,
     from_xstring,
+    number_text,
     plain,
     string_count,
     unreadable,
@@ -260,10 +263,17 @@ class Book:
         return (sheet, row, column) not in self.literal
 
     def put(self, rng: A1Range, rows: list[list[Any]], mode: InputMode) -> UpdatedRange:
+        from openpyxl.styles.numbers import is_date_format
+
         ws = self.sheet(rng.sheet)
 
         def store(r: int, c: int, stored: Any, literal: bool) -> None:
             cell: Any = ws.cell(row=r, column=c)
+            if self.fmt == "xlsx" and isinstance(stored, dt.date):
+                # the serial and format a patch stores (`cellxml.date_cell`), not openpyxl's own
+                stored, fmt = date_cell(stored)
+                if not is_date_format(cell.number_format):
+                    cell.number_format = fmt
             # text is held as the file stores it (openpyxl refuses control characters, and writes
             # what it holds as it is): escaped here, read back by `from_xstring`
             cell.value = None if stored == "" else xstring(stored) if isinstance(stored, str) else stored
@@ -276,6 +286,18 @@ class Book:
                 self.literal.discard(key)
 
         return put_block(ws.title, rng, rows, mode, self.fmt, store)
+
+    def hold_number_texts(self) -> None:
+        """Every number of the workbook held as the text a patch stores for it (`cellxml.number_text`),
+        so that openpyxl writes that text: its own `%.16g` drops the 17th digit (0.1+0.2 became 0.3).
+        Done last before a save: the cells then hold text, marked as numbers."""
+        for ws in self.wb.worksheets:
+            cells: dict[tuple[int, int], Any] = getattr(ws, "_cells", {})
+            for cell in cells.values():
+                value = cell.value
+                if cell.data_type == "n" and isinstance(value, int | float) and math.isfinite(value):
+                    cell.value = number_text(value)
+                    cell.data_type = "n"
 
     def clear(self, rng: A1Range) -> str:
         ws = self.sheet(rng.sheet)

@@ -30,7 +30,7 @@ from deskmcp.sheets.backends.workbook_files import stat_key
 from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
-from deskmcp.sheets.xlsx.cellxml import string_count
+from deskmcp.sheets.xlsx.cellxml import date_format, string_count
 from deskmcp.sheets.xlsx.parts import (
     MAX_CELLS_PART_BYTES,
     UNCOMPUTED_PROPERTY,
@@ -38,7 +38,6 @@ from deskmcp.sheets.xlsx.parts import (
     read_part,
     write_cached_values,
 )
-from deskmcp.sheets.xlsx.patch_xml import date_format
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -228,6 +227,7 @@ class WorkbookWriter:
             props.append(StringProperty(name=UNCOMPUTED_PROPERTY, value=json.dumps(uncomputed)))
             # Excel and LibreOffice then compute what deskmcp could not when the file is opened.
             book.wb.calculation.fullCalcOnLoad = True
+        book.hold_number_texts()
         buffer = io.BytesIO()
         try:
             book.wb.save(buffer)

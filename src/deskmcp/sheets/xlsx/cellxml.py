@@ -1,4 +1,5 @@
-"""The `<c>` elements of a worksheet part as bytes: reading cached values, building new cells.
+"""The `<c>` elements of a worksheet part as bytes: reading cached values, building new cells, and
+the text a number and the serial and format a date are stored with (by both ways of saving).
 
 Excel, LibreOffice and openpyxl all write cells as `<c r="B7" ...>` with double-quoted
 attributes and no namespace prefix; `plain(data)` says whether a part is in that form, and the
@@ -7,13 +8,14 @@ byte-level readers here are only used on parts that are (others go through Eleme
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from collections.abc import Callable, Collection
 from typing import IO, Any
 
 from deskmcp.sheets.a1 import column_index
-from deskmcp.sheets.formulas.values import CellError
+from deskmcp.sheets.formulas.values import CellError, moment_serial
 
 CELL = re.compile(rb"<c\b([^>]*?)(?:/>|>(.*?)</c>)", re.S)
 ATTR = re.compile(rb'([\w:]+)="([^"]*)"')
@@ -70,6 +72,27 @@ def plain(data: bytes | bytearray) -> bool:
     """Every cell tag is `<c r="..."`, unprefixed, attributes double-quoted."""
     cells = data.count(b"<c ") + data.count(b"<c>") + data.count(b"<c/>")
     return cells == data.count(b'<c r="') and b":c " not in data and b"<c r='" not in data
+
+
+def number_text(value: float) -> str:
+    """The text a cell stores for a number, whichever way the workbook is saved: the shortest text
+    that reads back as exactly the same double (Python's `repr`; openpyxl's own `%.16g` loses the
+    17th digit, 0.1+0.2 became 0.3), a whole number below 2**53 without a trailing `.0`."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+
+
+def date_format(serial: float) -> str:
+    """The number format a date is stored with (with the time when it has one)."""
+    return "yyyy-mm-dd" if float(serial).is_integer() else "yyyy-mm-dd hh:mm"
+
+
+def date_cell(value: dt.date) -> tuple[float, str]:
+    """The serial (days since 1899-12-30, the time of day as its fraction, as the reader counts)
+    and the number format a written date or date and time is stored with, whichever way the
+    workbook is saved; a cell that already shows dates keeps its own format."""
+    serial = moment_serial(value)
+    return serial, date_format(serial)
 
 
 def attributes(raw: bytes) -> dict[bytes, bytes]:

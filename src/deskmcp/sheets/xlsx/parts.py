@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 from deskmcp.core.errors import BadRequest, ParseError
 from deskmcp.sheets.a1 import parse_cells
 from deskmcp.sheets.formulas.engine import CellError, Names, names_resolver
-from deskmcp.sheets.xlsx.cellxml import xml_text
+from deskmcp.sheets.xlsx.cellxml import number_text, xml_text
 
 # Parts openpyxl does not carry through a load/save: saving would silently delete them.
 DROPPED_PARTS: tuple[tuple[str, str], ...] = (
@@ -267,7 +267,7 @@ def _cached(value: Any) -> tuple[str, str] | None:
     if isinstance(value, bool):
         return ' t="b"', "1" if value else "0"
     if isinstance(value, int | float):
-        return "", repr(float(value)) if not float(value).is_integer() else str(int(value))
+        return "", number_text(value)
     if isinstance(value, str):
         return ' t="str"', xml_text(value)
     return None

@@ -25,11 +25,13 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, A1Range, cell_name, column_index
 from deskmcp.sheets.formulas.budget import CellBudget
 from deskmcp.sheets.formulas.dependencies import Dependents, InputReader, Key
 from deskmcp.sheets.formulas.engine import WorkbookCalculator
-from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial, Uncomputable, moment_serial
+from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial, Uncomputable
 from deskmcp.sheets.xlsx.cellxml import (
     FORMULA,
     attributes,
     cached,
+    date_cell,
+    date_format,
     unescape,
     xml_text,
 )
@@ -48,7 +50,6 @@ from deskmcp.sheets.xlsx.patch_sheets import (
 )
 from deskmcp.sheets.xlsx.patch_xml import (
     add_date_style,
-    date_format,
     formula_cell,
     patched_rows,
     record_uncomputed,
@@ -229,7 +230,7 @@ class PackageBook:
                 raise Uncomputable(f"no sheet {sheet}")
             value = self.value(key)
             if isinstance(value, dt.datetime | dt.date):
-                return moment_serial(value)
+                return date_cell(value)[0]
             return value
 
         def extent(sheet: str) -> tuple[int, int]:

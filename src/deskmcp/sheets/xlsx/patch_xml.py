@@ -21,9 +21,11 @@ from typing import Any, BinaryIO
 from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, cell_name
 from deskmcp.sheets.formulas.dependencies import Key
-from deskmcp.sheets.formulas.values import CellError, moment_serial
+from deskmcp.sheets.formulas.values import CellError
 from deskmcp.sheets.xlsx.cellxml import (
     ATTR,
+    date_cell,
+    number_text,
     xml_text,
 )
 from deskmcp.sheets.xlsx.parts import UNCOMPUTED_PROPERTY, read_part
@@ -44,11 +46,6 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _number(value: float) -> bytes:
-    number = float(value)
-    return (str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)).encode()
-
-
 def value_cell(key: Key, value: Any, style: bytes, literal: bool, date_xf: Any, look: Styles) -> bytes | None:
     ref = cell_name(key[1], key[2]).encode()
     s = b"" if style == b"0" else b' s="' + style + b'"'
@@ -57,12 +54,12 @@ def value_cell(key: Key, value: Any, style: bytes, literal: bool, date_xf: Any, 
     if isinstance(value, bool):
         return b'<c r="' + ref + b'"' + s + b' t="b"><v>' + (b"1" if value else b"0") + b"</v></c>"
     if isinstance(value, dt.date):
-        serial = moment_serial(value)
+        serial, fmt = date_cell(value)
         if int(style) not in look.dates:
-            s = b' s="' + str(date_xf()).encode() + b'"'
-        return b'<c r="' + ref + b'"' + s + b"><v>" + _number(serial) + b"</v></c>"
+            s = b' s="' + str(date_xf(fmt)).encode() + b'"'
+        return b'<c r="' + ref + b'"' + s + b"><v>" + number_text(serial).encode() + b"</v></c>"
     if isinstance(value, int | float):
-        return b'<c r="' + ref + b'"' + s + b"><v>" + _number(value) + b"</v></c>"
+        return b'<c r="' + ref + b'"' + s + b"><v>" + number_text(value).encode() + b"</v></c>"
     text = xml_text(str(value)).encode("utf-8")
     space = b' xml:space="preserve"' if str(value) != str(value).strip() else b""
     return b'<c r="' + ref + b'"' + s + b' t="inlineStr"><is><t' + space + b">" + text + b"</t></is></c>"
@@ -78,7 +75,7 @@ def formula_cell(key: Key, fxml: bytes, value: Any, style: bytes) -> bytes:
     elif isinstance(value, bool):
         t, v = b' t="b"', b"1" if value else b"0"
     elif isinstance(value, int | float):
-        t, v = b"", _number(value)
+        t, v = b"", number_text(value).encode()
     else:
         t, v = b' t="str"', xml_text(str(value)).encode("utf-8")
     return b'<c r="' + ref + b'"' + s + t + b">" + fxml + b"<v>" + v + b"</v></c>"
@@ -123,12 +120,6 @@ def patched_rows(sheet: Sheet, rows: dict[int, dict[int, bytes | None]]) -> list
         edits.append((dim.start(), dim.end(), -1, b'<dimension ref="' + ref + b'"/>'))
     edits.sort(key=lambda e: (e[0], e[1], e[2]))
     return [(start, end, new) for start, end, _order, new in edits]
-
-
-def date_format(value: float) -> str:
-    """The number format a computed date is stored with (with the time when it has one), by both
-    ways of saving a write."""
-    return "yyyy-mm-dd" if float(value).is_integer() else "yyyy-mm-dd hh:mm"
 
 
 def add_date_style(styles: bytes, fmt: str = "yyyy-mm-dd") -> tuple[int, bytes]:
