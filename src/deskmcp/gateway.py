@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.mcpserver.prompts import Prompt
 
 from deskmcp.core.config import WorkspaceSettings
-from deskmcp.core.errors import BadRequest, NotFound
+from deskmcp.core.errors import BadRequest, DeskError, NotFound
 from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
 
@@ -164,6 +164,7 @@ def compose(
     keep_unavailable: bool = False,
     name: str = "deskmcp",
     toolsets: str | None = None,
+    settings_for: Callable[[ServerSpec], Any] | None = None,
     request_state_security: RequestStateSecurity | None = None,
 ) -> Composition:
     """Register every selected server on one `ComposedServer`.
@@ -174,6 +175,8 @@ def compose(
     `request_state_security`: the key ring replicas share (`deskmcp.replicas`); None keeps the SDK's
     per-process key.
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
+    `settings_for(spec)` gives each server's settings instead of the environment (one user's own,
+    `deskmcp.users`); a `DeskError` it raises skips that server with its message as the reason.
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
     plan: list[tuple[ServerSpec, ServerModule, Any]] = []
@@ -181,8 +184,14 @@ def compose(
     skipped: dict[str, str] = {}
     for spec in chosen:
         module = spec.load()
-        settings = spec.settings(workspace=workspace)
-        reason = module.unavailable(settings)
+        try:
+            settings = spec.settings(workspace=workspace) if settings_for is None else settings_for(spec)
+            reason = module.unavailable(settings)
+        except DeskError as exc:
+            if settings_for is None:
+                raise
+            # Defaults, unvalidated: only to learn the tool names the server would have registered.
+            settings, reason = module.Settings.model_construct(workspace=workspace), exc.message
         if reason and not keep_unavailable:
             log.warning("skipping server %s: %s", spec.name, reason)
             skipped[spec.name] = reason

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from deskmcp.core.dates import iso
-from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound
+from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import IndexRecord, SearchIndex
 from deskmcp.core.paths import is_hidden, is_within, relative_posix, split_relative
@@ -381,6 +381,12 @@ class DocumentService:
             raise BadRequest(f"The note is longer than {MAX_NOTE_CHARS:,} characters; split it.")
         clean = clean_tags(tags)
         target = self.roots.locate(folder, allow_root=True)
+        if target.root.path in self.settings.read_only_folders:
+            raise PermissionDenied(
+                f"{target.root.name} is a read-only folder (DOCUMENTS_READ_ONLY_ROOTS); write the note into "
+                f"your own documents folder instead (leave folder out, or name a folder inside it).",
+                {"folder": folder, "root": target.root.name},
+            )
         if target.path.exists() and not target.path.is_dir():
             raise BadRequest(f"{target.address} is a file, not a folder.", {"folder": folder})
         self._refuse_protected(folder, target)

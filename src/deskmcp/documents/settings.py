@@ -14,9 +14,9 @@ from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
 
 
 class DocumentsSettings(WorkspaceSettings):
-    """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`,
-    `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and `VAULT_PROTECTED_FOLDERS` (the vault's folders no note
-    is written into), plus the workspace's."""
+    """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_READ_ONLY_ROOTS`,
+    `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`, `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and
+    `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), plus the workspace's."""
 
     documents_path: OptionalPath = Field(
         default=None,
@@ -29,6 +29,11 @@ class DocumentsSettings(WorkspaceSettings):
         default=(),
         validation_alias=env_alias("extra_roots", "DOCUMENTS_EXTRA_ROOTS"),
         description="More folders to index, separated by the OS path separator (':' or ';').",
+    )
+    read_only_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(),
+        validation_alias=env_alias("read_only_roots", "DOCUMENTS_READ_ONLY_ROOTS"),
+        description="Extra roots no note is written into (shared team folders), separated like DOCUMENTS_EXTRA_ROOTS.",
     )
     max_file_mb: float = Field(
         default=50.0,
@@ -62,7 +67,7 @@ class DocumentsSettings(WorkspaceSettings):
         description="Comma-separated top-level folders of the vault no note is written into (as the vault server).",
     )
 
-    @field_validator("extra_roots", mode="before")
+    @field_validator("extra_roots", "read_only_roots", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:
         if value is None:
@@ -76,6 +81,10 @@ class DocumentsSettings(WorkspaceSettings):
     @property
     def root(self) -> Path:
         return self.documents_path or self.workspace / "documents"
+
+    @property
+    def read_only_folders(self) -> frozenset[Path]:
+        return frozenset(p.resolve() for p in self.read_only_roots)
 
     @property
     def vault(self) -> Path:
