@@ -196,7 +196,8 @@ def serve(
     from deskmcp.httpapi import HttpOptions, resolve_token
     from deskmcp.httpapi import serve as serve_http
 
-    token, generated = resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
+    authorization = _authorization()
+    token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
     options = HttpOptions(
         host=host,
         port=port,
@@ -205,6 +206,7 @@ def serve(
         allowed_hosts=tuple(allow_host or ()),
         allowed_origins=origins,
         workspace=workspace,
+        authorization=authorization,
         stateless=stateless,
         trusted_proxies=proxies,
     )
@@ -220,8 +222,40 @@ def serve(
             typer.echo(f"deskmcp: send 'Authorization: Bearer {token}' (or set DESKMCP_TOKEN).", err=True)
         elif token:
             typer.echo("deskmcp: requests need 'Authorization: Bearer' with the value of DESKMCP_TOKEN.", err=True)
+        elif authorization:
+            settings = authorization.settings
+            typer.echo(
+                f"deskmcp: requests need an access token from {settings.issuer} for {settings.resource} "
+                f"(scopes {' '.join(settings.scopes)}).",
+                err=True,
+            )
 
     serve_http(composition, options, log_level=log_level, on_ready=announce, sock=sock)
+
+
+def _authorization() -> Any:
+    """The OAuth resource server (`deskmcp.auth`) when DESKMCP_AUTH_ISSUER is set, else None; a bad
+    setting is one line and exit code 2."""
+    from pydantic import ValidationError
+
+    from deskmcp.auth.gate import ResourceServer, authorization_from_environment
+
+    try:
+        settings = authorization_from_environment()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        typer.echo(f"deskmcp: {error['msg']} ({'.'.join(map(str, error['loc']))}).", err=True)
+        raise typer.Exit(2) from None
+    if settings is None:
+        return None
+    if os.environ.get("DESKMCP_TOKEN"):
+        typer.echo(
+            "deskmcp: DESKMCP_TOKEN and DESKMCP_AUTH_ISSUER are both set; unset one (the static token is for "
+            "one person on one machine, the authorization server for several).",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return ResourceServer(settings)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -585,69 +619,6 @@ def auth_google(
         typer.echo(exc.message, err=True)
         raise typer.Exit(1) from None
     typer.echo(f"Authorised. Token saved to {settings.google_token_path}", err=True)
-
-
-models_app = typer.Typer(
-    help="The models search by meaning uses (DESKMCP_EMBEDDER names one): list, import, pull, distill, remove. "
-    "The store is DESKMCP_MODELS_DIR, else the 'models' folder of your data folder; see docs/search.md.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(models_app, name="models")
-
-
-def _models_failure(exc: DeskError) -> typer.Exit:
-    """A model-store failure: its message on stderr; exit code 2 for a bad request, else 1."""
-    typer.echo(f"deskmcp: {exc.message}", err=True)
-    return typer.Exit(2 if isinstance(exc, BadRequest) else 1)
-
-
-@models_app.command("list")
-def models_list() -> None:
-    """The models in the store, those `pull` can add, and the one search uses."""
-    from deskmcp.core.config import WorkspaceSettings
-    from deskmcp.core.embedders.inventory import describe_store
-
-    typer.echo("\n".join(describe_store(configured=WorkspaceSettings().embedder)))
-
-
-@models_app.command("import")
-def models_import(
-    path: Annotated[Path, typer.Argument(help="A model folder: model.safetensors, tokenizer.json, config.json.")],
-    name: Annotated[str | None, typer.Option("--name", help="Name in the store (default: the folder's).")] = None,
-) -> None:
-    """Copy a model folder (a model2vec static model or a BERT sentence encoder) into the store, checked."""
-    from deskmcp.core.embedders.importing import import_model
-
-    try:
-        manifest = import_model(path, name=name)
-    except DeskError as exc:
-        raise _models_failure(exc) from None
-    typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
-
-
-@models_app.command("pull")
-def models_pull(name: Annotated[str, typer.Argument(help="A catalog model, as `deskmcp models list` shows.")]) -> None:
-    """Download a catalog model, check it against its pinned sha256, and add it (nothing is kept otherwise)."""
-    from deskmcp.core.embedders.catalog import pull_model
-
-    try:
-        manifest = pull_model(name)
-    except DeskError as exc:
-        raise _models_failure(exc) from None
-    typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
-
-
-@models_app.command("remove")
-def models_remove(name: Annotated[str, typer.Argument(help="A model of the store.")]) -> None:
-    """Delete a model from the store."""
-    from deskmcp.core.embedders.store import remove_model
-
-    try:
-        folder = remove_model(name)
-    except DeskError as exc:
-        raise _models_failure(exc) from None
-    typer.echo(f"Removed {name} ({folder}).")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,9 @@ Both faces call the same `DeskServer.call_tool`, so a tool behaves and fails the
 whichever door it was called through. Security, in order of the request's path:
 
 1. bearer token (`Authorization: Bearer ...`) on everything but the health check, required
-   whenever the server is bound to anything but loopback;
+   whenever the server is bound to anything but loopback: the static token (`DESKMCP_TOKEN`, one
+   person on one machine), or an OAuth access token from the configured authorization server,
+   with the scope of each tool called (`deskmcp.auth`, docs/authorization.md);
 2. body size limit (413) before any handler reads the body;
 3. Host/Origin checks against DNS rebinding (the SDK's `TransportSecuritySettings`), on the
    tool API and the Google sign-in routes here and on `/mcp` by the SDK's session manager.
@@ -26,10 +28,9 @@ import logging
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from mcp.server.transport_security import (
@@ -45,7 +46,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskmcp import __version__
@@ -60,10 +61,6 @@ from deskmcp.core.errors import (
 )
 from deskmcp.gateway import Composition
 from deskmcp.openapi import openapi_document
-
-if TYPE_CHECKING:
-    from deskmcp.core.principal import Principal
-    from deskmcp.users import UsersSettings
 
 log = logging.getLogger("deskmcp.http")
 
@@ -91,14 +88,14 @@ class HttpOptions:
     """Seconds a client has to send a whole request, head and body, before its connection is closed."""
     keep_alive_timeout: int = 5
     """Seconds an idle keep-alive connection stays open."""
+    authorization: Any = None
+    """OAuth resource server mode (`deskmcp.auth.gate.ResourceServer`, from `DESKMCP_AUTH_*`):
+    access tokens from an authorization server instead of `token`."""
     stateless: bool = False
     """MCP without sessions, so that any replica behind a load balancer can answer any request
     (`deskmcp.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     """Addresses or networks whose X-Forwarded-For / X-Forwarded-Proto are believed; nobody's by default."""
-    users: UsersSettings | None = None
-    """With a users root: each verified principal gets their own workspace and servers (`deskmcp.users`);
-    the composition given to `create_app` then only names the tools (it is never called)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -347,7 +344,7 @@ class ToolApi:
 
     async def tools(self) -> list[dict[str, Any]]:
         """The enabled tools, output schemas included (programs use them); toolsets may change."""
-        listed = await self.server.tool_definitions(output_schemas=True)
+        listed = self.server.tools_for_principal(await self.server.tool_definitions(output_schemas=True))
         return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
 
     async def health(self, request: Request) -> Response:
@@ -361,10 +358,10 @@ class ToolApi:
             "skipped": sorted(self.composition.skipped),
             "tools": len(await self.tools()),
             "mcp": MCP_PATH,
-            "auth": "bearer" if self.options.token else "none",
+            "auth": "oauth" if self.options.authorization else "bearer" if self.options.token else "none",
         }
         # Skip reasons name local paths: only for callers who hold the token (or when none is needed).
-        if bearer_ok(request.headers, self.options.token):
+        if self.options.authorization is None and bearer_ok(request.headers, self.options.token):
             body["skipped_reasons"] = self.composition.skipped
         return json_response(body)
 
@@ -376,7 +373,8 @@ class ToolApi:
     async def openapi(self, request: Request) -> Response:
         if (rejected := await self.security.validate_request(request)) is not None:
             return rejected
-        return json_response(openapi_document(await self.tools(), bearer=self.options.token is not None))
+        bearer = self.options.token is not None or self.options.authorization is not None
+        return json_response(openapi_document(await self.tools(), bearer=bearer))
 
     async def call(self, request: Request) -> Response:
         # is_post: a JSON content type is required, which a cross-site form or "simple" request cannot send.
@@ -410,31 +408,33 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     """The ASGI app: MCP at `/mcp` and the tool API, sharing one lifespan (the session manager's,
     which also opens and closes every server's services)."""
     options = options or HttpOptions()
-    if options.token is None and not is_loopback(options.host):
+    if options.token is not None and options.authorization is not None:
+        raise BadRequest(
+            "DESKMCP_TOKEN and DESKMCP_AUTH_ISSUER are both set: use the static token (one person on one "
+            "machine) or an authorization server, not both."
+        )
+    if options.token is None and options.authorization is None and not is_loopback(options.host):
         raise BadRequest(
             f"Refusing to serve {options.host} without a bearer token; set DESKMCP_TOKEN or bind 127.0.0.1.",
             {"host": options.host},
         )
-    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]]
-    if options.users is not None and options.users.users_root is not None:
-        routes, lifespan = _users_routes(options.users, options, composition.server.name)
-    else:
-        server = composition.server
-        mcp_app = server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=options.stateless,
-            max_request_body_size=options.max_body_bytes,
-            transport_security=security_settings(options),
-            host=options.host,
-        )
-        api = ToolApi(composition, options)
-        routes = [
-            Route("/", api.health, methods=["GET"]),
-            *_tool_routes(api),
-            *_oauth_routes(composition, options, api.security),
-            *mcp_app.routes,
-        ]
-        lifespan = lambda _app: server.session_manager.run()  # noqa: E731
+    server = composition.server
+    mcp_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=options.stateless,
+        max_request_body_size=options.max_body_bytes,
+        transport_security=security_settings(options),
+        host=options.host,
+    )
+    api = ToolApi(composition, options)
+    routes: list[BaseRoute] = [
+        Route("/", api.health, methods=["GET"]),
+        Route("/tools", api.list_tools, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+        Route("/api/tools/{name}", api.call, methods=["POST"]),
+        *_oauth_routes(composition, options, api.security),
+        *mcp_app.routes,
+    ]
     middleware = [
         Middleware(TaxonomyErrors, max_body_bytes=options.max_body_bytes),
         Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes),
@@ -442,54 +442,24 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     ]
     if options.token is not None:
         middleware.insert(1, Middleware(BearerGate, token=options.token))
+    if options.authorization is not None:
+        from deskmcp.auth.gate import AuthorizationGate
+
+        gate = Middleware(
+            AuthorizationGate,
+            resource_server=options.authorization,
+            tools=composition.server,
+            mcp_path=MCP_PATH,
+            open_paths=OPEN_PATHS,
+            max_body_bytes=options.max_body_bytes,
+        )
+        middleware.insert(1, gate)
     if options.trusted_proxies:
         # Outermost: every check after it sees the client's address and scheme, not the proxy's.
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
         middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(options.trusted_proxies)))
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
-
-
-def _tool_routes(api: ToolApi) -> list[BaseRoute]:
-    return [
-        Route("/tools", api.list_tools, methods=["GET"]),
-        Route("/openapi.json", api.openapi, methods=["GET"]),
-        Route("/api/tools/{name}", api.call, methods=["POST"]),
-    ]
-
-
-def _users_routes(
-    users: UsersSettings, options: HttpOptions, name: str
-) -> tuple[list[BaseRoute], Callable[[Starlette], AbstractAsyncContextManager[Any]]]:
-    """Per-user serving (`deskmcp.users`): the health check here, everything else in the app of
-    the request's principal, built on first use: its own composition, tool API and `/mcp`."""
-    from deskmcp.users import UserDispatcher, compose_for
-
-    def user_app(principal: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
-        composition = compose_for(principal, users, name=name)
-        server = composition.server
-        mcp_app = server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=options.stateless,
-            max_request_body_size=options.max_body_bytes,
-            transport_security=security_settings(options),
-            host=options.host,
-        )
-        api = ToolApi(composition, options)
-        return Starlette(routes=[*_tool_routes(api), *mcp_app.routes]), server.session_manager.run
-
-    dispatcher = UserDispatcher(user_app, live=users.live)
-    security = TransportSecurityMiddleware(security_settings(options))
-
-    async def health(request: Request) -> Response:
-        if (rejected := await security.validate_request(request)) is not None:
-            return rejected
-        return json_response(
-            {"status": "ok", "name": "deskmcp", "version": __version__, "mcp": MCP_PATH, "users": "per principal"}
-        )
-
-    routes: list[BaseRoute] = [Route("/", health, methods=["GET"]), Mount("/", app=dispatcher)]
-    return routes, lambda _app: dispatcher.run()
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
 
 
 def _oauth_routes(

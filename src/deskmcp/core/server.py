@@ -43,7 +43,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from deskmcp import __version__
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound, PermissionDenied
+from deskmcp.core.principal import current_principal
 from deskmcp.core.schema import argument_names, compact_description, compact_schema
+from deskmcp.core.scopes import tool_scope
 from deskmcp.core.toolsets import Toolset, declare, select
 
 log = logging.getLogger("deskmcp")
@@ -318,6 +320,22 @@ class DeskServer(MCPServer[Any]):
 
     # -- client-safe tool names ---------------------------------------------------------------
 
+    def tool_scope(self, name: str) -> str:
+        """The OAuth scope a call to tool `name` needs (`core.scopes`: read, write or send)."""
+        annotations = self._registered.get(name)
+        return tool_scope(
+            self.tool_toolsets.get(name),
+            read_only=bool(annotations and annotations.read_only_hint),
+            open_world=bool(annotations and annotations.open_world_hint),
+        )
+
+    def tools_for_principal(self, tools: list[MCPTool]) -> list[MCPTool]:
+        """`tools` less those the verified principal's token has no scope for (all without a principal)."""
+        principal = current_principal()
+        if principal is None:
+            return tools
+        return [t for t in tools if self.tool_scope(t.name) in principal.scopes]
+
     def tool_name(self, name: str) -> str:
         """The name a tool registered as `name` is published under (a hook for subclasses)."""
         if self._safe_names and "." in name:
@@ -447,7 +465,7 @@ class DeskServer(MCPServer[Any]):
         return [t for t in tools if self.tool_enabled(t.name)] if enabled_only else list(tools)
 
     async def list_tools(self) -> list[MCPTool]:
-        return await self.tool_definitions()
+        return self.tools_for_principal(await self.tool_definitions())
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
@@ -471,6 +489,13 @@ class DeskServer(MCPServer[Any]):
                 f"Tool {name} is in toolset {toolset!r}, which is not enabled. Enable it with enable_toolset "
                 f"(when offered) or add {toolset} to DESKMCP_TOOLSETS.",
                 {"tool": name, "toolset": toolset},
+            )
+        principal = current_principal()
+        if principal is not None and (needed := self.tool_scope(name)) not in principal.scopes:
+            raise PermissionDenied(
+                f"Tool {name} needs the {needed!r} scope, which this access token was not granted. "
+                f"Authorize again asking for scope {needed!r}.",
+                {"tool": name, "scope": needed},
             )
         definition = next(t for t in await self.tool_definitions(enabled_only=False) if t.name == name)
         valid = argument_names(definition.input_schema)

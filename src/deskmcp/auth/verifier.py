@@ -1,0 +1,190 @@
+"""Access token verification: JWT access tokens (RFC 9068) against the issuer's keys, opaque ones
+by introspection (RFC 7662).
+
+A token is accepted only when every check passes; the first failed check is the reason given
+(`TokenRefused`), which goes to the log and, as `error_description`, to the client:
+
+- JWT: its `alg` is on the allow-list (never `none` nor HMAC), its key id is in the issuer's key
+  set (refetched once when unknown), the signature verifies with that key, `iss` is the issuer
+  exactly, `aud` names this resource (RFC 8707), `exp` is present and not past, `nbf` and `iat`
+  are not in the future (both within the leeway);
+- opaque: the issuer's introspection endpoint says `active`, with `aud` naming this resource, and
+  `iss` (when given) the issuer and `exp` (when given) not past.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import orjson
+from joserfc import jws
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from mcp.server.auth.provider import AccessToken
+
+from deskmcp.auth.issuer import IssuerKeys, IssuerUnavailable
+from deskmcp.auth.settings import AuthorizationSettings
+from deskmcp.core.principal import Principal
+
+
+class TokenRefused(Exception):
+    """The access token is not valid for this resource; the message says which check failed."""
+
+
+def scopes_of(claims: dict[str, Any]) -> list[str]:
+    """`scope` (space-separated, RFC 9068 and 7662) or `scp` (a list, as some issuers write it)."""
+    scope = claims.get("scope")
+    if isinstance(scope, str):
+        return scope.split()
+    scp = claims.get("scp")
+    if isinstance(scp, list):
+        return [s for s in scp if isinstance(s, str)]
+    if isinstance(scp, str):
+        return scp.split()
+    return []
+
+
+def principal_of(token: AccessToken) -> Principal:
+    """The principal a verified token acts for: its issuer and subject, with its scopes."""
+    claims = token.claims or {}
+    return Principal(
+        issuer=str(claims["iss"]),
+        subject=token.subject or token.client_id,
+        scopes=frozenset(token.scopes),
+        client_id=token.client_id or None,
+    )
+
+
+def looks_like_jwt(token: str) -> bool:
+    return token.count(".") == 2 and token.startswith("eyJ")
+
+
+class AccessTokenVerifier:
+    """Verifies access tokens for one resource; the SDK's `TokenVerifier` (`verify_token`)."""
+
+    def __init__(
+        self,
+        settings: AuthorizationSettings,
+        *,
+        client: httpx2.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.client = client or httpx2.AsyncClient(timeout=10.0, follow_redirects=False)
+        self.issuer = IssuerKeys(settings, self.client, clock=clock)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            return await self.check(token)
+        except (TokenRefused, IssuerUnavailable):
+            return None
+
+    async def check(self, token: str) -> AccessToken:
+        """The verified token, or `TokenRefused` naming the failed check (`IssuerUnavailable` when
+        the issuer's keys or introspection endpoint cannot be reached)."""
+        if looks_like_jwt(token):
+            return await self._check_jwt(token)
+        return await self._introspect(token)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    # -- JWT access tokens ---------------------------------------------------------------------
+
+    async def _check_jwt(self, token: str) -> AccessToken:
+        try:
+            header = jws.extract_compact(token.encode()).headers()
+        except (JoseError, ValueError, TypeError) as exc:
+            raise TokenRefused(f"the token is not a readable JWS ({exc})") from exc
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self.settings.algorithms:
+            raise TokenRefused(f"the token is signed with alg {alg!r}, which is not accepted")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise TokenRefused("the token's kid is not a string")
+        key = self._key(await self.issuer.key_set(kid), kid)
+        try:
+            payload = jws.deserialize_compact(token, key, algorithms=[alg]).payload
+            claims = orjson.loads(payload)
+        except (JoseError, ValueError, TypeError) as exc:
+            raise TokenRefused(f"the token's signature does not verify ({exc})") from exc
+        if not isinstance(claims, dict):
+            raise TokenRefused("the token's payload is not a JSON object")
+        return self._accept(token, claims, exp_required=True)
+
+    def _key(self, keys: KeySet, kid: str | None) -> Any:
+        if kid is None:
+            if len(keys.keys) != 1:
+                raise TokenRefused("the token names no kid and the issuer has several keys")
+            return keys.keys[0]
+        for key in keys.keys:
+            if key.kid == kid:
+                return key
+        raise TokenRefused(f"the token's kid {kid!r} is not among the issuer's keys")
+
+    # -- opaque tokens -------------------------------------------------------------------------
+
+    async def _introspect(self, token: str) -> AccessToken:
+        settings = self.settings
+        if not settings.client_id or not settings.client_secret:
+            raise TokenRefused("the token is not a JWT and no introspection client is configured")
+        endpoint = settings.introspection_endpoint or (await self.issuer.metadata()).get("introspection_endpoint")
+        if not isinstance(endpoint, str):
+            raise TokenRefused("the token is not a JWT and the issuer has no introspection endpoint")
+        try:
+            response = await self.client.post(
+                endpoint,
+                data={"token": token, "token_type_hint": "access_token"},
+                auth=(settings.client_id, settings.client_secret),
+                headers={"Accept": "application/json"},
+            )
+        except httpx2.HTTPError as exc:
+            raise IssuerUnavailable(f"the introspection endpoint could not be reached: {exc}") from exc
+        if response.status_code != 200:
+            raise IssuerUnavailable(f"the introspection endpoint answered HTTP {response.status_code}")
+        try:
+            claims = response.json()
+        except ValueError as exc:
+            raise IssuerUnavailable("the introspection endpoint did not answer JSON") from exc
+        if not isinstance(claims, dict) or claims.get("active") is not True:
+            raise TokenRefused("the issuer says the token is not active")
+        claims.setdefault("iss", settings.issuer)
+        return self._accept(token, claims, exp_required=False)
+
+    # -- the claims both kinds share ----------------------------------------------------------
+
+    def _accept(self, token: str, claims: dict[str, Any], *, exp_required: bool) -> AccessToken:
+        settings = self.settings
+        now = self.clock()
+        if claims.get("iss") != settings.issuer:
+            raise TokenRefused(f"the token was issued by {claims.get('iss')!r}, not {settings.issuer!r}")
+        aud = claims.get("aud")
+        audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+        if settings.resource not in audiences:
+            raise TokenRefused(f"the token is for audience {aud!r}, not this resource {settings.resource!r}")
+        exp = claims.get("exp")
+        if exp is None and exp_required:
+            raise TokenRefused("the token has no exp")
+        if exp is not None and (not isinstance(exp, int | float) or exp + settings.leeway <= now):
+            raise TokenRefused("the token has expired")
+        for name in ("nbf", "iat"):
+            value = claims.get(name)
+            if value is not None and (not isinstance(value, int | float) or value - settings.leeway > now):
+                raise TokenRefused(f"the token is not valid yet ({name} is in the future)")
+        client_id = claims.get("client_id") or claims.get("azp") or ""
+        subject = claims.get("sub")
+        if not subject and not client_id:
+            raise TokenRefused("the token names neither a subject (sub) nor a client (client_id)")
+        return AccessToken(
+            token=token,
+            client_id=str(client_id),
+            scopes=[s for s in scopes_of(claims) if s in settings.scopes],
+            expires_at=int(exp) if isinstance(exp, int | float) else None,
+            resource=settings.resource,
+            subject=str(subject) if subject is not None else None,
+            claims={"iss": settings.issuer, **{k: v for k, v in claims.items() if k in ("sub", "client_id", "jti")}},
+        )
