@@ -621,5 +621,68 @@ def auth_google(
     typer.echo(f"Authorised. Token saved to {settings.google_token_path}", err=True)
 
 
+models_app = typer.Typer(
+    help="The models search by meaning uses (DESKMCP_EMBEDDER names one): list, import, pull, distill, remove. "
+    "The store is DESKMCP_MODELS_DIR, else the 'models' folder of your data folder; see docs/search.md.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(models_app, name="models")
+
+
+def _models_failure(exc: DeskError) -> typer.Exit:
+    """A model-store failure: its message on stderr; exit code 2 for a bad request, else 1."""
+    typer.echo(f"deskmcp: {exc.message}", err=True)
+    return typer.Exit(2 if isinstance(exc, BadRequest) else 1)
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """The models in the store, those `pull` can add, and the one search uses."""
+    from deskmcp.core.config import WorkspaceSettings
+    from deskmcp.core.embedders.inventory import describe_store
+
+    typer.echo("\n".join(describe_store(configured=WorkspaceSettings().embedder)))
+
+
+@models_app.command("import")
+def models_import(
+    path: Annotated[Path, typer.Argument(help="A model folder: model.safetensors, tokenizer.json, config.json.")],
+    name: Annotated[str | None, typer.Option("--name", help="Name in the store (default: the folder's).")] = None,
+) -> None:
+    """Copy a model folder (a model2vec static model or a BERT sentence encoder) into the store, checked."""
+    from deskmcp.core.embedders.importing import import_model
+
+    try:
+        manifest = import_model(path, name=name)
+    except DeskError as exc:
+        raise _models_failure(exc) from None
+    typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
+
+
+@models_app.command("pull")
+def models_pull(name: Annotated[str, typer.Argument(help="A catalog model, as `deskmcp models list` shows.")]) -> None:
+    """Download a catalog model, check it against its pinned sha256, and add it (nothing is kept otherwise)."""
+    from deskmcp.core.embedders.catalog import pull_model
+
+    try:
+        manifest = pull_model(name)
+    except DeskError as exc:
+        raise _models_failure(exc) from None
+    typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
+
+
+@models_app.command("remove")
+def models_remove(name: Annotated[str, typer.Argument(help="A model of the store.")]) -> None:
+    """Delete a model from the store."""
+    from deskmcp.core.embedders.store import remove_model
+
+    try:
+        folder = remove_model(name)
+    except DeskError as exc:
+        raise _models_failure(exc) from None
+    typer.echo(f"Removed {name} ({folder}).")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

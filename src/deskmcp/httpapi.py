@@ -28,9 +28,10 @@ import logging
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from mcp.server.transport_security import (
@@ -46,7 +47,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskmcp import __version__
@@ -61,6 +62,10 @@ from deskmcp.core.errors import (
 )
 from deskmcp.gateway import Composition
 from deskmcp.openapi import openapi_document
+
+if TYPE_CHECKING:
+    from deskmcp.core.principal import Principal
+    from deskmcp.users import UsersSettings
 
 log = logging.getLogger("deskmcp.http")
 
@@ -96,6 +101,9 @@ class HttpOptions:
     (`deskmcp.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     """Addresses or networks whose X-Forwarded-For / X-Forwarded-Proto are believed; nobody's by default."""
+    users: UsersSettings | None = None
+    """With a users root: each verified principal gets their own workspace and servers (`deskmcp.users`);
+    the composition given to `create_app` then only names the tools (it is never called)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -418,23 +426,26 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
             f"Refusing to serve {options.host} without a bearer token; set DESKMCP_TOKEN or bind 127.0.0.1.",
             {"host": options.host},
         )
-    server = composition.server
-    mcp_app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        stateless_http=options.stateless,
-        max_request_body_size=options.max_body_bytes,
-        transport_security=security_settings(options),
-        host=options.host,
-    )
-    api = ToolApi(composition, options)
-    routes: list[BaseRoute] = [
-        Route("/", api.health, methods=["GET"]),
-        Route("/tools", api.list_tools, methods=["GET"]),
-        Route("/openapi.json", api.openapi, methods=["GET"]),
-        Route("/api/tools/{name}", api.call, methods=["POST"]),
-        *_oauth_routes(composition, options, api.security),
-        *mcp_app.routes,
-    ]
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]]
+    if options.users is not None and options.users.users_root is not None:
+        routes, lifespan = _users_routes(options.users, options, composition.server.name)
+    else:
+        server = composition.server
+        mcp_app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=options.stateless,
+            max_request_body_size=options.max_body_bytes,
+            transport_security=security_settings(options),
+            host=options.host,
+        )
+        api = ToolApi(composition, options)
+        routes = [
+            Route("/", api.health, methods=["GET"]),
+            *_tool_routes(api),
+            *_oauth_routes(composition, options, api.security),
+            *mcp_app.routes,
+        ]
+        lifespan = lambda _app: server.session_manager.run()  # noqa: E731
     middleware = [
         Middleware(TaxonomyErrors, max_body_bytes=options.max_body_bytes),
         Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes),
@@ -459,7 +470,49 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
         middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(options.trusted_proxies)))
-    return Starlette(routes=routes, middleware=middleware, lifespan=lambda _app: server.session_manager.run())
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def _tool_routes(api: ToolApi) -> list[BaseRoute]:
+    return [
+        Route("/tools", api.list_tools, methods=["GET"]),
+        Route("/openapi.json", api.openapi, methods=["GET"]),
+        Route("/api/tools/{name}", api.call, methods=["POST"]),
+    ]
+
+
+def _users_routes(
+    users: UsersSettings, options: HttpOptions, name: str
+) -> tuple[list[BaseRoute], Callable[[Starlette], AbstractAsyncContextManager[Any]]]:
+    """Per-user serving (`deskmcp.users`): the health check here, everything else in the app of
+    the request's principal, built on first use: its own composition, tool API and `/mcp`."""
+    from deskmcp.users import UserDispatcher, compose_for
+
+    def user_app(principal: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
+        composition = compose_for(principal, users, name=name)
+        server = composition.server
+        mcp_app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=options.stateless,
+            max_request_body_size=options.max_body_bytes,
+            transport_security=security_settings(options),
+            host=options.host,
+        )
+        api = ToolApi(composition, options)
+        return Starlette(routes=[*_tool_routes(api), *mcp_app.routes]), server.session_manager.run
+
+    dispatcher = UserDispatcher(user_app, live=users.live)
+    security = TransportSecurityMiddleware(security_settings(options))
+
+    async def health(request: Request) -> Response:
+        if (rejected := await security.validate_request(request)) is not None:
+            return rejected
+        return json_response(
+            {"status": "ok", "name": "deskmcp", "version": __version__, "mcp": MCP_PATH, "users": "per principal"}
+        )
+
+    routes: list[BaseRoute] = [Route("/", health, methods=["GET"]), Mount("/", app=dispatcher)]
+    return routes, lambda _app: dispatcher.run()
 
 
 def _oauth_routes(
