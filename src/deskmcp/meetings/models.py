@@ -59,10 +59,18 @@ class MeetingSummary(BaseModel):
     has_transcript: bool = False
 
 
+class IndexingProgress(BaseModel):
+    """A big cache's first index is under way: answers cover the meetings indexed so far."""
+
+    done: int = Field(description="Meetings indexed so far")
+    total: int = Field(description="Meetings to index (0 while the cache is still being read)")
+
+
 class ListMeetingsOutput(BaseModel):
     items: list[MeetingSummary]
     total: int = Field(description="How many meetings match the filters in all")
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
+    indexing: IndexingProgress | None = None
 
 
 class SearchHit(MeetingSummary):
@@ -73,6 +81,7 @@ class SearchHit(MeetingSummary):
 class SearchMeetingsOutput(BaseModel):
     items: list[SearchHit]
     next_cursor: str | None = None
+    indexing: IndexingProgress | None = None
     unmatched_terms: list[str] = Field(
         default=[], description="Words of the query no meeting holds (within the filters), as written"
     )
@@ -148,4 +157,5 @@ class CacheStatus(BaseModel):
     index_path: str
     indexed_at: str | None = None
     last_sync_seconds: float | None = None
+    indexing: IndexingProgress | None = None
     searched_locations: list[str] = []

@@ -4,6 +4,10 @@ The cache file is parsed only when it changes (path, size or mtime differ from w
 index was built from); every answer then comes from SQLite, so a server started on an
 unchanged cache never parses it at all. Changes are applied incrementally: a meeting whose
 content hash is unchanged is not rewritten.
+
+The first index of a big cache (an empty index, a file of at least `background_min_mb`) runs
+in a thread of its own: search and list answer meanwhile from the meetings indexed so far and
+say how far indexing is (`indexing`); every other call waits for it, as it would for any change.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from deskmcp.meetings.models import (
     ExportMarkdownOutput,
     Folder,
     FolderList,
+    IndexingProgress,
     ListMeetingsOutput,
     Meeting,
     MeetingSummary,
@@ -59,6 +64,7 @@ IN_PROCESS_CHANGES = 200
 that found them took little memory, and a worker would take longer to start than they take."""
 BATCH = 500
 """Entries per transaction when an empty index is filled."""
+MIB = 1024 * 1024
 
 
 def _summary_of(hit: Hit) -> MeetingSummary:
@@ -85,8 +91,16 @@ class MeetingService:
         self._source = self.index.get_meta("source")
         self._last_sync: float | None = None
         self.zone = resolve_zone(settings.timezone)
+        self._indexer: threading.Thread | None = None
+        self._indexer_lock = threading.Lock()
+        self._progress: IndexingProgress | None = None
+        self._closing = threading.Event()
 
     def close(self) -> None:
+        self._closing.set()  # a first index under way stops after its current batch
+        indexer = self._indexer
+        if indexer is not None and indexer is not threading.current_thread():
+            indexer.join()
         self.index.close()
 
     # -- keeping the index true ------------------------------------------------------------
@@ -98,16 +112,62 @@ class MeetingService:
     def location(self) -> granola_cache.CacheLocation:
         return self.locate(self.settings)
 
-    def refresh(self) -> None:
-        """Bring the index up to date with the cache file, if the file changed."""
+    def refresh(self, *, partial: bool = False) -> None:
+        """Bring the index up to date with the cache file, if the file changed.
+
+        `partial` (search and list): a first index of a big cache is started in the background
+        (or left running) and this returns at once; `indexing()` then says how far it is."""
         path = granola_cache.require_location(self.location())
         fingerprint = cache_file.fingerprint(path)
         if fingerprint == self._source:
+            return
+        if partial and self._in_background(path):
             return
         with self._sync_lock:
             if fingerprint == self._source:
                 return
             self._reindex(path)
+
+    def _in_background(self, path: Path) -> bool:
+        """True while a first index runs in the background, started here when the index is
+        empty and the cache big. Only the first one is: when it failed or stopped, the next
+        call refreshes in its own thread and answers with the error, as any other call does."""
+        with self._indexer_lock:
+            if self._indexer is not None:
+                return self._indexer.is_alive()
+            try:
+                big = path.stat().st_size >= self.settings.background_min_mb * MIB
+            except OSError:
+                return False
+            if not big or self.index.count():
+                return False
+            self._progress = IndexingProgress(done=0, total=0)
+            self._indexer = threading.Thread(target=self._index_first, name="meetings-indexer", daemon=True)
+            self._indexer.start()
+            return True
+
+    def _index_first(self) -> None:
+        try:
+            self.refresh()
+        except Exception:  # the outermost handler of the thread: the next call refreshes again
+            log.exception("the first index of the Granola cache failed; the next call reads it again")
+        finally:
+            self._progress = None
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait for a first index running in the background; False if it still runs after `timeout`."""
+        indexer = self._indexer
+        if indexer is None:
+            return True
+        indexer.join(timeout)
+        return not indexer.is_alive()
+
+    def indexing(self) -> IndexingProgress | None:
+        """How far a first index running in the background is, or None when none is."""
+        indexer = self._indexer
+        if indexer is None or not indexer.is_alive():
+            return None
+        return self._progress
 
     def _reindex(self, path: Path) -> None:
         started = time.perf_counter()
@@ -184,10 +244,19 @@ class MeetingService:
         records = entries()
         total = ApplyStats()
         if batched:
+            progress = self._progress
+            if progress is not None:
+                progress.total = head["changed"]
             while batch := list(itertools.islice(records, BATCH)):
-                stats = self.index.apply(batch)
+                if self._closing.is_set():
+                    raise InternalError("The meetings index was closed while it was being filled.")
+                # Deferred: a search meanwhile sees the text index as committed a moment ago
+                # instead of committing a small segment of its own; the last apply is exact.
+                stats = self.index.apply(batch, deferred=True)
                 total.added += stats.added
                 total.updated += stats.updated
+                if progress is not None:
+                    progress.done = total.added + total.updated
         stats = self.index.apply(
             records,
             head["deletes"],
@@ -198,6 +267,8 @@ class MeetingService:
                 "folders": orjson.dumps(head["folders"]).decode(),
             },
         )
+        if batched:
+            self.index.flush()  # the deferred batches too: the next answer is the whole cache's
         stats.added += total.added
         stats.updated += total.updated
         return stats, head
@@ -221,7 +292,8 @@ class MeetingService:
 
     def list_meetings(self, filters: Filters, *, q: str | None, limit: int, cursor: str | None) -> ListMeetingsOutput:
         _check_limit(limit)
-        self.refresh()
+        self.refresh(partial=True)
+        progress = self.indexing()
         where, params = filters.sql()
         key = query_key("list", q, filters.key())
         offset = decode_cursor(cursor, key)
@@ -242,13 +314,16 @@ class MeetingService:
             )
             total = self.index.count(where=where, params=params)
         items = [_summary_of(h) for h in hits[:limit]]
-        return ListMeetingsOutput(items=items, total=total, next_cursor=page(offset, limit, len(hits), key))
+        return ListMeetingsOutput(
+            items=items, total=total, next_cursor=page(offset, limit, len(hits), key), indexing=progress
+        )
 
     def search(self, q: str, filters: Filters, *, limit: int, cursor: str | None) -> SearchMeetingsOutput:
         _check_limit(limit)
         if not q or not q.strip():
             raise BadRequest("q is required: the words to search for. Use granola.meetings.list to browse.")
-        self.refresh()
+        self.refresh(partial=True)
+        progress = self.indexing()
         where, params = filters.sql()
         key = query_key("search", q, filters.key())
         offset = decode_cursor(cursor, key)
@@ -261,6 +336,7 @@ class MeetingService:
             items=items,
             next_cursor=page(offset, limit, len(hits), key),
             unmatched_terms=self.index.unmatched_terms(q, where=where, params=params),
+            indexing=progress,
         )
 
     def get(self, meeting_id: str, *, include_notes: bool = True) -> Meeting:
@@ -405,7 +481,7 @@ class MeetingService:
             index_path=index_path,
             searched_locations=searched,
         )
-        if not _report(status, self.refresh):
+        if not _report(status, lambda: self.refresh(partial=True)):
             return status
         status.format = self.index.get_meta("format")
         status.meetings = self.index.count()
@@ -413,6 +489,7 @@ class MeetingService:
         status.transcripts = int(self.index.get_meta("transcripts") or 0)
         status.indexed_at = self.index.get_meta("indexed_at")
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
+        status.indexing = self.indexing()
         return status
 
 

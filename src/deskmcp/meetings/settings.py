@@ -11,7 +11,7 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 class MeetingsSettings(WorkspaceSettings):
     """Environment: `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
-    `MAX_FILE_CHARS`, plus the workspace's."""
+    `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's."""
 
     cache_path: OptionalPath = Field(
         default=None,
@@ -29,6 +29,13 @@ class MeetingsSettings(WorkspaceSettings):
         ge=0,
         validation_alias=env_alias("worker_min_mb", "GRANOLA_WORKER_MIN_MB"),
         description="Read caches of at least this many MiB in a short-lived worker process (0: always).",
+    )
+    background_min_mb: int = Field(
+        default=64,
+        ge=0,
+        validation_alias=env_alias("background_min_mb", "GRANOLA_BACKGROUND_MIN_MB"),
+        description="A first index of a cache of at least this many MiB runs in the background: search and"
+        " list answer meanwhile from the meetings indexed so far, flagged with `indexing`.",
     )
 
     @property
