@@ -672,6 +672,29 @@ def models_pull(name: Annotated[str, typer.Argument(help="A catalog model, as `d
     typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
 
 
+@models_app.command("distill")
+def models_distill(
+    source: Annotated[str, typer.Argument(help="A BERT encoder of the store, e.g. all-MiniLM-L6-v2.")],
+    name: Annotated[str, typer.Argument(help="Name of the static model to add.")],
+    dimensions: Annotated[int, typer.Option("--dimensions", help="Width of its vectors (PCA).", min=1)] = 256,
+) -> None:
+    """Make a fast static model from a sentence encoder: each token's vector through the encoder, PCA-reduced."""
+    import time
+
+    from deskmcp.core.embedders.distill import distill_model
+
+    started = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        typer.echo(f"deskmcp: {done:,} of {total:,} tokens encoded", err=True)
+
+    try:
+        manifest = distill_model(source, name, dimensions=dimensions, progress=report)
+    except DeskError as exc:
+        raise _models_failure(exc) from None
+    typer.echo(f"Added {manifest.model_id} ({manifest.dimension} dimensions) in {time.monotonic() - started:.0f} s.")
+
+
 @models_app.command("remove")
 def models_remove(name: Annotated[str, typer.Argument(help="A model of the store.")]) -> None:
     """Delete a model from the store."""
