@@ -39,12 +39,13 @@ def served_app(tmp_path: Path, port: int, **options: Any) -> Any:
 def answers_from(base: str, origin: str | None) -> dict[str, int]:
     """The status of the MCP endpoint, the tool list, a tool call and the sign-in route for a page at `origin`."""
     extra = {"origin": origin} if origin else {}
-    return {
-        "mcp": httpx2.post(f"{base}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **extra}, timeout=30).status_code,
-        "tools": httpx2.get(f"{base}/tools", headers=extra, timeout=30).status_code,
-        "call": httpx2.post(f"{base}/api/tools/granola.cache.status", json={}, headers=extra, timeout=30).status_code,
-        "auth": httpx2.get(f"{base}/auth/url", headers=extra, timeout=30).status_code,
-    }
+    with httpx2.Client(timeout=30) as client:  # one client: each new one builds a TLS context
+        return {
+            "mcp": client.post(f"{base}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **extra}).status_code,
+            "tools": client.get(f"{base}/tools", headers=extra).status_code,
+            "call": client.post(f"{base}/api/tools/granola.cache.status", json={}, headers=extra).status_code,
+            "auth": client.get(f"{base}/auth/url", headers=extra).status_code,
+        }
 
 
 def test_a_page_from_another_local_port_cannot_drive_the_server_security(

@@ -4,6 +4,7 @@ specified tool; configuration and the CLI choose what a client sees; describing 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 from deskmcp.cli import app
 from deskmcp.gateway import compose
 from deskmcp.servers import SERVERS
-from deskmcp.toolcost import TOKEN_BUDGET, measure
+from deskmcp.toolcost import TOKEN_BUDGET, Cost
 
 runner = CliRunner()
 
@@ -34,6 +35,44 @@ SPECIFIED_TOOLS = {
 }
 
 
+@dataclass
+class Stats:
+    """One run of `deskmcp tools --stats` in an empty home: its answer, and the home's files before and after."""
+
+    exit_code: int
+    output: str
+    home: Path
+    before: list[Path]
+    after: list[Path]
+
+    def row(self, servers: str, toolsets: str) -> Cost:
+        for line in self.output.splitlines()[1:-1]:
+            r = line.split()
+            if (r[0], r[1]) == (servers, toolsets):
+                return Cost(r[0], r[1], int(r[2]), int(r[3]), int(r[5]), int(r[6]), int(r[7]))
+        raise AssertionError(f"no row {servers} {toolsets} in:\n{self.output}")
+
+
+@pytest.fixture(scope="module")
+def stats(tmp_path_factory: pytest.TempPathFactory) -> Stats:
+    """`deskmcp tools --stats` composes every server sixteen times: run once for the module, in a home
+    of its own (the settings of whoever runs the tests kept out, as for every test)."""
+    root = tmp_path_factory.mktemp("stats")
+    home = root / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("DESKMCP_WORKSPACE", "DESKMCP_INDEX_DIR", "GRANOLA_CACHE_PATH", "VAULT_PATH", "DOCUMENTS_PATH"):
+            mp.delenv(name, raising=False)
+        mp.delenv("DESKMCP_TOOLSETS", raising=False)
+        mp.setenv("HOME", str(home))
+        mp.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+        mp.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        mp.setenv("DESKMCP_TIMEZONE", "UTC")
+        before = sorted(root.rglob("*"))
+        result = runner.invoke(app, ["tools", "--stats"])
+        run = Stats(result.exit_code, result.stdout, home, before, sorted(root.rglob("*")))
+    return run
+
+
 def listed_names(**kwargs: object) -> set[str]:
     server = compose(keep_unavailable=True, **kwargs).server  # type: ignore[arg-type]
     return {t.name for t in anyio.run(server.list_tools)}
@@ -47,10 +86,9 @@ def test_default_toolsets_hold_every_specified_tool(workspace: Path) -> None:
             assert tools <= names, f"{server}: {sorted(tools - names)} missing from the default toolsets"
 
 
-def test_serve_all_with_default_toolsets_fits_the_token_budget(workspace: Path) -> None:
-    rows = measure(workspace=workspace)
-    everything = next(r for r in rows if r.servers == "all" and r.toolsets == "configured")
-    every_tool = next(r for r in rows if r.servers == "all" and r.toolsets == "all")
+def test_serve_all_with_default_toolsets_fits_the_token_budget(stats: Stats) -> None:
+    # the table `deskmcp tools --stats` prints from toolcost.measure
+    everything, every_tool = stats.row("all", "configured"), stats.row("all", "all")
 
     assert everything.tokens < TOKEN_BUDGET, everything
     assert everything.tools < every_tool.tools
@@ -97,22 +135,24 @@ def test_call_reaches_a_tool_outside_the_default_toolsets(workspace: Path) -> No
     assert "folders" in json.loads(result.stdout)
 
 
-def test_tools_stats_prints_the_cost_table(workspace: Path) -> None:
-    result = runner.invoke(app, ["tools", "--stats"])
-
-    assert result.exit_code == 0, result.output
-    rows = [line.split() for line in result.stdout.splitlines()[1:-1]]
+def test_tools_stats_prints_the_cost_table(stats: Stats) -> None:
+    assert stats.exit_code == 0, stats.output
+    rows = [line.split() for line in stats.output.splitlines()[1:-1]]
     assert {(r[0], r[1]) for r in rows} >= {("all", "configured"), ("all", "all"), ("vault", "all")}
     assert all(int(r[4]) > 0 for r in rows)
 
 
-def test_describing_tools_writes_nothing_in_the_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_describing_tools_writes_nothing_in_the_data_folder(tmp_path: Path, stats: Stats) -> None:
     data = tmp_path / "home" / ".local" / "share"
     before = sorted(p for p in tmp_path.rglob("*"))
 
-    for command in (["tools"], ["tools", "--json"], ["tools", "--stats"]):
+    for command in (["tools"], ["tools", "--json"]):
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
 
     assert sorted(p for p in tmp_path.rglob("*")) == before
     assert not (data / "deskmcp").exists()
+    # `tools --stats`, run once for the module in a home of its own, wrote nothing there either
+    assert stats.exit_code == 0, stats.output
+    assert stats.after == stats.before
+    assert not (stats.home / ".local" / "share" / "deskmcp").exists()

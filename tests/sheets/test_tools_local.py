@@ -429,17 +429,23 @@ async def test_destructive_tools_say_so_in_their_annotations(connect: Connect) -
     assert tools["read_values"].annotations.read_only_hint is True
 
 
-async def test_find_scans_large_sheets_in_chunks_and_says_when_the_budget_cut_it(root: Path, connect: Connect) -> None:
-    make_xlsx(root / "long.xlsx", {"S": [[f"r{i}", i] for i in range(1, 25_001)]})
+async def test_find_scans_large_sheets_in_chunks_and_says_when_the_budget_cut_it(
+    root: Path, connect: Connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deskmcp.sheets.backends.local import LocalBackend
+
+    # chunks of 200 rows: the match is in the seventh, and the smallest budget (1,000 cells) ends in the third
+    monkeypatch.setattr(LocalBackend, "scan_rows", 200)
+    make_xlsx(root / "long.xlsx", {"S": [[f"r{i}", i] for i in range(1, 1_251)]})
     async with connect() as c:
         deep = await call(
-            c, "find_in_spreadsheet", {"spreadsheet_id": "long.xlsx", "query": "r24999", "whole_cell": True}
+            c, "find_in_spreadsheet", {"spreadsheet_id": "long.xlsx", "query": "r1249", "whole_cell": True}
         )
-        assert deep["matches"] == [{"sheet": "S", "cell": "A24999", "value": "r24999"}]
+        assert deep["matches"] == [{"sheet": "S", "cell": "A1249", "value": "r1249"}]
         assert deep["truncated"] is False
     async with connect(max_cells=1_000) as c:
         cut = await call(
-            c, "find_in_spreadsheet", {"spreadsheet_id": "long.xlsx", "query": "r24999", "whole_cell": True}
+            c, "find_in_spreadsheet", {"spreadsheet_id": "long.xlsx", "query": "r1249", "whole_cell": True}
         )
     assert cut["matches"] == []
     assert cut["truncated"] is True
