@@ -45,6 +45,7 @@ from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, PermissionD
 from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.principal import Principal, current_principal
 from deskmcp.gateway import Composition, compose
+from deskmcp.google.auth import GoogleSettings
 from deskmcp.servers import SERVERS, ServerSpec
 
 log = logging.getLogger("deskmcp.users")
@@ -57,7 +58,27 @@ PER_USER_SERVERS = tuple(name for name in SERVERS if name != "orchestrator")
 DEPLOYMENT_FIELDS = ("tool_names", "toolsets", "output_schemas", "max_chars", "timezone")
 """Settings every user takes from the process environment: how tools are published, not whose data."""
 
-FORBIDDEN_KEYS = frozenset({"DESKMCP_WORKSPACE", "workspace", "DESKMCP_USERS_ROOT"})
+DEPLOYMENT_GOOGLE_FIELDS = (
+    "google_client_secrets",
+    "google_client_id",
+    "google_client_secret",
+    "google_token_database",
+    "google_token_keys",
+)
+"""The deployment's Google OAuth client and token database, the same for every user."""
+
+FORBIDDEN_KEYS = frozenset(
+    {
+        "DESKMCP_WORKSPACE",
+        "workspace",
+        "DESKMCP_USERS_ROOT",
+        "DESKMCP_DATABASE_URL",
+        "DESKMCP_TOKEN_KEYS",
+        *DEPLOYMENT_GOOGLE_FIELDS,
+        "google_token_principal",
+        "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
+    }
+)
 
 
 class UsersSettings(BaseSettings):
@@ -142,11 +163,26 @@ def isolated(cls: type[WorkspaceSettings]) -> type[WorkspaceSettings]:
 
 
 def user_settings(
-    spec: ServerSpec, workspace: Path, values: dict[str, str], team_folders: tuple[Path, ...] = ()
+    spec: ServerSpec,
+    workspace: Path,
+    values: dict[str, str],
+    team_folders: tuple[Path, ...] = (),
+    principal: Principal | None = None,
 ) -> Any:
-    """Server `spec`'s settings for the user of `workspace`, confined to it (`confine`)."""
+    """Server `spec`'s settings for the user of `workspace`, confined to it (`confine`). A server
+    using Google gets the deployment's OAuth client and token database, and `principal` as the
+    owner of its token (`deskmcp.google.sealed_tokens`)."""
+    cls = spec.load().Settings
     deployment = WorkspaceSettings()
     given: dict[str, Any] = {name: getattr(deployment, name) for name in DEPLOYMENT_FIELDS}
+    allowed: dict[str, tuple[Path, ...]] = {}
+    if issubclass(cls, GoogleSettings):
+        google = GoogleSettings()
+        given.update({name: getattr(google, name) for name in DEPLOYMENT_GOOGLE_FIELDS})
+        if google.google_client_secrets is not None:
+            allowed["google_client_secrets"] = (google.google_client_secrets.resolve(),)
+        if principal is not None:
+            given["google_token_principal"] = (principal.issuer, principal.subject)
     given.update(values)
     given["workspace"] = workspace
     if spec.name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
@@ -155,14 +191,16 @@ def user_settings(
         given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
         given["read_only_roots"] = team_folders
     try:
-        settings = isolated(spec.load().Settings)(**given)
+        settings = isolated(cls)(**given)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
         raise BadRequest(
             f"The {spec.name} settings in {SETTINGS_FILE} are invalid ({problems}); fix that file.",
             {"server": spec.name, "file": SETTINGS_FILE},
         ) from None
-    confine(settings, workspace, team_folders if spec.name == "documents" else ())
+    if spec.name == "documents":
+        allowed.update(dict.fromkeys(("extra_roots", "read_only_roots", "read_only_folders"), team_folders))
+    confine(settings, workspace, allowed)
     if "password_env" in str(getattr(settings, "accounts", "")):
         raise PermissionDenied(
             "MAIL_ACCOUNTS in a user's settings may not name *_password_env: those read this server's own "
@@ -197,10 +235,11 @@ def _named_paths(settings: Any) -> Iterator[tuple[str, Path, bool]]:
                     yield name, item, False
 
 
-def confine(settings: Any, workspace: Path, shared: tuple[Path, ...] = ()) -> None:
-    """Refuse settings naming a path outside `workspace` (after symlinks), other than the read-only
-    `shared` folders in the documents' extra roots, and relative paths that would be read from the
-    server's working folder."""
+def confine(settings: Any, workspace: Path, allowed: dict[str, tuple[Path, ...]] | None = None) -> None:
+    """Refuse settings naming a path outside `workspace` (after symlinks), other than the deployment's
+    own (`allowed`: setting -> paths, e.g. the team folders as read-only documents roots), and
+    relative paths that would be read from the server's working folder."""
+    allowed = allowed or {}
     home = workspace.resolve()
     objects: list[Any] = [settings]
     if hasattr(settings, "account_settings"):
@@ -218,7 +257,7 @@ def confine(settings: Any, workspace: Path, shared: tuple[Path, ...] = ()) -> No
             resolved = path.resolve()
             if resolved.is_relative_to(home):
                 continue
-            if name in ("extra_roots", "read_only_roots", "read_only_folders") and resolved in shared:
+            if resolved in allowed.get(name, ()):
                 continue
             raise PermissionDenied(
                 f"The setting {name} names {path}, outside this user's workspace; a user's settings may only "
@@ -239,7 +278,7 @@ def compose_for(
         workspace=workspace,
         name=name,
         toolsets=toolsets,
-        settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders),
+        settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders, principal),
     )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, IOFailure, ParseError
@@ -90,6 +90,22 @@ class GoogleSettings(WorkspaceSettings):
         description="Use Application Default Credentials (gcloud auth application-default login, metadata server).",
     )
 
+    google_token_database: str | None = Field(
+        default=None,
+        validation_alias=env_alias("google_token_database", "DESKMCP_DATABASE_URL"),
+        description="PostgreSQL URL keeping each user's token (with DESKMCP_TOKEN_KEYS), when deskmcp serves "
+        "several users; the token of the principal in google_token_principal.",
+    )
+    google_token_keys: SecretStr | None = Field(
+        default=None,
+        validation_alias=env_alias("google_token_keys", "DESKMCP_TOKEN_KEYS"),
+        description="Keys sealing the tokens in the database: id:base64 (32 bytes), comma-separated, the first seals.",
+    )
+    google_token_principal: tuple[str, str] | None = Field(
+        default=None,
+        description="(issuer, subject) of the user whose token this is; set per user by deskmcp.users.",
+    )
+
     @property
     def google_token_path(self) -> Path:
         return self.google_token_file or self.workspace / ".deskmcp" / "google-token.json"
@@ -99,7 +115,10 @@ class GoogleSettings(WorkspaceSettings):
 
 
 class TokenStore(Protocol):
-    """Where a user's OAuth token lives. A multi-user deployment implements this per user."""
+    """Where a user's OAuth token lives: a file (`FileTokenStore`), or, for a deployment serving
+    several users, a sealed row per user in PostgreSQL (`deskmcp.google.sealed_tokens`). A store that
+    also has `refreshing()` (a context holding the stored token locked, with `.data` and `.save`)
+    is refreshed under that lock, so two processes never spend one refresh token."""
 
     def load(self) -> dict[str, Any] | None: ...
 
@@ -138,6 +157,18 @@ class FileTokenStore:
 
 
 def token_store(settings: GoogleSettings) -> TokenStore:
+    """The principal's row in the database when one is configured with a principal, else the file."""
+    if settings.google_token_database and settings.google_token_principal is not None:
+        from deskmcp.google.sealed_tokens import PostgresTokenStore, SealingKeys
+
+        if settings.google_token_keys is None:
+            raise BadRequest(
+                "DESKMCP_DATABASE_URL keeps the users' Google tokens sealed: set DESKMCP_TOKEN_KEYS too.",
+                {"setting": "DESKMCP_TOKEN_KEYS"},
+            )
+        issuer, subject = settings.google_token_principal
+        keys = SealingKeys.parse(settings.google_token_keys.get_secret_value())
+        return PostgresTokenStore(settings.google_token_database, keys, issuer, subject)
     return FileTokenStore(settings.google_token_path)
 
 
@@ -286,6 +317,27 @@ def _stored_credentials_class() -> Any:
             return creds
 
         def refresh(self, request: Any) -> None:
+            refreshing = getattr(self._store, "refreshing", None)
+            if refreshing is None:
+                self._refresh(request)
+                if self._store is not None:
+                    self._store.save(json.loads(self.to_json()))
+                    log.info("google token refreshed and saved")
+                return
+            with refreshing() as held:
+                stored = held.data or {}
+                if stored.get("token") and stored.get("token") != self.token:
+                    # Another process refreshed while this one waited for the lock: take its token.
+                    fresh = type(self).from_authorized_user_info({**json.loads(self.to_json()), **stored})
+                    self._refresh_token = fresh.refresh_token
+                    if not fresh.expired:
+                        self.token, self.expiry = fresh.token, fresh.expiry
+                        return
+                self._refresh(request)
+                held.save(json.loads(self.to_json()))
+                log.info("google token refreshed and saved under its lock")
+
+        def _refresh(self, request: Any) -> None:
             try:
                 super().refresh(request)
             except RefreshError as exc:
@@ -299,9 +351,6 @@ def _stored_credentials_class() -> Any:
                 raise ExternalServiceError(
                     f"Refreshing the Google token failed: {text[:300]}", {"service": "google"}
                 ) from exc
-            if self._store is not None:
-                self._store.save(json.loads(self.to_json()))
-                log.info("google token refreshed and saved")
 
     _STORED = StoredCredentials
     return StoredCredentials

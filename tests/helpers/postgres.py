@@ -1,0 +1,122 @@
+"""A throwaway PostgreSQL cluster on a free loopback port, for the tests that need a real database.
+
+`postgres_cluster()` runs initdb into a temporary folder and starts the server there; as root it
+runs both as the `postgres` OS user (PostgreSQL refuses to run as root), which then owns the
+folder. The cluster is stopped and its folder removed at the end. Without PostgreSQL's programs
+(Debian's `postgresql`, under /usr/lib/postgresql/*/bin) `pytest.skip` says so.
+
+A module uses it through a session fixture of its own:
+
+    @pytest.fixture(scope="session")
+    def postgres() -> Iterator[Postgres]:
+        with postgres_cluster() as cluster:
+            yield cluster
+
+and `fresh_database(cluster)` for a database of its own per test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.network import free_port
+
+
+def postgres_bin() -> Path | None:
+    """The newest installed PostgreSQL's program folder, or None."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    found = [p for p in found if (p / "initdb").is_file() and (p / "pg_ctl").is_file()]
+    return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class Postgres:
+    host: str
+    port: int
+    user: str
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://{self.user}@{self.host}:{self.port}/{database}"
+
+
+def _as_owner(argv: list[str], root: bool) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *argv] if root else argv
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[Postgres]:
+    """Start a cluster (trust authentication, loopback only); skip the test when PostgreSQL is missing."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); .ci/run installs it")
+    root = os.geteuid() == 0
+    if root and shutil.which("runuser") is None:
+        pytest.skip("running as root without runuser: PostgreSQL cannot be started as the postgres user")
+    folder = Path(tempfile.mkdtemp(prefix="deskmcp-pg-"))
+    data, sockets = folder / "data", folder / "run"
+    sockets.mkdir()
+    if root:
+        shutil.chown(folder, "postgres", "postgres")
+        shutil.chown(sockets, "postgres", "postgres")
+    user = "postgres" if root else os.environ.get("USER") or "postgres"
+    env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
+    port = free_port()
+    ctl = str(bin_dir / "pg_ctl")
+    try:
+        subprocess.run(
+            _as_owner(
+                [str(bin_dir / "initdb"), "-D", str(data), "-U", user, "-A", "trust", "-E", "UTF8", "--no-sync"], root
+            ),
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
+        options = f"-h 127.0.0.1 -p {port} -k {sockets} -c fsync=off -c full_page_writes=off -c max_connections=60"
+        subprocess.run(
+            _as_owner(
+                [ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "-t", "60", "start"], root
+            ),
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=90,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        log = (folder / "log").read_text(encoding="utf-8", errors="replace") if (folder / "log").exists() else ""
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start: {exc}\n{getattr(exc, 'stderr', b'')!r}\n{log}") from exc
+    try:
+        yield Postgres("127.0.0.1", port, user)
+    finally:
+        subprocess.run(
+            _as_owner([ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], root),
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def fresh_database(cluster: Postgres) -> str:
+    """A new, empty database on `cluster`; its URL."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return cluster.url(name)
