@@ -56,11 +56,15 @@ class NoteCreated(BaseModel):
 
 
 class SearchHit(DocumentSummary):
-    score: float | None = Field(default=None, description="bm25 relevance, higher is better (null without a query)")
+    score: float | None = Field(
+        default=None, description="Relevance, higher is better (null without a query): bm25 by words, fused in hybrid"
+    )
     snippet: str | None = Field(default=None, description="Matching text with matches marked ⟦like this⟧")
     changed_since_indexed: bool = Field(
         default=False, description="The file changed on disk after it was indexed; call index_document to refresh it"
     )
+    lexical_rank: int | None = Field(default=None, description="Its rank by words (null: not among those matches)")
+    semantic_rank: int | None = Field(default=None, description="Its rank by meaning (null: not among those)")
 
 
 class IndexingProgress(BaseModel):
@@ -72,13 +76,20 @@ class IndexingProgress(BaseModel):
 
 class SearchOutput(BaseModel):
     items: list[SearchHit]
-    total: int = Field(description="How many documents match in all")
+    total: int | None = Field(default=None, description="How many documents match in all (by words; null by meaning)")
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
     pruned: int = Field(default=0, description="Index entries dropped during this call because their file is gone")
     partial: bool = Field(default=False, description="True while a folder is first indexed: more may match later")
     indexing: IndexingProgress | None = Field(default=None, description="How far the first indexing is, while it runs")
     unmatched_terms: list[str] = Field(
         default=[], description="Words of the query no document holds (within the filters), as written"
+    )
+    mode: Literal["lexical", "semantic", "hybrid"] | None = Field(
+        default=None, description="How the documents were found: by words, meaning or both (null without a query)"
+    )
+    semantic_pending: int | None = Field(
+        default=None,
+        description="Documents not embedded yet (a first index by meaning): the meaning side covers the rest",
     )
 
 

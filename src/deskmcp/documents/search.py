@@ -9,14 +9,17 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from deskmcp.core import fusion
+from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError
 from deskmcp.core.index import Hit, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
+from deskmcp.core.vectors import VectorIndex, sections
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.models import (
@@ -42,6 +45,11 @@ def summary_of(data: bytes | None) -> DocumentSummary:
     return DocumentSummary.model_validate_json(data or b"{}")
 
 
+def passages(texts: Mapping[str, str]) -> list[str]:
+    """A document's passages to embed: its sections under Markdown headings, each with its title."""
+    return sections(texts.get("title", ""), texts.get("body", ""))
+
+
 def check_limit(limit: int) -> None:
     if not 1 <= limit <= 200:
         raise BadRequest("limit must be between 1 and 200.", {"limit": limit})
@@ -53,6 +61,11 @@ class Catalog:
     def __init__(self, index: SearchIndex, roots: Roots) -> None:
         self.index = index
         self.roots = roots
+        self.vectors: VectorIndex | None = None
+
+    def use_embedder(self, embedder: Embedder | None) -> None:
+        """Search by meaning too, with `embedder` (None: by words only)."""
+        self.vectors = VectorIndex(self.index, embedder, passages) if embedder is not None else None
 
     def _filters(self, tags: list[str] | None, filename: str | None, kind: str | None) -> tuple[str, list[Any]]:
         clauses: list[str] = []
@@ -117,24 +130,40 @@ class Catalog:
         kind: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        mode: str | None = None,
     ) -> SearchOutput:
-        """bm25-ranked hits for the words of `query` (newest first without one), narrowed by every
-        filter given; the query is read as `SearchIndex.search` reads it."""
+        """Hits for `query` by words, meaning or both (`fusion.pick_mode` reads `mode`; newest
+        first without a query), narrowed by every filter given; words are read as
+        `SearchIndex.search` reads them."""
         check_limit(limit)
+        chosen = fusion.pick_mode(mode, self.vectors is not None)
         text = (query or "").strip()
         if not text and not tags and not (filename or "").strip() and not kind:
             raise BadRequest(
                 "Give a query, tags, a filename or a kind to search by. Use list_documents to browse everything."
             )
         where, params = self._filters(tags, filename, kind)
-        key = query_key("search", text, sorted(clean_tags(tags)), (filename or "").strip().lower(), kind)
+        key = query_key("search", text, sorted(clean_tags(tags)), (filename or "").strip().lower(), kind, chosen)
         offset = decode_cursor(cursor, key)
         pruned = 0
         hits: list[Hit] = []
+        ranks: dict[str, tuple[int | None, int | None]] = {}
+        pending = 0
         states: dict[str, os.stat_result | None] = {}
         for _ in range(MAX_PRUNE_ROUNDS):
             if text:
-                hits = self.index.search(text, where=where, params=params, limit=limit + 1, offset=offset)
+                found = fusion.search(
+                    self.index,
+                    self.vectors,
+                    text,
+                    mode=chosen,
+                    where=where,
+                    params=params,
+                    limit=limit + 1,
+                    offset=offset,
+                )
+                hits, pending = [r.hit for r in found.hits], found.pending
+                ranks = {r.hit.key: (r.lexical_rank, r.semantic_rank) for r in found.hits}
             else:
                 hits = self.index.select(
                     where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
@@ -152,15 +181,28 @@ class Catalog:
             indexed_mtime = h.columns.get("mtime")
             changed = st is not None and indexed_mtime is not None and st.st_mtime != indexed_mtime
             score = round(h.score, 4) if h.score is not None else None
+            lexical_rank, semantic_rank = ranks.get(h.key, (None, None))
             items.append(
-                SearchHit(**summary.model_dump(), score=score, snippet=h.snippet, changed_since_indexed=changed)
+                SearchHit(
+                    **summary.model_dump(),
+                    score=score,
+                    snippet=h.snippet,
+                    changed_since_indexed=changed,
+                    lexical_rank=lexical_rank,
+                    semantic_rank=semantic_rank,
+                )
             )
+        by_words = not text or chosen == "lexical"
         return SearchOutput(
             items=items,
-            total=self.index.count(where=where, params=params, query=text or None),
+            total=self.index.count(where=where, params=params, query=text or None) if by_words else None,
             next_cursor=page(offset, limit, len(hits), key),
             pruned=pruned,
-            unmatched_terms=self.index.unmatched_terms(text, where=where, params=params) if text else [],
+            unmatched_terms=self.index.unmatched_terms(text, where=where, params=params)
+            if text and chosen != "semantic"
+            else [],
+            mode=chosen if text else None,
+            semantic_pending=pending or None,
         )
 
     def list_documents(

@@ -7,6 +7,8 @@ from typing import Annotated
 
 from pydantic import Field
 
+from deskmcp.core.embedders import configured_embedder
+from deskmcp.core.fusion import ModeArg
 from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
@@ -56,7 +58,9 @@ DEFAULT_TOOLSETS = ("read", "write")
 
 
 def create_service(settings: DocumentsSettings) -> DocumentService:
-    return DocumentService(settings)
+    service = DocumentService(settings)
+    service.catalog.use_embedder(configured_embedder(settings))
+    return service
 
 
 def unavailable(settings: DocumentsSettings) -> str | None:
@@ -126,11 +130,12 @@ def register(server: DeskServer, service: DocumentService) -> None:
         kind: KindArg = None,
         limit: Limit = 20,
         cursor: CursorArg = None,
+        mode: ModeArg = None,
     ) -> SearchOutput:
-        """Search indexed documents' titles, tags, paths and text, best bm25 first (newest first with
+        """Search indexed documents' titles, tags, paths and text, best first (newest first with
         no query); snippets mark matches ⟦like this⟧. `unmatched_terms`: query words no document
         holds. A folder never indexed is indexed first (`partial` meanwhile)."""
-        return service.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
+        return service.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor, mode=mode)
 
     @server.tool("extract_metadata", annotations=READ_ONLY)
     def extract_metadata(path: DocPath) -> DocumentMetadata:

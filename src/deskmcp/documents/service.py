@@ -353,10 +353,11 @@ class DocumentService:
         kind: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        mode: str | None = None,
     ) -> SearchOutput:
         """`Catalog.search`, after indexing the folders never indexed (or saying how far that is)."""
         progress = self.first_index.ensure(self._index_root)
-        out = self.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor)
+        out = self.catalog.search(query, tags=tags, filename=filename, kind=kind, limit=limit, cursor=cursor, mode=mode)
         return out.model_copy(update={"indexing": progress, "partial": progress is not None})
 
     def list_documents(
