@@ -241,13 +241,15 @@ class Catalog:
         told how many notes need reading once the walk is done. `deferred` (the start-up
         scan): text searches during the scan see its batches up to a few seconds late, all of
         them once it returns.
+
+        A full scan shows its `progress` once its walk has found notes to read or remove, until
+        they are: a scan that finds the index true (the catch-up scan once the watcher is live)
+        never makes answers say they are partial.
         """
         started = time.perf_counter()
         stats = ScanStats()
         with self._lock:
             progress = ScanProgress()
-            if not folder:
-                self.progress = progress
             with self._apply_lock:
                 self._touched = set()
             try:
@@ -260,6 +262,8 @@ class Catalog:
                     else:
                         todo.append(rel)
                 stats.seen = progress.total
+                if not folder and (todo or known):
+                    self.progress = progress
                 if on_walked is not None:
                     on_walked(len(todo))
                 for rels, records in self._parsed(todo):

@@ -17,6 +17,13 @@ _INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.md)(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE)
 _TAG = re.compile(r"(?:^|(?<=[\s(\[,;]))#([\w\-/]+)", re.UNICODE)
+# `_TAG` found from its `#`: a pattern that starts with a literal is searched for by that character
+# instead of being tried at every position of a long line. A `#` then counts only where `_TAG`'s
+# lookbehind allows it (the run a match consumes holds no `#`, so no match of `_TAG` is skipped).
+_TAG_FROM_HASH = re.compile(r"#([\w\-/]+)", re.UNICODE)
+_TAG_AFTER = re.compile(r"[\s(\[,;]", re.UNICODE)
+# `_WIKILINK` found from its `[[` the same way, the `!` of an embed read from the character before.
+_WIKILINK_FROM_BRACKETS = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*:", re.IGNORECASE)
 WIKILINK, MD_LINK, URL_SCHEME = _WIKILINK, _MD_LINK, _URL_SCHEME
@@ -86,8 +93,9 @@ def links(lines: list[str], source_folder: str) -> list[Link]:
     for number, line in enumerate(lines, start=1):
         if "[" not in line:
             continue
-        for match in _WIKILINK.finditer(line):
-            inner = match.group(2)
+        # each pattern needs its literal pair ("[[", "]("): most lines holding a "[" have neither
+        for match in _WIKILINK_FROM_BRACKETS.finditer(line) if "[[" in line else ():
+            inner = match.group(1)
             target_part, _, alias = inner.partition("|")
             target, _, heading = target_part.partition("#")
             if not target.strip():
@@ -98,11 +106,11 @@ def links(lines: list[str], source_folder: str) -> list[Link]:
                     target_key=link_key(target, source_folder),
                     heading=heading.strip() or None,
                     alias=alias.strip() or None,
-                    embed=bool(match.group(1)),
+                    embed=match.start() > 0 and line[match.start() - 1] == "!",
                     line=number,
                 )
             )
-        for match in _MD_LINK.finditer(line):
+        for match in _MD_LINK.finditer(line) if "](" in line else ():
             href = unquote(match.group(3))
             if _URL_SCHEME.match(href):
                 continue
@@ -126,7 +134,10 @@ def inline_tags(lines: list[str]) -> list[str]:
     for line in lines:
         if "#" not in line:
             continue
-        for match in _TAG.finditer(line):
+        for match in _TAG_FROM_HASH.finditer(line):
+            at = match.start()
+            if at and _TAG_AFTER.match(line, at - 1) is None:
+                continue
             tag = match.group(1).strip("/")
             if tag and not tag.replace("/", "").isdigit():
                 tags.append(tag)
