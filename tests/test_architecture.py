@@ -18,6 +18,7 @@ The dependency rules of the layout are import-linter contracts in `.importlinter
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shutil
 import subprocess
@@ -61,38 +62,45 @@ def _is_text(node: ast.expr) -> bool:
 
 def sql_violations(package: Path) -> list[str]:
     """One line per SQL text or SQL call outside the allowed modules: `file:line what: the rule`."""
-    rule = "raw SQL only in the index and catalog modules"
     found: list[str] = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
         if rel in SQL_ALLOWED:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                # the literal parts of an f-string are Constant nodes too, so f"SELECT {x}" counts
-                start = SQL_START.match(node.value)
-                keyword = next((g for g in start.groups() if g), "") if start else ""
-                if keyword.isupper() or keyword.islower():
-                    found.append(f"{rel}:{node.lineno} {keyword.upper()} text: {rule}")
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in SQL_METHODS
-                and not (
-                    rel in GOOGLE_EXECUTE and node.func.attr == "execute" and not (node.args and _is_text(node.args[0]))
-                )
-            ):
-                found.append(f"{rel}:{node.lineno} .{node.func.attr}(: {rule}")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
-                found.append(
-                    f"{rel}:{node.lineno} __import__(: a module loaded by a computed name escapes the import contracts"
-                )
-            elif isinstance(node, ast.Import | ast.ImportFrom) and rel in GOOGLE_EXECUTE:
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
-                    found.append(f"{rel}:{node.lineno} import sqlite3: {rule}")
+        stat = path.stat()
+        found += _file_violations(path, stat.st_mtime_ns, stat.st_size, rel, rel in GOOGLE_EXECUTE)
     return sorted(set(found))
+
+
+@functools.cache
+def _file_violations(path: Path, _mtime_ns: int, _size: int, rel: str, google: bool) -> tuple[str, ...]:
+    """`sql_violations` of one file, kept per version of the file (the tests check the real tree twice)."""
+    rule = "raw SQL only in the index and catalog modules"
+    found: list[str] = []
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # the literal parts of an f-string are Constant nodes too, so f"SELECT {x}" counts
+            start = SQL_START.match(node.value)
+            keyword = next((g for g in start.groups() if g), "") if start else ""
+            if keyword.isupper() or keyword.islower():
+                found.append(f"{rel}:{node.lineno} {keyword.upper()} text: {rule}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_METHODS
+            and not (google and node.func.attr == "execute" and not (node.args and _is_text(node.args[0])))
+        ):
+            found.append(f"{rel}:{node.lineno} .{node.func.attr}(: {rule}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
+            found.append(
+                f"{rel}:{node.lineno} __import__(: a module loaded by a computed name escapes the import contracts"
+            )
+        elif isinstance(node, ast.Import | ast.ImportFrom) and google:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if any(name == "sqlite3" or name.startswith("sqlite3.") for name in names):
+                found.append(f"{rel}:{node.lineno} import sqlite3: {rule}")
+    return tuple(found)
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
