@@ -189,7 +189,9 @@ def test_call_finishes_a_large_vaults_first_index_before_answering(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vault = tmp_path / "vault"
-    notes = 5000  # far over what the vault indexes before answering: the rest goes on in the background
+    from deskmcp.vault.service import WAIT_BELOW
+
+    notes = 2 * WAIT_BELOW  # over what the vault indexes before answering: the rest goes on in the background
     for n in range(notes):
         write(vault, f"folder{n % 50}/note {n}.md", f"# Note {n}\n\nA common word and number {n}.\n")
     monkeypatch.setenv("DESKMCP_WORKSPACE", str(tmp_path / "ws"))
