@@ -213,7 +213,7 @@ def test_security_a_token_signed_hs256_with_the_issuers_public_key_is_refused(de
 
 def test_security_a_token_with_a_forged_signature_is_refused(deployment: Deployment) -> None:
     issuer = deployment.issuer
-    impostor = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid}, private=True)
+    impostor = RSAKey.generate_key(2048, parameters={"kid": issuer.key.kid or ""}, private=True)
     assert "signature" in refused(deployment, issuer.sign(issuer.claims(deployment.resource), key=impostor))
 
 

@@ -17,7 +17,20 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from deskmcp.core.config import OptionalText, env_alias
 from deskmcp.core.scopes import SCOPES
 
-DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+DEFAULT_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+    "Ed25519",
+    "Ed448",
+)
 """Asymmetric signatures only: a resource server holds no secret shared with the issuer, so an
 HMAC (`HS256`) token could only be checked with a public key, which anyone has."""
 

@@ -76,6 +76,8 @@ class AccessTokenVerifier:
         self.clock = clock
         self.client = client or httpx2.AsyncClient(timeout=10.0, follow_redirects=False)
         self.issuer = IssuerKeys(settings, self.client, clock=clock)
+        # One registry per accepted algorithm: a token is verified with exactly the alg it names.
+        self._registries = {alg: jws.JWSRegistry(algorithms=[alg]) for alg in settings.algorithms}
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
@@ -97,7 +99,8 @@ class AccessTokenVerifier:
 
     async def _check_jwt(self, token: str) -> AccessToken:
         try:
-            header = jws.extract_compact(token.encode()).headers()
+            signed = jws.extract_compact(token.encode())
+            header = signed.headers()
         except (JoseError, ValueError, TypeError) as exc:
             raise TokenRefused(f"the token is not a readable JWS ({exc})") from exc
         alg = header.get("alg")
@@ -108,8 +111,9 @@ class AccessTokenVerifier:
             raise TokenRefused("the token's kid is not a string")
         key = self._key(await self.issuer.key_set(kid), kid)
         try:
-            payload = jws.deserialize_compact(token, key, algorithms=[alg]).payload
-            claims = orjson.loads(payload)
+            if not jws.validate_compact(signed, key, registry=self._registries[alg]):
+                raise TokenRefused("the token's signature does not verify")
+            claims = orjson.loads(signed.payload)
         except (JoseError, ValueError, TypeError) as exc:
             raise TokenRefused(f"the token's signature does not verify ({exc})") from exc
         if not isinstance(claims, dict):
