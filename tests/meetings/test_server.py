@@ -47,6 +47,7 @@ async def test_tools_are_listed_with_read_only_annotations(settings: MeetingsSet
     assert set(tools) == {
         "granola.meetings.list",
         "granola.meetings.search",
+        "granola.meetings.related",
         "granola.meetings.get",
         "granola.meetings.transcript",
         "granola.meetings.export_markdown",

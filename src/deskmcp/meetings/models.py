@@ -74,8 +74,10 @@ class ListMeetingsOutput(BaseModel):
 
 
 class SearchHit(MeetingSummary):
-    score: float = Field(description="bm25 relevance, higher is better")
+    score: float = Field(description="Relevance, higher is better: bm25 by words, fused in hybrid mode")
     snippet: str | None = Field(default=None, description="Matching text with matches marked ⟦like this⟧")
+    lexical_rank: int | None = Field(default=None, description="Its rank by words (null: not among those matches)")
+    semantic_rank: int | None = Field(default=None, description="Its rank by meaning (null: not among those)")
 
 
 class SearchMeetingsOutput(BaseModel):
@@ -84,6 +86,13 @@ class SearchMeetingsOutput(BaseModel):
     indexing: IndexingProgress | None = None
     unmatched_terms: list[str] = Field(
         default=[], description="Words of the query no meeting holds (within the filters), as written"
+    )
+    mode: Literal["lexical", "semantic", "hybrid"] | None = Field(
+        default=None, description="How the meetings were found: by words, meaning or both"
+    )
+    semantic_pending: int | None = Field(
+        default=None,
+        description="Meetings not embedded yet (a first index by meaning): the meaning side covers the rest",
     )
 
 

@@ -8,7 +8,9 @@ from typing import Annotated, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
+from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.errors import DeskError, NotFound
+from deskmcp.core.fusion import ModeArg
 from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer
@@ -70,7 +72,7 @@ DEFAULT_TOOLSETS = ("read",)
 
 
 def create_service(settings: MeetingsSettings) -> MeetingService:
-    return MeetingService(settings)
+    return MeetingService(settings, embedder=configured_embedder(settings))
 
 
 def unavailable(settings: MeetingsSettings) -> str | None:
@@ -127,8 +129,9 @@ def register(server: DeskServer, service: MeetingService) -> None:
         folder: FolderArg = None,
         limit: Limit = 20,
         cursor: CursorArg = None,
+        mode: ModeArg = None,
     ) -> SearchMeetingsOutput:
-        """Search titles, notes, attendees, folders and transcripts, best bm25 first; snippets mark
+        """Search titles, notes, attendees, folders and transcripts, best first; snippets mark
         matches ⟦like this⟧. `unmatched_terms`: query words no meeting holds. Filters as in
         granola.meetings.list."""
         f = service.filters(
@@ -139,7 +142,17 @@ def register(server: DeskServer, service: MeetingService) -> None:
             platform=platform,
             folder=folder,
         )
-        return service.search(q, f, limit=limit, cursor=cursor)
+        return service.search(q, f, limit=limit, cursor=cursor, mode=mode)
+
+    @server.tool("granola.meetings.related", annotations=READ_ONLY, toolset="more")
+    def meetings_related(
+        id: MeetingId,
+        days: Days = None,
+        folder: FolderArg = None,
+        limit: Limit = 10,
+    ) -> SearchMeetingsOutput:
+        """The meetings nearest in meaning to this one (needs an embedding model), nearest first."""
+        return service.related(id, service.filters(days=days, folder=folder), limit=limit)
 
     @server.tool("granola.meetings.get", annotations=READ_ONLY)
     def meetings_get(

@@ -17,7 +17,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,10 +25,13 @@ from typing import Any
 
 import orjson
 
+from deskmcp.core import fusion
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
+from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.vectors import VectorIndex, sections, turn_windows
 from deskmcp.meetings import cache_file, catalog, granola_cache
 from deskmcp.meetings.catalog import SCHEMA
 from deskmcp.meetings.entries import unpack_transcript
@@ -79,10 +82,11 @@ def _segments(raw: bytes | None) -> list[dict[str, Any]]:
 class MeetingService:
     """Read-only access to Granola meetings, indexed. Thread-safe."""
 
-    def __init__(self, settings: MeetingsSettings) -> None:
+    def __init__(self, settings: MeetingsSettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.index_path = settings.index_folder / "meetings.sqlite3"
         self.index = SearchIndex(self.index_path, SCHEMA)
+        self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
         self._sync_lock = threading.Lock()
         self.worker_command: list[str] | None = None
         """How the worker process is started (default `python -m deskmcp.meetings.worker`)."""
@@ -318,25 +322,48 @@ class MeetingService:
             items=items, total=total, next_cursor=page(offset, limit, len(hits), key), indexing=progress
         )
 
-    def search(self, q: str, filters: Filters, *, limit: int, cursor: str | None) -> SearchMeetingsOutput:
+    def search(
+        self, q: str, filters: Filters, *, limit: int, cursor: str | None, mode: str | None = None
+    ) -> SearchMeetingsOutput:
+        """Meetings for `q` by words, by meaning or both (`fusion.pick_mode` reads `mode`)."""
         _check_limit(limit)
         if not q or not q.strip():
             raise BadRequest("q is required: the words to search for. Use granola.meetings.list to browse.")
+        chosen = fusion.pick_mode(mode, self.vectors is not None)
         self.refresh(partial=True)
         progress = self.indexing()
         where, params = filters.sql()
-        key = query_key("search", q, filters.key())
+        key = query_key("search", q, filters.key(), chosen)
         offset = decode_cursor(cursor, key)
-        hits = self.index.search(q, where=where, params=params, limit=limit + 1, offset=offset)
-        items = []
-        for h in hits[:limit]:
-            fields = orjson.loads(h.columns["summary"] or b"{}")
-            items.append(SearchHit(**fields, score=round(h.score or 0.0, 4), snippet=h.snippet))
+        found = fusion.search(
+            self.index, self.vectors, q, mode=chosen, where=where, params=params, limit=limit + 1, offset=offset
+        )
+        items = [_search_hit(r.hit, r.lexical_rank, r.semantic_rank) for r in found.hits[:limit]]
         return SearchMeetingsOutput(
             items=items,
-            next_cursor=page(offset, limit, len(hits), key),
-            unmatched_terms=self.index.unmatched_terms(q, where=where, params=params),
+            next_cursor=page(offset, limit, len(found.hits), key),
+            unmatched_terms=self.index.unmatched_terms(q, where=where, params=params) if chosen != "semantic" else [],
             indexing=progress,
+            mode=found.mode,
+            semantic_pending=found.pending or None,
+        )
+
+    def related(self, meeting_id: str, filters: Filters, *, limit: int) -> SearchMeetingsOutput:
+        """The meetings nearest in meaning to meeting `meeting_id` (itself left out)."""
+        _check_limit(limit)
+        if self.vectors is None:
+            raise BadRequest(fusion.NO_MODEL.replace(", or search with mode='lexical'", ""), {"id": meeting_id})
+        self._meeting(meeting_id)
+        pending = self.vectors.sync()
+        where, params = filters.sql()
+        items: list[SearchHit] = []
+        for rank, match in enumerate(self.vectors.related(meeting_id, where=where, params=params, limit=limit), 1):
+            hit = self.index.get(match.key)
+            if hit is not None:
+                hit.score, hit.snippet = match.score, self.vectors.passage(match)
+                items.append(_search_hit(hit, None, rank))
+        return SearchMeetingsOutput(
+            items=items, indexing=self.indexing(), mode="semantic", semantic_pending=pending or None
         )
 
     def get(self, meeting_id: str, *, include_notes: bool = True) -> Meeting:
@@ -512,6 +539,25 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _search_hit(hit: Hit, lexical_rank: int | None, semantic_rank: int | None) -> SearchHit:
+    fields = orjson.loads(hit.columns["summary"] or b"{}")
+    return SearchHit(
+        **fields,
+        score=round(hit.score or 0.0, 4),
+        snippet=hit.snippet,
+        lexical_rank=lexical_rank,
+        semantic_rank=semantic_rank,
+    )
+
+
+def _passages(texts: Mapping[str, str]) -> list[str]:
+    """A meeting's passages to embed: its notes' sections, then windows of whole transcript turns,
+    each with the meeting's title."""
+    title = texts.get("title", "")
+    turns = [f"{title}\n{window}" if title else window for window in turn_windows(texts.get("transcript", ""))]
+    return [*sections(title, texts.get("notes", "")), *turns]
 
 
 def _check_limit(limit: int) -> None:
