@@ -9,7 +9,9 @@ conformance/node_modules). Steps, each failing the run on an unexpected result:
    conformance/baseline.txt as the expected failures, stale entries included;
 4. the SDK's own client in both protocol families (`mode="legacy"` handshake and the
    stateless 2026-07-28 one) listing tools and calling one, plus an error call;
-5. stop the server; then the Inspector CLI over stdio: tools/list and tools/call.
+5. stop the server; then the Inspector CLI over stdio: tools/list and tools/call;
+6. `conformance client --suite auth`: every client authorization scenario against
+   `deskmcp connect`'s OAuth client (conformance/auth_client.py), none allowed to fail.
 """
 
 from __future__ import annotations
@@ -147,6 +149,37 @@ def inspector(node: str, workspace: Path, env: dict[str, str]) -> bool:
     return ok
 
 
+def client_auth_suite(node: str, work: Path) -> bool:
+    """The suite's client authorization scenarios, each against deskmcp connect's OAuth code."""
+    client = f"{sys.executable} {HERE / 'auth_client.py'}"
+    print("== conformance client --suite auth against deskmcp connect", flush=True)
+    command = [
+        node,
+        str(MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"),
+        "client",
+        "--command",
+        client,
+        "--suite",
+        "auth",
+        # The scenarios run side by side, each client a Python process importing the SDK: on a
+        # small machine the default 30 s can pass before the last one has started.
+        "--timeout",
+        "180000",
+        "-o",
+        str(work / "client-auth"),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    out = done.stdout
+    if "=== SUITE SUMMARY ===" in out:
+        summary = out[out.find("=== SUITE SUMMARY ===") :].split("\nStarting scenario", 1)[0]
+    else:
+        summary = (out + done.stderr)[-3000:]
+    print(re.sub(r"(\d+) passed, (\d+) failed", r"\1 checks ok, \2 checks not ok", summary.strip()))
+    failed = done.returncode != 0 or re.search(r"[1-9]\d* failed", summary) is not None
+    print(f"conformance client auth suite: {'FAILED' if failed else 'ok'}")
+    return not failed
+
+
 def main() -> int:
     node = node22()
     work = Path(tempfile.mkdtemp(prefix="deskmcp-conformance-"))
@@ -176,6 +209,7 @@ def main() -> int:
             proc.kill()
         log.close()
     results.append(inspector(node, workspace, env))
+    results.append(client_auth_suite(node, work))
     if all(results):
         shutil.rmtree(work, ignore_errors=True)
         print("conformance: all checks passed")

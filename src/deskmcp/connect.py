@@ -5,6 +5,10 @@ whether or not the remote is up; while the remote cannot be reached, each call a
 `mcp_unavailable` (and tools/list answers the tools last seen, kept in the workspace), and the
 next call after the remote is back goes through. Each call opens its own short HTTP session, so
 a restarted remote needs no reconnect logic.
+
+A remote that asks for OAuth authorization (401 with its resource metadata) is signed in to in
+the browser, once, by `deskmcp.connect_oauth`; the tokens are kept and refreshed there. A static
+bearer token (DESKMCP_REMOTE_TOKEN) is sent as it is instead.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -22,9 +27,12 @@ from mcp.types import CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
 
 from deskmcp import __version__
-from deskmcp.core.errors import AuthRequired, DeskError, MCPUnavailable
+from deskmcp.core.errors import AuthRequired, DeskError, MCPUnavailable, PermissionDenied
 from deskmcp.core.files import atomic_write_text
 from deskmcp.core.server import error_result
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger("deskmcp.connect")
 
@@ -53,12 +61,18 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 class ForwardingServer(MCPServer[Any]):
     """Lists and calls the tools of a remote deskmcp, one HTTP session per request."""
 
-    def __init__(self, url: str, *, token: str | None = None, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, url: str, *, token: str | None = None, cache_dir: Path | None = None, auth: httpx2.Auth | None = None
+    ) -> None:
         self.url = endpoint(url)
         self.token = token
+        self.auth = auth
+        """The OAuth client (`connect_oauth.oauth_for`), used when no static token is set."""
         digest = hashlib.blake2b(self.url.encode(), digest_size=6).hexdigest()
         self.cache_file = cache_dir / f"connect-tools-{digest}.json" if cache_dir else None
         self._tools: list[MCPTool] | None = None
+        self._refusal = ""
+        """The WWW-Authenticate of the last 403 (the scope a call lacked)."""
         super().__init__(
             "deskmcp-connect",
             instructions=f"Tools of the deskmcp at {self.url}. If a call answers mcp_unavailable, "
@@ -77,15 +91,36 @@ class ForwardingServer(MCPServer[Any]):
 
         async def record(response: httpx2.Response) -> None:
             statuses.append(response.status_code)
+            if response.status_code == 403:
+                self._refusal = response.headers.get("www-authenticate", "")
 
         http = httpx2.AsyncClient(
-            headers=headers, timeout=httpx2.Timeout(30.0, read=300.0), event_hooks={"response": [record]}
+            headers=headers,
+            auth=None if self.token else self.auth,
+            timeout=httpx2.Timeout(30.0, read=300.0),
+            event_hooks={"response": [record]},
         )
         return http, Client(streamable_http_client(self.url, http_client=http)), statuses
 
     def _unavailable(self, exc: BaseException, statuses: list[int]) -> DeskError:
         import httpx2
+        from mcp.client.auth import OAuthFlowError
 
+        for leaf in _leaves(exc):
+            if isinstance(leaf, OAuthFlowError):
+                return AuthRequired(
+                    f"Signing in to the deskmcp at {self.url} did not complete: {leaf}. Call again to sign in "
+                    "in the browser once more.",
+                    {"url": self.url},
+                )
+        if statuses and statuses[-1] == 403:
+            scope = re.search(r'scope="([^"]*)"', self._refusal)
+            needed = f" (it needs the scope {scope.group(1)!r})" if scope else ""
+            return PermissionDenied(
+                f"The deskmcp at {self.url} refused this call{needed}, also after signing in again: your account "
+                "was not granted it. Ask the administrator of its authorization server.",
+                {"url": self.url, **({"scope": scope.group(1)} if scope else {})},
+            )
         for leaf in _leaves(exc):
             if 401 in statuses or (isinstance(leaf, httpx2.HTTPStatusError) and leaf.response.status_code == 401):
                 return AuthRequired(
