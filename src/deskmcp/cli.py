@@ -196,7 +196,8 @@ def serve(
     from deskmcp.httpapi import HttpOptions, resolve_token
     from deskmcp.httpapi import serve as serve_http
 
-    token, generated = resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
+    authorization = _authorization()
+    token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
     options = HttpOptions(
         host=host,
         port=port,
@@ -205,6 +206,7 @@ def serve(
         allowed_hosts=tuple(allow_host or ()),
         allowed_origins=origins,
         workspace=workspace,
+        authorization=authorization,
         stateless=stateless,
         trusted_proxies=proxies,
     )
@@ -220,8 +222,40 @@ def serve(
             typer.echo(f"deskmcp: send 'Authorization: Bearer {token}' (or set DESKMCP_TOKEN).", err=True)
         elif token:
             typer.echo("deskmcp: requests need 'Authorization: Bearer' with the value of DESKMCP_TOKEN.", err=True)
+        elif authorization:
+            settings = authorization.settings
+            typer.echo(
+                f"deskmcp: requests need an access token from {settings.issuer} for {settings.resource} "
+                f"(scopes {' '.join(settings.scopes)}).",
+                err=True,
+            )
 
     serve_http(composition, options, log_level=log_level, on_ready=announce, sock=sock)
+
+
+def _authorization() -> Any:
+    """The OAuth resource server (`deskmcp.auth`) when DESKMCP_AUTH_ISSUER is set, else None; a bad
+    setting is one line and exit code 2."""
+    from pydantic import ValidationError
+
+    from deskmcp.auth.gate import ResourceServer, authorization_from_environment
+
+    try:
+        settings = authorization_from_environment()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        typer.echo(f"deskmcp: {error['msg']} ({'.'.join(map(str, error['loc']))}).", err=True)
+        raise typer.Exit(2) from None
+    if settings is None:
+        return None
+    if os.environ.get("DESKMCP_TOKEN"):
+        typer.echo(
+            "deskmcp: DESKMCP_TOKEN and DESKMCP_AUTH_ISSUER are both set; unset one (the static token is for "
+            "one person on one machine, the authorization server for several).",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return ResourceServer(settings)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -642,6 +676,29 @@ def models_pull(name: Annotated[str, typer.Argument(help="A catalog model, as `d
     except DeskError as exc:
         raise _models_failure(exc) from None
     typer.echo(f"Added {manifest.model_id} ({manifest.kind}, {manifest.dimension} dimensions).")
+
+
+@models_app.command("distill")
+def models_distill(
+    source: Annotated[str, typer.Argument(help="A BERT encoder of the store, e.g. all-MiniLM-L6-v2.")],
+    name: Annotated[str, typer.Argument(help="Name of the static model to add.")],
+    dimensions: Annotated[int, typer.Option("--dimensions", help="Width of its vectors (PCA).", min=1)] = 256,
+) -> None:
+    """Make a fast static model from a sentence encoder: each token's vector through the encoder, PCA-reduced."""
+    import time
+
+    from deskmcp.core.embedders.distill import distill_model
+
+    started = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        typer.echo(f"deskmcp: {done:,} of {total:,} tokens encoded", err=True)
+
+    try:
+        manifest = distill_model(source, name, dimensions=dimensions, progress=report)
+    except DeskError as exc:
+        raise _models_failure(exc) from None
+    typer.echo(f"Added {manifest.model_id} ({manifest.dimension} dimensions) in {time.monotonic() - started:.0f} s.")
 
 
 @models_app.command("remove")
