@@ -525,7 +525,8 @@ class SearchIndex:
                 elif where:
                     ranked = self._filtered(conn, parsed, where, params, limit, offset)
                 else:
-                    ranked = [(i, s) for i, s in self._text.top(parsed, limit, offset)]
+                    # counted: the total a search answer carries then costs no second pass
+                    ranked = [(i, s) for i, s in self._text.top(parsed, limit, offset, counted=True)]
             except sqlite3.OperationalError as exc:
                 raise BadRequest(f"The search query {query!r} could not be run: {exc}.", {"query": query}) from exc
             if not ranked:

@@ -72,6 +72,10 @@ DEFERRED_COMMIT = 2.0
 """Seconds that writes queued as deferrable (a bulk load) may wait for a commit: a search
 during the load then sees what was committed up to that long ago, instead of committing a
 small segment of its own that merges would have to rewrite."""
+QUERY_MEMO = 64
+"""Parsed search texts kept for reuse: a search, its total and its unmatched terms parse the same text."""
+COUNT_MEMO = 8
+"""Totals of recent ranked searches kept, each for the searcher that counted it."""
 WINDOW = 2000
 """Characters of a long field analysed for its snippet, around the first possible match."""
 RUN = 16
@@ -139,6 +143,9 @@ class TextIndex:
         self._pending_stamp: str | None = None
         self._timer: threading.Timer | None = None
         self._reloaded_for: str | None = None
+        self._memo_lock = threading.Lock()
+        self._queries: dict[tuple[str, bool], UserQuery] = {}
+        self._counts: list[tuple[tantivy.Searcher, tantivy.Query, int]] = []
         self.index = self._open()
         self._searcher = self.index.searcher()
 
@@ -377,6 +384,20 @@ class TextIndex:
         return musts[0][1] if len(musts) == 1 else tv.Query.boolean_query(musts)
 
     def user_query(self, text: str, *, every: bool = False) -> UserQuery:
+        """The query for a person's search text (see `_user_query`), parsed once for the last
+        QUERY_MEMO texts (tantivy queries are immutable, so one can serve every reader)."""
+        key = (text, every)
+        found = self._queries.get(key)
+        if found is not None:
+            return found
+        asked = self._user_query(text, every=every)
+        with self._memo_lock:
+            if len(self._queries) >= QUERY_MEMO:
+                del self._queries[next(iter(self._queries))]
+            self._queries[key] = asked
+        return asked
+
+    def _user_query(self, text: str, *, every: bool = False) -> UserQuery:
         """The query for a person's search text (see `index_terms`).
 
         Ranked (the default): records holding any of its words match (a stop word alone is not
@@ -490,12 +511,21 @@ class TextIndex:
         within = allowed[0][1] if len(allowed) == 1 else tv.Query.boolean_query(allowed)
         return tv.Query.boolean_query([(tv.Occur.Must, query), (tv.Occur.Must, within)])
 
-    def top(self, query: tantivy.Query, limit: int, offset: int = 0) -> list[tuple[int, float]]:
-        """(record id, score) of the best `limit` matches after `offset`, best first."""
+    def top(
+        self, query: tantivy.Query, limit: int, offset: int = 0, *, counted: bool = False
+    ) -> list[tuple[int, float]]:
+        """(record id, score) of the best `limit` matches after `offset`, best first.
+
+        `counted`: every match is counted in the same pass, and a `count` of the same query
+        object on the same searcher answers from that (a search is usually followed by its total)."""
         if limit <= 0:
             return []
         searcher = self.searcher()
-        result = searcher.search(query, limit, count=False, offset=offset)
+        result = searcher.search(query, limit, count=counted, offset=offset)
+        if counted:
+            total = int(getattr(result, "count", 0) or 0)
+            with self._memo_lock:
+                self._counts = [*self._counts[-(COUNT_MEMO - 1) :], (searcher, query, total)]
         if not result.hits:
             return []
         ids = searcher.fast_field_values(ID, [addr for _, addr in result.hits])
@@ -511,7 +541,11 @@ class TextIndex:
         return [int(value) for value, _ in result.hits]
 
     def count(self, query: tantivy.Query) -> int:
-        result = self.searcher().search(query, 1, count=True)
+        searcher = self.searcher()
+        for seen, counted, total in self._counts:
+            if seen is searcher and counted is query:
+                return total
+        result = searcher.search(query, 1, count=True)
         return int(getattr(result, "count", 0) or 0)  # `count` is missing from the type stubs
 
     # -- snippets --------------------------------------------------------------------------
@@ -541,16 +575,12 @@ class TextIndex:
         # A stem is a prefix of its word save for a letter or two ("compani" <- "company").
         stems = sorted({w[: max(3, len(w) - 2)] for w in words}, key=len, reverse=True)
         finder = re.compile(r"\b(?:" + "|".join(map(re.escape, stems)) + ")", re.IGNORECASE) if stems else None
-        generators = []
-        for name in self.fields:
-            generator = tv.SnippetGenerator.create(searcher, query, self.schema, name)
-            generator.set_max_num_chars(width)
-            generators.append(generator)
+        generators: dict[str, tantivy.SnippetGenerator] = {}  # made for the fields a snippet is tried in
         wanted = max(1, len(set(words)))
         out: dict[int, str] = {}
         for doc_id, values in texts.items():
             best: tuple[int, int, str] | None = None
-            for name, generator, text in zip(self.fields, generators, values, strict=True):
+            for name, text in zip(self.fields, values, strict=True):
                 if not text:
                     continue
                 head = 0
@@ -562,6 +592,10 @@ class TextIndex:
                     if len(text) > 2 * WINDOW:
                         head = max(0, found.start() - WINDOW // 2)
                         piece = text[head : found.start() + WINDOW]
+                generator = generators.get(name)
+                if generator is None:
+                    generator = generators[name] = tv.SnippetGenerator.create(searcher, query, self.schema, name)
+                    generator.set_max_num_chars(width)
                 snippet = generator.snippet_from_doc(tv.Document(**{name: piece}))
                 ranges = [(r.start, r.end) for r in snippet.highlighted()]
                 fragment = snippet.fragment()
