@@ -170,7 +170,8 @@ def serve(
 
     Over HTTP the MCP endpoint is /mcp and the tool API is GET /tools and POST /api/tools/NAME.
     Binding anything but 127.0.0.1 requires a bearer token: DESKMCP_TOKEN, or one generated and
-    printed once to stderr.
+    printed once to stderr; or, with DESKMCP_AUTH_ISSUER and DESKMCP_AUTH_RESOURCE set, access
+    tokens from that OAuth authorization server, a scope per tool (docs/authorization.md).
     """
 
     setup_logging(log_level)
