@@ -55,25 +55,32 @@ def test_security_settings_refuse_alg_none_and_hmac(algorithms: tuple[str, ...])
 
 @pytest.mark.parametrize(
     "resource",
-    ["http://desk.example/mcp", "desk.example/mcp", "https://desk.example/mcp?x=1", "https://desk.example/mcp#f"],
+    [
+        "http://desk.example/mcp",
+        "desk.example/mcp",
+        "https://desk.example/mcp?x=1",
+        "https://desk.example/mcp#f",
+        "https://desk.example/",
+        "https://desk.example/team/mcp",
+    ],
 )
-def test_security_settings_refuse_a_resource_that_is_not_an_https_url(resource: str) -> None:
+def test_security_settings_refuse_a_resource_that_is_not_the_https_url_of_the_mcp_endpoint(resource: str) -> None:
     with pytest.raises(ValidationError):
         AuthorizationSettings(issuer=ISSUER, resource=resource)
 
 
 def test_settings_read_the_environment_and_name_the_metadata_url(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DESKMCP_AUTH_ISSUER", ISSUER)
-    monkeypatch.setenv("DESKMCP_AUTH_RESOURCE", "https://desk.example/team/mcp")
+    monkeypatch.setenv("DESKMCP_AUTH_RESOURCE", "https://desk.example:8443/mcp")
     monkeypatch.setenv("DESKMCP_AUTH_SCOPES", "send, read")
     monkeypatch.setenv("DESKMCP_AUTH_ALGORITHMS", "ES256 EdDSA")
     settings = AuthorizationSettings()  # type: ignore[call-arg]
     assert settings.scopes == ("read", "send")
     assert settings.algorithms == ("ES256", "EdDSA")
-    assert settings.metadata_url == "https://desk.example/.well-known/oauth-protected-resource/team/mcp"
-    assert settings.metadata_path == "/.well-known/oauth-protected-resource/team/mcp"
+    assert settings.metadata_url == "https://desk.example:8443/.well-known/oauth-protected-resource/mcp"
+    assert settings.metadata_path == "/.well-known/oauth-protected-resource/mcp"
     assert ResourceServer(settings).challenge() == (
-        'Bearer scope="read", resource_metadata="https://desk.example/.well-known/oauth-protected-resource/team/mcp"'
+        'Bearer scope="read", resource_metadata="https://desk.example:8443/.well-known/oauth-protected-resource/mcp"'
     )
 
 

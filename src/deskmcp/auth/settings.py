@@ -35,6 +35,10 @@ DEFAULT_ALGORITHMS = (
 HMAC (`HS256`) token could only be checked with a public key, which anyone has."""
 
 
+MCP_PATH = "/mcp"
+"""Where deskmcp serves MCP (`httpapi.MCP_PATH`): the resource's path."""
+
+
 def _words(value: object) -> object:
     """`"a, b c"` -> `("a", "b", "c")`: comma- or space-separated lists in the environment."""
     if isinstance(value, str):
@@ -132,7 +136,13 @@ class AuthorizationSettings(BaseSettings):
     @field_validator("resource")
     @classmethod
     def _resource(cls, value: str) -> str:
-        return check_url("DESKMCP_AUTH_RESOURCE", value)
+        check_url("DESKMCP_AUTH_RESOURCE", value)
+        if urlsplit(value).path != MCP_PATH:
+            raise ValueError(
+                f"DESKMCP_AUTH_RESOURCE must be the URL of the MCP endpoint, ending in {MCP_PATH} "
+                f"(https://desk.example.com{MCP_PATH}), not {value!r}; a proxy in front must keep paths unchanged"
+            )
+        return value
 
     @field_validator("scopes")
     @classmethod
