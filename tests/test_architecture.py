@@ -38,6 +38,7 @@ SQL_ALLOWED = {
     "core/index_query.py",
     "core/index_sqlite.py",
     "core/textindex.py",
+    "core/vectors.py",
     "vault/catalog.py",
     "meetings/catalog.py",
     "documents/catalog.py",
