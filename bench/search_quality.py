@@ -129,10 +129,11 @@ def chunk_meeting(meeting: str, turns: Sequence[dict[str, str]]) -> list[Chunk]:
     return chunks
 
 
-def load(corpus: Path) -> tuple[list[Chunk], list[Query]]:
+def load(corpus: Path, meetings: int | None = None) -> tuple[list[Chunk], list[Query]]:
+    """The chunks and queries of the corpus' meetings (the first `meetings` by file name)."""
     chunks: list[Chunk] = []
     queries: list[Query] = []
-    for file in sorted(corpus.glob("*.json")):
+    for file in sorted(corpus.glob("*.json"))[:meetings]:
         meeting = file.stem
         data = json.loads(file.read_text(encoding="utf-8"))
         mine = chunk_meeting(meeting, data["meeting_transcripts"])
@@ -301,9 +302,11 @@ def open_service(vault: Path, workspace: Path, embedder: Embedder | None) -> Vau
         service.vectors.sync(budget=None)
         seconds = time.perf_counter() - started
         records, passages = service.vectors.count()
+        made = service.vectors.embedded
         print(
-            f"embedded {passages} passages of {records} notes with {embedder.model_id[:60] if embedder else ''}"
-            f" in {seconds:.1f} s ({passages / seconds if seconds else 0:.0f} passages/s)"
+            f"vectors of {passages} passages of {records} notes ({made} embedded now, the rest read from the index)"
+            f" with {embedder.model_id[:60] if embedder else ''} in {seconds:.1f} s"
+            + (f" ({made / seconds:.0f} passages/s)" if made and seconds else "")
         )
     service.rescan_seconds = 3600.0
     return service
@@ -576,6 +579,7 @@ def main() -> None:
     parser.add_argument("--weights", default="", help="also run hybrid at these semantic weights, e.g. 0.2,0.4")
     parser.add_argument("--rrf", action="store_true", help="also run hybrid fused by reciprocal rank fusion")
     parser.add_argument("--speed", action="store_true", help="also time queries at ~50,000 passages and a first index")
+    parser.add_argument("--meetings", type=int, help="only the first N QMSum meetings (a slow encoder)")
     parser.add_argument("--workdir", type=Path, help="keep vaults, indexes and vectors here between runs")
     parser.add_argument("--no-qmsum", action="store_true")
     parser.add_argument("--no-vault", action="store_true")
@@ -587,7 +591,7 @@ def main() -> None:
         store = args.store or tmp / "models"
         store.mkdir(parents=True, exist_ok=True)
         encoders = open_encoders(names, store)
-        chunks, queries = load(args.corpus)
+        chunks, queries = load(args.corpus, args.meetings)
         if not args.no_qmsum:
             failures = qmsum(chunks, queries, encoders, args, tmp)
         if not args.no_vault:
