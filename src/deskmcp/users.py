@@ -76,6 +76,7 @@ FORBIDDEN_KEYS = frozenset(
         "DESKMCP_TOKEN_KEYS",
         *DEPLOYMENT_GOOGLE_FIELDS,
         "google_token_principal",
+        "database_url",
         "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
     }
 )
@@ -183,6 +184,8 @@ def user_settings(
             allowed["google_client_secrets"] = (google.google_client_secrets.resolve(),)
         if principal is not None:
             given["google_token_principal"] = (principal.issuer, principal.subject)
+        if "database_url" in cls.model_fields:  # the send journal, in the same database
+            given["database_url"] = google.google_token_database
     given.update(values)
     given["workspace"] = workspace
     if spec.name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
@@ -267,9 +270,15 @@ def confine(settings: Any, workspace: Path, allowed: dict[str, tuple[Path, ...]]
 
 
 def compose_for(
-    principal: Principal, settings: UsersSettings, *, name: str = "deskmcp", toolsets: str | None = None
+    principal: Principal,
+    settings: UsersSettings,
+    *,
+    name: str = "deskmcp",
+    toolsets: str | None = None,
+    request_state_security: Any = None,
 ) -> Composition:
-    """The composition of `principal`'s own servers, on their own workspace and settings."""
+    """The composition of `principal`'s own servers, on their own workspace and settings;
+    `request_state_security` is the key ring replicas share (`deskmcp.replicas`)."""
     assert settings.users_root is not None
     workspace = user_workspace(settings.users_root, principal)
     values = read_user_settings(workspace)
@@ -278,6 +287,7 @@ def compose_for(
         workspace=workspace,
         name=name,
         toolsets=toolsets,
+        request_state_security=request_state_security,
         settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders, principal),
     )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,12 @@ class SendJournal:
         except (sqlite3.Error, OSError) as exc:
             raise IOFailure(f"The send journal {path} could not be opened: {exc}.") from exc
         self._lock = threading.Lock()
+
+    @contextmanager
+    def claim(self, key: str) -> Iterator[None]:
+        """Nothing to hold: one process owns this file, and the service serialises its sends.
+        (The PostgreSQL journal, shared by processes, locks the key here.)"""
+        yield
 
     def get(self, key: str) -> JournalRow | None:
         with self._lock:

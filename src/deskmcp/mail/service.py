@@ -13,6 +13,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from deskmcp.core.errors import (
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, query_key
 from deskmcp.core.paths import safe_join
+from deskmcp.core.principal import Principal
 from deskmcp.mail import audit
 from deskmcp.mail.backends.base import Counting, DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import (
@@ -47,6 +49,7 @@ from deskmcp.mail.compose import (
     load_attachments,
 )
 from deskmcp.mail.journal import SendJournal
+from deskmcp.mail.journal_postgres import PostgresSendJournal
 from deskmcp.mail.mime import ParsedMail, crlf, decode, parse_bytes, part_text
 from deskmcp.mail.models import (
     AccountInfo,
@@ -157,13 +160,21 @@ class MailService:
         self.settings = settings
         self.backend = backend or create_backend(settings)
         self.mode = settings.effective_mode
-        self._journal: SendJournal | None = None
+        self._journal: SendJournal | PostgresSendJournal | None = None
         self._send_lock = threading.Lock()
 
     @property
-    def journal(self) -> SendJournal:
+    def journal(self) -> SendJournal | PostgresSendJournal:
+        """The send journal: SQLite in the workspace, or the database several processes share
+        (DESKMCP_DATABASE_URL), its rows under this user's and account's name."""
         if self._journal is None:
-            self._journal = SendJournal(self.settings.state_path)
+            s = self.settings
+            if s.database_url:
+                issuer, subject = s.google_token_principal or ("", "")
+                owner = f"{Principal(issuer, subject).key if s.google_token_principal else 'local'}:{s.account}"
+                self._journal = PostgresSendJournal(s.database_url, owner)
+            else:
+                self._journal = SendJournal(s.state_path)
         return self._journal
 
     def close(self) -> None:
@@ -431,7 +442,7 @@ class MailService:
         """The one way anything is sent: a key already journalled answers from the journal (the
         first result, or the resumed send); a key used for another request is a `conflict`;
         otherwise the message is composed, journalled, audited and delivered."""
-        with self._send_lock:
+        with self._send_lock, self.journal.claim(key) if key is not None else nullcontext():
             row = self.journal.get(key) if key is not None else None
             if row is not None and row.request != request:
                 raise Conflict(

@@ -107,6 +107,12 @@ class MailSettings(GoogleSettings):
         validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
         description="The documents folder files can be attached from (default: <workspace>/documents).",
     )
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=env_alias("database_url", "DESKMCP_DATABASE_URL"),
+        description="PostgreSQL shared by several deskmcp processes: the send journal (idempotency keys) is "
+        "kept there instead of SQLite, so a keyed send retried on another process is sent once.",
+    )
     vault_path: OptionalPath = Field(
         default=None,
         validation_alias=env_alias("vault_path", "VAULT_PATH"),
