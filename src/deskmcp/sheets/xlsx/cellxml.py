@@ -88,10 +88,13 @@ def date_format(serial: float) -> str:
 
 
 def date_cell(value: dt.date) -> tuple[float, str]:
-    """The serial (days since 1899-12-30, the time of day as its fraction, as the reader counts)
-    and the number format a written date or date and time is stored with, whichever way the
-    workbook is saved; a cell that already shows dates keeps its own format."""
+    """The serial (days since 1899-12-30, the time of day as its fraction) and the number format a
+    written date or date and time is stored with, whichever way the workbook is saved; a cell that
+    already shows dates keeps its own format. Before 1 March 1900 the serial is Excel's, one less:
+    Excel (and the reader, python-calamine) count a 29 February 1900 that never was."""
     serial = moment_serial(value)
+    if 1 <= serial < 61:
+        serial -= 1
     return serial, date_format(serial)
 
 
