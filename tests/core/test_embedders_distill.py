@@ -39,9 +39,8 @@ def test_a_distilled_model_keeps_the_encoders_token_geometry(tmp_path: Path) -> 
 
     # Each token's vector is the encoder's mean over [CLS] token [SEP], centred and rotated by the
     # PCA and scaled by its weight: the angles between the centred vectors are kept.
-    ids = [[bert.tokenizer.token_to_id(w)] for w in VOCABULARY]
-    cls, sep = bert.tokenizer.token_to_id("[CLS]"), bert.tokenizer.token_to_id("[SEP]")
-    pooled = bert.encode_ids([[cls, *i, sep] for i in ids])
+    vocab = bert.tokenizer.get_vocab()
+    pooled = bert.encode_ids([[vocab["[CLS]"], vocab[w], vocab["[SEP]"]] for w in VOCABULARY])
     centred = pooled - pooled.mean(axis=0)
     expected = _cosines(centred[[VOCABULARY.index(w) for w in WORDS]])
     assert np.abs(static.encode(WORDS) @ static.encode(WORDS).T - expected).max() < 1e-4

@@ -12,6 +12,7 @@ import pytest
 
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.embedders import configured_embedder, default_store, open_embedder
+from deskmcp.core.embedders.importing import import_model
 from deskmcp.core.embedders.store import Manifest, sha256_file, write_manifest
 from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, NotFound, ParseError
@@ -202,3 +203,22 @@ def test_importing_deskmcp_and_the_embedders_package_loads_no_numpy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_import_refuses_nan_weights_and_keeps_nothing(tmp_path: Path) -> None:
+    vectors = static_vectors()
+    vectors[3, 0] = np.inf
+    store = tmp_path / "models"
+
+    with pytest.raises(BadRequest, match="not added: its embeddings hold values that are not finite"):
+        import_model(write_static_model(tmp_path / "bad", vectors=vectors), store=store)
+    assert list(store.iterdir()) == []
+
+
+def test_import_refuses_an_encoder_whose_config_disagrees_with_its_weights(tmp_path: Path) -> None:
+    store = tmp_path / "models"
+    with pytest.raises(BadRequest, match="not added"):
+        import_model(
+            write_tiny_bert(tmp_path / "wide", config={"hidden_size": 64, "num_attention_heads": 4}), store=store
+        )
+    assert list(store.iterdir()) == []

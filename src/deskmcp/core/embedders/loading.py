@@ -67,6 +67,8 @@ def _open_checked(folder: Path, manifest: Manifest) -> Embedder:
         ) from None
     except DeskError:
         raise
+    except ValueError as exc:  # the backends' own checks say what is wrong
+        raise _corrupt(manifest, folder, str(exc)) from None
     except Exception as exc:
         # model2vec, safetensors and tokenizers raise their own undocumented errors (tokenizers a
         # bare Exception) on broken files: each is this model's fault, said as such.
