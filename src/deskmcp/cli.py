@@ -210,6 +210,7 @@ def serve(
         authorization=authorization,
         stateless=stateless,
         trusted_proxies=proxies,
+        request_state_security=state_security,
     )
 
     def announce() -> None:

@@ -100,6 +100,9 @@ class HttpOptions:
     """MCP without sessions, so that any replica behind a load balancer can answer any request
     (`deskmcp.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
+    request_state_security: Any = None
+    """The replicas' shared request-state keys (`deskmcp.replicas`) for the servers built per user;
+    the composition given to `create_app` already has them."""
     """Addresses or networks whose X-Forwarded-For / X-Forwarded-Proto are believed; nobody's by default."""
     users: UsersSettings | None = None
     """With a users root: each verified principal gets their own workspace and servers (`deskmcp.users`);
@@ -489,7 +492,7 @@ def _users_routes(
     from deskmcp.users import UserDispatcher, compose_for
 
     def user_app(principal: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
-        composition = compose_for(principal, users, name=name)
+        composition = compose_for(principal, users, name=name, request_state_security=options.request_state_security)
         server = composition.server
         mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH,

@@ -209,3 +209,46 @@ def test_event_streams_tell_a_proxy_not_to_buffer_them(tmp_path: Path, monkeypat
     assert answer.headers["content-type"].startswith("text/event-stream")
     assert answer.headers.get("x-accel-buffering") == "no"
     assert "mcp-session-id" not in answer.headers, "stateless: no session bound to one replica"
+
+
+async def test_with_a_users_root_each_users_send_confirmed_on_one_replica_is_finished_by_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, smtp: SmtpSink
+) -> None:
+    from deskmcp.users import UsersSettings
+    from tests.helpers.principals import ActingFromHeader, as_user, principal
+
+    smtp.messages.clear()
+    monkeypatch.delenv("DESKMCP_TOKEN", raising=False)
+    root = tmp_path / "users"
+    workspace = root / principal("alice").key
+    workspace.mkdir(parents=True)
+    (workspace / "settings.env").write_text(
+        f"MAIL_ADDRESS=alice@example.org\nMAIL_SMTP_HOST={smtp.host}\nMAIL_SMTP_PORT={smtp.port}\n"
+        "MAIL_SMTP_SECURITY=none\n",
+        encoding="utf-8",
+    )
+    security = request_state_security(ReplicaSettings(stateless=True, state_keys=SecretStr(KEY_A)))
+    options = HttpOptions(users=UsersSettings(users_root=root), stateless=True, request_state_security=security)
+    person = Person("accept")
+    with ExitStack() as stack:
+        bases = [
+            stack.enter_context(
+                serving(
+                    ActingFromHeader(
+                        create_app(compose(keep_unavailable=True, request_state_security=security), options)
+                    )
+                )
+            )
+            for _ in range(2)
+        ]
+        balancer = RoundRobin(bases)
+        async with httpx2.AsyncClient(transport=balancer, headers=as_user("alice"), timeout=60) as http:
+            transport = streamable_http_client(bases[0] + "/mcp", http_client=http)
+            async with Client(transport, mode="2026-07-28", elicitation_callback=person.answer) as client:
+                with anyio.fail_after(90):
+                    result = await client.call_tool("send_email", MAIL)
+
+    assert not result.is_error, result.content
+    assert len(person.asked) == 1
+    assert len(set(balancer.ports)) == 2
+    assert [m.mail_from for m in smtp.messages] == ["alice@example.org"]
