@@ -1,0 +1,407 @@
+"""Each user their own deskmcp: one workspace, one composition and one MCP session manager per user.
+
+With a users root configured (`DESKMCP_USERS_ROOT`), the principal a request was verified for
+(`deskmcp.core.principal`) selects the workspace `<users root>/<principal.key>/`: indexes,
+vault, documents, mail, spreadsheets, the Google token and the send journal all live there. Its
+settings come from the file `settings.env` in that workspace (KEY=VALUE lines, the variable
+names of the single-user setup), never from the process environment, whose values every user
+would otherwise share; only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
+`DESKMCP_OUTPUT_SCHEMAS`, `MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
+and file a user's settings name must lie inside that user's workspace after symlinks (`confine`);
+team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, shown to each user as extra
+documents folders that the documents tools may not write into.
+
+`UserDispatcher` is the ASGI app in front of `/mcp` and the tool API: for each principal it
+builds that user's own `DeskServer` (so no session id, cursor, cache or index is ever shared
+between users), runs its session manager in a task of its own, and keeps at most
+`DESKMCP_USERS_LIVE` of them alive, closing the least recently used idle one cleanly (its
+sessions end, its services close their indexes). Routing happens here, per request, because a
+principal bound later (inside a tool) would not reach the task of an MCP session already running.
+
+The orchestrator is not offered per user: it starts mail and vault servers as subprocesses of
+this machine's environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import orjson
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from deskmcp.core.config import WorkspaceSettings, env_alias, expand
+from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, PermissionDenied
+from deskmcp.core.files import PRIVATE_FOLDER
+from deskmcp.core.principal import Principal, current_principal
+from deskmcp.gateway import Composition, compose
+from deskmcp.google.auth import GoogleSettings
+from deskmcp.servers import SERVERS, ServerSpec
+
+log = logging.getLogger("deskmcp.users")
+
+SETTINGS_FILE = "settings.env"
+"""A user's own settings, in their workspace."""
+
+PER_USER_SERVERS = tuple(name for name in SERVERS if name != "orchestrator")
+
+DEPLOYMENT_FIELDS = ("tool_names", "toolsets", "output_schemas", "max_chars", "timezone")
+"""Settings every user takes from the process environment: how tools are published, not whose data."""
+
+DEPLOYMENT_GOOGLE_FIELDS = (
+    "google_client_secrets",
+    "google_client_id",
+    "google_client_secret",
+    "google_token_database",
+    "google_token_keys",
+)
+"""The deployment's Google OAuth client and token database, the same for every user."""
+
+FORBIDDEN_KEYS = frozenset(
+    {
+        "DESKMCP_WORKSPACE",
+        "workspace",
+        "DESKMCP_USERS_ROOT",
+        "DESKMCP_DATABASE_URL",
+        "DESKMCP_TOKEN_KEYS",
+        *DEPLOYMENT_GOOGLE_FIELDS,
+        "google_token_principal",
+        "database_url",
+        "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
+    }
+)
+
+
+class UsersSettings(BaseSettings):
+    """Environment: `DESKMCP_USERS_ROOT`, `DESKMCP_USERS_LIVE`, `DESKMCP_TEAM_FOLDERS`."""
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    users_root: Path | None = Field(
+        default=None,
+        validation_alias=env_alias("users_root", "DESKMCP_USERS_ROOT"),
+        description="Folder of the users' workspaces, one per verified principal; unset: one user.",
+    )
+    live: int = Field(
+        default=16,
+        ge=1,
+        validation_alias=env_alias("live", "DESKMCP_USERS_LIVE"),
+        description="Most users whose servers are kept running; the least recently used idle one is closed.",
+    )
+    team_folders: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default=(),
+        validation_alias=env_alias("team_folders", "DESKMCP_TEAM_FOLDERS"),
+        description="Folders every user may read (extra documents folders, never written into), "
+        "separated by the OS path separator.",
+    )
+
+    @field_validator("users_root", mode="before")
+    @classmethod
+    def _expand(cls, value: object) -> object:
+        if isinstance(value, str):
+            return expand(value) if value else None
+        return value
+
+    @field_validator("team_folders", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(os.pathsep)
+        if isinstance(value, list | tuple):
+            return tuple(expand(str(v).strip()).resolve() for v in value if str(v).strip())
+        return value
+
+
+# -- one user's settings --------------------------------------------------------------------
+
+
+def user_workspace(root: Path, principal: Principal) -> Path:
+    """`<root>/<principal.key>`, created private on first use."""
+    workspace = root / principal.key
+    workspace.mkdir(mode=PRIVATE_FOLDER, parents=True, exist_ok=True)
+    return workspace
+
+
+def read_user_settings(workspace: Path) -> dict[str, str]:
+    """The user's `settings.env` (KEY=VALUE lines), or nothing when there is none."""
+    from dotenv import dotenv_values
+
+    path = workspace / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    values = {k: v for k, v in dotenv_values(path, encoding="utf-8").items() if v is not None}
+    refused = sorted(FORBIDDEN_KEYS & values.keys())
+    if refused:
+        raise PermissionDenied(
+            f"{SETTINGS_FILE} may not set {', '.join(refused)}: a user's workspace is chosen by who they are.",
+            {"keys": refused},
+        )
+    return values
+
+
+_ISOLATED: dict[type, type] = {}
+
+
+def isolated(cls: type[WorkspaceSettings]) -> type[WorkspaceSettings]:
+    """`cls` reading only the values it is given: no environment variable, no .env file."""
+    if cls not in _ISOLATED:
+
+        def sources(_cls: type, settings_cls: type, init_settings: Any, **_others: Any) -> tuple[Any, ...]:
+            return (init_settings,)
+
+        _ISOLATED[cls] = type(f"User{cls.__name__}", (cls,), {"settings_customise_sources": classmethod(sources)})
+    return _ISOLATED[cls]
+
+
+def user_settings(
+    spec: ServerSpec,
+    workspace: Path,
+    values: dict[str, str],
+    team_folders: tuple[Path, ...] = (),
+    principal: Principal | None = None,
+) -> Any:
+    """Server `spec`'s settings for the user of `workspace`, confined to it (`confine`). A server
+    using Google gets the deployment's OAuth client and token database, and `principal` as the
+    owner of its token (`deskmcp.google.sealed_tokens`)."""
+    cls = spec.load().Settings
+    deployment = WorkspaceSettings()
+    given: dict[str, Any] = {name: getattr(deployment, name) for name in DEPLOYMENT_FIELDS}
+    allowed: dict[str, tuple[Path, ...]] = {}
+    if issubclass(cls, GoogleSettings):
+        google = GoogleSettings()
+        given.update({name: getattr(google, name) for name in DEPLOYMENT_GOOGLE_FIELDS})
+        if google.google_client_secrets is not None:
+            allowed["google_client_secrets"] = (google.google_client_secrets.resolve(),)
+        if principal is not None:
+            given["google_token_principal"] = (principal.issuer, principal.subject)
+        if "database_url" in cls.model_fields:  # the send journal, in the same database
+            given["database_url"] = google.google_token_database
+    given.update(values)
+    given["workspace"] = workspace
+    if spec.name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
+        given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
+    if spec.name == "documents" and team_folders:
+        given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
+        given["read_only_roots"] = team_folders
+    try:
+        settings = isolated(cls)(**given)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        raise BadRequest(
+            f"The {spec.name} settings in {SETTINGS_FILE} are invalid ({problems}); fix that file.",
+            {"server": spec.name, "file": SETTINGS_FILE},
+        ) from None
+    if spec.name == "documents":
+        allowed.update(dict.fromkeys(("extra_roots", "read_only_roots", "read_only_folders"), team_folders))
+    confine(settings, workspace, allowed)
+    if "password_env" in str(getattr(settings, "accounts", "")):
+        raise PermissionDenied(
+            "MAIL_ACCOUNTS in a user's settings may not name *_password_env: those read this server's own "
+            "environment. Write the account's password as its MAIL_*_PASSWORD setting instead.",
+            {"setting": "MAIL_ACCOUNTS"},
+        )
+    return settings
+
+
+def _paths_of(value: str | None) -> list[Path]:
+    return [Path(part.strip()) for part in (value or "").split(os.pathsep) if part.strip()]
+
+
+def _named_paths(settings: Any) -> Iterator[tuple[str, Path, bool]]:
+    """(setting, path, relative allowed) for every path a settings object holds or derives."""
+    fields = type(settings).model_fields
+    for name, info in fields.items():
+        value = getattr(settings, name)
+        values = value if isinstance(value, list | tuple) else [value]
+        relative_ok = isinstance(info.default, Path) and not info.default.is_absolute()
+        for item in values:
+            if isinstance(item, Path):
+                yield name, item, relative_ok
+    for name in dir(type(settings)):
+        if not name.startswith("_") and isinstance(getattr(type(settings), name, None), property):
+            try:
+                value = getattr(settings, name)
+            except (DeskError, OSError, ValueError):
+                continue
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if isinstance(item, Path):
+                    yield name, item, False
+
+
+def confine(settings: Any, workspace: Path, allowed: dict[str, tuple[Path, ...]] | None = None) -> None:
+    """Refuse settings naming a path outside `workspace` (after symlinks), other than the deployment's
+    own (`allowed`: setting -> paths, e.g. the team folders as read-only documents roots), and
+    relative paths that would be read from the server's working folder."""
+    allowed = allowed or {}
+    home = workspace.resolve()
+    objects: list[Any] = [settings]
+    if hasattr(settings, "account_settings"):
+        objects += list(settings.account_settings().values())
+    for each in objects:
+        for name, path, relative_ok in _named_paths(each):
+            if not path.is_absolute():
+                if relative_ok and ".." not in path.parts:
+                    continue
+                raise PermissionDenied(
+                    f"The setting {name} is the relative path {path}; in a user's settings every path is "
+                    f"absolute and inside their workspace.",
+                    {"setting": name},
+                )
+            resolved = path.resolve()
+            if resolved.is_relative_to(home):
+                continue
+            if resolved in allowed.get(name, ()):
+                continue
+            raise PermissionDenied(
+                f"The setting {name} names {path}, outside this user's workspace; a user's settings may only "
+                f"name folders inside it.",
+                {"setting": name},
+            )
+
+
+def compose_for(
+    principal: Principal,
+    settings: UsersSettings,
+    *,
+    name: str = "deskmcp",
+    toolsets: str | None = None,
+    request_state_security: Any = None,
+) -> Composition:
+    """The composition of `principal`'s own servers, on their own workspace and settings;
+    `request_state_security` is the key ring replicas share (`deskmcp.replicas`)."""
+    assert settings.users_root is not None
+    workspace = user_workspace(settings.users_root, principal)
+    values = read_user_settings(workspace)
+    return compose(
+        [SERVERS[n] for n in PER_USER_SERVERS],
+        workspace=workspace,
+        name=name,
+        toolsets=toolsets,
+        request_state_security=request_state_security,
+        settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders, principal),
+    )
+
+
+# -- the dispatcher -------------------------------------------------------------------------
+
+
+UserAppFactory = Callable[[Principal], tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]]
+"""Builds one user's ASGI app and the context its session manager runs in."""
+
+
+@dataclass
+class _Live:
+    key: str
+    app: ASGIApp
+    busy: int = 0
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    stopped: anyio.Event = field(default_factory=anyio.Event)
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    failed: BaseException | None = None
+
+
+class UserDispatcher:
+    """ASGI: each request goes to the app of the principal it was verified for (see the module
+    docstring). Requests without a principal are refused with auth_required."""
+
+    def __init__(self, build: UserAppFactory, *, live: int = 16) -> None:
+        self.build = build
+        self.live = live
+        self._users: OrderedDict[str, _Live] = OrderedDict()
+        self._lock = anyio.Lock()
+        self._tasks: anyio.abc.TaskGroup | None = None
+
+    @property
+    def running(self) -> list[str]:
+        """The keys of the users whose servers are running, least recently used first."""
+        return list(self._users)
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """The dispatcher's lifetime (the HTTP app's lifespan): every user's server stops at its end."""
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            try:
+                yield
+            finally:
+                for user in list(self._users.values()):
+                    user.stop.set()
+                self._users.clear()
+                self._tasks = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        principal = current_principal()
+        if principal is None:
+            denied = AuthRequired("This server keeps each user's own data: send an access token that names you.")
+            await _error(denied)(scope, receive, send)
+            return
+        try:
+            user = await self._user(principal)
+        except DeskError as exc:
+            await _error(exc)(scope, receive, send)
+            return
+        try:
+            await user.app(scope, receive, send)
+        finally:
+            user.busy -= 1
+
+    async def _user(self, principal: Principal) -> _Live:
+        if self._tasks is None:
+            raise RuntimeError("UserDispatcher.run() is not running")
+        async with self._lock:
+            user = self._users.get(principal.key)
+            if user is None:
+                # Building reads the user's settings and registers the servers: no index is opened yet.
+                app, lifespan = self.build(principal)
+                user = _Live(principal.key, app)
+                self._users[principal.key] = user
+                self._tasks.start_soon(self._serve, user, lifespan)
+            self._users.move_to_end(principal.key)
+            user.busy += 1
+            self._evict()
+        await user.ready.wait()
+        if user.failed is not None:
+            user.busy -= 1
+            raise user.failed
+        return user
+
+    def _evict(self) -> None:
+        """Close the least recently used idle users beyond `live` (busy ones are kept until idle)."""
+        for key in list(self._users):
+            if len(self._users) <= self.live:
+                return
+            user = self._users[key]
+            if user.busy == 0:
+                del self._users[key]
+                user.stop.set()
+                log.info("closed the servers of user %s (least recently used)", key)
+
+    async def _serve(self, user: _Live, lifespan: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
+        try:
+            async with lifespan():
+                user.ready.set()
+                await user.stop.wait()
+        except Exception as exc:  # the outermost handler of this user's task: the request reports it
+            log.exception("the servers of user %s failed", user.key)
+            user.failed = exc
+            self._users.pop(user.key, None)
+        finally:
+            user.ready.set()
+            user.stopped.set()
+
+
+def _error(exc: DeskError) -> Response:
+    headers = {"WWW-Authenticate": 'Bearer realm="deskmcp"'} if isinstance(exc, AuthRequired) else None
+    return Response(orjson.dumps(exc.to_dict()), exc.http_status, headers, media_type="application/json")
