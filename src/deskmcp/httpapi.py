@@ -514,8 +514,30 @@ def _users_routes(
             {"status": "ok", "name": "deskmcp", "version": __version__, "mcp": MCP_PATH, "users": "per principal"}
         )
 
-    routes: list[BaseRoute] = [Route("/", health, methods=["GET"]), Mount("/", app=dispatcher)]
+    routes: list[BaseRoute] = [
+        Route("/", health, methods=["GET"]),
+        *_users_oauth_routes(users, options, security),
+        Mount("/", app=dispatcher),
+    ]
     return routes, lambda _app: dispatcher.run()
+
+
+def _users_oauth_routes(
+    users: UsersSettings, options: HttpOptions, security: TransportSecurityMiddleware
+) -> list[BaseRoute]:
+    """`/auth/url` and `/callback` bound to the signed-in principal (`PrincipalOAuthRoutes`)."""
+    from deskmcp.google.web import PrincipalOAuthRoutes
+    from deskmcp.users import google_settings, state_keys
+
+    oauth = options.oauth
+    if not isinstance(oauth, PrincipalOAuthRoutes):
+        oauth = PrincipalOAuthRoutes(
+            lambda p: google_settings(p, users), state_keys(), default_scopes=("sheets", "mail")
+        )
+    return [
+        Route(r.path, _host_checked(r.endpoint, security), methods=list(r.methods or ()), name=r.name)
+        for r in oauth.routes()
+    ]
 
 
 def _oauth_routes(

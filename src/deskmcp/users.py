@@ -46,6 +46,7 @@ from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.principal import Principal, current_principal
 from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
+from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.servers import SERVERS, ServerSpec
 
 log = logging.getLogger("deskmcp.users")
@@ -173,7 +174,18 @@ def user_settings(
     """Server `spec`'s settings for the user of `workspace`, confined to it (`confine`). A server
     using Google gets the deployment's OAuth client and token database, and `principal` as the
     owner of its token (`deskmcp.google.sealed_tokens`)."""
-    cls = spec.load().Settings
+    return settings_of(spec.load().Settings, spec.name, workspace, values, team_folders, principal)
+
+
+def settings_of(
+    cls: type[Any],
+    name: str,
+    workspace: Path,
+    values: dict[str, str],
+    team_folders: tuple[Path, ...] = (),
+    principal: Principal | None = None,
+) -> Any:
+    """`user_settings` for any settings class (`name` says whose, in messages)."""
     deployment = WorkspaceSettings()
     given: dict[str, Any] = {name: getattr(deployment, name) for name in DEPLOYMENT_FIELDS}
     allowed: dict[str, tuple[Path, ...]] = {}
@@ -188,9 +200,9 @@ def user_settings(
             given["database_url"] = google.google_token_database
     given.update(values)
     given["workspace"] = workspace
-    if spec.name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
+    if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
-    if spec.name == "documents" and team_folders:
+    if name == "documents" and team_folders:
         given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
         given["read_only_roots"] = team_folders
     try:
@@ -198,10 +210,10 @@ def user_settings(
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
         raise BadRequest(
-            f"The {spec.name} settings in {SETTINGS_FILE} are invalid ({problems}); fix that file.",
-            {"server": spec.name, "file": SETTINGS_FILE},
+            f"The {name} settings in {SETTINGS_FILE} are invalid ({problems}); fix that file.",
+            {"server": name, "file": SETTINGS_FILE},
         ) from None
-    if spec.name == "documents":
+    if name == "documents":
         allowed.update(dict.fromkeys(("extra_roots", "read_only_roots", "read_only_folders"), team_folders))
     confine(settings, workspace, allowed)
     if "password_env" in str(getattr(settings, "accounts", "")):
@@ -290,6 +302,22 @@ def compose_for(
         request_state_security=request_state_security,
         settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders, principal),
     )
+
+
+def google_settings(principal: Principal, settings: UsersSettings) -> GoogleSettings:
+    """The Google settings of `principal` (their token's store), for the sign-in routes."""
+    assert settings.users_root is not None
+    workspace = user_workspace(settings.users_root, principal)
+    return settings_of(GoogleSettings, "google", workspace, read_user_settings(workspace), (), principal)
+
+
+def state_keys() -> SealingKeys:
+    """The keys sealing the Google sign-in state: DESKMCP_TOKEN_KEYS, else one key of this process
+    (a sign-in must then come back to the process that began it)."""
+    configured = GoogleSettings().google_token_keys
+    if configured is not None:
+        return SealingKeys.parse(configured.get_secret_value())
+    return SealingKeys({"process": os.urandom(32)}, "process")
 
 
 # -- the dispatcher -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import secrets
 import time
 import urllib.parse
@@ -25,7 +26,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from deskmcp.core.dates import utc_stamp
-from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError
+from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
+from deskmcp.core.principal import Principal, current_principal
 from deskmcp.google.auth import (
     AUTH_URI,
     TOKEN_URI,
@@ -36,6 +38,7 @@ from deskmcp.google.auth import (
     scopes_for,
     token_store,
 )
+from deskmcp.google.sealed_tokens import SealingKeys
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -115,42 +118,7 @@ class WebAuthorization:
         if not code:
             raise BadRequest("The callback carries no code.", {})
         verifier, redirect_uri, _deadline = pending
-        entry = client_entry(client_config(self.settings))
-        token_uri = entry.get("token_uri", TOKEN_URI)
-        import httpx2 as httpx
-
-        form = {
-            "grant_type": "authorization_code",
-            "code": code,
-            "redirect_uri": redirect_uri,
-            "client_id": entry.get("client_id", ""),
-            "client_secret": entry.get("client_secret", ""),
-            "code_verifier": verifier,
-        }
-        try:
-            with httpx.Client(transport=self.transport, timeout=30.0) as client:
-                response = client.post(token_uri, data=form)
-        except httpx.HTTPError as exc:
-            raise ExternalServiceError(f"Google's token endpoint could not be reached: {exc}.", {}) from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = {}
-        if response.status_code != 200 or "access_token" not in body:
-            raise ExternalServiceError(
-                f"Google refused the code: {body.get('error', response.status_code)}.",
-                {"status": response.status_code, "error": body.get("error")},
-            )
-        data: dict[str, Any] = {
-            "token": body["access_token"],
-            "refresh_token": body.get("refresh_token"),
-            "token_uri": token_uri,
-            "client_id": entry.get("client_id"),
-            "client_secret": entry.get("client_secret"),
-            "scopes": str(body.get("scope") or " ".join(self.scopes)).split(),
-        }
-        if isinstance(body.get("expires_in"), int | float):
-            data["expiry"] = utc_stamp(datetime.fromtimestamp(time.time() + float(body["expires_in"]), UTC))
+        data = exchange_code(self.settings, code, verifier, redirect_uri, self.scopes, self.transport)
         self.store.save(data)
         return data
 
@@ -158,6 +126,54 @@ class WebAuthorization:
         now = self.clock()
         for state in [s for s, (_v, _r, deadline) in self._pending.items() if deadline < now]:
             del self._pending[state]
+
+
+def exchange_code(
+    settings: GoogleSettings,
+    code: str,
+    verifier: str,
+    redirect_uri: str,
+    scopes: Sequence[str],
+    transport: httpx.BaseTransport | None = None,
+) -> dict[str, Any]:
+    """The token Google gives for an authorisation `code` and its PKCE `verifier`, as a store keeps it."""
+    entry = client_entry(client_config(settings))
+    token_uri = entry.get("token_uri", TOKEN_URI)
+    import httpx2 as httpx
+
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": redirect_uri,
+        "client_id": entry.get("client_id", ""),
+        "client_secret": entry.get("client_secret", ""),
+        "code_verifier": verifier,
+    }
+    try:
+        with httpx.Client(transport=transport, timeout=30.0) as client:
+            response = client.post(token_uri, data=form)
+    except httpx.HTTPError as exc:
+        raise ExternalServiceError(f"Google's token endpoint could not be reached: {exc}.", {}) from exc
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code != 200 or "access_token" not in body:
+        raise ExternalServiceError(
+            f"Google refused the code: {body.get('error', response.status_code)}.",
+            {"status": response.status_code, "error": body.get("error")},
+        )
+    data: dict[str, Any] = {
+        "token": body["access_token"],
+        "refresh_token": body.get("refresh_token"),
+        "token_uri": token_uri,
+        "client_id": entry.get("client_id"),
+        "client_secret": entry.get("client_secret"),
+        "scopes": str(body.get("scope") or " ".join(scopes)).split(),
+    }
+    if isinstance(body.get("expires_in"), int | float):
+        data["expiry"] = utc_stamp(datetime.fromtimestamp(time.time() + float(body["expires_in"]), UTC))
+    return data
 
 
 _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>deskmcp</title>
@@ -240,3 +256,115 @@ class OAuthRoutes:
 
 def _query(url: str) -> list[tuple[str, str]]:
     return urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)
+
+
+class PrincipalOAuthRoutes:
+    """`/auth/url` and `/callback` when deskmcp serves several users (`deskmcp.users`): the state is
+    sealed (AES-GCM) and carries the signed-in principal, the PKCE verifier and the redirect address,
+    so any process holding the same keys finishes it and the token goes to that principal's store.
+    A callback made by another signed-in principal is refused; one without a principal (a browser
+    coming back from Google) is authorised by the sealed state alone."""
+
+    STATE_DATA = b"deskmcp google state"
+
+    def __init__(
+        self,
+        settings_for: Callable[[Principal], GoogleSettings],
+        keys: SealingKeys,
+        *,
+        default_scopes: tuple[str, ...] = ("sheets",),
+        transport: httpx.BaseTransport | None = None,
+        ttl: float = 600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings_for = settings_for
+        self.keys = keys
+        self.default_scopes = default_scopes
+        self.transport = transport
+        self.ttl = ttl
+        self.clock = clock
+
+    async def auth_url(self, request: Request) -> Response:
+        principal = current_principal()
+        if principal is None:
+            denied = AuthRequired("Sign in to deskmcp first: connecting Google is done for the signed-in user.")
+            return JSONResponse(denied.to_dict(), status_code=denied.http_status)
+        names = tuple(n.strip() for n in request.query_params.get("scopes", "").split(",") if n.strip())
+        try:
+            scopes = scopes_for(names or self.default_scopes)
+            entry = client_entry(client_config(self.settings_for(principal)))
+        except DeskError as exc:
+            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+        redirect_uri = str(request.url_for("google_callback"))
+        verifier = secrets.token_urlsafe(64)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        payload = {
+            "iss": principal.issuer,
+            "sub": principal.subject,
+            "v": verifier,
+            "r": redirect_uri,
+            "s": scopes,
+            "e": self.clock() + self.ttl,
+        }
+        key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.STATE_DATA)
+        state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
+        query = {
+            "response_type": "code",
+            "client_id": entry.get("client_id", ""),
+            "redirect_uri": redirect_uri,
+            "scope": " ".join(scopes),
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "access_type": "offline",
+            "prompt": "consent",
+            "include_granted_scopes": "true",
+        }
+        url = f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+        if request.query_params.get("redirect") in ("1", "true"):
+            return RedirectResponse(url, status_code=302)
+        return JSONResponse({"url": url, "redirect_uri": redirect_uri, "scopes": scopes})
+
+    def _opened(self, state: str | None) -> dict[str, Any]:
+        unknown = BadRequest(
+            "Unknown or expired state: this authorisation was not started here, or took too long. "
+            "Open /auth/url again.",
+            {},
+        )
+        key_id, _, encoded = (state or "").partition(".")
+        try:
+            sealed = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+            payload = json.loads(self.keys.open(key_id, sealed, self.STATE_DATA))
+        except (AuthRequired, ValueError):
+            raise unknown from None
+        if not isinstance(payload, dict) or float(payload.get("e", 0)) < self.clock():
+            raise unknown
+        return payload
+
+    async def callback(self, request: Request) -> Response:
+        params = request.query_params
+        try:
+            payload = self._opened(params.get("state"))
+            owner = Principal(str(payload["iss"]), str(payload["sub"]))
+            caller = current_principal()
+            if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
+                raise PermissionDenied(
+                    "This Google authorisation was started by another user; start your own from /auth/url.", {}
+                )
+            if params.get("error"):
+                raise AuthRequired(f"Google did not authorise deskmcp: {params['error']}.", {})
+            code = params.get("code")
+            if not code:
+                raise BadRequest("The callback carries no code.", {})
+            settings = self.settings_for(owner)
+            data = exchange_code(settings, code, payload["v"], payload["r"], payload["s"], self.transport)
+            token_store(settings).save(data)
+        except DeskError as exc:
+            return page("deskmcp was not authorised", exc.message, exc.http_status)
+        return page("deskmcp is authorised", "The Google account is connected. You can close this window.")
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/auth/url", self.auth_url, methods=["GET"]),
+            Route(CALLBACK_PATH, self.callback, methods=["GET"], name="google_callback"),
+        ]
