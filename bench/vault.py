@@ -47,7 +47,7 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench.common import percentile, tree_rss_each_mb
+from bench.common import _children, percentile, tree_rss_each_mb
 
 REPO = _BENCH.parent
 
@@ -63,6 +63,7 @@ class Run:
     search_ms: list[float] = field(default_factory=list)
     rg_ms: list[float] = field(default_factory=list)
     rss_mb: float = 0.0
+    cpu_s: float = 0.0
 
     @property
     def p50(self) -> float:
@@ -130,6 +131,7 @@ async def measure(vault: Path, queries: list[str], rounds: int, poll: float, src
                     elapsed, status = await call(client, tool, args)
                     run.slowest_call_ms = max(run.slowest_call_ms, elapsed)
             run.indexed_s = time.perf_counter() - started
+            run.cpu_s = tree_cpu_seconds(int(pidfile.read_text(encoding="utf-8").strip()))
             run.notes = int(status.get("notes") or 0)
             for query in queries:  # warm-up
                 await call(client, "search_notes", {"query": query, "limit": 10})
@@ -139,6 +141,23 @@ async def measure(vault: Path, queries: list[str], rounds: int, poll: float, src
                     run.search_ms.append(elapsed)
             pid = int(pidfile.read_text(encoding="utf-8").strip())
             run.rss_mb = max(tree_rss_each_mb(pid))  # uv and the server under it: the server is the larger
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by a process, its live descendants and the children
+    it has waited for (worker processes that are gone). Unlike elapsed time, this hardly moves
+    when other jobs share the machine."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+        stack.extend(_children(current))
+    return total
 
 
 def ripgrep(vault: Path, queries: list[str], rounds: int) -> list[float]:
@@ -192,6 +211,7 @@ def main() -> None:
             f" (partial: {run.first_search_partial}); slowest call meanwhile {run.slowest_call_ms:.1f} ms"
         )
         print(f"fully indexed after the first call    : {run.indexed_s:8.2f} s")
+        print(f"  CPU time of the server until then    : {run.cpu_s:8.2f} s (its worker processes included)")
         print(f"warm search p50 / p95 at the client   : {run.p50:8.2f} / {run.p95:.2f} ms (n={len(run.search_ms)})")
         print(f"ripgrep p50 / p95, same queries       : {run.rg_p50:8.2f} / {percentile(run.rg_ms, 95):.2f} ms")
         print(f"ripgrep p50 / search p50              : {run.ratio:8.1f}x")
@@ -199,6 +219,7 @@ def main() -> None:
     if len(runs) > 1:
         print(f"\n== range over {len(runs)} runs")
         print(f"fully indexed        : {span([r.indexed_s for r in runs], '.1f')} s")
+        print(f"server CPU until then: {span([r.cpu_s for r in runs], '.1f')} s")
         print(f"first search         : {span([r.first_search_ms for r in runs], '.0f')} ms")
         print(f"warm search p50      : {span([r.p50 for r in runs], '.1f')} ms")
         print(f"warm search p95      : {span([r.p95 for r in runs], '.1f')} ms")
