@@ -19,7 +19,7 @@ import pytest
 from deskmcp.core.errors import AuthRequired
 from deskmcp.google.auth import GoogleSettings, user_credentials
 from deskmcp.google.sealed_tokens import TABLE, PostgresTokenStore, SealingKeys, close_pools
-from tests.helpers.postgres import Postgres, fresh_database, postgres_cluster
+from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL
 
@@ -30,10 +30,9 @@ def key() -> str:
     return base64.b64encode(os.urandom(32)).decode()
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    with postgres_cluster() as cluster:
-        yield cluster
+@pytest.fixture(scope="session")
+def postgres() -> Postgres:
+    return session_cluster()
 
 
 @pytest.fixture

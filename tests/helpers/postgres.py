@@ -5,22 +5,23 @@ runs both as the `postgres` OS user (PostgreSQL refuses to run as root), which t
 folder. The cluster is stopped and its folder removed at the end. Without PostgreSQL's programs
 (Debian's `postgresql`, under /usr/lib/postgresql/*/bin) `pytest.skip` says so.
 
-A module uses it through a session fixture of its own:
+Test modules share one cluster per test session through `session_cluster()`:
 
     @pytest.fixture(scope="session")
-    def postgres() -> Iterator[Postgres]:
-        with postgres_cluster() as cluster:
-            yield cluster
+    def postgres() -> Postgres:
+        return session_cluster()
 
-and `fresh_database(cluster)` for a database of its own per test.
+and take a database of their own per test with `fresh_database(cluster)`.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,6 +111,21 @@ def postgres_cluster() -> Iterator[Postgres]:
             check=False,
         )
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_shared: list[Postgres] = []
+_shared_lock = threading.Lock()
+
+
+def session_cluster() -> Postgres:
+    """One cluster for the whole test session, started on first use and dropped when the session's
+    process ends; skips (as `postgres_cluster`) when PostgreSQL is not installed."""
+    with _shared_lock:
+        if not _shared:
+            running = postgres_cluster()
+            _shared.append(running.__enter__())
+            atexit.register(running.__exit__, None, None, None)
+        return _shared[0]
 
 
 def fresh_database(cluster: Postgres) -> str:

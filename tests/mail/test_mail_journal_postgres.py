@@ -14,15 +14,14 @@ from deskmcp.mail.journal_postgres import close_pools
 from deskmcp.mail.server import Settings
 from deskmcp.mail.service import MailService
 from tests.helpers.mail import SmtpSink
-from tests.helpers.postgres import Postgres, fresh_database, postgres_cluster
+from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    with postgres_cluster() as cluster:
-        yield cluster
+@pytest.fixture(scope="session")
+def postgres() -> Postgres:
+    return session_cluster()
 
 
 @pytest.fixture
