@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pydantic import SecretStr
 
 from deskmcp.core.errors import AuthRequired
 from deskmcp.google.auth import GoogleSettings, user_credentials
@@ -129,7 +130,7 @@ class RotatingTokenEndpoint(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -159,7 +160,7 @@ def test_two_processes_refreshing_at_once_spend_the_refresh_token_once(
     settings = GoogleSettings(
         workspace=tmp_path,
         google_token_database=database,
-        google_token_keys=keys,
+        google_token_keys=SecretStr(keys),
         google_token_principal=(ISSUER, "alice"),
     )
     scopes = ["https://www.googleapis.com/auth/spreadsheets"]
@@ -172,7 +173,7 @@ def test_two_processes_refreshing_at_once_spend_the_refresh_token_once(
     start = threading.Barrier(2, timeout=30)
     errors: list[BaseException] = []
 
-    google_token_uri = replicas[0].token_uri
+    google_token_uri = getattr(replicas[0], "token_uri")  # noqa: B009 (typed as the base Credentials)
     plain = Request()
 
     def to_stub(url: str, method: str = "GET", body: Any = None, headers: Any = None, **kwargs: Any) -> Any:

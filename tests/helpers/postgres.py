@@ -131,8 +131,9 @@ def session_cluster() -> Postgres:
 def fresh_database(cluster: Postgres) -> str:
     """A new, empty database on `cluster`; its URL."""
     import psycopg
+    from psycopg import sql
 
     name = f"t_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return cluster.url(name)
