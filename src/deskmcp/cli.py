@@ -211,6 +211,7 @@ def serve(
         stateless=stateless,
         trusted_proxies=proxies,
         request_state_security=state_security,
+        users=_users(authorization),
     )
 
     def announce() -> None:
@@ -258,6 +259,24 @@ def _authorization() -> Any:
         )
         raise typer.Exit(2)
     return ResourceServer(settings)
+
+
+def _users(authorization: object) -> Any:
+    """Per-user serving when DESKMCP_USERS_ROOT is set (`deskmcp.users`); it needs an authorization
+    server, which names each request's user. A bad setting is one line and exit code 2."""
+    from deskmcp.users import UsersSettings
+
+    users = UsersSettings()
+    if users.users_root is None:
+        return None
+    if authorization is None:
+        typer.echo(
+            "deskmcp: DESKMCP_USERS_ROOT serves each user their own data, which needs an authorization server "
+            "to say who each request is from: set DESKMCP_AUTH_ISSUER and DESKMCP_AUTH_RESOURCE too.",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return users
 
 
 def _bind(host: str, port: int) -> socket.socket:
