@@ -648,6 +648,14 @@ class SearchIndex:
             out.update((i, texts[at]) for i, texts in self._texts(conn, chunk).items())
         return out
 
+    def stored_fields(self, conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, dict[str, str]]:
+        """Every stored text field of the records `ids`, by field name, each record unpacked once."""
+        fields = self.schema.text_fields
+        out: dict[int, dict[str, str]] = {}
+        for chunk in chunks(ids):
+            out.update((i, dict(zip(fields, texts, strict=True))) for i, texts in self._texts(conn, chunk).items())
+        return out
+
     def _text_match(self, spec: str | None) -> str:
         """SQL function `text_match(spec)`: the JSON array of record ids a text match selects."""
         if spec is None:

@@ -229,10 +229,9 @@ class VectorIndex:
 
     def passages(self, ids: Sequence[int]) -> dict[int, list[str]]:
         """The passages the chunker makes of each record's stored texts."""
-        fields = self.index.schema.text_fields
         with self.index.reader() as conn:
-            texts = {f: self.index.stored_texts(conn, ids, f) for f in fields}
-        return {i: self.chunker({f: texts[f].get(i, "") for f in fields}) for i in ids}
+            texts = self.index.stored_fields(conn, ids)
+        return {i: self.chunker(texts.get(i, {})) for i in ids}
 
     def _embed(self, ids: Sequence[int], current: Mapping[int, tuple[str, str]]) -> None:
         np = self._np
