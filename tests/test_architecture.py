@@ -44,6 +44,7 @@ SQL_ALLOWED = {
     "documents/catalog.py",
     "mail/journal.py",
     "mail/backends/maildir_store.py",
+    "mail/backends/imap_store.py",
 }
 GOOGLE_EXECUTE = {"mail/backends/gmail.py", "sheets/backends/google.py"}
 SQL_METHODS = ("execute", "executemany", "executescript")

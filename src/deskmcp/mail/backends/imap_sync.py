@@ -1,0 +1,161 @@
+"""Keeping the local copy of an IMAP account true, folder by folder, incrementally.
+
+A folder's state on the server (UIDVALIDITY, UIDNEXT, message count, HIGHESTMODSEQ where the
+server has CONDSTORE) is compared with the state the copy was made for: the same state means
+nothing changed; a new UIDVALIDITY drops the folder's copy and reads it again; otherwise the
+UIDs from the recorded UIDNEXT on are fetched, expunged UIDs found (the count says whether any
+went; VANISHED (EARLIER) where the server has QRESYNC, else the folder's UID list) and removed,
+and flags refreshed (only those changed since the recorded MODSEQ where CONDSTORE allows).
+
+The text kept is what SEARCH TEXT looks in: every header, decoded, and every body part,
+transfer-decoded and in Unicode.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import quopri
+from collections.abc import Callable
+from email import message_from_bytes
+from email.header import decode_header, make_header
+from email.message import Message
+from typing import Any
+
+from deskmcp.mail.backends import imap_fetch
+from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Stored
+
+log = logging.getLogger(__name__)
+
+BATCH = 250
+"""Messages fetched and written at once (one transaction each)."""
+
+
+def state_of(info: dict[bytes, Any], *, exists_key: bytes = b"EXISTS") -> FolderState:
+    """A folder's state from a SELECT/EXAMINE answer (or a STATUS one with `MESSAGES`)."""
+    return FolderState(
+        validity=int(info[b"UIDVALIDITY"]),
+        uidnext=int(info.get(b"UIDNEXT", 0) or 0),
+        messages=int(info.get(exists_key, 0) or 0),
+        modseq=int(_first(info.get(b"HIGHESTMODSEQ", 0)) or 0),
+    )
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, list | tuple) else value
+
+
+def _header_value(value: str) -> str:
+    try:
+        return str(make_header(decode_header(value)))
+    except (ValueError, LookupError, UnicodeError):
+        return value
+
+
+_ENCODINGS = {"", "7bit", "8bit", "binary", "quoted-printable", "base64"}
+
+
+def _payload_text(part: Message) -> str:
+    """A text part's words as the server searches them (HTML as it is, markup included); other
+    types and parts in an unknown transfer encoding are not searched."""
+    if part.get_content_maintype() != "text":
+        return ""
+    encoding = str(part.get("Content-Transfer-Encoding", "")).split(";")[0].strip().lower()
+    if encoding not in _ENCODINGS:
+        return ""
+    payload = part.get_payload()
+    if not isinstance(payload, str):
+        return ""
+    data = payload.encode("utf-8", "surrogateescape")
+    if encoding == "quoted-printable":
+        data = quopri.decodestring(data)
+    elif encoding == "base64":
+        try:
+            data = base64.b64decode(b"".join(data.split()) + b"==")
+        except binascii.Error:
+            data = b""
+    charset = part.get_content_charset() or "us-ascii"
+    try:
+        return data.decode(charset, "replace")
+    except LookupError:
+        return data.decode("utf-8", "replace")
+
+
+def search_text(raw: bytes) -> str:
+    """The text a SEARCH TEXT looks in: headers (decoded) and every body part (decoded)."""
+    msg = message_from_bytes(raw)
+    out: list[str] = []
+    for part in msg.walk():
+        if part is msg or part.get_content_maintype() != "multipart":
+            for name, value in part.items():
+                out.append(f"{name}: {_header_value(str(value))}")
+        if part.is_multipart():
+            continue
+        out.append(_payload_text(part))
+    return "\n".join(out)
+
+
+def stored(uid: int, item: dict[bytes, Any]) -> Stored:
+    raw = item.get(b"BODY[]") or b""
+    return Stored(
+        uid=uid,
+        time=imap_fetch.sort_time(item),
+        flags=tuple(item.get(b"FLAGS", ())),
+        text=search_text(raw if isinstance(raw, bytes) else b""),
+    )
+
+
+ITEMS = ["FLAGS", "INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]", "BODY.PEEK[]"]
+
+
+def sync_folder(
+    client: Any,
+    store: ImapStore,
+    folder: str,
+    *,
+    progress: Callable[[int], None] | None = None,
+    batch: int = BATCH,
+) -> FolderState:
+    """Bring the copy of `folder` up to the server's state (the folder is selected read-only here).
+    Returns the state the copy is now true for."""
+    info = client.select_folder(folder, readonly=True)
+    live = state_of(info)
+    known = store.state(folder)
+    if known is not None and known.validity != live.validity:
+        log.info("UIDVALIDITY of %s changed: reading it again", folder)
+        store.drop(folder)
+        known = None
+    if known == live:
+        return live
+    start = known.uidnext if known is not None else 1
+    new = sorted(u for u in client.search(["UID", f"{start}:*"]) if u >= start) if live.messages else []
+    done = 0
+    for begin in range(0, len(new), batch):
+        part = new[begin : begin + batch]
+        fetched = client.fetch(part, ITEMS)
+        store.add(folder, [stored(uid, item) for uid, item in fetched.items()])
+        done += len(part)
+        if progress is not None:
+            progress(done)
+    if known is not None:
+        if store.count(folder) != live.messages:  # some went: which ones
+            present = set(client.search(["ALL"])) if live.messages else set()
+            store.remove(folder, store.uids(folder) - present)
+        # Only the flags changed since the recorded MODSEQ where the server keeps one (CONDSTORE).
+        modifiers = [f"CHANGEDSINCE {known.modseq}"] if known.modseq and live.modseq else None
+        changed: dict[int, Any] = {}
+        present_uids = sorted(store.uids(folder))
+        for begin in range(0, len(present_uids), 2000):
+            changed.update(client.fetch(present_uids[begin : begin + 2000], ["FLAGS"], modifiers=modifiers))
+        store.set_flags(folder, {uid: tuple(item.get(b"FLAGS", ())) for uid, item in changed.items()})
+    store.mark(folder, live)
+    return live
+
+
+def behind(store: ImapStore, folder: str, live: FolderState) -> int | None:
+    """How many messages the copy of `folder` lacks (None: it must be read whole again)."""
+    known = store.state(folder)
+    if known is None or known.validity != live.validity:
+        return None
+    return max(0, live.uidnext - known.uidnext)

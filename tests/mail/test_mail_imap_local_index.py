@@ -1,0 +1,177 @@
+"""The local copy of an IMAP account against a real Dovecot: a word found in the copy is found by the
+server's own SEARCH TEXT on the same messages, and every change on the server (new, expunged, moved,
+flagged messages, a new UIDVALIDITY) is in the copy after a sync, even after a sync cut short."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from imapclient import IMAPClient
+from imapclient.exceptions import IMAPClientError
+
+from deskmcp.mail.backends.imap_store import MIN_WORD, ImapStore
+from deskmcp.mail.backends.imap_sync import sync_folder
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.mail import make_mail
+from tests.mail.dovecot import (
+    BASE_DAY,
+    Dovecot,
+    append_all,
+    corpus_messages,
+    dovecot_fixture,  # noqa: F401  (fixture)
+    generated_threads,
+    mailbox_fixture,  # noqa: F401  (fixture)
+)
+
+pytestmark = pytest.mark.e2e
+
+FOLDERS = ("INBOX", "Sent", "Projects", "Trash")
+
+
+@pytest.fixture(scope="module")
+def account(dovecot: Dovecot) -> str:
+    """A user holding the real .eml corpus and the generated conversations; only read."""
+    user = dovecot.add_user()
+    append_all(dovecot, user, [*corpus_messages(shared_corpus("emails")), *generated_threads()])
+    return user
+
+
+@pytest.fixture
+def imap(dovecot: Dovecot, account: str) -> Iterator[IMAPClient]:
+    client = dovecot.client(account)
+    yield client
+    client.logout()
+
+
+def corpus_words() -> list[str]:
+    """About 150 words of the corpus's messages (bodies and headers, several scripts), spread over the alphabet."""
+    found: set[str] = set()
+    for path in sorted(shared_corpus("emails").rglob("*.eml")):
+        text = path.read_bytes().decode("utf-8", "replace")
+        found.update(w for w in re.findall(rf"[^\W\d_]{{{MIN_WORD},12}}", text))
+    ordered = sorted(found)
+    return [*ordered[:: max(1, len(ordered) // 150)], "Überprüfung", "prüfen", "議事録", "Díaz", "ACME", "renewal"]
+
+
+def server_search(client: Any, folder: str, words: list[str]) -> set[int]:
+    client.select_folder(folder, readonly=True)
+    criteria: list[Any] = []
+    for word in words:
+        criteria += ["TEXT", word]
+    return set(client.search(criteria, "UTF-8"))
+
+
+def local_search(store: ImapStore, folder: str, words: list[str]) -> set[int]:
+    return {uid for uid, _t in store.search(folder, words)}
+
+
+def test_local_index_finds_each_word_in_the_same_messages_as_server_search(imap: IMAPClient, tmp_path: Path) -> None:
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    for folder in FOLDERS:
+        sync_folder(imap, store, folder)
+    words = corpus_words()
+    assert len(words) > 100
+    differ = {}
+    for folder in FOLDERS:
+        for word in words:
+            server, local = server_search(imap, folder, [word]), local_search(store, folder, [word])
+            if server != local:
+                differ[(folder, word)] = (sorted(server - local), sorted(local - server))
+    assert differ == {}
+    # several words: every one of them, as the server's SEARCH with several TEXT keys
+    for pair in (["acme", "renewal"], ["the", "message"], ["Bitte", "Budgets"]):
+        assert local_search(store, "INBOX", pair) == server_search(imap, "INBOX", pair)
+    assert local_search(store, "INBOX", ["acme"])  # the words do find mail
+
+
+@pytest.fixture
+def box(dovecot: Dovecot, mailbox: str) -> Iterator[IMAPClient]:
+    """A fresh, empty account this test changes, and a connection to it."""
+    client = dovecot.client(mailbox)
+    yield client
+    client.logout()
+
+
+def put(client: IMAPClient, folder: str, *subjects: str) -> None:
+    if folder != "INBOX" and not client.folder_exists(folder):
+        client.create_folder(folder)
+    for subject in subjects:
+        client.append(folder, make_mail(subject, f"About {subject}."), msg_time=BASE_DAY)
+
+
+def uid_of(client: IMAPClient, folder: str, word: str) -> int:
+    return server_search(client, folder, [word]).pop()
+
+
+def test_local_index_follows_new_expunged_flagged_and_moved_messages_after_sync(
+    box: IMAPClient, tmp_path: Path
+) -> None:
+    put(box, "INBOX", "alphabet", "betamax", "gammaray")
+    put(box, "Archive")
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    for folder in ("INBOX", "Archive"):
+        sync_folder(box, store, folder)
+    assert local_search(store, "INBOX", ["betamax"]) == server_search(box, "INBOX", ["betamax"]) != set()
+
+    put(box, "INBOX", "deltawing")  # new
+    box.select_folder("INBOX")
+    beta = uid_of(box, "INBOX", "betamax")
+    box.select_folder("INBOX")
+    box.delete_messages([beta])  # expunged
+    box.expunge()
+    gamma = uid_of(box, "INBOX", "gammaray")
+    box.select_folder("INBOX")
+    box.add_flags([gamma], [b"\\Flagged"])  # flag change
+    alpha = uid_of(box, "INBOX", "alphabet")
+    box.select_folder("INBOX")
+    box.move([alpha], "Archive")  # moved
+    assert local_search(store, "INBOX", ["betamax"]) == {beta}  # not synced yet: the old copy
+
+    for folder in ("INBOX", "Archive"):
+        sync_folder(box, store, folder)
+        box.select_folder(folder, readonly=True)
+        assert store.uids(folder) == set(box.search("ALL"))
+    for word in ("alphabet", "betamax", "gammaray", "deltawing", "About"):
+        for folder in ("INBOX", "Archive"):
+            assert local_search(store, folder, [word]) == server_search(box, folder, [word]), (folder, word)
+    assert local_search(store, "Archive", ["alphabet"]) != set()
+    assert b"\\Flagged" in store.flags("INBOX")[gamma]
+
+
+def test_local_index_reads_a_folder_again_when_its_uidvalidity_changes(box: IMAPClient, tmp_path: Path) -> None:
+    put(box, "Projects", "orangejuice", "lemonade")
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    before = sync_folder(box, store, "Projects")
+    box.select_folder("INBOX")
+    box.delete_folder("Projects")  # made again: new UIDVALIDITY, UIDs from 1 again
+    put(box, "Projects", "grapefruit")
+    after = sync_folder(box, store, "Projects")
+    assert after.validity != before.validity
+    assert local_search(store, "Projects", ["orangejuice"]) == set() == server_search(box, "Projects", ["orangejuice"])
+    assert local_search(store, "Projects", ["grapefruit"]) == server_search(box, "Projects", ["grapefruit"]) != set()
+    assert store.count("Projects") == 1
+
+
+def test_a_sync_cut_short_leaves_a_consistent_index_that_the_next_sync_completes(
+    dovecot: Dovecot, box: IMAPClient, mailbox: str, tmp_path: Path
+) -> None:
+    put(box, "INBOX", *[f"number{i:02d} zebra" for i in range(30)])
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    cut = dovecot.client(mailbox)
+
+    def lose_connection(done: int) -> None:
+        cut.shutdown()  # the connection drops after the first batch is written
+
+    with pytest.raises((IMAPClientError, OSError)):
+        sync_folder(cut, store, "INBOX", progress=lose_connection, batch=10)
+    assert store.state("INBOX") is None  # not claimed as synced: searches still go to the server
+    assert len(store.uids("INBOX")) == 10
+    assert local_search(store, "INBOX", ["zebra"]) == store.uids("INBOX")  # each stored message whole
+
+    sync_folder(box, store, "INBOX", batch=10)
+    assert local_search(store, "INBOX", ["zebra"]) == server_search(box, "INBOX", ["zebra"])
+    assert len(store.uids("INBOX")) == 30
