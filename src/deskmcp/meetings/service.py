@@ -190,6 +190,7 @@ class MeetingService:
         # Counted once per change of the file, so the status call stays cheap.
         self.index.set_meta("transcripts", str(self.index.count(where="d.transcript_json IS NOT NULL")))
         self._source = head["source"]
+        self._progress = None  # complete, whichever thread filled it
         self._last_sync = time.perf_counter() - started
         log.info(
             "indexed %s: %d added, %d updated, %d removed, %d unchanged in %.2fs",
