@@ -13,12 +13,15 @@ import pytest
 from imapclient import IMAPClient
 from imapclient.exceptions import IMAPClientError
 
+from deskmcp.mail.backends.imap import ImapBackend, ImapConfig
 from deskmcp.mail.backends.imap_store import MIN_WORD, ImapStore
 from deskmcp.mail.backends.imap_sync import sync_folder
+from deskmcp.mail.query import parse_query
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.mail import make_mail
 from tests.mail.dovecot import (
     BASE_DAY,
+    PASSWORD,
     Dovecot,
     append_all,
     corpus_messages,
@@ -175,3 +178,44 @@ def test_a_sync_cut_short_leaves_a_consistent_index_that_the_next_sync_completes
     sync_folder(box, store, "INBOX", batch=10)
     assert local_search(store, "INBOX", ["zebra"]) == server_search(box, "INBOX", ["zebra"])
     assert len(store.uids("INBOX")) == 30
+
+
+def backend(dovecot: Dovecot, user: str, index: Path | None) -> ImapBackend:
+    config = ImapConfig(host=dovecot.host, port=dovecot.port, user=user, password=PASSWORD, security="none")
+    return ImapBackend(config, address=user, transport=None, max_message_bytes=10_000_000, index_path=index)
+
+
+def listed(mail: ImapBackend, query: str) -> list[str]:
+    return [e.id for e in mail.list(parse_query(query), raw=query, limit=50, offset=0).emails]
+
+
+def test_word_search_answers_from_the_synced_copy_with_the_servers_results(
+    dovecot: Dovecot, account: str, tmp_path: Path
+) -> None:
+    server_only = backend(dovecot, account, None)
+    local = backend(dovecot, account, tmp_path / "imap.sqlite3")
+    try:
+        local.sync_all()
+        assert local.store is not None and set(local.store.folders()) >= {"INBOX", "Sent", "Projects", "Trash"}
+        for query in ("acme", "acme renewal", "in:anywhere acme", "in:Sent renewal", "message the", "Überprüfung"):
+            assert listed(local, query) == listed(server_only, query), query
+        assert listed(local, "acme")
+    finally:
+        local.close()
+        server_only.close()
+
+
+def test_word_search_sees_mail_that_arrived_since_the_last_sync(
+    dovecot: Dovecot, box: IMAPClient, mailbox: str, tmp_path: Path
+) -> None:
+    put(box, "INBOX", "firstcomer")
+    local = backend(dovecot, mailbox, tmp_path / "imap.sqlite3")
+    try:
+        local.sync_all()
+        assert len(listed(local, "firstcomer")) == 1
+        put(box, "INBOX", "latecomer firstcomer")  # after the sync
+        assert len(listed(local, "latecomer")) == 1
+        assert local.store is not None and local.store.count("INBOX") == 2  # caught up before answering
+        assert len(listed(local, "firstcomer")) == 2
+    finally:
+        local.close()

@@ -19,16 +19,18 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from deskmcp.core.errors import BadRequest, ExternalServiceError, NotFound, Timeout
-from deskmcp.mail.backends import imap_fetch, imap_search
+from deskmcp.mail.backends import imap_fetch, imap_search, imap_sync
 from deskmcp.mail.backends.base import Labelled, Page, Sent, gone
 from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
 from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
+from deskmcp.mail.backends.imap_store import MIN_WORD, ImapStore
 from deskmcp.mail.backends.imap_thread import Conversations
 from deskmcp.mail.mime import decode, parse_bytes, shown_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -40,6 +42,11 @@ SEEN, FLAGGED, DRAFT, DELETED = b"\\Seen", b"\\Flagged", b"\\Draft", b"\\Deleted
 SPECIAL = {"SENT": (b"\\Sent", "Sent"), "DRAFT": (b"\\Drafts", "Drafts"), "TRASH": (b"\\Trash", "Trash"),
            "SPAM": (b"\\Junk", "Junk"), "ARCHIVE": (b"\\Archive", "Archive")}  # fmt: skip
 _PAST_ANY_UID = 2**32  # uids are 32-bit: a boundary at this uid sorts before every message of its second
+SYNC_INTERVAL = 60.0
+"""Seconds between background syncs of the local copy while the server runs."""
+INLINE_SYNC = 500
+"""A folder this many new messages behind is caught up before a search answers; more: the server
+answers that folder's search while the background sync catches up."""
 
 
 def encode_id(folder: str, validity: int, uid: int) -> str:
@@ -81,6 +88,8 @@ class ImapBackend:
         address: str,
         transport: Callable[[EmailMessage], None] | None,
         max_message_bytes: int,
+        index_path: Path | None = None,
+        sync_interval: float = SYNC_INTERVAL,
     ) -> None:
         self.config = config
         self.address = address
@@ -98,6 +107,13 @@ class ImapBackend:
         )
         self._selected: tuple[str, int] = ("", 0)
         self._flags: tuple[bytes, ...] = ()
+        self._info: dict[bytes, Any] = {}
+        # The local copy of the account's text (None: every search asks the server).
+        self.store = ImapStore(index_path) if index_path is not None else None
+        self.sync_interval = sync_interval
+        self._sync_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._syncer: threading.Thread | None = None
 
     # -- connection ------------------------------------------------------------------------
 
@@ -134,6 +150,12 @@ class ImapBackend:
                 client.shutdown()
 
     def close(self) -> None:
+        self._stop.set()
+        if self._syncer is not None:
+            self._syncer.join(timeout=self.config.timeout)
+        if self.store is not None:
+            with self._sync_lock:
+                self.store.close()
         with self._lock:
             if self._client is not None:
                 with contextlib.suppress(Exception):  # closing: nothing left to report to
@@ -215,6 +237,7 @@ class ImapBackend:
         if not readonly:  # a read-only EXAMINE lists no permanent flags at all
             self._keywords[folder] = b"\\*" in info.get(b"PERMANENTFLAGS", ())
         self._selected = (folder, int(info[b"UIDVALIDITY"]))
+        self._info = info
         self._flags = tuple(info.get(b"FLAGS", ()))
         return self._selected[1]
 
@@ -252,6 +275,7 @@ class ImapBackend:
             # Only a label inside the query needs to know whether keywords work here (a
             # read-write SELECT, which a read-only listing otherwise never makes).
             labelled = imap_search.names_label(plan.rest)
+            words = imap_search.plain_words(plan, MIN_WORD) if self.store is not None else None
             for folder in folders:
                 keywords = self._keywords_allowed(client, folder) if labelled else True
                 validity = self._select(client, folder, readonly=True)
@@ -263,10 +287,15 @@ class ImapBackend:
                         # and mail sent in that very second shows again rather than being skipped.
                         uid = _PAST_ANY_UID
                     boundary = (when, last_folder, uid)
-                criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
-                uids = self.ordering.with_structure(
-                    client, self._selected, self.ordering.newest_first(client, self._selected, criteria), plan.structure
-                )
+                uids = self._local(client, folder, words) if words is not None and not extra else None
+                if uids is None:
+                    criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
+                    uids = self.ordering.with_structure(
+                        client,
+                        self._selected,
+                        self.ordering.newest_first(client, self._selected, criteria),
+                        plan.structure,
+                    )
                 if boundary is not None:
                     uids = uids[self.ordering.after(client, self._selected, uids, boundary) :]
                 elif len(folders) == 1:
@@ -285,6 +314,65 @@ class ImapBackend:
             last_folder, last_validity, last = page[-1]
             end = [last.time, last_folder, last.uid, last_validity]
         return Page(summaries, more, end)
+
+    # -- the local copy ----------------------------------------------------------------------
+
+    def _local(self, client: Any, folder: str, words: list[str]) -> list[int] | None:
+        """The selected folder's messages holding every word, newest first, from the local copy
+        when it is true for the folder's state right now (caught up here when a few messages
+        behind); None when it is not, and the server must answer."""
+        store = self.store
+        if store is None:
+            return None
+        self._start_syncer()
+        live = imap_sync.state_of(self._info)
+        if store.state(folder) != live:
+            lag = imap_sync.behind(store, folder, live)
+            if lag is None or lag > INLINE_SYNC or not self._sync_lock.acquire(blocking=False):
+                return None
+            try:
+                live = imap_sync.sync_folder(client, store, folder)
+                self._selected = (folder, live.validity)
+            finally:
+                self._sync_lock.release()
+        rows = store.search(folder, words)
+        self.ordering.remember(folder, live.validity, dict(rows))
+        return [uid for uid, _time in rows]
+
+    def _start_syncer(self) -> None:
+        if self._syncer is None and not self._stop.is_set():
+            self._syncer = threading.Thread(target=self._sync_forever, name="imap-sync", daemon=True)
+            self._syncer.start()
+
+    def _sync_forever(self) -> None:
+        """Keep the local copy true in the background, on a connection of its own."""
+        while not self._stop.is_set():
+            try:
+                self.sync_all()
+            except Exception:  # the outermost handler of the thread: log, try again later
+                log.warning("background sync of the IMAP account failed; retrying later", exc_info=True)
+            self._stop.wait(self.sync_interval)
+
+    def sync_all(self) -> None:
+        """Bring the local copy of every folder up to the server's state (its own connection)."""
+        store = self.store
+        if store is None:
+            return
+        client = self._connect()
+        try:
+            with self._lock:
+                folders = self._all_folders(client, hidden=True)
+            for folder in folders:
+                if self._stop.is_set():
+                    return
+                with self._sync_lock:
+                    imap_sync.sync_folder(client, store, folder)
+            for gone_folder in set(store.folders()) - set(folders):
+                with self._sync_lock:
+                    store.drop(gone_folder)
+        finally:
+            with contextlib.suppress(Exception):  # closing: nothing left to report to
+                client.logout()
 
     def _merged(
         self, client: Any, per_folder: dict[str, tuple[int, list[int]]], offset: int, limit: int

@@ -101,6 +101,22 @@ def plan(node: Node | None) -> Plan:
     return Plan(label, everywhere, remaining, structure)
 
 
+def plain_words(plan: Plan, shortest: int) -> list[str] | None:
+    """The words of a query made only of words (each at least `shortest` characters, no phrase,
+    no operator, at most one folder), which a local copy of the text can answer; else None."""
+    if plan.structure or plan.rest is None:
+        return None
+    terms = plan.rest.nodes if isinstance(plan.rest, And) else (plan.rest,)
+    words: list[str] = []
+    for term in terms:
+        if not isinstance(term, Term) or term.op is not None:
+            return None
+        if len(term.value) < shortest or any(ch.isspace() for ch in term.value):
+            return None
+        words.append(term.value)
+    return words
+
+
 def names_label(node: Node | None) -> bool:
     """Whether `node` has an in:/label: term that becomes a KEYWORD criterion."""
     if node is None:
