@@ -59,6 +59,9 @@ class MeetingSummary(BaseModel):
     has_transcript: bool = False
 
 
+INDEXING = "Set while a first index runs: results cover the meetings indexed so far"
+
+
 class IndexingProgress(BaseModel):
     """A big cache's first index is under way: answers cover the meetings indexed so far."""
 
@@ -70,7 +73,7 @@ class ListMeetingsOutput(BaseModel):
     items: list[MeetingSummary]
     total: int = Field(description="How many meetings match the filters in all")
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
-    indexing: IndexingProgress | None = None
+    indexing: IndexingProgress | None = Field(default=None, description=INDEXING)
 
 
 class SearchHit(MeetingSummary):
@@ -83,7 +86,7 @@ class SearchHit(MeetingSummary):
 class SearchMeetingsOutput(BaseModel):
     items: list[SearchHit]
     next_cursor: str | None = None
-    indexing: IndexingProgress | None = None
+    indexing: IndexingProgress | None = Field(default=None, description=INDEXING)
     unmatched_terms: list[str] = Field(
         default=[], description="Words of the query no meeting holds (within the filters), as written"
     )
@@ -166,5 +169,5 @@ class CacheStatus(BaseModel):
     index_path: str
     indexed_at: str | None = None
     last_sync_seconds: float | None = None
-    indexing: IndexingProgress | None = None
+    indexing: IndexingProgress | None = Field(default=None, description=INDEXING)
     searched_locations: list[str] = []
