@@ -118,7 +118,11 @@ class ImapBackend:
     # -- connection ------------------------------------------------------------------------
 
     def _connect(self) -> Any:
-        return connect(self.config, self.address)
+        client = connect(self.config, self.address)
+        if self.store is not None and client.has_capability("ENABLE") and client.has_capability("CONDSTORE"):
+            # every SELECT then reports HIGHESTMODSEQ, which the local copy's flag refresh starts from
+            client.enable("CONDSTORE")
+        return client
 
     @contextmanager
     def session(self) -> Iterator[Any]:
@@ -326,7 +330,7 @@ class ImapBackend:
             return None
         self._start_syncer()
         live = imap_sync.state_of(self._info)
-        if store.state(folder) != live:
+        if not live.same_messages(store.state(folder)):
             lag = imap_sync.behind(store, folder, live)
             if lag is None or lag > INLINE_SYNC or not self._sync_lock.acquire(blocking=False):
                 return None

@@ -42,6 +42,15 @@ class FolderState:
     messages: int
     modseq: int = 0  # HIGHESTMODSEQ (0: the server has no CONDSTORE)
 
+    def same_messages(self, other: FolderState | None) -> bool:
+        """Whether `other` holds the same messages (flags aside, which no word search reads): the
+        same UIDVALIDITY, no message added (UIDNEXT) and none expunged (the count)."""
+        return other is not None and (self.validity, self.uidnext, self.messages) == (
+            other.validity,
+            other.uidnext,
+            other.messages,
+        )
+
 
 @dataclass(frozen=True)
 class Stored:
@@ -186,9 +195,10 @@ class ImapStore:
         match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
         with self._lock:
             rows = self._db.execute(
-                "SELECT m.uid, m.time FROM texts JOIN messages m ON m.id = texts.rowid"
-                " WHERE texts MATCH ? AND m.folder = ?",
-                (match, folder),
+                # the text index first (a join could run the MATCH once per message)
+                "SELECT uid, time FROM messages"
+                " WHERE folder = ? AND id IN (SELECT rowid FROM texts WHERE texts MATCH ?)",
+                (folder, match),
             ).fetchall()
         rows.sort(key=lambda r: (-r[1], -r[0]))
         return rows
