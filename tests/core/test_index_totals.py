@@ -15,6 +15,9 @@ def test_a_ranked_search_counts_its_total_once_and_a_change_is_counted_again(tmp
         assert text.count(query.query) == 2
         text.write((), [(3, ["Budget three", ""])], "s2")  # the next read commits: a new searcher
         assert text.count(query.query) == 3
+        text.top(query.query, 1, counted=True)
+        # totals of older searchers are let go: they would keep merged-away segments open
+        assert [seen for seen, _, _ in text._counts] == [text.searcher()]
         assert text.user_query("budget", every=True) is not query
     finally:
         text.close()

@@ -525,7 +525,10 @@ class TextIndex:
         if counted:
             total = int(getattr(result, "count", 0) or 0)
             with self._memo_lock:
-                self._counts = [*self._counts[-(COUNT_MEMO - 1) :], (searcher, query, total)]
+                # only the current searcher's totals: an older searcher kept here would keep its
+                # segments (merged away since) open and mapped
+                kept = [entry for entry in self._counts[-(COUNT_MEMO - 1) :] if entry[0] is searcher]
+                self._counts = [*kept, (searcher, query, total)]
         if not result.hits:
             return []
         ids = searcher.fast_field_values(ID, [addr for _, addr in result.hits])
