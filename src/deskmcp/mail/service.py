@@ -148,7 +148,12 @@ def create_backend(settings: MailSettings) -> MailBackend:
             sent_copy=settings.imap_sent_copy,
         )
         return ImapBackend(
-            imap, address=settings.address, transport=transport, max_message_bytes=settings.max_message_bytes
+            imap,
+            address=settings.address,
+            transport=transport,
+            max_message_bytes=settings.max_message_bytes,
+            # the local copy word searches answer from, beside the account's other indexes
+            index_path=settings.index_path.with_name(f"imap-{settings.index_path.name}"),
         )
     from deskmcp.mail.backends.gmail import GmailBackend
 
