@@ -49,6 +49,10 @@ INLINE_SYNC = 500
 answers that folder's search while the background sync catches up."""
 
 
+class SyncStopped(Exception):
+    """The backend closed while a sync was under way."""
+
+
 def encode_id(folder: str, validity: int, uid: int) -> str:
     raw = orjson.dumps([folder, validity, uid])
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -353,9 +357,17 @@ class ImapBackend:
         while not self._stop.is_set():
             try:
                 self.sync_all()
+            except SyncStopped:
+                return
             except Exception:  # the outermost handler of the thread: log, try again later
                 log.warning("background sync of the IMAP account failed; retrying later", exc_info=True)
             self._stop.wait(self.sync_interval)
+
+    def _unless_closing(self, _done: int) -> None:
+        """Between batches: stop a sync when the backend closes (the batches written stay, the
+        folder is not claimed synced, and the next sync completes it)."""
+        if self._stop.is_set():
+            raise SyncStopped
 
     def sync_all(self) -> None:
         """Bring the local copy of every folder up to the server's state (its own connection)."""
@@ -370,7 +382,7 @@ class ImapBackend:
                 if self._stop.is_set():
                     return
                 with self._sync_lock:
-                    imap_sync.sync_folder(client, store, folder)
+                    imap_sync.sync_folder(client, store, folder, progress=self._unless_closing)
             for gone_folder in set(store.folders()) - set(folders):
                 with self._sync_lock:
                     store.drop(gone_folder)
