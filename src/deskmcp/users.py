@@ -200,6 +200,8 @@ def settings_of(
             given["database_url"] = google.google_token_database
     given.update(values)
     given["workspace"] = workspace
+    if "os_keyring" in cls.model_fields:  # the keyring is this server's OS user's, not theirs
+        given["os_keyring"] = False
     if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
     if name == "documents" and team_folders:

@@ -79,13 +79,24 @@ TEXT_TYPES = ("text/", "application/json", "application/xml", "application/csv",
 ATTACHMENT_TEXT_CHARS = 100_000
 
 
-def secret(value: SecretStr | None, kind: str, user: str | None, host: str | None) -> str | None:
+def account_password(settings: MailSettings, kind: str) -> str | None:
+    """The `kind` (smtp, imap) password of the account `settings` describes (see `secret`)."""
+    if kind == "smtp":
+        return secret(settings.smtp_password, kind, settings.smtp_user, settings.smtp_host, settings.os_keyring)
+    user = settings.imap_user or settings.address
+    return secret(settings.imap_password, kind, user, settings.imap_host, settings.os_keyring)
+
+
+def secret(
+    value: SecretStr | None, kind: str, user: str | None, host: str | None, os_keyring: bool = True
+) -> str | None:
     """A password from the environment, else from the OS keyring (service `deskmcp`, user
-    `kind:host:user`) when the optional `keyring` package is installed. The entry names the host, so
+    `kind:host:user`) when the optional `keyring` package is installed and `os_keyring` allows it
+    (`MAIL_OS_KEYRING`; never for a user of a multi-user deployment). The entry names the host, so
     a password is only ever sent to the host it was stored for, whichever account has that user."""
     if value is not None:
         return value.get_secret_value()
-    if not user or not host:
+    if not user or not host or not os_keyring:
         return None
     try:
         import keyring  # type: ignore[import-not-found]
@@ -109,7 +120,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.smtp_host,
             port=settings.smtp_port,
             user=settings.smtp_user,
-            password=secret(settings.smtp_password, "smtp", settings.smtp_user, settings.smtp_host),
+            password=account_password(settings, "smtp"),
             security=settings.smtp_security,
             timeout=settings.timeout,
         )
@@ -142,7 +153,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             host=settings.imap_host,
             port=settings.imap_port,
             user=settings.imap_user or settings.address,
-            password=secret(settings.imap_password, "imap", settings.imap_user or settings.address, settings.imap_host),
+            password=account_password(settings, "imap"),
             security=settings.imap_security,
             timeout=settings.timeout,
             sent_copy=settings.imap_sent_copy,

@@ -59,6 +59,12 @@ class MailSettings(GoogleSettings):
     imap_password: SecretStr | None = Field(
         default=None, validation_alias=env_alias("imap_password", "MAIL_IMAP_PASSWORD")
     )
+    os_keyring: bool = Field(
+        default=True,
+        validation_alias=env_alias("os_keyring", "MAIL_OS_KEYRING"),
+        description="Look a password left unset up in this machine's OS keyring (the optional keyring package); "
+        "always off for the users of a multi-user deployment, whose passwords are their own settings.",
+    )
     imap_security: Literal["ssl", "starttls", "none"] = Field(
         default="ssl", validation_alias=env_alias("imap_security", "MAIL_IMAP_SECURITY")
     )
