@@ -99,8 +99,10 @@ Killed(Path(sys.argv[1]), Path(sys.argv[2]), 1 << 20).scan(deferred=True)
 """
 
 
-def keys_and_snippets(cat: Catalog, query: str) -> list[tuple[str, str | None]]:
-    return [(h.key, h.snippet) for h in cat.index.search(query, limit=500)]
+def keys_and_snippets(cat: Catalog, query: str) -> list[tuple[str, str]]:
+    """Every hit of `query` with its snippet, sorted: two builds of one vault may order equal scores
+    differently (the text index writes with two threads), so the comparison is of what is found."""
+    return sorted((h.key, h.snippet or "") for h in cat.index.search(query, limit=500))
 
 
 @pytest.mark.e2e
