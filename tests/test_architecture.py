@@ -39,6 +39,7 @@ SQL_ALLOWED = {
     "core/index_sqlite.py",
     "core/textindex.py",
     "core/vectors.py",
+    "core/postgres.py",
     "vault/catalog.py",
     "meetings/catalog.py",
     "documents/catalog.py",

@@ -18,8 +18,9 @@ import pytest
 from pydantic import SecretStr
 
 from deskmcp.core.errors import AuthRequired
+from deskmcp.core.postgres import close_pools
 from deskmcp.google.auth import GoogleSettings, user_credentials
-from deskmcp.google.sealed_tokens import TABLE, PostgresTokenStore, SealingKeys, close_pools
+from deskmcp.google.sealed_tokens import TABLE, PostgresTokenStore, SealingKeys
 from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.mail.journal_postgres import close_pools
+from deskmcp.core.postgres import close_pools
 from deskmcp.mail.server import Settings
 from deskmcp.mail.service import MailService
 from tests.helpers.mail import SmtpSink

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from deskmcp.core.errors import PermissionDenied
+from deskmcp.core.postgres import close_pools
 from deskmcp.google.auth import token_store
-from deskmcp.google.sealed_tokens import PostgresTokenStore, close_pools
+from deskmcp.google.sealed_tokens import PostgresTokenStore
 from deskmcp.servers import SERVERS
 from deskmcp.users import read_user_settings, user_settings, user_workspace
 from tests.helpers.postgres import Postgres, fresh_database, session_cluster

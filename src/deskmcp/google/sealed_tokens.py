@@ -19,17 +19,16 @@ import base64
 import binascii
 import json
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deskmcp.core.errors import AuthRequired, BadRequest, IOFailure
+from deskmcp.core.postgres import shared_pool
 
 if TYPE_CHECKING:
     from psycopg import Connection
-    from psycopg_pool import ConnectionPool
 
 TABLE = "deskmcp_google_tokens"
 SIGN_IN = "Sign in to Google again (GET /auth/url)."
@@ -90,38 +89,10 @@ class SealingKeys:
             raise AuthRequired(f"The stored Google token does not open for this user. {SIGN_IN}", {}) from None
 
 
-_POOLS: dict[str, ConnectionPool[Any]] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def pool(url: str) -> ConnectionPool[Any]:
-    """One connection pool per database per process, its table created on first use."""
-    with _POOLS_LOCK:
-        if url not in _POOLS:
-            from psycopg_pool import ConnectionPool
-
-            created: ConnectionPool[Any] = ConnectionPool(
-                url, min_size=1, max_size=8, open=True, timeout=30, name="deskmcp"
-            )
-            try:
-                with created.connection() as conn:
-                    conn.execute(
-                        f"CREATE TABLE IF NOT EXISTS {TABLE} (owner TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
-                        " sealed BYTEA NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
-                    )
-            except Exception:
-                created.close()
-                raise
-            _POOLS[url] = created
-        return _POOLS[url]
-
-
-def close_pools() -> None:
-    """Close every pool this process opened (tests, shutdown)."""
-    with _POOLS_LOCK:
-        for each in _POOLS.values():
-            each.close()
-        _POOLS.clear()
+SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (owner TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
+    " sealed BYTEA NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
+)
 
 
 class Held:
@@ -153,7 +124,7 @@ class PostgresTokenStore:
         import psycopg
 
         try:
-            with pool(self.url).connection() as conn:
+            with shared_pool(self.url, SCHEMA).connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise IOFailure(f"The token database could not be reached: {exc}. Check DESKMCP_DATABASE_URL.") from exc

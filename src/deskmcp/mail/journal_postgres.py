@@ -10,7 +10,6 @@ again.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -19,44 +18,19 @@ import orjson
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import IOFailure
+from deskmcp.core.postgres import shared_pool
 from deskmcp.mail.journal import JournalRow
 
 if TYPE_CHECKING:
     from psycopg import Connection
-    from psycopg_pool import ConnectionPool
 
 TABLE = "deskmcp_mail_sends"
 
-_POOLS: dict[str, ConnectionPool[Any]] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(url: str) -> ConnectionPool[Any]:
-    with _POOLS_LOCK:
-        if url not in _POOLS:
-            from psycopg_pool import ConnectionPool
-
-            created: ConnectionPool[Any] = ConnectionPool(url, min_size=1, max_size=8, open=True, timeout=30)
-            try:
-                with created.connection() as conn:
-                    conn.execute(
-                        f"CREATE TABLE IF NOT EXISTS {TABLE} (owner TEXT NOT NULL, key TEXT NOT NULL, request TEXT,"
-                        " rfc TEXT, status TEXT, raw BYTEA, thread_hint TEXT, result TEXT, created TEXT, updated TEXT,"
-                        " PRIMARY KEY (owner, key))"
-                    )
-            except Exception:
-                created.close()
-                raise
-            _POOLS[url] = created
-        return _POOLS[url]
-
-
-def close_pools() -> None:
-    """Close every pool this process opened (tests, shutdown)."""
-    with _POOLS_LOCK:
-        for each in _POOLS.values():
-            each.close()
-        _POOLS.clear()
+SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (owner TEXT NOT NULL, key TEXT NOT NULL, request TEXT,"
+    " rfc TEXT, status TEXT, raw BYTEA, thread_hint TEXT, result TEXT, created TEXT, updated TEXT,"
+    " PRIMARY KEY (owner, key))"
+)
 
 
 class PostgresSendJournal:
@@ -71,7 +45,7 @@ class PostgresSendJournal:
         import psycopg
 
         try:
-            with _pool(self.url).connection() as conn:
+            with shared_pool(self.url, SCHEMA).connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise IOFailure(
