@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
+import types
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email import policy
@@ -12,6 +14,8 @@ from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 def make_mail(
@@ -94,3 +98,22 @@ class SinkHandler:
             Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.original_content))
         )
         return "250 OK"
+
+
+def fake_keyring(monkeypatch: pytest.MonkeyPatch, stored: dict[str, str]) -> list[str]:
+    """Stand the optional `keyring` package in for this test with `stored` entries (`kind:host:user`
+    names under the service `deskmcp`); returns the list of `service/name` lookups made."""
+    asked: list[str] = []
+
+    def get_password(service: str, name: str) -> str | None:
+        asked.append(f"{service}/{name}")
+        return stored.get(name)
+
+    fake = types.ModuleType("keyring")
+    fake.get_password = get_password  # type: ignore[attr-defined]
+    errors = types.ModuleType("keyring.errors")
+    errors.KeyringError = RuntimeError  # type: ignore[attr-defined]
+    fake.errors = errors  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "keyring", fake)
+    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
+    return asked

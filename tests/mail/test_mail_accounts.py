@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.mail.server import Settings, create_server, unavailable
-from tests.helpers.mail import SmtpSink, audit_lines, deliver, make_mail
+from tests.helpers.mail import SmtpSink, audit_lines, deliver, fake_keyring, make_mail
 from tests.helpers.tool_calls import call, fail
 from tests.mail.dovecot import (
     PASSWORD,
@@ -280,25 +280,9 @@ def test_security_a_password_from_the_os_keyring_is_looked_up_for_its_host_and_u
 ) -> None:
     """Two accounts with the same user on different hosts never share a keyring password: the entry
     names the host it was stored for."""
-    import sys
-    import types
-
     from deskmcp.mail.service import secret
 
-    stored = {"smtp:smtp.work.test:bob": "work-secret"}
-    asked: list[str] = []
-
-    def get_password(service: str, name: str) -> str | None:
-        asked.append(f"{service}/{name}")
-        return stored.get(name)
-
-    fake = types.ModuleType("keyring")
-    fake.get_password = get_password  # type: ignore[attr-defined]
-    errors = types.ModuleType("keyring.errors")
-    errors.KeyringError = RuntimeError  # type: ignore[attr-defined]
-    fake.errors = errors  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "keyring", fake)
-    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
+    asked = fake_keyring(monkeypatch, {"smtp:smtp.work.test:bob": "work-secret"})
 
     assert secret(None, "smtp", "bob", "SMTP.work.test") == "work-secret"
     assert secret(None, "smtp", "bob", "smtp.elsewhere.test") is None

@@ -4,8 +4,6 @@ sent to that host for whichever user names it in their settings."""
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -13,30 +11,14 @@ import pytest
 from deskmcp.mail.service import account_password
 from deskmcp.mail.settings import MailSettings
 from deskmcp.users import settings_of
+from tests.helpers.mail import fake_keyring
 from tests.helpers.principals import principal
-
-
-def machine_keyring(monkeypatch: pytest.MonkeyPatch, stored: dict[str, str]) -> list[str]:
-    asked: list[str] = []
-
-    def get_password(service: str, name: str) -> str | None:
-        asked.append(f"{service}/{name}")
-        return stored.get(name)
-
-    fake = types.ModuleType("keyring")
-    fake.get_password = get_password  # type: ignore[attr-defined]
-    errors = types.ModuleType("keyring.errors")
-    errors.KeyringError = RuntimeError  # type: ignore[attr-defined]
-    fake.errors = errors  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "keyring", fake)
-    monkeypatch.setitem(sys.modules, "keyring.errors", errors)
-    return asked
 
 
 def test_security_a_users_mail_never_takes_a_password_from_the_machines_keyring(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    asked = machine_keyring(monkeypatch, {"smtp:smtp.work.test:bob": "owner-secret", "imap:imap.work.test:bob": "x"})
+    asked = fake_keyring(monkeypatch, {"smtp:smtp.work.test:bob": "owner-secret", "imap:imap.work.test:bob": "x"})
     values = {
         "MAIL_SMTP_HOST": "smtp.work.test",
         "MAIL_SMTP_USER": "bob",
