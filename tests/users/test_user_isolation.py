@@ -92,7 +92,15 @@ class Deployment:
 
 
 def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file under `folder` with its bytes, but the index folder (`.deskmcp/index`): the user's own
+    servers keep writing their indexes in the background (a commit begun before the snapshot may
+    end after it), and no tool writes there for anyone."""
+    index = folder / ".deskmcp" / "index"
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_relative_to(index)
+    }
 
 
 @pytest.fixture(scope="module")
