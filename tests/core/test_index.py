@@ -362,6 +362,15 @@ def test_a_snippet_from_a_long_field_shows_the_match_far_into_it(index: SearchIn
     assert "⟦café⟧" in (index.search("cafe")[0].snippet or "")
 
 
+def test_a_long_field_is_windowed_at_a_word_that_begins_there_not_inside_another(index: SearchIndex):
+    filler = "lorem ipsum dolor sit amet " * 400
+    text = "Zoë " + filler + "the rebudgeting talk " + filler + "then the Budget review " + filler
+    index.sync([rec("c", "Réunion", text)])
+    snippet = index.search("budget")[0].snippet or ""
+    assert "⟦Budget⟧ review" in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+
+
 def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_once(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ):

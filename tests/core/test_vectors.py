@@ -124,6 +124,18 @@ def test_hybrid_hits_carry_their_lexical_and_semantic_ranks(index: SearchIndex):
     assert "automobile" in (meaning.hit.snippet or "")
 
 
+def test_hybrid_snippets_of_word_matches_are_those_lexical_search_gives(index: SearchIndex):
+    long = " ".join(["filler"] * 200) + " the vehicle inspection is due " + " ".join(["filler"] * 200)
+    index.sync([rec(f"n{i}", f"Note {i}", long if i % 2 else f"vehicle number {i}") for i in range(12)])
+    vectors = VectorIndex(index, ConceptEmbedder(), chunker)
+    lexical = {h.key: h.snippet for h in index.search("vehicle", limit=20)}
+    result = fusion.search(index, vectors, "vehicle", mode="hybrid", limit=4, offset=2)
+    assert len(result.hits) == 4
+    for ranked in result.hits:
+        assert ranked.hit.snippet == lexical[ranked.hit.key]
+        assert "⟦vehicle⟧" in (ranked.hit.snippet or "")
+
+
 def test_lexical_mode_ranks_only_by_words(index: SearchIndex):
     index.sync([rec("words", "Vehicle log", "mileage"), rec("meaning", "Garage", "the automobile")])
     vectors = VectorIndex(index, ConceptEmbedder(), chunker)

@@ -143,7 +143,8 @@ def search(
         chosen = [Fused(m.key, m.score, None, i + 1) for i, m in enumerate(semantic)][offset : offset + limit]
         by_key: dict[str, Hit] = {}
     else:
-        lexical = index.search(query, where=where, params=params, limit=depth)
+        # snippets only for the page shown, not for every candidate
+        lexical = index.search(query, where=where, params=params, limit=depth, snippet_tokens=0)
         by_key = {h.key: h for h in lexical}
         fused = fuse(
             [(h.key, h.score or 0.0) for h in lexical],
@@ -152,6 +153,9 @@ def search(
             weight=weight,
         )
         chosen = fused[offset : offset + limit]
+        shown = index.search_snippets(query, [item.key for item in chosen if item.key in by_key])
+        for key, snippet in shown.items():
+            by_key[key].snippet = snippet
     best_chunk = {m.key: m for m in semantic}
     out: list[RankedHit] = []
     for item in chosen:

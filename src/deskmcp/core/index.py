@@ -511,7 +511,9 @@ class SearchIndex:
 
         Ranked: a record holding any word of `query` matches, one holding every word (stop words
         aside) scores more; `every_word` (a filter): each word but the stop words must match.
-        `where` filters over `docs d` with `params`; snippets mark matches with ⟦...⟧.
+        `where` filters over `docs d` with `params`; snippets mark matches with ⟦...⟧
+        (`snippet_tokens=0`: none, e.g. for candidates of which only a page is shown, whose
+        snippets `search_snippets` then gives).
         """
         asked = self._text.user_query(query, every=every_word)
         parsed = asked.query
@@ -537,10 +539,24 @@ class SearchIndex:
                 int(r[0]): r[1:]
                 for r in conn.execute(f"SELECT d.id, {self._select_cols()} FROM docs d WHERE d.id IN ({marks})", ids)
             }
-            texts = self._texts(conn, ids)
+            texts = self._texts(conn, ids) if snippet_tokens > 0 else {}
         marks = (SNIPPET_OPEN, SNIPPET_CLOSE)
-        snippets = self._text.snippets(asked.marked, texts, snippet_tokens, marks, asked.words)
+        snippets = self._text.snippets(asked.marked, texts, snippet_tokens, marks, asked.words) if texts else {}
         return [self._hit(rows[i], score, snippets.get(i)) for i, score in ranked if i in rows]
+
+    def search_snippets(
+        self, query: str, keys: Sequence[str], *, snippet_tokens: int = 16, every_word: bool = False
+    ) -> dict[str, str]:
+        """The snippets `search` gives the records `keys` for `query` (keys without one left out)."""
+        if not keys:
+            return {}
+        asked = self._text.user_query(query, every=every_word)
+        marks = ", ".join("?" * len(keys))
+        with self.reader() as conn:
+            ids = {int(i): k for i, k in conn.execute(f"SELECT id, key FROM docs WHERE key IN ({marks})", list(keys))}
+            texts = self._texts(conn, list(ids))
+        found = self._text.snippets(asked.marked, texts, snippet_tokens, (SNIPPET_OPEN, SNIPPET_CLOSE), asked.words)
+        return {ids[i]: text for i, text in found.items()}
 
     def unmatched_terms(self, query: str, *, where: str = "", params: Sequence[Any] = ()) -> list[str]:
         """The terms of the search text `query` (as written; excluded ones aside) that no record

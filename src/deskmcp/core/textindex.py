@@ -569,15 +569,15 @@ class TextIndex:
         Fields are tried in the schema's order, and the first passage showing as many matches as
         the query has words is taken.
 
-        An ASCII field where none of `words` can occur is skipped, and a long one (a
-        transcript) is cut to a window around the first place one may occur before it is
-        analysed, so a snippet costs the same for 2 KB or 2 MB."""
+        An ASCII field where none of `words` can occur is skipped, and a long field (a
+        transcript) is cut to a window around the first place one of them occurs before it is
+        analysed, so a snippet costs the same for 2 KB or 2 MB. (A word written with accents
+        the analyser folds away may be found in a non-ASCII field only by analysing all of it.)"""
         tv = self._tv
         searcher = self.searcher()
         width = max(40, tokens * 8)
         # A stem is a prefix of its word save for a letter or two ("compani" <- "company").
-        stems = sorted({w[: max(3, len(w) - 2)] for w in words}, key=len, reverse=True)
-        finder = re.compile(r"\b(?:" + "|".join(map(re.escape, stems)) + ")", re.IGNORECASE) if stems else None
+        stems = sorted({w[: max(3, len(w) - 2)].lower() for w in words})
         generators: dict[str, tantivy.SnippetGenerator] = {}  # made for the fields a snippet is tried in
         wanted = max(1, len(set(words)))
         out: dict[int, str] = {}
@@ -588,13 +588,12 @@ class TextIndex:
                     continue
                 head = 0
                 piece = text
-                if finder is not None and text.isascii():
-                    found = finder.search(text)
-                    if found is None:
-                        continue  # none of the words can be in this field
-                    if len(text) > 2 * WINDOW:
-                        head = max(0, found.start() - WINDOW // 2)
-                        piece = text[head : found.start() + WINDOW]
+                found = _first_word_start(text.lower(), stems) if stems else -1
+                if found < 0 and stems and text.isascii():
+                    continue  # none of the words can be in this field
+                if found >= 0 and len(text) > 2 * WINDOW:
+                    head = max(0, found - WINDOW // 2)
+                    piece = text[head : found + WINDOW]
                 generator = generators.get(name)
                 if generator is None:
                     generator = generators[name] = tv.SnippetGenerator.create(searcher, query, self.schema, name)
@@ -620,6 +619,22 @@ class TextIndex:
                 best = (0, 0, first[:width] + ("…" if len(first) > width else ""))
             out[doc_id] = best[2]
         return out
+
+
+def _first_word_start(lowered: str, stems: Sequence[str]) -> int:
+    """Where in `lowered` (a lower-cased text) one of `stems` first begins a word, or -1.
+    (`str.find`, then a look at the character before: many times faster than a case-blind
+    regex's `\\b` over a long transcript.)"""
+    best = -1
+    for stem in stems:
+        at = lowered.find(stem)
+        while at >= 0 and (best < 0 or at < best):
+            before = lowered[at - 1] if at else " "
+            if not (before.isalnum() or before == "_"):
+                best = at
+                break
+            at = lowered.find(stem, at + 1)
+    return best
 
 
 @dataclass
