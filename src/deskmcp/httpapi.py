@@ -28,7 +28,7 @@ import logging
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -577,7 +577,8 @@ def _host_checked(
 
 
 def uvicorn_settings(options: HttpOptions) -> dict[str, Any]:
-    """The uvicorn `Config` arguments that bound what a slow or idle client can hold.
+    """The uvicorn `Config` arguments that bound what a slow or idle client can hold (and send
+    each response without waiting on Nagle's algorithm, see `read_timeout_protocol`).
 
     uvicorn's own X-Forwarded-* handling is off: it would believe any loopback peer by default;
     the app believes only `HttpOptions.trusted_proxies`."""
@@ -594,6 +595,11 @@ def read_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
 
     uvicorn has no such limit of its own: its keep-alive timer stops at the first byte received,
     so a client sending a header a byte at a time would hold a connection (and its memory) for ever.
+
+    Each connection also gets TCP_NODELAY. asyncio sets it only on sockets created with
+    `IPPROTO_TCP` named, which uvicorn's (and `bind`'s) are not; without it the body written after
+    a response's head waited for the client's delayed ACK, about 40 ms on every request of a
+    kept-alive connection.
     """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -602,6 +608,10 @@ def read_timeout_protocol(seconds: float) -> type[asyncio.Protocol]:
         _read_deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                with suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             super().connection_made(transport)
             self._arm()
 

@@ -91,3 +91,25 @@ def test_a_request_sent_in_time_on_a_kept_alive_connection_is_answered(serve: An
 
     assert first.status_code == 200
     assert second.status_code == 200
+
+
+def test_every_connection_sends_its_responses_without_waiting_for_the_clients_acknowledgements(
+    serve: Any, workspace: Path
+) -> None:
+    # Nagle's algorithm held a response's body back until the client acknowledged its head,
+    # which a client delays by up to 40 ms: on every request of a kept-alive connection.
+    options = HttpOptions()
+    settings = uvicorn_settings(options)
+    nodelay: list[int] = []
+
+    class Recording(settings["http"]):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            nodelay.append(transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    app = create_app(compose([get_spec("meetings")]), options)
+    with serve(app, nodelay=False, **{**settings, "http": Recording}) as base, httpx2.Client(timeout=30) as client:
+        answers = [client.get(base + "/").status_code for _ in range(3)]
+
+    assert answers == [200, 200, 200]
+    assert len(nodelay) == 1 and nodelay[0] != 0
