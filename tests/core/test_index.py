@@ -304,7 +304,35 @@ def test_a_rebuild_reads_the_stored_texts_not_the_sources(tmp_path: Path):
     idx.close()
 
 
-def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(tmp_path: Path):
+def test_a_new_empty_index_opens_without_building_its_text_index_and_fills_it_on_the_first_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "new.sqlite3"
+
+    def refused(self: SearchIndex) -> int:
+        raise AssertionError("an empty index was rebuilt")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(SearchIndex, "rebuild_text", refused)
+        first = SearchIndex(path, SCHEMA)
+        again = SearchIndex(path, SCHEMA)  # a second process opening it meanwhile
+    assert first.search("anything") == [] and first.count() == 0
+    first.apply([rec("a", "one", "shared words")])
+    assert [h.key for h in first.search("shared")] == ["a"]  # (the read commits the write)
+    assert [h.key for h in again.search("shared")] == ["a"]
+    again.close()
+    first.close()
+    reopened = SearchIndex(path, SCHEMA)
+    assert [h.key for h in reopened.search("words")] == ["a"]
+    reopened.close()
+
+
+def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import deskmcp.core.textindex as textindex
+
+    monkeypatch.setattr(textindex, "IDLE_RELEASE", 0.3)  # each waits for the other's idle writer to let go
     path = tmp_path / "l.sqlite3"
     first = SearchIndex(path, SCHEMA)
     first.apply([rec("a", "one", "shared")])

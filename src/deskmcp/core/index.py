@@ -193,6 +193,8 @@ class SearchIndex:
         with self._write_lock:
             if self._text.stamp() == self._stamp(self._writer):
                 return
+            if self._text.empty() and self._writer.execute("SELECT 1 FROM texts LIMIT 1").fetchone() is None:
+                return  # nothing on either side to bring together (the first write stamps the text)
             self._text.begin()  # another process may be between its two commits: wait for it
             try:
                 found, wanted = self._text.stamp(), self._stamp(self._writer)

@@ -166,6 +166,10 @@ class TextIndex:
         index.config_reader("manual")
         return index
 
+    def empty(self) -> bool:
+        """Whether the index holds no document at all (not even a stamp)."""
+        return self._searcher.num_docs == 0
+
     def stamp(self) -> str | None:
         """The generation this index reflects (None when it has never been committed)."""
         tv = self._tv
