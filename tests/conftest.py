@@ -1,8 +1,20 @@
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.tool_memo import remember_tools
+
+if sys.dont_write_bytecode:
+    # With PYTHONDONTWRITEBYTECODE set (as on many container images), every run would compile each
+    # module and rewrite each test module's asserts again: about 10 CPU-seconds per process, paid
+    # by every pytest-xdist worker. The suite keeps its compiled modules apart, in the git-ignored
+    # .pytest_cache/pycache, and leaves no __pycache__ in the source tree.
+    sys.pycache_prefix = str(Path(__file__).resolve().parent.parent / ".pytest_cache" / "pycache")
+    sys.dont_write_bytecode = False
 
 # Fixtures that start a process (an IMAP server, LibreOffice, the mermaid.js worker): every test that
 # uses one, directly or through another fixture, is an e2e test, so `pytest -m "not e2e"` stays fast.
@@ -18,6 +30,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             used |= {value for value in callspec.params.values() if isinstance(value, str)}
         if used & PROCESS_FIXTURES:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tools_built_once() -> Iterator[None]:
+    """Servers built by tests derive each tool's schemas once per session (tests/helpers/tool_memo.py)."""
+    with remember_tools():
+        yield
 
 
 @pytest.fixture
