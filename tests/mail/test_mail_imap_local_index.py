@@ -5,6 +5,8 @@ flagged messages, a new UIDVALIDITY) is in the copy after a sync, even after a s
 from __future__ import annotations
 
 import re
+import threading
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -203,6 +205,30 @@ def test_word_search_answers_from_the_synced_copy_with_the_servers_results(
     finally:
         local.close()
         server_only.close()
+
+
+def test_a_search_of_the_synced_copy_selects_a_folder_only_for_its_state_and_for_the_page(
+    dovecot: Dovecot, account: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = backend(dovecot, account, tmp_path / "imap.sqlite3")
+    try:
+        local.sync_all()
+        expected = listed(local, "in:anywhere acme")
+        here = threading.current_thread()  # (the background sync selects on a connection of its own)
+        selected: list[str] = []
+        select = IMAPClient.select_folder
+
+        def counting(client: IMAPClient, folder: str, readonly: bool = False) -> Any:
+            if threading.current_thread() is here:
+                selected.append(folder)
+            return select(client, folder, readonly=readonly)
+
+        monkeypatch.setattr(IMAPClient, "select_folder", counting)
+        assert listed(local, "in:anywhere acme") == expected
+    finally:
+        local.close()
+    assert len(expected) > 1 and selected
+    assert max(Counter(selected).values()) <= 2, Counter(selected)
 
 
 def test_word_search_sees_mail_that_arrived_since_the_last_sync(

@@ -398,7 +398,8 @@ class ImapBackend:
         for folder, (validity, uids) in per_folder.items():
             if not uids:
                 continue
-            self._select(client, folder, readonly=True)
+            if not self.ordering.knows((folder, validity), uids):  # (known: a search of the local copy)
+                self._select(client, folder, readonly=True)
             times = self.ordering.times(client, (folder, validity), uids)
             keyed.extend(((times[u], folder, u), validity) for u in uids)
         keyed.sort(key=lambda item: order(item[0]))

@@ -51,6 +51,11 @@ class Ordering:
         for uid, when in times.items():
             self._times[(folder, validity, uid)] = when
 
+    def knows(self, where: Where, uids: list[int]) -> bool:
+        """Whether the sort time of every uid is known here (`times` then asks the server nothing)."""
+        folder, validity = where
+        return all((folder, validity, u) in self._times for u in uids)
+
     def times(self, client: Any, where: Where, uids: list[int]) -> dict[int, float]:
         """The sort time of each uid in the selected folder."""
         folder, validity = where
