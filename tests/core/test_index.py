@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 
 SCHEMA = IndexSchema(
@@ -325,6 +325,27 @@ def test_a_new_empty_index_opens_without_building_its_text_index_and_fills_it_on
     reopened = SearchIndex(path, SCHEMA)
     assert [h.key for h in reopened.search("words")] == ["a"]
     reopened.close()
+
+
+def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import deskmcp.core.textindex as textindex
+
+    monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
+    monkeypatch.setattr(textindex, "LOCK_WAIT", 0.3)
+    path = tmp_path / "s.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.apply([rec("a", "one", "bulk")])
+    assert [h.key for h in first.search("bulk")] == ["a"]  # committed, the writer kept
+    second = SearchIndex(path, SCHEMA)
+    with pytest.raises(IOFailure):  # the first still holds its writer
+        second.apply([rec("b", "two", "bulk")])
+    first.settle()
+    second.apply([rec("b", "two", "bulk")])
+    assert {h.key for h in second.search("bulk")} == {"a", "b"}
+    second.close()
+    first.close()
 
 
 def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(

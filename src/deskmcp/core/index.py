@@ -438,6 +438,12 @@ class SearchIndex:
         """Commit pending text-index writes now (they are otherwise committed before the next search)."""
         self._text.commit()
 
+    def settle(self) -> None:
+        """After a bulk write (a first index): commit, finish merging and release the text
+        index's writer and its memory now instead of after the usual idle pause."""
+        with self._write_lock:
+            self._text.settle()
+
     # -- reading ---------------------------------------------------------------------------
 
     def _select_cols(self) -> str:

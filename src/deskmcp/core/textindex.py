@@ -255,6 +255,11 @@ class TextIndex:
         self._timer.daemon = True
         self._timer.start()
 
+    def settle(self) -> None:
+        """Commit now, let the merges finish and drop the writer (its memory goes back to the
+        system): after a bulk write, rather than once writes have paused for IDLE_RELEASE."""
+        self._idle()
+
     def _idle(self) -> None:
         with self._lock:
             try:

@@ -153,6 +153,7 @@ class MeetingService:
     def _index_first(self) -> None:
         try:
             self.refresh()
+            self.index.settle()  # the writer's memory (about 100 MB) back now, not after a pause
         except Exception:  # the outermost handler of the thread: the next call refreshes again
             log.exception("the first index of the Granola cache failed; the next call reads it again")
         finally:

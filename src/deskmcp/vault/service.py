@@ -133,6 +133,7 @@ class VaultService:
         def run() -> None:
             try:
                 self.catalog.scan(on_walked=on_walked, deferred=True)
+                self.catalog.index.settle()  # the writer's memory back now, not after a pause
             except Exception:  # the outermost handler of the thread: later scans retry
                 log.exception("the start-up scan of the vault failed; the next call scans again")
             finally:
