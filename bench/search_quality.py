@@ -22,7 +22,8 @@ dependency group, imported into a model store and run by deskmcp's numpy backend
 model2vec: no encoder pass at all, the floor of what a static model gives). For each ranker and slice the
 difference in nDCG@10 to BM25 comes with a paired bootstrap 95% interval (queries resampled
 with replacement, 2,000 times, seed 0). `--weights` also runs hybrid at other semantic weights
-(through `core.fusion.search`, the code search_notes calls) to tune `fusion.SEMANTIC_WEIGHT`.
+(through `core.fusion.search`, the code search_notes calls) to tune `fusion.SEMANTIC_WEIGHT`
+(and a kind of model's own `fusion_weight`).
 
 Gate: the run exits with status 1 when hybrid (default weight and fusion) is below BM25 - 0.005
 nDCG@10 on any slice, for any encoder.

@@ -136,6 +136,27 @@ def test_hybrid_snippets_of_word_matches_are_those_lexical_search_gives(index: S
         assert "⟦vehicle⟧" in (ranked.hit.snippet or "")
 
 
+def test_hybrid_weighs_the_semantic_side_by_the_models_own_fusion_weight(index: SearchIndex):
+    from deskmcp.core.embedders.static import StaticEmbedder
+
+    class WordsOnly(ConceptEmbedder):
+        fusion_weight = 0.0
+
+    index.sync(
+        [rec("words", "Vehicle log", "mileage"), rec("meaning", "Garage", "the automobile"), rec("z", "Z", "soup")]
+    )
+
+    def score_of_meaning(vectors: VectorIndex) -> float:
+        hits = fusion.search(index, vectors, "vehicle", mode="hybrid", limit=3).hits
+        return next(r.hit.score or 0.0 for r in hits if r.hit.key == "meaning")
+
+    assert fusion.weight_for(VectorIndex(index, ConceptEmbedder(), chunker)) == fusion.SEMANTIC_WEIGHT
+    assert score_of_meaning(VectorIndex(index, ConceptEmbedder(), chunker)) > 0.0
+    assert fusion.weight_for(VectorIndex(index, WordsOnly(), chunker)) == 0.0
+    assert score_of_meaning(VectorIndex(index, WordsOnly(), chunker)) == 0.0
+    assert StaticEmbedder.fusion_weight == 0.1  # a static model's weaker ranking weighs less
+
+
 def test_lexical_mode_ranks_only_by_words(index: SearchIndex):
     index.sync([rec("words", "Vehicle log", "mileage"), rec("meaning", "Garage", "the automobile")])
     vectors = VectorIndex(index, ConceptEmbedder(), chunker)

@@ -33,10 +33,10 @@ ModeArg = Annotated[Mode | None, Field(description="Default: hybrid if a model i
 """The `mode` argument every search tool shares (one schema, one description)."""
 
 SEMANTIC_WEIGHT = 0.3
-"""w in the convex combination. Tuned on the benchmark (`--weights`, docs/search.md): a weak static
-model is best on QMSum at 0.1 and falls below plain BM25 at 0.3, while the paraphrase set wants
-more weight (0.64 Recall@10 at 0.1, 0.73 at 0.3); at 0.3 all-MiniLM-L6-v2 lifted QMSum topics
-(+0.048 nDCG@10 in an earlier measurement on 18 meetings)."""
+"""w in the convex combination, unless the model names its own (`fusion_weight`, see
+`weight_for`). Tuned on the benchmark (`--weights`, docs/search.md): at 0.3 all-MiniLM-L6-v2
+lifts every QMSum slice over plain BM25 (+0.008 to +0.038 nDCG@10, all 40 meetings), while a
+weak static model falls below it at 0.3 and is best at 0.1, the weight static models carry."""
 RRF_K = 60
 CANDIDATES = 50
 """Candidates taken from each side before fusing (more when a later page is asked for)."""
@@ -47,6 +47,13 @@ NO_MODEL = (
 )
 
 K = TypeVar("K", bound=Hashable)
+
+
+def weight_for(vectors: VectorIndex) -> float:
+    """The semantic weight of hybrid search with this index's model: its `fusion_weight` if it
+    names one, else SEMANTIC_WEIGHT."""
+    weight = getattr(vectors.embedder, "fusion_weight", SEMANTIC_WEIGHT)
+    return float(weight) if isinstance(weight, int | float) else SEMANTIC_WEIGHT
 
 
 def pick_mode(asked: str | None, has_model: bool) -> Mode:
@@ -130,9 +137,10 @@ def search(
     limit: int = 20,
     offset: int = 0,
     fusion: Fusion = "convex",
-    weight: float = SEMANTIC_WEIGHT,
+    weight: float | None = None,
 ) -> ModeResult:
-    """Up to `limit` hits after `offset` for `query` in `mode` (`pick_mode` chose it)."""
+    """Up to `limit` hits after `offset` for `query` in `mode` (`pick_mode` chose it); hybrid
+    weighs the semantic side by `weight`, by default the model's (`weight_for`)."""
     if mode == "lexical" or vectors is None:
         hits = index.search(query, where=where, params=params, limit=limit, offset=offset)
         return ModeResult([RankedHit(h, offset + i + 1, None) for i, h in enumerate(hits)], "lexical")
@@ -150,7 +158,7 @@ def search(
             [(h.key, h.score or 0.0) for h in lexical],
             [(m.key, m.score) for m in semantic],
             fusion=fusion,
-            weight=weight,
+            weight=weight_for(vectors) if weight is None else weight,
         )
         chosen = fused[offset : offset + limit]
         shown = index.search_snippets(query, [item.key for item in chosen if item.key in by_key])
