@@ -311,7 +311,7 @@ class ImapBackend:
                     uids = uids[self.ordering.after(client, where, uids, boundary) :]
                 elif len(folders) == 1:
                     uids, skip = uids[offset:], 0
-                per_folder[folder] = (validity, list(uids[: skip + limit + 1]))
+                per_folder[folder] = (validity, uids[: skip + limit + 1])
             if len(folders) == 1:
                 folder = folders[0]
                 validity, head = per_folder[folder]
