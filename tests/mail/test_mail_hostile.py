@@ -23,6 +23,28 @@ def nested_multiparts(depth: int, subject: str = "Deep") -> bytes:
     return head + opening + b"Content-Type: text/plain\r\n\r\nbottom\r\n" + closing
 
 
+def wide_multiparts(parts: int) -> bytes:
+    head = b"From: Digest <digest@lists.test>\r\nSubject: Wide\r\nMIME-Version: 1.0\r\n"
+    body = b"".join(
+        b'--outer\r\nContent-Type: multipart/alternative; boundary="in%d"\r\n\r\n'
+        b"--in%d\r\nContent-Type: text/plain\r\n\r\npart %d\r\n--in%d--\r\n" % (i, i, i, i)
+        for i in range(parts)
+    )
+    return head + b'Content-Type: multipart/mixed; boundary="outer"\r\n\r\n' + body + b"--outer--\r\n"
+
+
+def test_security_nesting_is_measured_from_the_boundaries_so_a_deep_message_is_not_parsed_but_a_wide_one_is() -> None:
+    from deskmcp.mail.mime import PARSE_DEPTH, NestingTooDeep, nesting_depth, parse_bytes
+
+    deep, wide = nested_multiparts(1200), wide_multiparts(PARSE_DEPTH + 200)
+    assert nesting_depth(deep) == 1200 and nesting_depth(nested_multiparts(5)) == 5
+    assert nesting_depth(wide) == 2
+    refused = parse_bytes(deep)
+    assert any(isinstance(d, NestingTooDeep) for d in refused.defects) and refused["Subject"] == "Deep"
+    parsed = parse_bytes(wide, fast=True)
+    assert not parsed.defects and len(parsed.get_payload()) == PARSE_DEPTH + 200
+
+
 async def test_security_a_message_nested_1200_multiparts_deep_is_listed_and_never_blocks_the_others(
     connect: Connect, workspace: Path
 ) -> None:

@@ -105,18 +105,49 @@ class ParsedMail:
         return _WS.sub(" ", self.body).strip()[:SNIPPET_CHARS]
 
 
+PARSE_DEPTH = 800
+"""Multipart levels beyond which a message is read headers only without trying the parser,
+which recurses per level and would fail at Python's recursion limit after seconds of work."""
+_BOUNDARY_PARAM = re.compile(rb'boundary\s*=\s*(?:"([^"\r\n]*)"|([^\s;"]+))', re.IGNORECASE)
+
+
+def nesting_depth(raw: bytes) -> int:
+    """How deep multiparts nest in `raw`, read from its boundary declarations and closing
+    delimiter lines in one pass (a declared part whose closing line never comes stays open, so
+    a message cut short counts as deep as it was declared)."""
+    opened: dict[bytes, int] = {}
+    depth = deepest = 0
+    for line in raw.splitlines():
+        if line.startswith(b"--"):
+            closing = line.rstrip()
+            if closing.endswith(b"--") and (level := opened.get(closing[2:-2])) is not None:
+                depth = level
+                opened = {b: lv for b, lv in opened.items() if lv < level}
+                continue
+        for found in _BOUNDARY_PARAM.finditer(line):
+            boundary = found.group(1) if found.group(1) is not None else found.group(2)
+            if boundary not in opened:
+                opened[boundary] = depth
+                depth += 1
+                deepest = max(deepest, depth)
+    return deepest
+
+
 def parse_bytes(raw: bytes, *, fast: bool = False) -> EmailMessage:
     """Parse with the modern policy, or (`fast`) with compat32 for bulk indexing.
 
     A structure too deep for the parser (it recurses per level) is read headers only, with a
-    `NestingTooDeep` defect, so one hostile message never makes a whole listing fail."""
+    `NestingTooDeep` defect, so one hostile message never makes a whole listing fail; one that
+    declares over PARSE_DEPTH nested boundaries is read so without trying."""
     parser = _FAST_PARSER if fast else _PARSER
     try:
-        return parser.parsebytes(raw)  # type: ignore[return-value]
+        if raw.count(b"oundary") <= PARSE_DEPTH or nesting_depth(raw) <= PARSE_DEPTH:
+            return parser.parsebytes(raw)  # type: ignore[return-value]
     except RecursionError:
-        msg = parser.parsebytes(raw, headersonly=True)
-        msg.defects.append(NestingTooDeep())
-        return msg  # type: ignore[return-value]
+        pass
+    msg = parser.parsebytes(raw, headersonly=True)
+    msg.defects.append(NestingTooDeep())
+    return msg  # type: ignore[return-value]
 
 
 def crlf(raw: bytes) -> bytes:
