@@ -141,7 +141,8 @@ def parse_bytes(raw: bytes, *, fast: bool = False) -> EmailMessage:
     declares over PARSE_DEPTH nested boundaries is read so without trying."""
     parser = _FAST_PARSER if fast else _PARSER
     try:
-        if raw.count(b"oundary") <= PARSE_DEPTH or nesting_depth(raw) <= PARSE_DEPTH:
+        declared = raw.count(b"oundary") + raw.count(b"OUNDARY")  # a cheap bound on the declarations
+        if declared <= PARSE_DEPTH or nesting_depth(raw) <= PARSE_DEPTH:
             return parser.parsebytes(raw)  # type: ignore[return-value]
     except RecursionError:
         pass
