@@ -6,9 +6,14 @@ pool are the `remote` extra, imported on first use.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from deskmcp.core.errors import IOFailure
+
 if TYPE_CHECKING:
+    from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
 _POOLS: dict[str, ConnectionPool[Any]] = {}
@@ -38,6 +43,19 @@ def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
                 raise
             _SCHEMAS.add((url, schema))
         return pool
+
+
+@contextmanager
+def connection(url: str, schema: LiteralString, *, unreachable: str) -> Iterator[Connection[Any]]:
+    """A connection from `url`'s shared pool (`shared_pool`). A database that cannot be reached
+    is an io_error whose message is `unreachable` with `{exc}` standing for what psycopg said."""
+    import psycopg
+
+    try:
+        with shared_pool(url, schema).connection() as conn:
+            yield conn
+    except psycopg.OperationalError as exc:
+        raise IOFailure(unreachable.format(exc=exc)) from exc
 
 
 def close_pools() -> None:

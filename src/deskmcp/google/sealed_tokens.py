@@ -20,12 +20,12 @@ import binascii
 import json
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deskmcp.core.errors import AuthRequired, BadRequest, IOFailure
-from deskmcp.core.postgres import shared_pool
+from deskmcp.core.errors import AuthRequired, BadRequest
+from deskmcp.core.postgres import connection
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -119,15 +119,10 @@ class PostgresTokenStore:
         self.associated = f"{issuer}\0{subject}".encode()
         self.owner = hashlib.sha256(self.associated).hexdigest()[:32]
 
-    @contextmanager
-    def _connection(self) -> Iterator[Connection[Any]]:
-        import psycopg
-
-        try:
-            with shared_pool(self.url, SCHEMA).connection() as conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise IOFailure(f"The token database could not be reached: {exc}. Check DESKMCP_DATABASE_URL.") from exc
+    def _connection(self) -> AbstractContextManager[Connection[Any]]:
+        return connection(
+            self.url, SCHEMA, unreachable="The token database could not be reached: {exc}. Check DESKMCP_DATABASE_URL."
+        )
 
     def _read(self, conn: Connection[Any], *, lock: bool) -> dict[str, Any] | None:
         row = conn.execute(

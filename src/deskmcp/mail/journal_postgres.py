@@ -11,14 +11,13 @@ again.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from deskmcp.core.dates import utc_stamp
-from deskmcp.core.errors import IOFailure
-from deskmcp.core.postgres import shared_pool
+from deskmcp.core.postgres import connection
 from deskmcp.mail.journal import JournalRow
 
 if TYPE_CHECKING:
@@ -40,18 +39,13 @@ class PostgresSendJournal:
         self.url = url
         self.owner = owner
 
-    @contextmanager
-    def _connection(self) -> Iterator[Connection[Any]]:
-        import psycopg
-
-        try:
-            with shared_pool(self.url, SCHEMA).connection() as conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise IOFailure(
-                f"The send journal's database could not be reached ({exc}); nothing was sent. "
-                "Check DESKMCP_DATABASE_URL and try again."
-            ) from exc
+    def _connection(self) -> AbstractContextManager[Connection[Any]]:
+        return connection(
+            self.url,
+            SCHEMA,
+            unreachable="The send journal's database could not be reached ({exc}); nothing was sent. "
+            "Check DESKMCP_DATABASE_URL and try again.",
+        )
 
     @contextmanager
     def claim(self, key: str) -> Iterator[None]:
