@@ -17,7 +17,7 @@ import json
 import secrets
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -185,6 +185,24 @@ def page(title: str, text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(_PAGE.format(title=html.escape(title), text=html.escape(text)), status_code=status)
 
 
+def authorised() -> HTMLResponse:
+    return page("deskmcp is authorised", "The Google account is connected. You can close this window.")
+
+
+def not_authorised(exc: DeskError) -> HTMLResponse:
+    return page("deskmcp was not authorised", exc.message, exc.http_status)
+
+
+def sign_in_routes(
+    auth_url: Callable[[Request], Awaitable[Response]], callback: Callable[[Request], Awaitable[Response]]
+) -> list[Route]:
+    """`/auth/url` and the callback Google redirects to (named `google_callback`)."""
+    return [
+        Route("/auth/url", auth_url, methods=["GET"]),
+        Route(CALLBACK_PATH, callback, methods=["GET"], name="google_callback"),
+    ]
+
+
 class OAuthRoutes:
     """Handlers bound to one `WebAuthorization` per scope set, created on first use."""
 
@@ -244,14 +262,11 @@ class OAuthRoutes:
                 raise BadRequest("Unknown or expired state: start again from /auth/url.", {"state": state})
             flow.finish(state, params.get("code"), params.get("error"))
         except DeskError as exc:
-            return page("deskmcp was not authorised", exc.message, exc.http_status)
-        return page("deskmcp is authorised", "The Google account is connected. You can close this window.")
+            return not_authorised(exc)
+        return authorised()
 
     def routes(self) -> list[Route]:
-        return [
-            Route("/auth/url", self.auth_url, methods=["GET"]),
-            Route(CALLBACK_PATH, self.callback, methods=["GET"], name="google_callback"),
-        ]
+        return sign_in_routes(self.auth_url, self.callback)
 
 
 def _query(url: str) -> list[tuple[str, str]]:
@@ -360,11 +375,8 @@ class PrincipalOAuthRoutes:
             data = exchange_code(settings, code, payload["v"], payload["r"], payload["s"], self.transport)
             token_store(settings).save(data)
         except DeskError as exc:
-            return page("deskmcp was not authorised", exc.message, exc.http_status)
-        return page("deskmcp is authorised", "The Google account is connected. You can close this window.")
+            return not_authorised(exc)
+        return authorised()
 
     def routes(self) -> list[Route]:
-        return [
-            Route("/auth/url", self.auth_url, methods=["GET"]),
-            Route(CALLBACK_PATH, self.callback, methods=["GET"], name="google_callback"),
-        ]
+        return sign_in_routes(self.auth_url, self.callback)
