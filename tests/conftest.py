@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 from tests.helpers.tool_memo import remember_tools
 
 if sys.dont_write_bytecode:
@@ -18,7 +19,7 @@ if sys.dont_write_bytecode:
 
 # Fixtures that start a process (an IMAP server, LibreOffice, the mermaid.js worker): every test that
 # uses one, directly or through another fixture, is an e2e test, so `pytest -m "not e2e"` stays fast.
-PROCESS_FIXTURES = frozenset({"dovecot", "dovecot_dot", "imap_server", "libreoffice_values", "renderer"})
+PROCESS_FIXTURES = frozenset({"dovecot", "dovecot_dot", "imap_server", "libreoffice_values", "renderer", "postgres"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -37,6 +38,21 @@ def _tools_built_once() -> Iterator[None]:
     """Servers built by tests derive each tool's schemas once per session (tests/helpers/tool_memo.py)."""
     with remember_tools():
         yield
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Postgres:
+    """The test session's PostgreSQL cluster (tests/helpers/postgres.py), started on first use."""
+    return session_cluster()
+
+
+@pytest.fixture
+def database(postgres: Postgres) -> Iterator[str]:
+    """A database of its own for one test; the process's pools are closed after it."""
+    from deskmcp.core.postgres import close_pools
+
+    yield fresh_database(postgres)
+    close_pools()
 
 
 @pytest.fixture

@@ -18,10 +18,8 @@ import pytest
 from pydantic import SecretStr
 
 from deskmcp.core.errors import AuthRequired
-from deskmcp.core.postgres import close_pools
 from deskmcp.google.auth import GoogleSettings, user_credentials
 from deskmcp.google.sealed_tokens import TABLE, PostgresTokenStore, SealingKeys
-from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL
 
@@ -30,17 +28,6 @@ ISSUER = "https://id.example.test"
 
 def key() -> str:
     return base64.b64encode(os.urandom(32)).decode()
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Postgres:
-    return session_cluster()
-
-
-@pytest.fixture
-def database(postgres: Postgres) -> Iterator[str]:
-    yield fresh_database(postgres)
-    close_pools()
 
 
 def token(**overrides: Any) -> dict[str, Any]:

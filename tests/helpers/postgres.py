@@ -5,13 +5,9 @@ runs both as the `postgres` OS user (PostgreSQL refuses to run as root), which t
 folder. The cluster is stopped and its folder removed at the end. Without PostgreSQL's programs
 (Debian's `postgresql`, under /usr/lib/postgresql/*/bin) `pytest.skip` says so.
 
-Test modules share one cluster per test session through `session_cluster()`:
-
-    @pytest.fixture(scope="session")
-    def postgres() -> Postgres:
-        return session_cluster()
-
-and take a database of their own per test with `fresh_database(cluster)`.
+Tests share one cluster per test session through `session_cluster()`, which the root conftest's
+`postgres` fixture returns (a test using it is e2e), and take a database of their own per test
+with `fresh_database(cluster)` (the `database` fixture).
 """
 
 from __future__ import annotations

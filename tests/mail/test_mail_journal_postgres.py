@@ -4,30 +4,16 @@ send retried on the other one, or sent by both at once, reaches the SMTP server 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from deskmcp.core.postgres import close_pools
 from deskmcp.mail.server import Settings
 from deskmcp.mail.service import MailService
 from tests.helpers.mail import SmtpSink
-from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Postgres:
-    return session_cluster()
-
-
-@pytest.fixture
-def database(postgres: Postgres) -> Iterator[str]:
-    yield fresh_database(postgres)
-    close_pools()
 
 
 def replica(tmp_path: Path, name: str, sink: SmtpSink, database: str, **overrides: Any) -> MailService:

@@ -16,15 +16,10 @@ from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import PostgresTokenStore
 from deskmcp.servers import SERVERS
 from deskmcp.users import read_user_settings, user_settings, user_workspace
-from tests.helpers.postgres import Postgres, fresh_database, session_cluster
+from tests.helpers.postgres import Postgres, fresh_database
 from tests.helpers.principals import principal
 
 pytestmark = pytest.mark.e2e  # starts PostgreSQL
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Postgres:
-    return session_cluster()
 
 
 @pytest.fixture
