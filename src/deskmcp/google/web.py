@@ -46,6 +46,25 @@ if TYPE_CHECKING:
 CALLBACK_PATH = "/callback"
 
 
+def consent_url(entry: dict[str, Any], redirect_uri: str, scopes: Sequence[str], state: str, verifier: str) -> str:
+    """Google's consent page for an authorisation-code flow with PKCE (S256 of `verifier`),
+    asking for a refresh token."""
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    query = {
+        "response_type": "code",
+        "client_id": entry.get("client_id", ""),
+        "redirect_uri": redirect_uri,
+        "scope": " ".join(scopes),
+        "state": state,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "access_type": "offline",
+        "prompt": "consent",
+        "include_granted_scopes": "true",
+    }
+    return f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+
+
 class WebAuthorization:
     """The authorisation-code flow with PKCE and a checked `state`, for `/auth/url` and `/callback`.
 
@@ -88,21 +107,8 @@ class WebAuthorization:
             del self._pending[next(iter(self._pending))]  # insertion order: the oldest first
         state = secrets.token_urlsafe(24)
         verifier = secrets.token_urlsafe(64)
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
         self._pending[state] = (verifier, redirect_uri, self.clock() + self.ttl)
-        query = {
-            "response_type": "code",
-            "client_id": entry.get("client_id", ""),
-            "redirect_uri": redirect_uri,
-            "scope": " ".join(self.scopes),
-            "state": state,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "access_type": "offline",
-            "prompt": "consent",
-            "include_granted_scopes": "true",
-        }
-        return f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+        return consent_url(entry, redirect_uri, self.scopes, state, verifier)
 
     def finish(self, state: str | None, code: str | None, error: str | None = None) -> dict[str, Any]:
         self._expire()
@@ -312,7 +318,6 @@ class PrincipalOAuthRoutes:
             return JSONResponse(exc.to_dict(), status_code=exc.http_status)
         redirect_uri = str(request.url_for("google_callback"))
         verifier = secrets.token_urlsafe(64)
-        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
         payload = {
             "iss": principal.issuer,
             "sub": principal.subject,
@@ -323,19 +328,7 @@ class PrincipalOAuthRoutes:
         }
         key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.STATE_DATA)
         state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
-        query = {
-            "response_type": "code",
-            "client_id": entry.get("client_id", ""),
-            "redirect_uri": redirect_uri,
-            "scope": " ".join(scopes),
-            "state": state,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "access_type": "offline",
-            "prompt": "consent",
-            "include_granted_scopes": "true",
-        }
-        url = f"{entry.get('auth_uri', AUTH_URI)}?{urllib.parse.urlencode(query)}"
+        url = consent_url(entry, redirect_uri, scopes, state, verifier)
         if request.query_params.get("redirect") in ("1", "true"):
             return RedirectResponse(url, status_code=302)
         return JSONResponse({"url": url, "redirect_uri": redirect_uri, "scopes": scopes})
