@@ -468,11 +468,14 @@ class _Walker:
             self.attach(part, _filename(part))
 
 
-def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
-    """Everything the tools show about a message."""
+def decode(msg: Message, *, fallback_time: float | None = None, text: bool = True) -> ParsedMail:
+    """Everything the tools show about a message; with `text` False its headers only (no body,
+    attachments or address lists: what a summary with the server's own preview shows)."""
     walker = _Walker()
     unreadable = None
-    if any(isinstance(d, NestingTooDeep) for d in msg.defects):
+    if not text:
+        body = ""
+    elif any(isinstance(d, NestingTooDeep) for d in msg.defects):
         unreadable = f"its MIME structure nests deeper than {MAX_DEPTH} levels"
         body = ""
     else:
@@ -505,7 +508,7 @@ def decode(msg: Message, *, fallback_time: float | None = None) -> ParsedMail:
         references=_MSGID.findall(header_text(msg, "References")),
         body=body.replace("\r\n", "\n").strip(),
         attachments=walker.attachments,
-        addresses={"from": address_list(sender), "to": address_list(to), "cc": address_list(cc)},
+        addresses={"from": address_list(sender), "to": address_list(to), "cc": address_list(cc)} if text else {},
         unreadable=unreadable,
         header_dated=header_dated,
     )

@@ -31,6 +31,7 @@ from deskmcp.mail.backends.imap_connect import ImapConfig, connect, words
 from deskmcp.mail.backends.imap_order import Key, Ordering, order
 from deskmcp.mail.backends.imap_search import HIDDEN, is_user_keyword, keyword_for, label_for_keyword
 from deskmcp.mail.backends.imap_store import MIN_WORD, ImapStore
+from deskmcp.mail.backends.imap_structure import Attachment
 from deskmcp.mail.backends.imap_thread import Conversations
 from deskmcp.mail.mime import decode, parse_bytes, shown_date
 from deskmcp.mail.models import EmailSummary, LabelInfo
@@ -283,11 +284,14 @@ class ImapBackend:
             # Only a label inside the query needs to know whether keywords work here (a
             # read-write SELECT, which a read-only listing otherwise never makes).
             labelled = imap_search.names_label(plan.rest)
-            words = imap_search.plain_words(plan, MIN_WORD) if self.store is not None else None
+            words = imap_search.plain_words(plan, MIN_WORD) if self.store is not None and not extra else None
+            # The folders the local copy is true for answer from it: every state checked first,
+            # then one pass of its text index for them all.
+            local = self._local(client, folders, words, None if mark is not None else skip + limit + 1)
+            current = {folder for folder, (_v, _u, now) in local.items() if now}
             for folder in folders:
                 keywords = self._keywords_allowed(client, folder) if labelled else True
-                local = self._local(client, folder, words) if words is not None and not extra else None
-                if local is None:
+                if folder not in local:
                     validity = self._select(client, folder, readonly=True)
                     criteria = [*extra, *imap_search.criteria(plan.rest, keywords)] or ["ALL"]
                     uids = self.ordering.with_structure(
@@ -297,7 +301,7 @@ class ImapBackend:
                         plan.structure,
                     )
                 else:  # answered without selecting the folder
-                    validity, uids = local
+                    validity, uids, _now = local[folder]
                 where = (folder, validity)
                 if mark is not None:
                     when, last_folder, uid, last_validity = mark
@@ -315,9 +319,9 @@ class ImapBackend:
             if len(folders) == 1:
                 folder = folders[0]
                 validity, head = per_folder[folder]
-                fetched = self._fetch_summaries(client, folder, validity, head)
+                fetched = self._fetch_summaries(client, folder, validity, head, kept=folder in current)
             else:
-                fetched = self._merged(client, per_folder, skip, limit)
+                fetched = self._merged(client, per_folder, skip, limit, current)
             page, more = fetched[:limit], len(fetched) > limit
             summaries = self._summaries(client, page)
         end: list[Any] | None = None
@@ -328,33 +332,52 @@ class ImapBackend:
 
     # -- the local copy ----------------------------------------------------------------------
 
-    def _local(self, client: Any, folder: str, words: list[str]) -> tuple[int, list[int]] | None:
-        """The folder's UIDVALIDITY and its messages holding every word, newest first, from the
-        local copy when it is true for the folder's state right now (caught up here when a few
-        messages behind); None when it is not, and the server must answer.
+    def _local(
+        self, client: Any, folders: list[str], words: list[str] | None, head: int | None
+    ) -> dict[str, tuple[int, list[int], bool]]:
+        """For each of `folders` the local copy is true for right now (caught up here when a few
+        messages behind): its UIDVALIDITY, its messages holding every one of `words` (None: the
+        copy cannot answer the query), newest first, and whether the copy's flags are true too
+        (the server keeps a MODSEQ and it has not moved since the last sync: the summaries kept
+        are then the server's). The sort times of the first `head` (None: all) are remembered."""
+        store = self.store
+        if store is None or words is None:
+            return {}
+        states = {}
+        for folder in folders:
+            state = self._local_state(client, store, folder)
+            if state is not None:
+                states[folder] = state
+        found = store.search_all(words) if states else {}
+        out: dict[str, tuple[int, list[int], bool]] = {}
+        for folder, (validity, now) in states.items():
+            rows = found.get(folder, [])
+            self.ordering.remember(folder, validity, dict(rows[:head] if head is not None else rows))
+            out[folder] = (validity, [uid for uid, _time in rows], now)
+        return out
+
+    def _local_state(self, client: Any, store: ImapStore, folder: str) -> tuple[int, bool] | None:
+        """The folder's UIDVALIDITY and whether its flags are current in the copy, when the copy
+        holds its messages as they are now; None when it does not, and the server must answer.
 
         The state comes from STATUS, not SELECT: on a big Maildir folder Dovecot answers STATUS
-        in a fraction of a millisecond and EXAMINE in tens of milliseconds (it reads the folder)."""
-        store = self.store
-        if store is None:
-            return None
+        in milliseconds and EXAMINE in tens of milliseconds (it reads the folder)."""
         self._start_syncer()
         items = [b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY"]
         if client.has_capability("CONDSTORE"):
             items.append(b"HIGHESTMODSEQ")
         live = imap_sync.state_of(client.folder_status(folder, items), exists_key=b"MESSAGES")
-        if not live.same_messages(store.state(folder)):
+        known = store.state(folder)
+        if not live.same_messages(known):
             lag = imap_sync.behind(store, folder, live)
             if lag is None or lag > INLINE_SYNC or not self._sync_lock.acquire(blocking=False):
                 return None
             try:
-                live = imap_sync.sync_folder(client, store, folder)
+                live = known = imap_sync.sync_folder(client, store, folder)
                 self._selected = (folder, live.validity)
             finally:
                 self._sync_lock.release()
-        rows = store.search(folder, words)
-        self.ordering.remember(folder, live.validity, dict(rows))
-        return live.validity, [uid for uid, _time in rows]
+        return live.validity, bool(live.modseq) and known is not None and known.modseq == live.modseq
 
     def _start_syncer(self) -> None:
         if self._syncer is None and not self._stop.is_set():
@@ -400,7 +423,12 @@ class ImapBackend:
                 client.logout()
 
     def _merged(
-        self, client: Any, per_folder: dict[str, tuple[int, list[int]]], offset: int, limit: int
+        self,
+        client: Any,
+        per_folder: dict[str, tuple[int, list[int]]],
+        offset: int,
+        limit: int,
+        current: set[str],
     ) -> list[tuple[str, int, imap_fetch.Fetched]]:
         """The newest `offset + limit + 1` across folders: sort times first, summaries for the page only."""
         keyed: list[tuple[Key, int]] = []
@@ -417,20 +445,52 @@ class ImapBackend:
         for folder in per_folder:
             wanted = [key[2] for key, _v in chosen if key[1] == folder]
             if wanted:
-                out.extend(self._fetch_summaries(client, folder, per_folder[folder][0], wanted))
+                out.extend(self._fetch_summaries(client, folder, per_folder[folder][0], wanted, kept=folder in current))
         out.sort(key=lambda item: order((item[2].time, item[0], item[2].uid)))
         return out
 
     def _fetch_summaries(
-        self, client: Any, folder: str, validity: int, uids: list[int]
+        self, client: Any, folder: str, validity: int, uids: list[int], *, kept: bool = False
     ) -> list[tuple[str, int, imap_fetch.Fetched]]:
+        """The summaries of the folder's messages `uids`: with `kept` (the local copy is true for
+        the folder, flags included) from the copy when it has every one, else from the server."""
         if not uids:
             return []
+        if kept and (found := self._kept_summaries(client, folder, validity, uids)) is not None:
+            return found
         if self._selected[0] != folder:
             self._select(client, folder, readonly=True)
         items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
         data = client.fetch(uids, items)
         out = [(folder, validity, imap_fetch.read(uid, data[uid])) for uid in uids if uid in data]
+        self.ordering.remember(folder, validity, {got.uid: got.time for _f, _v, got in out})
+        return out
+
+    def _kept_summaries(
+        self, client: Any, folder: str, validity: int, uids: list[int]
+    ) -> list[tuple[str, int, imap_fetch.Fetched]] | None:
+        """The summaries the local copy kept of `uids` (None unless it kept all of them as a
+        summary FETCH would return them now: with the server's preview where it makes one, else
+        with the start of the text)."""
+        if self.store is None:
+            return None
+        rows = self.store.kept(folder, uids)
+        preview = client.has_capability("PREVIEW")
+        if len(rows) < len(uids) or any((k.preview is not None) != preview for _f, k in rows.values()):
+            return None
+        out = []
+        for uid in uids:
+            flags, k = rows[uid]
+            got = imap_fetch.from_parts(
+                uid,
+                flags,
+                headers=k.headers,
+                text=k.text,
+                preview=k.preview,
+                found=[Attachment(*a) for a in k.attachments],
+                arrived=k.arrived,
+            )
+            out.append((folder, validity, got))
         self.ordering.remember(folder, validity, {got.uid: got.time for _f, _v, got in out})
         return out
 

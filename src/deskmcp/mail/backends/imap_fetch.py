@@ -55,22 +55,69 @@ class Fetched:
 
 
 def read(uid: int, item: dict[bytes, Any]) -> Fetched:
-    headers = _part(item, b"BODY[HEADER")
-    text = _part(item, b"BODY[TEXT]")
     preview = item.get(b"PREVIEW")
+    return from_parts(
+        uid,
+        tuple(item.get(b"FLAGS", ())),
+        headers=_part(item, b"BODY[HEADER"),
+        text=_part(item, b"BODY[TEXT]"),
+        preview=preview if isinstance(preview, bytes) else None,
+        found=attachments(item.get(b"BODYSTRUCTURE")),
+        arrived=arrival(item),
+    )
+
+
+def from_parts(
+    uid: int,
+    flags: tuple[bytes, ...],
+    *,
+    headers: bytes,
+    text: bytes,
+    preview: bytes | None,
+    found: list[Attachment],
+    arrived: float,
+) -> Fetched:
+    """A summary from what a summary FETCH returns (or what the local copy kept of it): the
+    HEADERS fields, the first TEXT_BYTES of the text, the server's preview if it has one."""
     # compat32: several times faster than the modern policy, headers decoded the same way
-    parsed = decode(parse_bytes(headers + text if text else headers, fast=True))
-    if isinstance(preview, bytes):
+    parsed = decode(parse_bytes(headers + text if text else headers, fast=True), text=preview is None)
+    if preview is not None:
         snippet = " ".join(preview.decode("utf-8", "replace").split())[:SNIPPET_CHARS]
     else:
         snippet = parsed.snippet
-    moment = parsed.timestamp if parsed.timestamp is not None else arrival(item)
     return Fetched(
         uid=uid,
-        flags=tuple(item.get(b"FLAGS", ())),
+        flags=flags,
         parsed=parsed,
         snippet=snippet,
-        attachments=attachments(item.get(b"BODYSTRUCTURE")),
-        time=moment,
-        arrived=arrival(item),
+        attachments=found,
+        time=parsed.timestamp if parsed.timestamp is not None else arrived,
+        arrived=arrived,
     )
+
+
+def header_fields(head: bytes) -> bytes:
+    """What `BODY[HEADER.FIELDS (HEADERS)]` returns for a message whose header block is `head`:
+    the lines of those fields (with their continuation lines), in order, and a blank line."""
+    wanted = {name.encode().lower() for name in HEADERS.split()}
+    out: list[bytes] = []
+    keep = False
+    for line in head.splitlines(keepends=True):
+        if line[:1] in (b" ", b"\t"):
+            if keep:
+                out.append(line)
+            continue
+        name, colon, _ = line.partition(b":")
+        keep = bool(colon) and name.strip().lower() in wanted
+        if keep:
+            out.append(line)
+    return b"".join(out) + b"\r\n"
+
+
+def split_message(raw: bytes) -> tuple[bytes, bytes]:
+    """A message's header block (through its last header line) and its text (after the blank line)."""
+    found = [(at, sep) for sep in (b"\r\n\r\n", b"\n\n") if (at := raw.find(sep)) >= 0]
+    if not found:
+        return raw, b""
+    at, sep = min(found)
+    return raw[: at + len(sep) // 2], raw[at + len(sep) :]

@@ -1,6 +1,9 @@
 """The local copy of an IMAP account's searchable text: one SQLite file, one row per message
 (folder, UID, sort time, flags) and its text in an FTS5 trigram table, so a word is found as
-the server's SEARCH TEXT finds it (a case-insensitive substring) without asking the server.
+the server's SEARCH TEXT finds it (a case-insensitive substring) without asking the server,
+and what a summary FETCH of it returns (the summary headers, the start of its text, the
+server's preview, its attachments, its arrival), so a page of results is shown without
+selecting its folders.
 
 Each folder's row records the server state the copy was last made true for (UIDVALIDITY,
 UIDNEXT, message count, HIGHESTMODSEQ). Messages are written in batches, each batch one
@@ -11,6 +14,7 @@ from here until a later sync completes it.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -28,7 +32,13 @@ CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY, folder TEXT NOT NULL, uid INTEGER NOT NULL, time REAL NOT NULL,
     flags TEXT NOT NULL, UNIQUE (folder, uid));
 CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body, tokenize = 'trigram');
+CREATE TABLE IF NOT EXISTS summaries (
+    id INTEGER PRIMARY KEY, headers BLOB NOT NULL, text BLOB NOT NULL, preview BLOB,
+    attachments TEXT NOT NULL, arrived REAL NOT NULL);
 """
+VERSION = 2
+"""The layout's version (SQLite's user_version). A copy made by an older one is read again."""
+_OLD_TABLES = ("folders", "messages", "texts", "summaries")
 MIN_WORD = 3
 """A trigram index finds substrings of three characters or more; shorter words go to the server."""
 
@@ -53,11 +63,25 @@ class FolderState:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """What a summary FETCH of a message returns, kept: `headers` as HEADER.FIELDS gives them,
+    `text` the first bytes of its text, `preview` the server's PREVIEW (None: not asked, the
+    server has none), `attachments` (file name, content type, size) as BODYSTRUCTURE says."""
+
+    headers: bytes
+    text: bytes
+    preview: bytes | None
+    attachments: tuple[tuple[str, str, int], ...]
+    arrived: float
+
+
+@dataclass(frozen=True)
 class Stored:
     uid: int
     time: float
     flags: tuple[bytes, ...]
     text: str
+    kept: Kept | None = None
 
 
 class ImapStore:
@@ -68,8 +92,15 @@ class ImapStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        if self._db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+            # made by another version: forgotten (each folder is read again at the next sync)
+            self._db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _OLD_TABLES))
+            self._db.execute(f"PRAGMA user_version = {VERSION}")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._writes = 0  # messages written or removed through this connection
+        self._orders: dict[str, tuple[list[int], list[int], list[float]]] = {}
+        self._order_stamp: tuple[int, int] | None = None
 
     def close(self) -> None:
         with self._lock:
@@ -101,7 +132,7 @@ class ImapStore:
     def flags(self, folder: str) -> dict[int, tuple[bytes, ...]]:
         with self._lock:
             rows = self._db.execute("SELECT uid, flags FROM messages WHERE folder = ?", (folder,)).fetchall()
-        return {uid: tuple(f.encode() for f in flags.split()) for uid, flags in rows}
+        return {uid: _parse_flags(flags) for uid, flags in rows}
 
     def count(self, folder: str) -> int:
         with self._lock:
@@ -124,9 +155,11 @@ class ImapStore:
         return out
 
     def _delete_ids(self, ids: Sequence[int]) -> None:
+        self._writes += 1
         for part in chunks(ids):
             marks = ",".join("?" * len(part))
             self._db.execute(f"DELETE FROM texts WHERE rowid IN ({marks})", tuple(part))
+            self._db.execute(f"DELETE FROM summaries WHERE id IN ({marks})", tuple(part))
             self._db.execute(f"DELETE FROM messages WHERE id IN ({marks})", tuple(part))
 
     def add(self, folder: str, messages: Sequence[Stored]) -> None:
@@ -134,13 +167,20 @@ class ImapStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._delete_ids(self._ids(folder, (m.uid for m in messages)))
+                self._delete_ids(self._ids(folder, (m.uid for m in messages)))  # (counts the write)
                 for m in messages:
                     cur = self._db.execute(
                         "INSERT INTO messages (folder, uid, time, flags) VALUES (?, ?, ?, ?)",
                         (folder, m.uid, m.time, _flags(m.flags)),
                     )
                     self._db.execute("INSERT INTO texts (rowid, body) VALUES (?, ?)", (cur.lastrowid, m.text))
+                    if m.kept is not None:
+                        k = m.kept
+                        self._db.execute(
+                            "INSERT INTO summaries (id, headers, text, preview, attachments, arrived)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            (cur.lastrowid, k.headers, k.text, k.preview, json.dumps(k.attachments), k.arrived),
+                        )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -192,16 +232,62 @@ class ImapStore:
     def search(self, folder: str, words: Sequence[str]) -> list[tuple[int, float]]:
         """(uid, sort time) of the folder's messages holding every word (case-insensitive
         substrings of three characters or more), newest first."""
+        return self.search_all(words, folder).get(folder, [])
+
+    def search_all(self, words: Sequence[str], folder: str | None = None) -> dict[str, list[tuple[int, float]]]:
+        """`search` of every folder (or only `folder`) in one pass of the text index: the ids it
+        matches, picked out of each folder's messages held here newest first."""
         match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
         with self._lock:
-            rows = self._db.execute(
-                # the text index first (a join could run the MATCH once per message)
-                "SELECT uid, time FROM messages"
-                " WHERE folder = ? AND id IN (SELECT rowid FROM texts WHERE texts MATCH ?)",
-                (folder, match),
-            ).fetchall()
-        rows.sort(key=lambda r: (-r[1], -r[0]))
-        return rows
+            ids = {r[0] for r in self._db.execute("SELECT rowid FROM texts WHERE texts MATCH ?", (match,))}
+            orders = self._newest_first() if ids else {}
+        found: dict[str, list[tuple[int, float]]] = {}
+        for name, (order_ids, uids, times) in orders.items():
+            if folder is not None and name != folder:
+                continue
+            hits = [(uid, when) for i, uid, when in zip(order_ids, uids, times, strict=True) if i in ids]
+            if hits:
+                found[name] = hits
+        return found
+
+    def _newest_first(self) -> dict[str, tuple[list[int], list[int], list[float]]]:
+        """Each folder's message ids, uids and sort times, newest first (ties: the newer uid),
+        read again only after messages were written (here, or by another connection)."""
+        stamp = (self._writes, self._db.execute("PRAGMA data_version").fetchone()[0])
+        if self._order_stamp != stamp:
+            orders: dict[str, tuple[list[int], list[int], list[float]]] = {}
+            for i, name, uid, when in self._db.execute(
+                "SELECT id, folder, uid, time FROM messages ORDER BY folder, time DESC, uid DESC"
+            ):
+                entry = orders.get(name)
+                if entry is None:
+                    entry = orders[name] = ([], [], [])
+                entry[0].append(i)
+                entry[1].append(uid)
+                entry[2].append(when)
+            self._orders, self._order_stamp = orders, stamp
+        return self._orders
+
+    def kept(self, folder: str, uids: Sequence[int]) -> dict[int, tuple[tuple[bytes, ...], Kept]]:
+        """The flags and kept summary of those of the folder's messages `uids` that have one."""
+        out: dict[int, tuple[tuple[bytes, ...], Kept]] = {}
+        with self._lock:
+            for part in chunks(list(uids)):
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(
+                    "SELECT m.uid, m.flags, s.headers, s.text, s.preview, s.attachments, s.arrived"
+                    " FROM messages m JOIN summaries s ON s.id = m.id"
+                    f" WHERE m.folder = ? AND m.uid IN ({marks})",
+                    (folder, *part),
+                ).fetchall()
+                for uid, flags, headers, text, preview, found, arrived in rows:
+                    attachments = tuple((str(n), str(t), int(z)) for n, t, z in json.loads(found))
+                    out[uid] = (_parse_flags(flags), Kept(headers, text, preview, attachments, arrived))
+        return out
+
+
+def _parse_flags(flags: str) -> tuple[bytes, ...]:
+    return tuple(f.encode() for f in flags.split())
 
 
 def _flags(flags: tuple[bytes, ...]) -> str:

@@ -8,7 +8,9 @@ went; VANISHED (EARLIER) where the server has QRESYNC, else the folder's UID lis
 and flags refreshed (only those changed since the recorded MODSEQ where CONDSTORE allows).
 
 The text kept is what SEARCH TEXT looks in: every header, decoded, and every body part,
-transfer-decoded and in Unicode.
+transfer-decoded and in Unicode. With it, what a summary FETCH would return (`imap_fetch`):
+the summary headers and the start of the text, cut from the message fetched anyway, and the
+attachments its BODYSTRUCTURE lists (and the server's PREVIEW, where it has one).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from email.message import Message
 from typing import Any
 
 from deskmcp.mail.backends import imap_fetch
-from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Stored
+from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
+from deskmcp.mail.backends.imap_structure import attachments
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +101,32 @@ def search_text(raw: bytes) -> str:
 
 def stored(uid: int, item: dict[bytes, Any]) -> Stored:
     raw = item.get(b"BODY[]") or b""
+    raw = raw if isinstance(raw, bytes) else b""
+    head, text = imap_fetch.split_message(raw)
+    preview = item.get(b"PREVIEW")
+    kept = Kept(
+        headers=imap_fetch.header_fields(head),
+        # as a summary FETCH asks: the start of the text only where the server makes no preview
+        text=b"" if isinstance(preview, bytes) else text[: imap_fetch.TEXT_BYTES],
+        preview=preview if isinstance(preview, bytes) else None,
+        attachments=tuple((a.filename, a.content_type, a.size) for a in attachments(item.get(b"BODYSTRUCTURE"))),
+        arrived=imap_fetch.arrival(item),
+    )
     return Stored(
         uid=uid,
         time=imap_fetch.sort_time(item),
         flags=tuple(item.get(b"FLAGS", ())),
-        text=search_text(raw if isinstance(raw, bytes) else b""),
+        text=search_text(raw),
+        kept=kept,
     )
 
 
-ITEMS = ["FLAGS", "INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (DATE)]", "BODY.PEEK[]"]
+ITEMS = ["FLAGS", "INTERNALDATE", "BODYSTRUCTURE", "BODY.PEEK[HEADER.FIELDS (DATE)]", "BODY.PEEK[]"]
+
+
+def items(client: Any) -> list[str]:
+    """What a sync fetches of each new message (the server's PREVIEW too, where it has one)."""
+    return [*ITEMS, "PREVIEW"] if client.has_capability("PREVIEW") else ITEMS
 
 
 def sync_folder(
@@ -133,7 +153,7 @@ def sync_folder(
     done = 0
     for begin in range(0, len(new), batch):
         part = new[begin : begin + batch]
-        fetched = client.fetch(part, ITEMS)
+        fetched = client.fetch(part, items(client))
         store.add(folder, [stored(uid, item) for uid, item in fetched.items()])
         done += len(part)
         if progress is not None:

@@ -1,0 +1,49 @@
+"""The local copy's store alone: a search sees every message written, by this connection or another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
+
+
+def message(uid: int, when: float, text: str) -> Stored:
+    kept = Kept(
+        headers=b"Subject: x\r\n\r\n",
+        text=b"",
+        preview=b"x",
+        attachments=(("a.pdf", "application/pdf", 3),),
+        arrived=when,
+    )
+    return Stored(uid=uid, time=when, flags=(b"\\Seen",), text=text, kept=kept)
+
+
+def test_a_search_sees_messages_written_since_the_last_one_by_this_connection_or_another(tmp_path: Path) -> None:
+    path = tmp_path / "imap.sqlite3"
+    store, other = ImapStore(path), ImapStore(path)
+    try:
+        store.add("INBOX", [message(1, 100.0, "walrus tusk"), message(2, 300.0, "walrus"), message(3, 200.0, "seal")])
+        assert store.search_all(["walrus"]) == {"INBOX": [(2, 300.0), (1, 100.0)]}
+        store.add("Archive", [message(7, 250.0, "old walrus")])  # this connection
+        assert store.search_all(["walrus"]) == {"INBOX": [(2, 300.0), (1, 100.0)], "Archive": [(7, 250.0)]}
+        other.add("INBOX", [message(4, 150.0, "walrus pup")])  # another connection to the same file
+        other.remove("Archive", [7])
+        assert store.search_all(["walrus"]) == {"INBOX": [(2, 300.0), (4, 150.0), (1, 100.0)]}
+        assert store.search("INBOX", ["tusk"]) == [(1, 100.0)]
+        assert store.search_all(["narwhal"]) == {}
+    finally:
+        store.close()
+        other.close()
+
+
+def test_a_kept_summary_reads_back_as_written(tmp_path: Path) -> None:
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    try:
+        store.add("INBOX", [message(5, 10.0, "text")])
+        store.mark("INBOX", FolderState(validity=9, uidnext=6, messages=1, modseq=3))
+        flags, kept = store.kept("INBOX", [5, 6])[5]
+        assert flags == (b"\\Seen",)
+        assert kept == message(5, 10.0, "text").kept
+        assert list(store.kept("INBOX", [5, 6])) == [5]  # uid 6 is not kept
+    finally:
+        store.close()
