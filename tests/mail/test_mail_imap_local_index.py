@@ -147,6 +147,36 @@ def test_local_index_follows_new_expunged_flagged_and_moved_messages_after_sync(
     assert b"\\Flagged" in store.flags("INBOX")[gamma]
 
 
+def test_with_qresync_the_server_names_the_expunged_messages_and_no_uid_list_is_read(
+    dovecot: Dovecot, box: IMAPClient, mailbox: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(box, "INBOX", *[f"plum{i:02d}" for i in range(12)])
+    syncing = dovecot.client(mailbox)
+    assert syncing.has_capability("QRESYNC") and b"QRESYNC" in syncing.enable("QRESYNC")
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    sync_folder(syncing, store, "INBOX", vanished=True)
+    gone = sorted(server_search(box, "INBOX", ["plum03"]) | server_search(box, "INBOX", ["plum07"]))
+    flagged = server_search(box, "INBOX", ["plum05"])
+    box.select_folder("INBOX")
+    box.delete_messages(gone)
+    box.expunge()
+    box.add_flags(flagged, [b"\\Flagged"])
+    searched: list[list[Any]] = []
+    search = IMAPClient.search
+
+    def recording(client: IMAPClient, criteria: Any = "ALL", charset: str | None = None) -> Any:
+        searched.append(list(criteria) if isinstance(criteria, list | tuple) else [criteria])
+        return search(client, criteria, charset)
+
+    monkeypatch.setattr(IMAPClient, "search", recording)
+    sync_folder(syncing, store, "INBOX", vanished=True)
+    syncing.logout()
+    assert store.uids("INBOX") == set(server_search(box, "INBOX", ["plum"])) and len(store.uids("INBOX")) == 10
+    assert not set(gone) & store.uids("INBOX")
+    assert b"\\Flagged" in store.flags("INBOX")[flagged.pop()]
+    assert ["ALL"] not in searched, searched  # the expunged were named by VANISHED, not found from a UID list
+
+
 def test_local_index_reads_a_folder_again_when_its_uidvalidity_changes(box: IMAPClient, tmp_path: Path) -> None:
     put(box, "Projects", "orangejuice", "lemonade")
     store = ImapStore(tmp_path / "imap.sqlite3")

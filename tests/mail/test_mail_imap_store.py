@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
+from deskmcp.mail.backends.imap_sync import uid_ranges
 
 
 def message(uid: int, when: float, text: str) -> Stored:
@@ -47,3 +48,13 @@ def test_a_kept_summary_reads_back_as_written(tmp_path: Path) -> None:
         assert list(store.kept("INBOX", [5, 6])) == [5]  # uid 6 is not kept
     finally:
         store.close()
+
+
+def test_vanished_responses_read_as_uid_ranges() -> None:
+    assert uid_ranges([b"(EARLIER) 41,43:116,118", b"9:3", b"(EARLIER) x:1"]) == [
+        (41, 41),
+        (43, 116),
+        (118, 118),
+        (3, 9),
+    ]
+    assert uid_ranges([]) == []

@@ -408,13 +408,17 @@ class ImapBackend:
             return
         client = self._connect()
         try:
+            # QRESYNC on this connection only (it does nothing but sync): with it the server
+            # names expunged messages, and reports VANISHED instead of EXPUNGE, which the
+            # other commands' answers are not read for.
+            vanished = client.has_capability("QRESYNC") and b"QRESYNC" in client.enable("QRESYNC")
             with self._lock:
                 folders = self._all_folders(client, hidden=True)
             for folder in folders:
                 if self._stop.is_set():
                     return
                 with self._sync_lock:
-                    imap_sync.sync_folder(client, store, folder, progress=self._unless_closing)
+                    imap_sync.sync_folder(client, store, folder, progress=self._unless_closing, vanished=vanished)
             for gone_folder in set(store.folders()) - set(folders):
                 with self._sync_lock:
                     store.drop(gone_folder)

@@ -136,9 +136,11 @@ def sync_folder(
     *,
     progress: Callable[[int], None] | None = None,
     batch: int = BATCH,
+    vanished: bool = False,
 ) -> FolderState:
     """Bring the copy of `folder` up to the server's state (the folder is selected read-only here).
-    Returns the state the copy is now true for."""
+    `vanished`: QRESYNC is enabled on `client`, so expunged messages are named by the server
+    rather than found from the folder's UID list. Returns the state the copy is now true for."""
     info = client.select_folder(folder, readonly=True)
     live = state_of(info)
     known = store.state(folder)
@@ -159,18 +161,39 @@ def sync_folder(
         if progress is not None:
             progress(done)
     if known is not None:
-        if store.count(folder) != live.messages:  # some went: which ones
+        # Only the flags changed since the recorded MODSEQ where the server keeps one (CONDSTORE);
+        # with QRESYNC enabled the same FETCH names the messages expunged since then (VANISHED).
+        modifiers = [f"CHANGEDSINCE {known.modseq}"] if known.modseq and live.modseq else None
+        ask_vanished = vanished and modifiers is not None
+        if ask_vanished:
+            modifiers = [*(modifiers or ()), "VANISHED"]
+            client._imap.untagged_responses.pop("VANISHED", None)  # (left by an earlier command)
+        changed: dict[int, Any] = {}
+        kept_uids = sorted(store.uids(folder))
+        for begin in range(0, len(kept_uids), 2000):
+            changed.update(client.fetch(kept_uids[begin : begin + 2000], ["FLAGS"], modifiers=modifiers))
+        if ask_vanished:
+            ranges = uid_ranges(client._imap.untagged_responses.pop("VANISHED", []))
+            store.remove(folder, [u for u in kept_uids if any(low <= u <= high for low, high in ranges)])
+        if store.count(folder) != live.messages:  # some went unreported: which ones
             present = set(client.search(["ALL"])) if live.messages else set()
             store.remove(folder, store.uids(folder) - present)
-        # Only the flags changed since the recorded MODSEQ where the server keeps one (CONDSTORE).
-        modifiers = [f"CHANGEDSINCE {known.modseq}"] if known.modseq and live.modseq else None
-        changed: dict[int, Any] = {}
-        present_uids = sorted(store.uids(folder))
-        for begin in range(0, len(present_uids), 2000):
-            changed.update(client.fetch(present_uids[begin : begin + 2000], ["FLAGS"], modifiers=modifiers))
         store.set_flags(folder, {uid: tuple(item.get(b"FLAGS", ())) for uid, item in changed.items()})
     store.mark(folder, live)
     return live
+
+
+def uid_ranges(responses: list[Any]) -> list[tuple[int, int]]:
+    """The UID ranges of untagged `VANISHED (EARLIER) 41,43:116` responses (as imaplib keeps them)."""
+    ranges: list[tuple[int, int]] = []
+    for response in responses:
+        text = response.decode("ascii", "replace") if isinstance(response, bytes) else str(response)
+        for part in text.replace("(EARLIER)", "").strip().split(","):
+            low, _, high = part.strip().partition(":")
+            if low.isdigit() and (not high or high.isdigit()):
+                a, b = int(low), int(high or low)
+                ranges.append((min(a, b), max(a, b)))
+    return ranges
 
 
 def behind(store: ImapStore, folder: str, live: FolderState) -> int | None:
