@@ -28,12 +28,21 @@ class EmailSummary(BaseModel):
     labels: list[str] = Field(default_factory=list)
     unread: bool = False
     has_attachments: bool = False
+    lexical_rank: int | None = Field(default=None, description="By meaning: its rank by words (null: not matched)")
+    semantic_rank: int | None = Field(default=None, description="By meaning: its rank by meaning (null: not near)")
 
 
 class EmailList(BaseModel):
     emails: list[EmailSummary]
     next_cursor: str | None = None
     total: int | None = Field(default=None, description="Messages matching in all (local mailbox; else null)")
+    mode: Literal["lexical", "semantic", "hybrid"] = Field(
+        default="lexical",
+        description="lexical: every word matched, newest first; semantic, hybrid: ranked by meaning (and words)",
+    )
+    semantic_pending: int | None = Field(
+        default=None, description="Messages not embedded yet: the meaning side covers the rest"
+    )
 
 
 class AttachmentInfo(BaseModel):

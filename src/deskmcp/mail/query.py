@@ -274,3 +274,13 @@ def free_words(node: Node | None) -> list[str]:
     if isinstance(node, Term):
         return [node.value] if node.op is None else []
     return [w for n in node.nodes for w in free_words(n)]
+
+
+def split_words(node: Node | None) -> tuple[str, Node | None]:
+    """The query's words to rank by meaning (its free-text terms at the top level, a quoted one
+    kept in quotes) and the rest, which filters (None: nothing)."""
+    terms = node.nodes if isinstance(node, And) else (() if node is None else (node,))
+    words = [t for t in terms if isinstance(t, Term) and t.op is None]
+    rest = tuple(t for t in terms if not (isinstance(t, Term) and t.op is None))
+    text = " ".join(f'"{t.value}"' if t.quoted or " " in t.value else t.value for t in words)
+    return text, (And(rest) if len(rest) > 1 else rest[0] if rest else None)

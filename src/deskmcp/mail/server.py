@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
+from deskmcp.core.fusion import Mode
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import (
     NOT_ASKED,
@@ -73,6 +74,9 @@ Attachments = Annotated[
     Field(max_length=20, description="{path: 'documents/...' or 'vault/...'} or {content_base64, filename}"),
 ]
 
+MailMode = Annotated[Mode | None, Field(description="Default lexical: every word, newest first")]
+"""By meaning only when asked: a listing keeps Gmail's meaning (every word) for every client."""
+
 # No description: every tool carries it, and the token budget counts each; list_accounts and the
 # not_found answer to an unknown account name the valid ones.
 Account = str | None
@@ -133,19 +137,20 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         max_results: Annotated[int, Field(ge=1, le=MAX_RESULTS, description="Page size (1-100)")] = 10,
         cursor: CursorArg = None,
         account: Account = None,
+        mode: MailMode = None,
     ) -> EmailList:
         """Messages matching a Gmail-style query, newest first, with ids for the other tools."""
-        return accounts.run(account, lambda s: s.list_emails(query, max_results, cursor))
+        return accounts.run(account, lambda s: s.list_emails(query, max_results, cursor, mode))
 
     @server.tool("get_email", annotations=READ_ONLY, toolset="read")
     def get_email(
         message_id: MessageId,
-        offset: Annotated[int, Field(ge=0, description="Body offset: next_offset of the previous part")] = 0,
+        offset: Annotated[int, Field(ge=0, description="next_offset of the previous part")] = 0,
         max_chars: Annotated[int | None, Field(ge=1, description="Body characters per part")] = None,
         account: Account = None,
     ) -> EmailFull:
-        """One message: headers, text body (HTML as text), attachments, threading ids. A long body comes in
-        parts: call again with offset=next_offset."""
+        """One message: headers, text body (HTML as text), attachments, threading ids; a long body comes
+        in parts (call again with offset=next_offset)."""
         return accounts.run(account, lambda s: s.get_email(message_id, max_chars=max_chars, offset=offset))
 
     @server.tool("get_thread", annotations=READ_ONLY, toolset="read")
@@ -154,7 +159,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         max_messages: Annotated[int, Field(ge=1, le=100, description="Most messages returned")] = 50,
         account: Account = None,
     ) -> ThreadResult:
-        """A conversation, oldest first, each body cut to a few thousand characters."""
+        """A conversation, oldest first, each body cut at 4,000 characters."""
         return accounts.run(account, lambda s: s.get_thread(thread_id, max_messages=max_messages))
 
     def ask_before_sending(
@@ -232,7 +237,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
     )
     def send_email(
-        to: Annotated[str, Field(description="Recipient address(es), comma-separated")],
+        to: Annotated[str, Field(description="Recipients, comma-separated")],
         subject: Annotated[str, Field(max_length=900)],
         body: Annotated[str, Field(description="Plain-text body")],
         reply_to_message_id: Annotated[
@@ -240,7 +245,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         ] = None,
         cc: Addresses = None,
         bcc: Addresses = None,
-        html_body: Annotated[str | None, Field(description="Optional HTML alternative")] = None,
+        html_body: Annotated[str | None, Field(description="HTML alternative")] = None,
         idempotency_key: IdempotencyKey = None,
         attachments: Attachments = None,
         account: Account = None,
@@ -261,7 +266,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     )
     def forward_email(
         message_id: MessageId,
-        to: Annotated[str, Field(description="Recipient address(es), comma-separated")],
+        to: Annotated[str, Field(description="Recipients, comma-separated")],
         body: Annotated[str, Field(description="Optional note above the forwarded message")] = "",
         cc: Addresses = None,
         bcc: Addresses = None,

@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import SecretStr
 
+from deskmcp.core import fusion
 from deskmcp.core.dates import utc_stamp
+from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.errors import (
     BadRequest,
     Conflict,
@@ -33,11 +35,12 @@ from deskmcp.core.errors import (
     Timeout,
 )
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_bytes
+from deskmcp.core.fusion import Mode
 from deskmcp.core.pagination import decode_cursor, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.core.principal import Principal
 from deskmcp.mail import audit
-from deskmcp.mail.backends.base import Counting, DeliveryUnknown, Labelled, MailBackend, Sent
+from deskmcp.mail.backends.base import ByMeaning, Counting, DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import (
     Draft,
     build_forward,
@@ -69,7 +72,7 @@ from deskmcp.mail.models import (
     SendEmailResult,
     ThreadResult,
 )
-from deskmcp.mail.query import parse_query
+from deskmcp.mail.query import parse_query, split_words
 from deskmcp.mail.settings import MailSettings
 
 log = logging.getLogger(__name__)
@@ -143,6 +146,7 @@ def create_backend(settings: MailSettings) -> MailBackend:
             address=settings.address,
             max_message_bytes=settings.max_message_bytes,
             transport=transport,
+            embedder=configured_embedder(settings),
         )
     if settings.backend == "imap":
         from deskmcp.mail.backends.imap import ImapBackend, ImapConfig
@@ -200,10 +204,29 @@ class MailService:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def list_emails(self, query: str = "is:unread", max_results: int = 10, cursor: str | None = None) -> EmailList:
+    def list_emails(
+        self, query: str = "is:unread", max_results: int = 10, cursor: str | None = None, mode: str | None = None
+    ) -> EmailList:
+        """A page of messages for `query`: by words (every word matched, newest first: the default),
+        or ranked by meaning (`semantic`) or by meaning and words (`hybrid`) for the query's words
+        among the messages its operators allow, on a mailbox indexed here with a model set up."""
         if not 1 <= max_results <= MAX_RESULTS:
             raise BadRequest(f"max_results must be between 1 and {MAX_RESULTS}.", {"max_results": max_results})
         node = parse_query(query)
+        words, filters = split_words(node)
+        chosen = self._mode(mode, words)
+        backend = self.backend
+        if chosen != "lexical" and isinstance(backend, ByMeaning):
+            key = query_key("list_emails", self.settings.account, query, max_results, chosen)
+            offset = decode_cursor(cursor, key)
+            ranked = backend.by_meaning(filters, words, mode=chosen, limit=max_results + 1, offset=offset)
+            more = len(ranked.emails) > max_results
+            return EmailList(
+                emails=ranked.emails[:max_results],
+                next_cursor=_encode_cursor(offset + max_results, key, None) if more else None,
+                mode=ranked.mode,
+                semantic_pending=ranked.pending or None,
+            )
         # The account is part of the key: a cursor is refused by every other account.
         key = query_key("list_emails", self.settings.account, query, max_results)
         offset = decode_cursor(cursor, key)
@@ -217,6 +240,30 @@ class MailService:
         if more:
             next_cursor = _encode_cursor(offset + max_results, key, listed.after)
         return EmailList(emails=emails, next_cursor=next_cursor, total=total)
+
+    def _mode(self, asked: str | None, words: str) -> Mode:
+        """The mode `list_emails` runs in: lexical unless asked otherwise; by meaning only for a
+        query with words, on a mailbox indexed here with a model set up (hybrid asked where it
+        cannot run runs lexical, and the answer says so; `semantic` is refused saying why)."""
+        capable = isinstance(self.backend, ByMeaning)
+        if asked == "semantic":
+            if not words:
+                raise BadRequest(
+                    "mode='semantic' ranks messages by the meaning of the query's words, and this query has none"
+                    " (only operators): add words, or search with mode='lexical'.",
+                    {"mode": asked},
+                )
+            if not capable:
+                raise BadRequest(
+                    f"Search by meaning needs mail deskmcp indexes itself (a Maildir account); this account's"
+                    f" backend is {self.backend.name}: search with mode='lexical'.",
+                    {"mode": asked, "backend": self.backend.name},
+                )
+        if asked not in (None, "lexical", "semantic", "hybrid"):
+            raise BadRequest(f"mode must be lexical, semantic or hybrid (got {asked!r}).", {"mode": asked})
+        if asked is None or not words or not isinstance(self.backend, ByMeaning):
+            return "lexical"
+        return fusion.pick_mode(asked, self.backend.has_model)
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)

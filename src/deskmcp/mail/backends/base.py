@@ -7,6 +7,7 @@ from email.message import EmailMessage
 from typing import Any, Protocol, runtime_checkable
 
 from deskmcp.core.errors import NotFound, SendFailed
+from deskmcp.core.fusion import Mode
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 
@@ -64,6 +65,28 @@ class Counting(Protocol):
     """A backend that can count a query's matches cheaply (the local index); others answer no total."""
 
     def count(self, query: Node | None) -> int: ...
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A page found by meaning (or by meaning and words): summaries best first, each with its ranks;
+    the mode it ran in, and how many messages are not embedded yet."""
+
+    emails: list[EmailSummary]
+    mode: Mode
+    pending: int = 0
+
+
+@runtime_checkable
+class ByMeaning(Protocol):
+    """A backend that keeps its mail's text here and can rank it by meaning (the local index);
+    `has_model` says whether an embedding model is set up for it."""
+
+    has_model: bool
+
+    def by_meaning(self, filters: Node | None, text: str, *, mode: Mode, limit: int, offset: int) -> Ranked:
+        """Messages passing `filters`, ranked for `text` in `mode` (semantic or hybrid)."""
+        ...
 
 
 class MailBackend(Protocol):

@@ -13,19 +13,22 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from deskmcp.core import fusion
+from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
 from deskmcp.core.index import Hit, IndexRecord, SearchIndex
+from deskmcp.core.vectors import VectorIndex, windows
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends import maildir_store
-from deskmcp.mail.backends.base import Labelled, Page, Sent, gone
+from deskmcp.mail.backends.base import Labelled, Page, Ranked, Sent, gone
 from deskmcp.mail.backends.maildir_query import CJK, LABEL_SEP, cjk_grams, listing, term_clause, word_alternatives
 from deskmcp.mail.backends.maildir_store import SCHEMA, LabelTable, thread_id_for
 from deskmcp.mail.compose import envelope_recipients
@@ -40,6 +43,13 @@ INDEXED_BODY_CHARS = 100_000
 _RACY_NS = 2_000_000_000  # a directory changed in the last 2 s may change again within its mtime tick
 _HIDDEN = ("TRASH", "SPAM")
 _COMMON_MATCHES = 2000
+
+
+def _passages(texts: Mapping[str, str]) -> list[str]:
+    """A message's passages to embed: windows of its body, each with its subject."""
+    subject = texts.get("subject", "")
+    pieces = [f"{subject}\n{piece}" if subject else piece for piece in windows(texts.get("body", ""))]
+    return pieces or ([subject] if subject else [])
 
 
 def message_id_for(key: str) -> str:
@@ -61,6 +71,7 @@ class MaildirBackend:
         address: str,
         max_message_bytes: int,
         transport: Callable[[EmailMessage], None] | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.transport = transport
         self.store = MailStore(root)
@@ -70,6 +81,9 @@ class MaildirBackend:
         self.address = address.lower()
         self.max_message_bytes = max_message_bytes
         self.index = SearchIndex(index_path, SCHEMA)
+        # Vectors of each message's subject and body, beside its words (None: no model set up).
+        self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
+        self.has_model = self.vectors is not None
         self.label_table = LabelTable(root / "deskmcp-labels.sqlite3")
         self._lock = threading.RLock()
         self._listings: dict[tuple[str, str], set[str]] = {}
@@ -264,6 +278,22 @@ class MaildirBackend:
         snippets = self._snippets([h.key for h in page], free_words(query))
         emails = [self._summary(h.key, h.columns, snippets.get(h.key)) for h in page]
         return Page(emails, len(hits) > limit, self._position(page[-1]) if page else None)
+
+    def by_meaning(self, filters: Node | None, text: str, *, mode: fusion.Mode, limit: int, offset: int) -> Ranked:
+        """Messages passing `filters` (Trash and Spam left out unless it names them), ranked for
+        `text` by meaning (`semantic`) or by meaning and words (`hybrid`, `core.fusion`)."""
+        self.refresh()
+        clause, params = listing(filters, phrases=self._phrase_rows)
+        found = fusion.search(
+            self.index, self.vectors, text, mode=mode, where=clause, params=params, limit=limit, offset=offset
+        )
+        emails = []
+        for r in found.hits:
+            snippet = " ".join(r.hit.snippet.split()) if r.hit.snippet else None
+            summary = self._summary(r.hit.key, r.hit.columns, snippet)
+            summary.lexical_rank, summary.semantic_rank = r.lexical_rank, r.semantic_rank
+            emails.append(summary)
+        return Ranked(emails, found.mode, found.pending)
 
     def _position(self, hit: Hit) -> list[Any] | None:
         row = maildir_store.row_of(self.index, hit.key)
