@@ -63,6 +63,7 @@ async def test_with_a_model_list_emails_ranks_by_meaning_within_the_querys_opera
         hybrid = await call(client, "list_emails", {"query": "umbrella", "mode": "hybrid", "max_results": 3})
         default = await call(client, "list_emails", {"query": "umbrella"})
         filtered = await call(client, "list_emails", {"query": "sunny subject:ski", "mode": "semantic"})
+        excluded = await call(client, "list_emails", {"query": "sunny -snow", "mode": "hybrid"})
         trash = await call(client, "list_emails", {"query": "umbrella in:trash", "mode": "semantic"})
         lexical = await call(client, "list_emails", {"query": "umbrella", "mode": "lexical"})
         operators_only = await call(client, "list_emails", {"query": "subject:ski"})
@@ -77,6 +78,7 @@ async def test_with_a_model_list_emails_ranks_by_meaning_within_the_querys_opera
     ranks = {e["subject"]: (e["lexical_rank"], e["semantic_rank"]) for e in hybrid["emails"]}
     assert ranks["Site visit"][0] == 1 and ranks["Ski trip"][0] is None and "Old storm" not in ranks
     assert subjects(filtered) == ["Ski trip"]
+    assert "Ski trip" not in subjects(excluded) and subjects(excluded)[0] == "Site visit"
     assert subjects(trash) == ["Old storm"]
     assert lexical["mode"] == "lexical" and subjects(lexical) == ["Site visit"]
     assert operators_only["mode"] == "lexical" and subjects(operators_only) == ["Ski trip"]
