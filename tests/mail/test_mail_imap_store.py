@@ -31,6 +31,7 @@ def test_a_search_sees_messages_written_since_the_last_one_by_this_connection_or
         other.remove("Archive", [7])
         assert store.search_all(["walrus"]) == {"INBOX": [(2, 300.0), (4, 150.0), (1, 100.0)]}
         assert store.search("INBOX", ["tusk"]) == [(1, 100.0)]
+        assert store.search_all(["walrus"], first=2) == {"INBOX": [(2, 300.0), (4, 150.0)]}  # the newest two
         assert store.search_all(["narwhal"]) == {}
     finally:
         store.close()

@@ -336,10 +336,10 @@ class ImapBackend:
         self, client: Any, folders: list[str], words: list[str] | None, head: int | None
     ) -> dict[str, tuple[int, list[int], bool]]:
         """For each of `folders` the local copy is true for right now (caught up here when a few
-        messages behind): its UIDVALIDITY, its messages holding every one of `words` (None: the
-        copy cannot answer the query), newest first, and whether the copy's flags are true too
-        (the server keeps a MODSEQ and it has not moved since the last sync: the summaries kept
-        are then the server's). The sort times of the first `head` (None: all) are remembered."""
+        messages behind): its UIDVALIDITY, its first `head` messages (None: all) holding every one
+        of `words` (None: the copy cannot answer the query), newest first, and whether the copy's
+        flags are true too (the server keeps a MODSEQ and it has not moved since the last sync:
+        the summaries kept are then the server's)."""
         store = self.store
         if store is None or words is None:
             return {}
@@ -348,11 +348,11 @@ class ImapBackend:
             state = self._local_state(client, store, folder)
             if state is not None:
                 states[folder] = state
-        found = store.search_all(words) if states else {}
+        found = store.search_all(words, first=head) if states else {}
         out: dict[str, tuple[int, list[int], bool]] = {}
         for folder, (validity, now) in states.items():
             rows = found.get(folder, [])
-            self.ordering.remember(folder, validity, dict(rows[:head] if head is not None else rows))
+            self.ordering.remember(folder, validity, dict(rows))
             out[folder] = (validity, [uid for uid, _time in rows], now)
         return out
 

@@ -14,6 +14,7 @@ from here until a later sync completes it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import threading
@@ -234,18 +235,23 @@ class ImapStore:
         substrings of three characters or more), newest first."""
         return self.search_all(words, folder).get(folder, [])
 
-    def search_all(self, words: Sequence[str], folder: str | None = None) -> dict[str, list[tuple[int, float]]]:
+    def search_all(
+        self, words: Sequence[str], folder: str | None = None, *, first: int | None = None
+    ) -> dict[str, list[tuple[int, float]]]:
         """`search` of every folder (or only `folder`) in one pass of the text index: the ids it
-        matches, picked out of each folder's messages held here newest first."""
+        matches, picked out of each folder's messages held here newest first (the `first` of
+        each folder only, when given)."""
         match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
         with self._lock:
-            ids = {r[0] for r in self._db.execute("SELECT rowid FROM texts WHERE texts MATCH ?", (match,))}
+            row = self._db.execute("SELECT group_concat(rowid) FROM texts WHERE texts MATCH ?", (match,)).fetchone()
+            ids = set(map(int, row[0].split(","))) if row and row[0] else set()
             orders = self._newest_first() if ids else {}
         found: dict[str, list[tuple[int, float]]] = {}
         for name, (order_ids, uids, times) in orders.items():
             if folder is not None and name != folder:
                 continue
-            hits = [(uid, when) for i, uid, when in zip(order_ids, uids, times, strict=True) if i in ids]
+            matching = ((uid, when) for i, uid, when in zip(order_ids, uids, times, strict=True) if i in ids)
+            hits = list(itertools.islice(matching, first))
             if hits:
                 found[name] = hits
         return found
