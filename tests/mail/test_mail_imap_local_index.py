@@ -278,6 +278,42 @@ def test_a_search_of_the_synced_copy_selects_no_folder(
     assert selected == []
 
 
+def test_listings_on_read_and_starred_answer_from_the_synced_copy_with_the_servers_pages(
+    dovecot: Dovecot, box: IMAPClient, mailbox: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each sent on another day (messages sent in the same second are listed in an order of their own)
+    for i in range(12):
+        folder = "INBOX" if i < 8 else "Projects"
+        if folder != "INBOX" and not box.folder_exists(folder):
+            box.create_folder(folder)
+        box.append(folder, make_mail(f"quince{i:02d} orchard", "About quinces.", days_ago=i + 1), msg_time=BASE_DAY)
+    read = server_search(box, "INBOX", ["quince01"]) | server_search(box, "INBOX", ["quince04"])
+    starred = server_search(box, "INBOX", ["quince02"])
+    box.select_folder("INBOX")
+    box.add_flags(read, [b"\\Seen"])
+    box.add_flags(starred, [b"\\Flagged", b"\\Seen"])
+    queries = ("is:unread", "is:read", "is:starred", "is:unstarred orchard", "label:unread orchard", "", "in:Projects")
+    server_only = backend(dovecot, mailbox, None)
+    local = backend(dovecot, mailbox, tmp_path / "imap.sqlite3")
+    try:
+        local.sync_all()
+        expected = {query: summaries(server_only, query) for query in queries}
+        selected = selects_on_this_thread(monkeypatch)
+        for query in queries:
+            assert summaries(local, query) == expected[query], query
+        assert selected == []  # every one answered from the copy
+        assert len(expected["is:unread"]) == 9 and len(expected["is:starred"]) == 1
+        # Read elsewhere after the sync: that folder's flags are asked of the server again.
+        unread = server_search(box, "INBOX", ["quince05"])
+        box.select_folder("INBOX")
+        box.add_flags(unread, [b"\\Seen"])
+        after = summaries(local, "is:unread")
+        assert after == summaries(server_only, "is:unread") and len(after) == 8
+    finally:
+        local.close()
+        server_only.close()
+
+
 def test_a_flag_changed_since_the_sync_shows_in_the_answer(
     dovecot: Dovecot, box: IMAPClient, mailbox: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

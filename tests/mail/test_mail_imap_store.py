@@ -59,3 +59,17 @@ def test_vanished_responses_read_as_uid_ranges() -> None:
         (3, 9),
     ]
     assert uid_ranges([]) == []
+
+
+def test_a_search_without_words_lists_every_message_and_flags_filter_as_written(tmp_path: Path) -> None:
+    store = ImapStore(tmp_path / "imap.sqlite3")
+    try:
+        store.add("INBOX", [message(1, 100.0, "a"), message(2, 300.0, "b"), message(3, 200.0, "c")])
+        store.set_flags("INBOX", {2: ()})  # 2 is unread now
+        assert store.search_all([]) == {"INBOX": [(2, 300.0), (3, 200.0), (1, 100.0)]}
+        assert store.search_all([], flags={"\\Seen": False}) == {"INBOX": [(2, 300.0)]}
+        store.set_flags("INBOX", {2: (b"\\Seen", b"\\Flagged")})
+        assert store.search_all([], flags={"\\Seen": False}) == {}
+        assert store.search_all([], flags={"\\Seen": True, "\\Flagged": True}) == {"INBOX": [(2, 300.0)]}
+    finally:
+        store.close()

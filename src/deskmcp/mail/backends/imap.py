@@ -284,10 +284,10 @@ class ImapBackend:
             # Only a label inside the query needs to know whether keywords work here (a
             # read-write SELECT, which a read-only listing otherwise never makes).
             labelled = imap_search.names_label(plan.rest)
-            words = imap_search.plain_words(plan, MIN_WORD) if self.store is not None and not extra else None
+            asked = imap_search.local_terms(plan, MIN_WORD) if self.store is not None and not extra else None
             # The folders the local copy is true for answer from it: every state checked first,
             # then one pass of its text index for them all.
-            local = self._local(client, folders, words, None if mark is not None else skip + limit + 1)
+            local = self._local(client, folders, asked, None if mark is not None else skip + limit + 1)
             current = {folder for folder, (_v, _u, now) in local.items() if now}
             for folder in folders:
                 keywords = self._keywords_allowed(client, folder) if labelled else True
@@ -333,22 +333,23 @@ class ImapBackend:
     # -- the local copy ----------------------------------------------------------------------
 
     def _local(
-        self, client: Any, folders: list[str], words: list[str] | None, head: int | None
+        self, client: Any, folders: list[str], asked: imap_search.Local | None, head: int | None
     ) -> dict[str, tuple[int, list[int], bool]]:
         """For each of `folders` the local copy is true for right now (caught up here when a few
-        messages behind): its UIDVALIDITY, its first `head` messages (None: all) holding every one
-        of `words` (None: the copy cannot answer the query), newest first, and whether the copy's
+        messages behind): its UIDVALIDITY, its first `head` messages (None: all) answering
+        `asked` (None: the copy cannot answer the query), newest first, and whether the copy's
         flags are true too (the server keeps a MODSEQ and it has not moved since the last sync:
-        the summaries kept are then the server's)."""
+        the summaries kept are then the server's). A query on flags (is:unread) is answered only
+        for the folders whose flags are."""
         store = self.store
-        if store is None or words is None:
+        if store is None or asked is None:
             return {}
         states = {}
         for folder in folders:
             state = self._local_state(client, store, folder)
-            if state is not None:
+            if state is not None and (state[1] or not asked.flags):
                 states[folder] = state
-        found = store.search_all(words, first=head) if states else {}
+        found = store.search_all(asked.words, first=head, flags=asked.flags) if states else {}
         out: dict[str, tuple[int, list[int], bool]] = {}
         for folder, (validity, now) in states.items():
             rows = found.get(folder, [])

@@ -101,20 +101,43 @@ def plan(node: Node | None) -> Plan:
     return Plan(label, everywhere, remaining, structure)
 
 
-def plain_words(plan: Plan, shortest: int) -> list[str] | None:
-    """The words of a query made only of words (each at least `shortest` characters, no phrase,
-    no operator, at most one folder), which a local copy of the text can answer; else None."""
-    if plan.structure or plan.rest is None:
+_FLAG_TERMS = {"unread": ("\\Seen", False), "read": ("\\Seen", True), "starred": ("\\Flagged", True)}
+_IS_TERMS = {**_FLAG_TERMS, "unstarred": ("\\Flagged", False)}
+
+
+@dataclass(frozen=True)
+class Local:
+    """A query a local copy can answer: every one of `words` (case-insensitive substrings), and
+    each flag of `flags` set (True) or not (False)."""
+
+    words: list[str]
+    flags: dict[str, bool]
+
+
+def local_terms(plan: Plan, shortest: int) -> Local | None:
+    """The query as words (each at least `shortest` characters, no phrase) and read/starred
+    conditions, at most one folder, nothing else: what a local copy of the text and flags can
+    answer; else None."""
+    if plan.structure:
         return None
-    terms = plan.rest.nodes if isinstance(plan.rest, And) else (plan.rest,)
+    terms = () if plan.rest is None else plan.rest.nodes if isinstance(plan.rest, And) else (plan.rest,)
     words: list[str] = []
+    flags: dict[str, bool] = {}
     for term in terms:
-        if not isinstance(term, Term) or term.op is not None:
+        if not isinstance(term, Term):
             return None
-        if len(term.value) < shortest or any(ch.isspace() for ch in term.value):
+        value = term.value.lower()
+        table = _IS_TERMS if term.op == "is" else _FLAG_TERMS if term.op in ("in", "label") else None
+        if table is not None and value in table:
+            flag, wanted = table[value]
+            if flags.get(flag, wanted) != wanted:
+                return None  # is:read is:unread: the server says what that means
+            flags[flag] = wanted
+            continue
+        if term.op is not None or len(term.value) < shortest or any(ch.isspace() for ch in term.value):
             return None
         words.append(term.value)
-    return words
+    return Local(words, flags)
 
 
 def names_label(node: Node | None) -> bool:

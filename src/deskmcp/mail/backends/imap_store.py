@@ -19,7 +19,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +77,16 @@ class Kept:
 
 
 @dataclass(frozen=True)
+class _Order:
+    """A folder's messages newest first: parallel lists."""
+
+    ids: list[int]
+    uids: list[int]
+    times: list[float]
+    flags: list[frozenset[str]]
+
+
+@dataclass(frozen=True)
 class Stored:
     uid: int
     time: float
@@ -99,8 +109,8 @@ class ImapStore:
             self._db.execute(f"PRAGMA user_version = {VERSION}")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
-        self._writes = 0  # messages written or removed through this connection
-        self._orders: dict[str, tuple[list[int], list[int], list[float]]] = {}
+        self._writes = 0  # messages or flags written, or messages removed, through this connection
+        self._orders: dict[str, _Order] = {}
         self._order_stamp: tuple[int, int] | None = None
 
     def close(self) -> None:
@@ -198,7 +208,10 @@ class ImapStore:
                 raise
 
     def set_flags(self, folder: str, flags: dict[int, tuple[bytes, ...]]) -> None:
+        if not flags:
+            return
         with self._lock:
+            self._writes += 1
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "UPDATE messages SET flags = ? WHERE folder = ? AND uid = ?",
@@ -236,41 +249,56 @@ class ImapStore:
         return self.search_all(words, folder).get(folder, [])
 
     def search_all(
-        self, words: Sequence[str], folder: str | None = None, *, first: int | None = None
+        self,
+        words: Sequence[str],
+        folder: str | None = None,
+        *,
+        first: int | None = None,
+        flags: Mapping[str, bool] | None = None,
     ) -> dict[str, list[tuple[int, float]]]:
         """`search` of every folder (or only `folder`) in one pass of the text index: the ids it
-        matches, picked out of each folder's messages held here newest first (the `first` of
-        each folder only, when given)."""
-        match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+        matches (every message when `words` is empty), picked out of each folder's messages held
+        here newest first, those with each of `flags` set (True) or not (False) only, and the
+        `first` of each folder only, when given."""
         with self._lock:
-            row = self._db.execute("SELECT group_concat(rowid) FROM texts WHERE texts MATCH ?", (match,)).fetchone()
-            ids = set(map(int, row[0].split(","))) if row and row[0] else set()
-            orders = self._newest_first() if ids else {}
+            ids: set[int] | None = None
+            if words:
+                match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
+                row = self._db.execute("SELECT group_concat(rowid) FROM texts WHERE texts MATCH ?", (match,)).fetchone()
+                ids = set(map(int, row[0].split(","))) if row and row[0] else set()
+            orders = self._newest_first() if ids is None or ids else {}
+        wanted = list((flags or {}).items())
         found: dict[str, list[tuple[int, float]]] = {}
-        for name, (order_ids, uids, times) in orders.items():
+        for name, order in orders.items():
             if folder is not None and name != folder:
                 continue
-            matching = ((uid, when) for i, uid, when in zip(order_ids, uids, times, strict=True) if i in ids)
+            matching = (
+                (uid, when)
+                for i, uid, when, set_flags in zip(order.ids, order.uids, order.times, order.flags, strict=True)
+                if (ids is None or i in ids) and all((flag in set_flags) == on for flag, on in wanted)
+            )
             hits = list(itertools.islice(matching, first))
             if hits:
                 found[name] = hits
         return found
 
-    def _newest_first(self) -> dict[str, tuple[list[int], list[int], list[float]]]:
-        """Each folder's message ids, uids and sort times, newest first (ties: the newer uid),
-        read again only after messages were written (here, or by another connection)."""
+    def _newest_first(self) -> dict[str, _Order]:
+        """Each folder's message ids, uids, sort times and flags, newest first (ties: the newer
+        uid), read again only after messages or flags were written (here, or by another
+        connection)."""
         stamp = (self._writes, self._db.execute("PRAGMA data_version").fetchone()[0])
         if self._order_stamp != stamp:
-            orders: dict[str, tuple[list[int], list[int], list[float]]] = {}
-            for i, name, uid, when in self._db.execute(
-                "SELECT id, folder, uid, time FROM messages ORDER BY folder, time DESC, uid DESC"
+            orders: dict[str, _Order] = {}
+            for i, name, uid, when, flags in self._db.execute(
+                "SELECT id, folder, uid, time, flags FROM messages ORDER BY folder, time DESC, uid DESC"
             ):
-                entry = orders.get(name)
-                if entry is None:
-                    entry = orders[name] = ([], [], [])
-                entry[0].append(i)
-                entry[1].append(uid)
-                entry[2].append(when)
+                order = orders.get(name)
+                if order is None:
+                    order = orders[name] = _Order([], [], [], [])
+                order.ids.append(i)
+                order.uids.append(uid)
+                order.times.append(when)
+                order.flags.append(frozenset(flags.split()))
             self._orders, self._order_stamp = orders, stamp
         return self._orders
 
