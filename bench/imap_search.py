@@ -11,7 +11,8 @@ this process, through the IMAP backend:
   SEARCH in every folder, p50 and p95;
 - the first sync of the local copy (every folder), its time;
 - after: the same searches answered from the synced copy, p50 and p95, and whether each answer
-  equals the server's (the same summaries, in the same order).
+  equals the server's (the same summaries, in the same order);
+- the same for listings on flags (`is:unread`, `is:starred`...), which the copy answers too.
 
     uv run python bench/imap_search.py
     uv run python bench/imap_search.py --size 2000 --rounds 3
@@ -75,6 +76,7 @@ VOCABULARY = [
     "milestone",
 ]
 FOLDERS = {"INBOX": "", "Sent": ".Sent", "Archive": ".Archive", "Projects": ".Projects", "Trash": ".Trash"}
+LISTINGS = ["is:unread", "in:anywhere is:unread", "is:starred", "in:Sent is:read"]
 WORDS = ["budget", "renewal", "postmortem", "milestone", "message", "unsubscribe", "zzzabsent", "security"]
 _HEADER = re.compile(rb"^(Subject|Message-ID|Date):[^\n]*\n(?:[ \t][^\n]*\n)*", re.IGNORECASE | re.MULTILINE)
 
@@ -107,16 +109,18 @@ def fill(maildir: Path, size: int, rng: random.Random) -> None:
         (maildir / folder / "cur" / name).write_bytes(raw)
 
 
-def timed(backend: ImapBackend, rounds: int) -> tuple[list[float], dict[str, list[dict[str, Any]]]]:
+def timed(
+    backend: ImapBackend, rounds: int, queries: list[str] | None = None
+) -> tuple[list[float], dict[str, list[dict[str, Any]]]]:
+    """Each query (default: `in:anywhere WORD` for each of WORDS) `rounds` times, a page of 20."""
     took: list[float] = []
     answers: dict[str, list[dict[str, Any]]] = {}
     for _ in range(rounds):
-        for word in WORDS:
-            query = f"in:anywhere {word}"
+        for query in queries or [f"in:anywhere {word}" for word in WORDS]:
             started = time.perf_counter()
             page = backend.list(parse_query(query), raw=query, limit=20, offset=0)
             took.append((time.perf_counter() - started) * 1000)
-            answers[word] = [e.model_dump() for e in page.emails]
+            answers[query] = [e.model_dump() for e in page.emails]
     return took, answers
 
 
@@ -144,6 +148,7 @@ def main() -> None:
         plain = ImapBackend(config, address=user, transport=None, max_message_bytes=50_000_000)
         timed(plain, 1)  # Dovecot builds its own indexes of the folders on first use: not counted
         before, server_answers = timed(plain, args.rounds)
+        before_listing, server_listing = timed(plain, args.rounds, LISTINGS)
         local = ImapBackend(
             config, address=user, transport=None, max_message_bytes=50_000_000, index_path=root / "imap.sqlite3"
         )
@@ -151,10 +156,12 @@ def main() -> None:
         local.sync_all()
         sync = time.perf_counter() - started
         after, local_answers = timed(local, args.rounds)
+        after_listing, local_listing = timed(local, args.rounds, LISTINGS)
         started = time.perf_counter()
         local.sync_all()
         resync = time.perf_counter() - started
-        same = sum(server_answers[w] == local_answers[w] for w in WORDS)
+        same = sum(server_answers[q] == local_answers[q] for q in server_answers)
+        same_listing = sum(server_listing[q] == local_listing[q] for q in LISTINGS)
         size_mb = (root / "imap.sqlite3").stat().st_size / 1e6
         local.close()
         plain.close()
@@ -168,6 +175,10 @@ def main() -> None:
     print(f"first sync      {sync:8.1f} s    ({args.size / sync:,.0f} messages/s), index {size_mb:.0f} MB")
     print(f"sync, nothing changed {resync * 1000:8.1f} ms")
     print(f"same answers as the server (whole summaries, same order): {same}/{len(WORDS)} words")
+    print(f"\n== listings on flags: {', '.join(LISTINGS)} ==")
+    print(f"server          p50 {p(before_listing, 50):8.1f} ms   p95 {p(before_listing, 95):8.1f} ms")
+    print(f"local copy      p50 {p(after_listing, 50):8.1f} ms   p95 {p(after_listing, 95):8.1f} ms")
+    print(f"same answers as the server: {same_listing}/{len(LISTINGS)} listings")
 
 
 if __name__ == "__main__":

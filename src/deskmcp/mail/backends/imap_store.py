@@ -272,11 +272,16 @@ class ImapStore:
         for name, order in orders.items():
             if folder is not None and name != folder:
                 continue
-            matching = (
-                (uid, when)
-                for i, uid, when, set_flags in zip(order.ids, order.uids, order.times, order.flags, strict=True)
-                if (ids is None or i in ids) and all((flag in set_flags) == on for flag, on in wanted)
-            )
+            if wanted:
+                rows = zip(order.ids, order.uids, order.times, order.flags, strict=True)
+                kept = (r for r in rows if all((flag in r[3]) == on for flag, on in wanted))
+                matching = ((uid, when) for i, uid, when, _f in kept if ids is None or i in ids)
+            elif ids is None:
+                matching = zip(order.uids, order.times, strict=True)
+            else:
+                matching = (
+                    (uid, when) for i, uid, when in zip(order.ids, order.uids, order.times, strict=True) if i in ids
+                )
             hits = list(itertools.islice(matching, first))
             if hits:
                 found[name] = hits
