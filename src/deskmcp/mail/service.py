@@ -245,7 +245,7 @@ class MailService:
         """The mode `list_emails` runs in: lexical unless asked otherwise; by meaning only for a
         query with words, on a mailbox indexed here with a model set up (hybrid asked where it
         cannot run runs lexical, and the answer says so; `semantic` is refused saying why)."""
-        capable = isinstance(self.backend, ByMeaning)
+        backend = self.backend
         if asked == "semantic":
             if not words:
                 raise BadRequest(
@@ -253,17 +253,17 @@ class MailService:
                     " (only operators): add words, or search with mode='lexical'.",
                     {"mode": asked},
                 )
-            if not capable:
+            if not isinstance(backend, ByMeaning):
                 raise BadRequest(
                     f"Search by meaning needs mail deskmcp indexes itself (a Maildir account); this account's"
-                    f" backend is {self.backend.name}: search with mode='lexical'.",
-                    {"mode": asked, "backend": self.backend.name},
+                    f" backend is {backend.name}: search with mode='lexical'.",
+                    {"mode": asked, "backend": backend.name},
                 )
         if asked not in (None, "lexical", "semantic", "hybrid"):
             raise BadRequest(f"mode must be lexical, semantic or hybrid (got {asked!r}).", {"mode": asked})
-        if asked is None or not words or not isinstance(self.backend, ByMeaning):
+        if asked is None or not words or not isinstance(backend, ByMeaning):
             return "lexical"
-        return fusion.pick_mode(asked, self.backend.has_model)
+        return fusion.pick_mode(asked, backend.has_model)
 
     def _parsed(self, message_id: str) -> tuple[EmailSummary, ParsedMail]:
         summary, raw = self.backend.fetch(message_id)

@@ -82,7 +82,8 @@ class ByMeaning(Protocol):
     """A backend that keeps its mail's text here and can rank it by meaning (the local index);
     `has_model` says whether an embedding model is set up for it."""
 
-    has_model: bool
+    @property
+    def has_model(self) -> bool: ...
 
     def by_meaning(self, filters: Node | None, text: str, *, mode: Mode, limit: int, offset: int) -> Ranked:
         """Messages passing `filters`, ranked for `text` in `mode` (semantic or hybrid)."""

@@ -461,19 +461,17 @@ class ImapBackend:
         the folder, flags included) from the copy when it has every one, else from the server."""
         if not uids:
             return []
-        if kept and (found := self._kept_summaries(client, folder, validity, uids)) is not None:
-            return found
-        if self._selected[0] != folder:
-            self._select(client, folder, readonly=True)
-        items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
-        data = client.fetch(uids, items)
-        out = [(folder, validity, imap_fetch.read(uid, data[uid])) for uid in uids if uid in data]
-        self.ordering.remember(folder, validity, {got.uid: got.time for _f, _v, got in out})
-        return out
+        found = self._kept_summaries(client, folder, uids) if kept else None
+        if found is None:
+            if self._selected[0] != folder:
+                self._select(client, folder, readonly=True)
+            items = imap_fetch.summary_items(client.has_capability("PREVIEW"))
+            data = client.fetch(uids, items)
+            found = [imap_fetch.read(uid, data[uid]) for uid in uids if uid in data]
+        self.ordering.remember(folder, validity, {got.uid: got.time for got in found})
+        return [(folder, validity, got) for got in found]
 
-    def _kept_summaries(
-        self, client: Any, folder: str, validity: int, uids: list[int]
-    ) -> list[tuple[str, int, imap_fetch.Fetched]] | None:
+    def _kept_summaries(self, client: Any, folder: str, uids: list[int]) -> list[imap_fetch.Fetched] | None:
         """The summaries the local copy kept of `uids` (None unless it kept all of them as a
         summary FETCH would return them now: with the server's preview where it makes one, else
         with the start of the text)."""
@@ -486,17 +484,17 @@ class ImapBackend:
         out = []
         for uid in uids:
             flags, k = rows[uid]
-            got = imap_fetch.from_parts(
-                uid,
-                flags,
-                headers=k.headers,
-                text=k.text,
-                preview=k.preview,
-                found=[Attachment(*a) for a in k.attachments],
-                arrived=k.arrived,
+            out.append(
+                imap_fetch.from_parts(
+                    uid,
+                    flags,
+                    headers=k.headers,
+                    text=k.text,
+                    preview=k.preview,
+                    found=[Attachment(*a) for a in k.attachments],
+                    arrived=k.arrived,
+                )
             )
-            out.append((folder, validity, got))
-        self.ordering.remember(folder, validity, {got.uid: got.time for _f, _v, got in out})
         return out
 
     def _summaries(self, client: Any, page: list[tuple[str, int, imap_fetch.Fetched]]) -> list[EmailSummary]:

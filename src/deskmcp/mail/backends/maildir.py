@@ -83,7 +83,6 @@ class MaildirBackend:
         self.index = SearchIndex(index_path, SCHEMA)
         # Vectors of each message's subject and body, beside its words (None: no model set up).
         self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
-        self.has_model = self.vectors is not None
         self.label_table = LabelTable(root / "deskmcp-labels.sqlite3")
         self._lock = threading.RLock()
         self._listings: dict[tuple[str, str], set[str]] = {}
@@ -278,6 +277,10 @@ class MaildirBackend:
         snippets = self._snippets([h.key for h in page], free_words(query))
         emails = [self._summary(h.key, h.columns, snippets.get(h.key)) for h in page]
         return Page(emails, len(hits) > limit, self._position(page[-1]) if page else None)
+
+    @property
+    def has_model(self) -> bool:
+        return self.vectors is not None
 
     def by_meaning(self, filters: Node | None, text: str, *, mode: fusion.Mode, limit: int, offset: int) -> Ranked:
         """Messages passing `filters` (Trash and Spam left out unless it names them), ranked for
