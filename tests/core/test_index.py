@@ -420,6 +420,16 @@ def test_a_long_field_is_windowed_at_a_word_that_begins_there_not_inside_another
     assert snippet.startswith("…") and snippet.endswith("…")
 
 
+def test_a_long_non_ascii_field_is_windowed_where_the_word_begins_after_many_accented_letters(index: SearchIndex):
+    # the word is looked for in the UTF-8 bytes: its place there is not its place in the text
+    filler = "lorem ipsum dolor sit amet " * 200
+    text = "é " * 3000 + filler + "Zoëbudget and " + filler + "then the Budget review " + filler
+    index.sync([rec("c", "Réunion", text)])
+    snippet = index.search("budget")[0].snippet or ""
+    assert "⟦Budget⟧ review" in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+
+
 def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_once(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ):

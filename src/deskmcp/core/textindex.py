@@ -578,10 +578,10 @@ class TextIndex:
         Fields are tried in the schema's order, and the first passage showing as many matches as
         the query has words is taken.
 
-        An ASCII field where none of `words` can occur is skipped, and a long field (a
-        transcript) is cut to a window around the first place one of them occurs before it is
-        analysed, so a snippet costs the same for 2 KB or 2 MB. (A word written with accents
-        the analyser folds away may be found in a non-ASCII field only by analysing all of it.)"""
+        A field where none of `words` can occur is skipped, and a long field (a transcript) is
+        cut to a window around the first place one of them occurs before it is analysed, so a
+        snippet costs the same for 2 KB or 2 MB. A word the analyser folds (`café` for `cafe`)
+        is looked for by analysing only the field's non-ASCII words."""
         tv = self._tv
         searcher = self.searcher()
         width = max(40, tokens * 8)
@@ -589,6 +589,8 @@ class TextIndex:
         stems = sorted({w[: max(3, len(w) - 2)].lower() for w in words})
         generators: dict[str, tantivy.SnippetGenerator] = {}  # made for the fields a snippet is tried in
         wanted = max(1, len(set(words)))
+        analysed = set(words)
+        folded: dict[str, bool] = {}  # a non-ASCII run: whether it analyses into a query word
         out: dict[int, str] = {}
         for doc_id, values in texts.items():
             best: tuple[int, int, str] | None = None
@@ -597,8 +599,10 @@ class TextIndex:
                     continue
                 head = 0
                 piece = text
-                found = _first_word_start(text.lower(), stems) if stems else -1
-                if found < 0 and stems and text.isascii():
+                found = _word_start(text, stems) if stems else -1
+                if found < 0 and stems and not text.isascii():
+                    found = self._folded_word_start(text, analysed, folded)
+                if found < 0 and stems:
                     continue  # none of the words can be in this field
                 if found >= 0 and len(text) > 2 * WINDOW:
                     head = max(0, found - WINDOW // 2)
@@ -629,21 +633,83 @@ class TextIndex:
             out[doc_id] = best[2]
         return out
 
+    def _folded_word_start(self, text: str, words: set[str], memo: dict[str, bool]) -> int:
+        """Where in `text` the first run of non-blank characters holding a non-ASCII one begins
+        whose analysed words include one of `words`, or -1. Runs end at ASCII blanks, where the
+        analyser splits words too, so each run is analysed as the field's analysis would see it."""
+        at = 0
+        while (hit := _NON_ASCII.search(text, at)) is not None:
+            start = _run_start(text, hit.start())
+            run = _RUN.match(text, start)
+            assert run is not None  # `_RUN` matches the empty string too
+            chars = run.group()
+            matches = memo.get(chars)
+            if matches is None:
+                matches = memo[chars] = not words.isdisjoint(self._analyzer.analyze(chars))
+            if matches:
+                return start
+            at = max(run.end(), hit.end())
+        return -1
 
-def _first_word_start(lowered: str, stems: Sequence[str]) -> int:
+
+def _run_start(text: str, at: int) -> int:
+    """Where the run of non-blank characters holding `text[at]` begins (looking back a little
+    further each time, so a text with many non-ASCII characters is not read back to its start
+    for each of them)."""
+    low, step = at, 64
+    while True:
+        low = max(0, low - step)
+        blank = max(text.rfind(c, low, at) for c in _BLANKS)
+        if blank >= 0 or low == 0:
+            return blank + 1
+        step *= 2
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_BLANKS = " \t\n\r\x0b\x0c"
+_RUN = re.compile(r"[^ \t\n\r\x0b\x0c]*")
+
+
+def _word_start(text: str, stems: Sequence[str]) -> int:
+    """Where in `text` one of `stems` (lower-case) first begins a word, in any case, or -1.
+
+    A non-ASCII text is searched as UTF-8 with its ASCII letters lower-cased, several times
+    faster than lower-casing it as text; ASCII stems are found there just the same (a word
+    whose non-ASCII letters fold to them is for the analyser to find)."""
+    if text.isascii() or not all(stem.isascii() for stem in stems):
+        return _first_word_start(text.lower(), stems)
+    data = text.encode("utf-8", "surrogatepass").lower()
+    at = _first_word_start(data, [stem.encode() for stem in stems])
+    return at if at <= 0 else len(data[:at].decode("utf-8", "surrogatepass"))
+
+
+def _first_word_start(lowered: str | bytes, stems: Sequence[str] | Sequence[bytes]) -> int:
     """Where in `lowered` (a lower-cased text) one of `stems` first begins a word, or -1.
     (`str.find`, then a look at the character before: many times faster than a case-blind
     regex's `\\b` over a long transcript.)"""
     best = -1
     for stem in stems:
-        at = lowered.find(stem)
+        at = lowered.find(stem)  # pyright: ignore[reportArgumentType]
         while at >= 0 and (best < 0 or at < best):
-            before = lowered[at - 1] if at else " "
-            if not (before.isalnum() or before == "_"):
+            if not _in_word(lowered, at):
                 best = at
                 break
-            at = lowered.find(stem, at + 1)
+            at = lowered.find(stem, at + 1)  # pyright: ignore[reportArgumentType]
     return best
+
+
+def _in_word(lowered: str | bytes, at: int) -> bool:
+    """Whether the character before `at` is a letter, a digit or `_` (in text or UTF-8)."""
+    if not at:
+        return False
+    if isinstance(lowered, str):
+        before = lowered[at - 1]
+    else:
+        start = at - 1
+        while start > 0 and 0x80 <= lowered[start] < 0xC0:  # back to the character's first byte
+            start -= 1
+        before = lowered[start:at].decode("utf-8", "surrogatepass")
+    return before.isalnum() or before == "_"
 
 
 @dataclass
