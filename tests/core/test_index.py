@@ -430,6 +430,13 @@ def test_a_long_non_ascii_field_is_windowed_where_the_word_begins_after_many_acc
     assert snippet.startswith("…") and snippet.endswith("…")
 
 
+@pytest.mark.parametrize("other", ["", "é "])
+def test_a_word_after_an_underscore_is_marked_in_the_snippet(index: SearchIndex, other: str):
+    # the analyser splits words at `_`: `REF_SLUG` holds the word `slug`, and so does its snippet
+    index.sync([rec("a", "Hosting", other + "deploy with $CI_COMMIT_REF_SLUG as the folder")])
+    assert "⟦SLUG⟧" in (index.search("slug")[0].snippet or "")
+
+
 def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_once(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ):

@@ -699,7 +699,8 @@ def _first_word_start(lowered: str | bytes, stems: Sequence[str] | Sequence[byte
 
 
 def _in_word(lowered: str | bytes, at: int) -> bool:
-    """Whether the character before `at` is a letter, a digit or `_` (in text or UTF-8)."""
+    """Whether the character before `at` is a letter or a digit (in text or UTF-8): the analyser
+    splits words at anything else, `_` included."""
     if not at:
         return False
     if isinstance(lowered, str):
@@ -709,7 +710,7 @@ def _in_word(lowered: str | bytes, at: int) -> bool:
         while start > 0 and 0x80 <= lowered[start] < 0xC0:  # back to the character's first byte
             start -= 1
         before = lowered[start:at].decode("utf-8", "surrogatepass")
-    return before.isalnum() or before == "_"
+    return before.isalnum()
 
 
 @dataclass
