@@ -78,6 +78,9 @@ COUNT_MEMO = 8
 """Totals of recent ranked searches kept, each for the searcher that counted it."""
 WINDOW = 2000
 """Characters of a long field analysed for its snippet, around the first possible match."""
+FAST_SNIPPET = 400
+"""ASCII texts longer than this are cut into the snippet generator's fragments here, and only
+those where a query word can begin are analysed."""
 RUN = 16
 """Consecutive ids from this many on are matched as a range rather than one term each."""
 MAX_TOKEN_BYTES = 256
@@ -587,6 +590,7 @@ class TextIndex:
         width = max(40, tokens * 8)
         # A stem is a prefix of its word save for a letter or two ("compani" <- "company").
         stems = sorted({w[: max(3, len(w) - 2)].lower() for w in words})
+        prefixes = sorted({p for w in words for p in _prefixes(w.lower())})
         generators: dict[str, tantivy.SnippetGenerator] = {}  # made for the fields a snippet is tried in
         wanted = max(1, len(set(words)))
         analysed = set(words)
@@ -611,16 +615,13 @@ class TextIndex:
                 if generator is None:
                     generator = generators[name] = tv.SnippetGenerator.create(searcher, query, self.schema, name)
                     generator.set_max_num_chars(width)
-                snippet = generator.snippet_from_doc(tv.Document(**{name: piece}))
-                ranges = [(r.start, r.end) for r in snippet.highlighted()]
-                fragment = snippet.fragment()
+                fragment, ranges, start, end = _best_fragment(generator, name, piece, prefixes, width)
                 if not fragment:
                     continue
-                where = snippet.fragment_range()
                 rendered = _mark(fragment, ranges, marks)
-                if head > 0 or where.start > 0:
+                if head > 0 or start > 0:
                     rendered = "…" + rendered
-                if head + len(piece) < len(text) or where.end < len(piece.encode()):
+                if head + len(piece) < len(text) or end < len(piece.encode()):
                     rendered += "…"
                 candidate = (len(ranges), len(fragment), rendered)
                 if best is None or candidate[:2] > best[:2]:
@@ -650,6 +651,116 @@ class TextIndex:
                 return start
             at = max(run.end(), hit.end())
         return -1
+
+
+def _prefixes(word: str) -> tuple[str, ...]:
+    """How every word the analyser turns into `word` (a stem) begins: the stem but its last two
+    letters, which the English stemmer may have rewritten ("possibility" -> "possibl", "using"
+    -> "use"), and for its three irregular words the spelling they have ("dying" -> "die")."""
+    head = word[: max(2, len(word) - 2)]
+    return (head, word[0] + "y") if word in _IRREGULAR else (head,)
+
+
+_IRREGULAR = frozenset({"die", "lie", "tie"})
+
+
+def _best_fragment(
+    generator: tantivy.SnippetGenerator, field: str, piece: str, prefixes: Sequence[str], width: int
+) -> tuple[str, list[tuple[int, int]], int, int]:
+    """The snippet generator's best fragment of `piece`: its text, its matches (UTF-8 offsets in
+    it) and where it lies in `piece` (UTF-8 offsets); an empty text when nothing matches.
+
+    The generator cuts the text into fragments of at most `width` characters from the start,
+    a word at a time, and keeps the one whose matches score highest (the first of equals).
+    For a long ASCII piece those fragments are found here, and only the ones where a query
+    word can begin are given to the generator, each after a gap it cannot bridge: it cuts
+    them as it would have, scores them alike and picks the same one, having analysed a few
+    hundred characters rather than thousands. (A query word can begin where one of `prefixes`
+    begins a word.)"""
+    import tantivy as tv
+
+    parts: list[tuple[int, int]] | None = None
+    if prefixes and len(piece) > FAST_SNIPPET and piece.isascii():
+        parts = _fragments(piece, width)
+    if parts is None:
+        snippet = generator.snippet_from_doc(tv.Document(**{field: piece}))
+        where = snippet.fragment_range()
+        return snippet.fragment(), [(r.start, r.end) for r in snippet.highlighted()], where.start, where.end
+    starts = _word_starts(piece.lower(), prefixes)
+    kept: list[tuple[int, int]] = []
+    i = 0
+    for first, stop in parts:
+        while i < len(starts) and starts[i] < first:
+            i += 1
+        if i < len(starts) and starts[i] < stop:
+            kept.append((first, stop))
+    if not kept:
+        return "", [], 0, 0
+    gap = " " * (width + 1)
+    snippet = generator.snippet_from_doc(tv.Document(**{field: gap.join(piece[a:b] for a, b in kept)}))
+    fragment = snippet.fragment()
+    if not fragment:
+        return "", [], 0, 0
+    where = snippet.fragment_range()
+    at = 0
+    for first, stop in kept:  # back from the joined text to the piece
+        if where.start < at + stop - first:
+            start = first + where.start - at
+            break
+        at += stop - first + len(gap)
+    else:  # pragma: no cover - the fragment is one of the parts joined
+        raise AssertionError("the snippet's fragment lies in none of the parts given")
+    return fragment, [(r.start, r.end) for r in snippet.highlighted()], start, start + where.end - where.start
+
+
+def _fragments(piece: str, width: int) -> list[tuple[int, int]] | None:
+    """(start, stop) of each fragment the snippet generator cuts the ASCII `piece` into: the
+    first starts at 0, each next one at the first word that would take the current one past
+    `width` characters, and each stops where its last word ends (its words being the runs of
+    letters and digits). None when a word is longer than `width` (or than the analyser keeps)."""
+    if width >= MAX_TOKEN_BYTES:
+        return None
+    n = len(piece)
+    parts: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        limit = start + width
+        if limit >= n:
+            stop = n
+            while stop > start and not piece[stop - 1].isalnum():
+                stop -= 1
+            parts.append((start, stop))
+            return parts
+        cut = limit
+        if piece[cut].isalnum() and piece[cut - 1].isalnum():  # a word across the limit starts the next one
+            while cut > start and piece[cut - 1].isalnum():
+                cut -= 1
+            if cut == start:  # the fragment's first word alone is longer
+                return None
+            following = cut
+        else:
+            following = cut
+            while following < n and not piece[following].isalnum():
+                following += 1
+        stop = cut
+        while stop > start and not piece[stop - 1].isalnum():
+            stop -= 1
+        parts.append((start, stop))
+        if following >= n:
+            return parts
+        start = following
+
+
+def _word_starts(lowered: str, stems: Sequence[str]) -> list[int]:
+    """Every place in `lowered` where one of `stems` begins a word, in order."""
+    found: set[int] = set()
+    for stem in stems:
+        at = lowered.find(stem)
+        while at >= 0:
+            if not _in_word(lowered, at):
+                found.add(at)
+            at = lowered.find(stem, at + 1)
+    return sorted(found)
 
 
 def _run_start(text: str, at: int) -> int:
