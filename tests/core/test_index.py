@@ -499,3 +499,64 @@ def test_index_files_left_readable_by_others_are_narrowed_on_open_security(tmp_p
     assert mode(text) == 0o700
     assert all(mode(f) == 0o600 for f in text.iterdir() if f.is_file())
     again.close()
+
+
+def _indexes(index: SearchIndex) -> set[str]:
+    with index.reader() as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")}
+
+
+def test_a_first_fill_builds_the_side_indexes_at_its_end_and_answers_the_same_meanwhile(index: SearchIndex):
+    with index.bulk() as empty:
+        assert empty
+        assert "tags_doc" not in _indexes(index)  # dropped while the records go in
+        index.apply([rec(f"k{i}", f"note {i}", "shared words", tags=("t",) if i % 2 else ()) for i in range(100)])
+        assert index.count() == 100
+        assert index.count(where="EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND t.tag = 't')") == 50
+        assert len(index.search("shared", limit=200)) == 100
+    assert _indexes(index) == {"tags_doc"}
+    with index.reader() as conn:
+        plan = " ".join(str(r) for r in conn.execute("EXPLAIN QUERY PLAN SELECT * FROM tags WHERE doc_id = 3"))
+    assert "tags_doc" in plan
+
+
+def test_a_fill_of_an_index_holding_records_keeps_its_side_indexes(index: SearchIndex):
+    index.apply([rec("a", "one", "")])
+    with index.bulk() as empty:
+        assert not empty
+        assert _indexes(index) == {"tags_doc"}
+        index.apply([rec("b", "two", "")])
+    assert _indexes(index) == {"tags_doc"}
+
+
+def test_a_first_fill_that_fails_or_is_killed_leaves_the_side_indexes_built(tmp_path: Path):
+    index = SearchIndex(tmp_path / "i.sqlite3", SCHEMA)
+    with pytest.raises(RuntimeError), index.bulk():
+        index.apply([rec("a", "one", "", tags=("x",))])
+        raise RuntimeError("stopped")
+    assert _indexes(index) == {"tags_doc"}
+    # a process killed inside the fill never builds them: the next open does
+    with index.transaction() as conn:
+        conn.execute("DROP INDEX tags_doc")
+    index.close()
+    reopened = SearchIndex(tmp_path / "i.sqlite3", SCHEMA)
+    try:
+        assert _indexes(reopened) == {"tags_doc"}
+        assert [h.key for h in reopened.search("one")] == ["a"]
+    finally:
+        reopened.close()
+
+
+def test_records_packed_in_parallel_are_the_bytes_packed_one_at_a_time(index: SearchIndex):
+    from deskmcp.core.index_codec import PARALLEL_PACK, TextCodec
+
+    records = [[f"title {i}", f"body {i} " * (i % 7 + 1)] for i in range(PARALLEL_PACK * 3)]
+    codec = TextCodec()
+    assert codec.pack_many(records) == [codec.pack(texts) for texts in records]  # no dictionary yet
+    index.apply([rec(f"k{i}", texts[0], texts[1]) for i, texts in enumerate(records)])  # trains one
+    codec = index._codec  # pyright: ignore[reportPrivateUsage]
+    assert codec.zdict is not None
+    packed = codec.pack_many(records)
+    assert packed == [codec.pack(texts) for texts in records]
+    with index.reader() as conn:
+        assert [codec.unpack(body, conn) for body in packed] == records

@@ -122,6 +122,10 @@ def test_a_generated_cache_indexed_in_the_background_answers_as_one_indexed_at_o
         assert behind.stats(behind.filters(), "folder") == at_once.stats(at_once.filters(), "folder")
         newest = at_once.list_meetings(at_once.filters(), q=None, limit=1, cursor=None).items[0].id
         assert behind.get(newest) == at_once.get(newest)
+        for service in (at_once, behind):  # a first index builds its side indexes at its end
+            with service.index.reader() as conn:
+                names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            assert {"people_doc", "folder_members_doc", "folder_members_folder", "docs_start"} <= names
     finally:
         at_once.close()
         behind.close()

@@ -91,6 +91,34 @@ def test_notes_parsed_in_worker_processes_are_indexed_like_the_others(vault: Pat
         inline.close()
 
 
+def test_a_first_index_builds_the_link_tag_and_field_indexes_once_at_its_end(vault: Path, tmp_path: Path):
+    many_notes(vault, 60)
+    catalog = Catalog(vault, tmp_path / "i.sqlite3", 1 << 20)
+    seen: list[set[str]] = []
+    apply = catalog.index.apply
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        with catalog.index.reader() as conn:
+            seen.append({r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")})
+        return apply(*args, **kwargs)
+
+    catalog.index.apply = watched  # type: ignore[method-assign]
+    try:
+        assert catalog.scan().indexed == 60
+        assert seen and "links_target" not in seen[0]  # written without them
+        with catalog.index.reader() as conn:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            plan = str(conn.execute("EXPLAIN QUERY PLAN SELECT doc_id FROM links WHERE target_lc = 'x'").fetchall())
+        assert {"links_target", "links_doc", "tags_tag", "props_kv", "docs_name", "docs_mtime"} <= names
+        assert "links_target" in plan
+        assert [link["source"] for link in catalog.incoming("f1/note 1.md")] == ["f0/note 0.md"]
+        (vault / "f0" / "note 0.md").write_text("# Note 0\n\nNo links now.\n", encoding="utf-8")
+        catalog.scan()  # not a first index: nothing is dropped
+        assert catalog.incoming("f1/note 1.md") == []
+    finally:
+        catalog.close()
+
+
 def test_a_note_written_during_the_first_index_is_not_overwritten_by_it(vault: Path, settings_for: Any):
     many_notes(vault, WAIT_BELOW + 10)
     service = VaultService(settings_for(vault, watch=False))

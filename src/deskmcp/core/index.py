@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import secrets
 import sqlite3
 import threading
@@ -80,6 +81,7 @@ STORAGE = "tantivy2"
 """Part of the schema id in SQLite: a database laid out for another engine is recreated."""
 _REACH = 64
 """Best matches a filtered search checks against its filter before resolving the filter itself."""
+_CREATE_INDEX = re.compile(r"CREATE INDEX (\w+) ")
 _EPOCH = "_index_epoch"
 _GENERATION = "_index_generation"
 
@@ -133,7 +135,45 @@ class SearchIndex:
         if row is None or row[0] != wanted:
             self._create(conn, wanted)
         conn.execute("PRAGMA quick_check(1)").fetchone()
+        self._ensure_indexes(conn)
         return conn
+
+    def _secondary(self) -> list[tuple[str, str]]:
+        """(name, statement) of each index the schema's side tables create."""
+        return [(m.group(1), ddl) for ddl in self.schema.side_tables if (m := _CREATE_INDEX.match(ddl))]
+
+    def _ensure_indexes(self, conn: sqlite3.Connection) -> None:
+        """Create the schema's indexes that are missing: a first fill stopped before it built them."""
+        present = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        missing = [ddl for name, ddl in self._secondary() if name not in present]
+        if not missing:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for ddl in missing:
+                conn.execute(_CREATE_INDEX.sub(r"CREATE INDEX IF NOT EXISTS \1 ", ddl, count=1))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def bulk(self) -> Iterator[bool]:
+        """A first fill: while the index holds no record, the side tables' indexes are dropped
+        for the records written inside, and built once at the end (sorting every row once costs
+        far less than keeping an index in order a row at a time). Searches meanwhile answer the
+        same, those that filter on them more slowly. Yields whether the index was empty."""
+        with self.transaction() as conn:
+            empty = conn.execute("SELECT 1 FROM docs LIMIT 1").fetchone() is None
+            if empty:
+                for name, _ in self._secondary():
+                    conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+        try:
+            yield empty
+        finally:
+            if empty:
+                with self._write_lock:
+                    self._ensure_indexes(self._writer)
 
     def _create(self, conn: sqlite3.Connection, schema_id: str) -> None:
         s = self.schema
@@ -315,7 +355,6 @@ class SearchIndex:
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]) + 1
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
-        text_rows: list[tuple[int, bytes]] = []
         side_rows: dict[str, list[tuple[Any, ...]]] = {}
         written: list[tuple[int, list[str]]] = []
         for record in latest.values():
@@ -327,12 +366,13 @@ class SearchIndex:
             else:
                 updates.append((record.fingerprint, record.data, *values, doc_id))
             texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
-            text_rows.append((doc_id, self._codec.pack(texts)))
             for table, rows in record.side.items():
                 if table not in self._side_names:
                     raise ValueError(f"unknown side table {table!r}")
                 side_rows.setdefault(table, []).extend((doc_id, *row) for row in rows)
             written.append((doc_id, texts))
+        packed = self._codec.pack_many([texts for _, texts in written])
+        text_rows = [(doc_id, body) for (doc_id, _), body in zip(written, packed, strict=True)]
         replaced = [row[-1] for row in updates]
         if updates:
             sets = ", ".join(f"{c}=?" for c in ["fingerprint", "data", *cols])

@@ -12,6 +12,7 @@ say how far indexing is (`indexing`); every other call waits for it, as it would
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import logging
@@ -247,7 +248,12 @@ class MeetingService:
                 if kind == "entry":
                     yield IndexRecord(**fields)
 
-        records = entries()
+        with self.index.bulk() if batched else contextlib.nullcontext():
+            return self._apply_entries(head, entries(), batched=batched)
+
+    def _apply_entries(
+        self, head: dict[str, Any], records: Iterator[IndexRecord], *, batched: bool
+    ) -> tuple[ApplyStats, dict[str, Any]]:
         total = ApplyStats()
         if batched:
             progress = self._progress

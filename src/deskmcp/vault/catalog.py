@@ -8,6 +8,7 @@ refreshed the same way. Side tables hold tags, frontmatter key/values and links 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import posixpath
@@ -266,12 +267,14 @@ class Catalog:
                     self.progress = progress
                 if on_walked is not None:
                     on_walked(len(todo))
-                for rels, records in self._parsed(todo):
-                    if self._cancelled.is_set():
-                        return stats  # closing: what is written stays, the next start resumes
-                    applied = self._apply(records, (), deferred=deferred)
-                    stats.indexed += applied.added + applied.updated
-                    progress.done += len(rels)
+                # A first index (nothing known yet) builds the side tables' indexes once, at the end.
+                with self.index.bulk() if todo and not known and not folder else contextlib.nullcontext():
+                    for rels, records in self._parsed(todo):
+                        if self._cancelled.is_set():
+                            return stats  # closing: what is written stays, the next start resumes
+                        applied = self._apply(records, (), deferred=deferred)
+                        stats.indexed += applied.added + applied.updated
+                        progress.done += len(rels)
                 applied = self._apply((), list(known))
                 self.index.flush()
                 stats.removed = applied.deleted
