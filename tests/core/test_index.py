@@ -545,18 +545,3 @@ def test_a_first_fill_that_fails_or_is_killed_leaves_the_side_indexes_built(tmp_
         assert [h.key for h in reopened.search("one")] == ["a"]
     finally:
         reopened.close()
-
-
-def test_records_packed_in_parallel_are_the_bytes_packed_one_at_a_time(index: SearchIndex):
-    from deskmcp.core.index_codec import PARALLEL_PACK, TextCodec
-
-    records = [[f"title {i}", f"body {i} " * (i % 7 + 1)] for i in range(PARALLEL_PACK * 3)]
-    codec = TextCodec()
-    assert codec.pack_many(records) == [codec.pack(texts) for texts in records]  # no dictionary yet
-    index.apply([rec(f"k{i}", texts[0], texts[1]) for i, texts in enumerate(records)])  # trains one
-    codec = index._codec  # pyright: ignore[reportPrivateUsage]
-    assert codec.zdict is not None
-    packed = codec.pack_many(records)
-    assert packed == [codec.pack(texts) for texts in records]
-    with index.reader() as conn:
-        assert [codec.unpack(body, conn) for body in packed] == records

@@ -355,6 +355,7 @@ class SearchIndex:
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM docs").fetchone()[0]) + 1
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
+        text_rows: list[tuple[int, bytes]] = []
         side_rows: dict[str, list[tuple[Any, ...]]] = {}
         written: list[tuple[int, list[str]]] = []
         for record in latest.values():
@@ -366,13 +367,12 @@ class SearchIndex:
             else:
                 updates.append((record.fingerprint, record.data, *values, doc_id))
             texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
+            text_rows.append((doc_id, self._codec.pack(texts)))
             for table, rows in record.side.items():
                 if table not in self._side_names:
                     raise ValueError(f"unknown side table {table!r}")
                 side_rows.setdefault(table, []).extend((doc_id, *row) for row in rows)
             written.append((doc_id, texts))
-        packed = self._codec.pack_many([texts for _, texts in written])
-        text_rows = [(doc_id, body) for (doc_id, _), body in zip(written, packed, strict=True)]
         replaced = [row[-1] for row in updates]
         if updates:
             sets = ", ".join(f"{c}=?" for c in ["fingerprint", "data", *cols])

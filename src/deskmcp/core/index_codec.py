@@ -17,10 +17,6 @@ log = logging.getLogger(__name__)
 
 TRAIN_AT = 64
 """A batch this large trains the compression dictionary (once per index)."""
-PARALLEL_PACK = 64
-"""Records from this many on are compressed in parallel."""
-PACK_THREADS = 2
-"""zstd threads compressing a large batch."""
 _LEVEL = 3
 """zstd level: level 3 with a dictionary compresses notes about 4.5x at some 150 MB/s; the
 higher levels gain little more on short records and cost several times the time."""
@@ -61,19 +57,6 @@ class TextCodec:
         if self._packer is None:
             return b"\0" + self._plain.compress(raw)
         return b"\1" + self._packer.compress(raw)
-
-    def pack_many(self, records: Sequence[Sequence[str]]) -> list[bytes]:
-        """`pack` of each record's texts; a large batch is compressed by zstd's own threads, in
-        parallel and without holding the GIL (the same bytes as one at a time)."""
-        if len(records) < PARALLEL_PACK:
-            return [self.pack(texts) for texts in records]
-        compressor, kind = (self._plain, b"\0") if self._packer is None else (self._packer, b"\1")
-        raws: list[Any] = [orjson.dumps(list(texts)) for texts in records]
-        try:
-            packed = compressor.multi_compress_to_buffer(raws, threads=PACK_THREADS)
-        except (AttributeError, NotImplementedError):  # a zstandard backend without it
-            return [kind + compressor.compress(raw) for raw in raws]
-        return [kind + segment.tobytes() for segment in packed]
 
     def unpack(self, body: bytes, conn: sqlite3.Connection) -> list[str]:
         local = self._local
