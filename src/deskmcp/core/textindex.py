@@ -592,8 +592,8 @@ class TextIndex:
         stems = sorted({w[: max(3, len(w) - 2)].lower() for w in words})
         prefixes = sorted({p for w in words for p in _prefixes(w.lower())})
         generators: dict[str, tantivy.SnippetGenerator] = {}  # made for the fields a snippet is tried in
-        wanted = max(1, len(set(words)))
         analysed = set(words)
+        wanted = max(1, len(analysed))
         folded: dict[str, bool] = {}  # a non-ASCII run: whether it analyses into a query word
         out: dict[int, str] = {}
         for doc_id, values in texts.items():
