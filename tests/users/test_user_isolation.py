@@ -254,8 +254,8 @@ def test_security_another_users_mail_cannot_be_moved_or_read_by_id(deployment: D
 
 def test_security_a_cursor_from_another_user_pages_nothing_of_theirs(deployment: Deployment) -> None:
     d, alice, bob = deployment, deployment.alice, deployment.bob
-    for n in range(3):
-        (bob.workspace / "vault" / f"bravo-{n}.md").write_text(f"bravo page {n}\n", encoding="utf-8")
+    for n in range(3):  # through the server, so its index holds them before the first page
+        d.ok(bob, "write_note", {"path": f"bravo-{n}.md", "body": f"bravo page {n}\n"})
     cursors = [
         ("list_notes", d.ok(bob, "list_notes", {"limit": 1})),
         ("search_notes", d.ok(bob, "search_notes", {"query": "bravo", "limit": 1})),
