@@ -27,6 +27,7 @@ from mcp.types import CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
 
 from deskmcp import __version__
+from deskmcp.core import stdio
 from deskmcp.core.errors import AuthRequired, DeskError, MCPUnavailable, PermissionDenied
 from deskmcp.core.files import atomic_write_text
 from deskmcp.core.server import error_result
@@ -134,6 +135,10 @@ class ForwardingServer(MCPServer[Any]):
             f"The deskmcp at {self.url} cannot be reached right now. Try again once it is running.",
             {"url": self.url, "reason": reason},
         )
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, read and written in the event loop where it can be (`core.stdio`)."""
+        await stdio.serve(self._lowlevel_server)
 
     async def list_tools(self) -> list[MCPTool]:
         http, client, statuses = self._client()

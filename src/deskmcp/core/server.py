@@ -42,6 +42,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field, ValidationError
 
 from deskmcp import __version__
+from deskmcp.core import stdio
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, NotFound, PermissionDenied
 from deskmcp.core.principal import current_principal
 from deskmcp.core.schema import argument_names, compact_description, compact_schema
@@ -218,6 +219,10 @@ class DeskServer(MCPServer[Any]):
             return initialization_options(options, *args, **kw)
 
         lowlevel.create_initialization_options = with_tools_changed  # type: ignore[method-assign]
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, read and written in the event loop where it can be (`core.stdio`)."""
+        await stdio.serve(self._lowlevel_server)
 
     def add_service_context(self, factory: ServiceContext) -> None:
         """Run `factory()` as an async context for as long as the server runs."""
