@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.meetings.server import create_server
+from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
 
 from .fixtures import ALPHA, BETA, GAMMA, state, write
@@ -206,6 +207,22 @@ async def test_cache_status_reports_the_file_format_and_counts(settings: Meeting
     assert status["exists"] is True
     assert status["format"] == "cache-v6 (object)"
     assert (status["meetings"], status["folders"], status["transcripts"]) == (3, 2, 1)
+
+
+async def test_cache_status_counts_the_folders_the_cache_has_now(settings: MeetingsSettings, tmp_path: Path):
+    service = MeetingService(settings)
+    try:
+        assert service.status().folders == 2
+        data = state()
+        del data["documentLists"]["list-people"], data["documentListsMetadata"]["list-people"]
+        cache = write(tmp_path / "granola", data)
+        os.utime(cache, ns=(time.time_ns() + 10**9,) * 2)
+        assert service.status().folders == 1
+        with service.index.transaction() as conn:  # an index made before the count was kept
+            conn.execute("DELETE FROM meta WHERE key = 'folder_count'")
+        assert service.status().folders == 1
+    finally:
+        service.close()
 
 
 @pytest.mark.parametrize(

@@ -277,6 +277,7 @@ class MeetingService:
                 "format": head["format"],
                 "indexed_at": iso(datetime.now(UTC)) or "",
                 "folders": orjson.dumps(head["folders"]).decode(),
+                "folder_count": str(len(head["folders"])),  # so a status call need not parse them
             },
         )
         if batched:
@@ -520,7 +521,8 @@ class MeetingService:
             return status
         status.format = self.index.get_meta("format")
         status.meetings = self.index.count()
-        status.folders = len(orjson.loads(self.index.get_meta("folders") or "[]"))
+        counted = self.index.get_meta("folder_count")  # missing in an index made before it was kept
+        status.folders = int(counted) if counted else len(orjson.loads(self.index.get_meta("folders") or "[]"))
         status.transcripts = int(self.index.get_meta("transcripts") or 0)
         status.indexed_at = self.index.get_meta("indexed_at")
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
