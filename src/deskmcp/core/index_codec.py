@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import orjson
 import zstandard
 
@@ -20,6 +21,9 @@ TRAIN_AT = 64
 _LEVEL = 3
 """zstd level: level 3 with a dictionary compresses notes about 4.5x at some 150 MB/s; the
 higher levels gain little more on short records and cost several times the time."""
+_TEXTS = msgspec.json.Decoder(list[str])
+"""Reads a record's texts: typed, it builds the strings about twice as fast as `orjson.loads`
+(a search reads the whole texts of every hit it shows a snippet of)."""
 
 
 class TextCodec:
@@ -64,7 +68,7 @@ class TextCodec:
             plain = getattr(local, "plain", None)
             if plain is None:
                 plain = local.plain = zstandard.ZstdDecompressor()
-            return orjson.loads(plain.decompress(body[1:]))
+            return _TEXTS.decode(plain.decompress(body[1:]))
         if self.zdict is None:
             self.load(conn)
         unpacker = getattr(local, "unpacker", None)
@@ -73,4 +77,4 @@ class TextCodec:
                 dict_data=zstandard.ZstdCompressionDict(self.zdict or b"")
             )
             local.zdict = self.zdict
-        return orjson.loads(unpacker.decompress(body[1:]))
+        return _TEXTS.decode(unpacker.decompress(body[1:]))
