@@ -114,3 +114,18 @@ def test_unmatched_terms_within_a_filter_look_past_the_best_matches_the_filter_d
     later = {"where": "d.day >= ?", "params": ["2025-01-01"]}
     assert index.unmatched_terms("budget cloud", **later) == ["cloud"]  # type: ignore[arg-type]
     assert keys(index, "budget cloud", **later) == ["w"]
+
+
+def test_unmatched_terms_after_a_search_are_what_a_count_of_each_term_says(index: SearchIndex):
+    # A search's best matches are looked at first to show a term is held somewhere: a term
+    # held only by a record outside them, or by none, is still found out.
+    strong = [rec(f"s{i}", "budget budget budget review", title="budget") for i in range(6)]
+    index.sync([*strong, rec("w", "a long text that names the cloud once " + "filler " * 40)])
+    best = keys(index, "budget review cloud zorblax", limit=3)
+    assert len(best) == 3 and "w" not in best
+    assert index.unmatched_terms("budget review cloud zorblax") == ["zorblax"]
+    assert keys(index, "cloud zorblax") == ["w"]
+    index.sync(strong)  # the only record naming the cloud is gone: what that search saw is not used
+    assert index.unmatched_terms("cloud zorblax") == ["cloud", "zorblax"]
+    assert keys(index, "budget cloud", limit=2)
+    assert index.unmatched_terms("budget cloud") == ["cloud"]

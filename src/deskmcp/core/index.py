@@ -616,7 +616,7 @@ class SearchIndex:
             self._text.refresh(self._stamp(conn))
             runs: list[tuple[int, int]] | None = None
             for text, alone in asked.terms:
-                if self._text.count(alone) == 0:
+                if not self._text.holds(alone, among=asked.query):
                     missing.append(text)
                     continue
                 if not where:

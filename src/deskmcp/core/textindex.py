@@ -75,7 +75,11 @@ small segment of its own that merges would have to rewrite."""
 QUERY_MEMO = 64
 """Parsed search texts kept for reuse: a search, its total and its unmatched terms parse the same text."""
 COUNT_MEMO = 8
-"""Totals of recent ranked searches kept, each for the searcher that counted it."""
+"""Totals of recent ranked searches kept, each for the searcher that counted it (and as many
+searches' best matches)."""
+SHOWN_TRIED = 3
+"""Best matches of a recent search tried, each alone, before counting whether a term of it
+matches anything (see `holds`)."""
 WINDOW = 2000
 """Characters of a long field analysed for its snippet, around the first possible match."""
 FAST_SNIPPET = 400
@@ -149,6 +153,7 @@ class TextIndex:
         self._memo_lock = threading.Lock()
         self._queries: dict[tuple[str, bool], UserQuery] = {}
         self._counts: list[tuple[tantivy.Searcher, tantivy.Query, int]] = []
+        self._shown: list[tuple[tantivy.Searcher, tantivy.Query, list[tantivy.DocAddress]]] = []
         self.index = self._open()
         self._searcher = self.index.searcher()
 
@@ -543,6 +548,10 @@ class TextIndex:
                 self._counts = [*kept, (searcher, query, total)]
         if not result.hits:
             return []
+        best = [address for _, address in result.hits[:SHOWN_TRIED]]
+        with self._memo_lock:
+            kept_shown = [entry for entry in self._shown[-(COUNT_MEMO - 1) :] if entry[0] is searcher]
+            self._shown = [*kept_shown, (searcher, query, best)]
         ids = searcher.fast_field_values(ID, [addr for _, addr in result.hits])
         return [(int(i), float(score)) for (score, _), i in zip(result.hits, ids, strict=True) if i is not None]
 
@@ -555,13 +564,35 @@ class TextIndex:
         result = searcher.search(query, total, count=False, order_by_field=ID)
         return [int(value) for value, _ in result.hits]
 
+    def holds(self, query: tantivy.Query, among: tantivy.Query | None = None) -> bool:
+        """Whether any record matches `query`. The best matches of a recent `top` of `among` on
+        the current searcher are tried first, each alone (a look at one record where a count
+        reads every match): a search's words are usually in its best matches."""
+        searcher = self.searcher()
+        counted = self._counted(searcher, query)
+        if counted is not None:
+            return counted > 0
+        if among is not None:
+            best = next((b for seen, shown, b in self._shown if seen is searcher and shown is among), [])
+            for address in best:
+                try:
+                    query.explain(searcher, address)
+                except ValueError:  # "does not match"
+                    continue
+                return True
+        return self.count(query) > 0
+
     def count(self, query: tantivy.Query) -> int:
         searcher = self.searcher()
-        for seen, counted, total in self._counts:
-            if seen is searcher and counted is query:
-                return total
+        counted = self._counted(searcher, query)
+        if counted is not None:
+            return counted
         result = searcher.search(query, 1, count=True)
         return int(getattr(result, "count", 0) or 0)  # `count` is missing from the type stubs
+
+    def _counted(self, searcher: tantivy.Searcher, query: tantivy.Query) -> int | None:
+        """The total a recent counted `top` of `query` on `searcher` found, if one is kept."""
+        return next((total for seen, counted, total in self._counts if seen is searcher and counted is query), None)
 
     # -- snippets --------------------------------------------------------------------------
 
