@@ -16,22 +16,45 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
+POOL_WAIT = 30
+"""Seconds a call waits for one of the pool's connections while all are in use."""
+CONNECT_WAIT = 5
+"""Seconds a connection attempt may take (libpq's `connect_timeout`)."""
+
 _POOLS: dict[str, ConnectionPool[Any]] = {}
 _SCHEMAS: set[tuple[str, str]] = set()
+_REACHED: set[str] = set()
+"""Databases whose pool handed out a connection since the last connection failure."""
 _LOCK = threading.Lock()
 
 
 def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
     """The process's pool for `url`, opened on first use, with `schema` (a `CREATE ... IF NOT EXISTS`
     statement) run once per pool. A pool whose first statement fails is closed and forgotten, so the
-    next call tries again."""
+    next call tries again.
+
+    Until the pool has handed out a connection (and again after a connection failed), a call
+    finding no idle connection tries one itself first: when the database is down, unreachable or
+    refusing us, waiting for the pool would only wait out `POOL_WAIT`, and this raises the
+    connection's own error (`psycopg.OperationalError`) at once."""
     with _LOCK:
         pool = _POOLS.get(url)
         if pool is None:
             from psycopg_pool import ConnectionPool
 
-            pool = ConnectionPool(url, min_size=1, max_size=8, open=True, timeout=30, name="deskmcp")
+            pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=8,
+                open=True,
+                timeout=POOL_WAIT,
+                kwargs={"connect_timeout": CONNECT_WAIT},
+                name="deskmcp",
+            )
             _POOLS[url] = pool
+    if url not in _REACHED and not pool.get_stats().get("pool_available"):
+        _try_connecting(url)
+    with _LOCK:
         if (url, schema) not in _SCHEMAS:
             try:
                 with pool.connection() as conn:
@@ -45,6 +68,13 @@ def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
         return pool
 
 
+def _try_connecting(url: str) -> None:
+    """Open and close one connection to `url`: psycopg's error if that fails."""
+    import psycopg
+
+    psycopg.connect(url, connect_timeout=CONNECT_WAIT).close()
+
+
 @contextmanager
 def connection(url: str, schema: LiteralString, *, unreachable: str) -> Iterator[Connection[Any]]:
     """A connection from `url`'s shared pool (`shared_pool`). A database that cannot be reached
@@ -53,8 +83,10 @@ def connection(url: str, schema: LiteralString, *, unreachable: str) -> Iterator
 
     try:
         with shared_pool(url, schema).connection() as conn:
+            _REACHED.add(url)
             yield conn
     except psycopg.OperationalError as exc:
+        _REACHED.discard(url)
         raise IOFailure(unreachable.format(exc=exc)) from exc
 
 
@@ -65,3 +97,4 @@ def close_pools() -> None:
             each.close()
         _POOLS.clear()
         _SCHEMAS.clear()
+        _REACHED.clear()

@@ -1,0 +1,70 @@
+"""The shared PostgreSQL pool when the database cannot be reached: the call says why, at once,
+instead of waiting out the pool's timeout for a connection that is never coming."""
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("psycopg_pool")
+
+from deskmcp.core.errors import IOFailure
+from deskmcp.core.postgres import close_pools, connection
+from tests.helpers.postgres import Postgres, fresh_database
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS probe (id INTEGER)"
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port nothing listens on (bound, never listening: connecting is refused)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+    close_pools()
+
+
+def test_a_database_refusing_connections_is_an_io_error_naming_the_refusal(closed_port: int) -> None:
+    url = f"postgresql://deskmcp@127.0.0.1:{closed_port}/deskmcp"
+    for _ in range(2):  # the first call opens the pool, the second finds it open and empty
+        with pytest.raises(IOFailure) as caught, connection(url, SCHEMA, unreachable="unreachable: {exc}"):
+            pass
+        assert caught.value.code == "io_error"
+        assert "refused" in caught.value.message.lower()
+
+
+def test_a_database_that_does_not_exist_is_an_io_error_saying_so(postgres: Postgres) -> None:
+    url = postgres.url("no_such_database")
+    try:
+        with pytest.raises(IOFailure) as caught, connection(url, SCHEMA, unreachable="unreachable: {exc}"):
+            pass
+    finally:
+        close_pools()
+    assert 'database "no_such_database" does not exist' in caught.value.message
+
+
+def test_a_database_reached_once_keeps_serving_from_the_pool(database: str) -> None:
+    for n in range(3):
+        with connection(database, SCHEMA, unreachable="unreachable: {exc}") as conn:
+            conn.execute("INSERT INTO probe VALUES (%s)", (n,))
+    with connection(database, SCHEMA, unreachable="unreachable: {exc}") as conn:
+        assert conn.execute("SELECT count(*) FROM probe").fetchone() == (3,)
+
+
+def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(postgres: Postgres) -> None:
+    import psycopg
+
+    url = fresh_database(postgres)
+    try:
+        with connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
+            conn.execute("SELECT 1")
+        with psycopg.connect(postgres.url(), autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+        messages = []
+        for _ in range(2):
+            with pytest.raises(IOFailure) as caught, connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
+                conn.execute("SELECT 1")
+            messages.append(caught.value.message)
+    finally:
+        close_pools()
+    assert "does not exist" in messages[-1]  # not a wait for the pool's broken connection's replacement
