@@ -1,3 +1,4 @@
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -133,6 +134,29 @@ def test_a_corrupt_index_file_is_moved_aside_and_rebuilt(tmp_path: Path):
     idx.sync([rec("a", "fresh", "")])
     assert [h.key for h in idx.search("fresh")] == ["a"]
     assert any(p.name.startswith("p.sqlite3.corrupt-") for p in tmp_path.iterdir())
+    idx.close()
+
+
+def test_an_index_whose_pages_are_damaged_is_moved_aside_and_rebuilt(tmp_path: Path):
+    # A valid database with one damaged page opens and answers most reads: SQLite's own check
+    # finds the damage, and the index is rebuilt rather than served until a read trips on it.
+    path = tmp_path / "p.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec(f"k{i}", f"title {i}", "word " * 50 + f"w{i}") for i in range(3000)])
+    idx.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 4096 // 2 * 4096
+    data[middle + 100 : middle + 2000] = bytes(range(256)) * 7 + bytes(108)
+    path.write_bytes(bytes(data))
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA quick_check(1)").fetchone() != ("ok",)  # the damage is real
+    idx = SearchIndex(path, SCHEMA)
+    assert idx.count() == 0
+    assert any(p.name.startswith("p.sqlite3.corrupt-") for p in tmp_path.iterdir())
+    idx.sync([rec("a", "fresh", "")])
+    assert [h.key for h in idx.search("fresh")] == ["a"]
     idx.close()
 
 

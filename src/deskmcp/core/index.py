@@ -134,7 +134,11 @@ class SearchIndex:
         wanted = f"{self.schema.name}:{self.schema.version}:{STORAGE}"
         if row is None or row[0] != wanted:
             self._create(conn, wanted)
-        conn.execute("PRAGMA quick_check(1)").fetchone()
+        # SQLite's own check of every page: a damaged file (a disk fault, another program's
+        # write) is rebuilt now rather than served until some read trips on the damage.
+        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()
+        if verdict is None or verdict[0] != "ok":
+            raise sqlite3.DatabaseError(f"integrity check: {verdict[0] if verdict else 'no answer'}")
         self._ensure_indexes(conn)
         return conn
 
