@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("psycopg_pool")
 
+from deskmcp.core import postgres as postgres_module
 from deskmcp.core.errors import IOFailure
 from deskmcp.core.postgres import close_pools, connection
 from tests.helpers.postgres import Postgres, fresh_database
@@ -31,6 +32,7 @@ def test_a_database_refusing_connections_is_an_io_error_naming_the_refusal(close
             pass
         assert caught.value.code == "io_error"
         assert "refused" in caught.value.message.lower()
+        assert url not in postgres_module._POOLS  # not left retrying in the background
 
 
 def test_a_database_that_does_not_exist_is_an_io_error_saying_so(postgres: Postgres) -> None:

@@ -53,19 +53,31 @@ def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
             )
             _POOLS[url] = pool
     if url not in _REACHED and not pool.get_stats().get("pool_available"):
-        _try_connecting(url)
+        try:
+            _try_connecting(url)
+        except Exception:
+            with _LOCK:
+                _forget_unused(url, pool)
+            raise
     with _LOCK:
         if (url, schema) not in _SCHEMAS:
             try:
                 with pool.connection() as conn:
                     conn.execute(schema)
             except Exception:
-                if not any(each == url for each, _ in _SCHEMAS):
-                    pool.close()
-                    del _POOLS[url]
+                _forget_unused(url, pool)
                 raise
             _SCHEMAS.add((url, schema))
         return pool
+
+
+def _forget_unused(url: str, pool: ConnectionPool[Any]) -> None:
+    """Close `pool` and forget it when no statement has run on it yet (so it stops retrying in the
+    background, and the next call opens a new one). Called holding `_LOCK`."""
+    if not any(each == url for each, _ in _SCHEMAS):
+        pool.close()
+        if _POOLS.get(url) is pool:
+            del _POOLS[url]
 
 
 def _try_connecting(url: str) -> None:
