@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
@@ -73,3 +74,31 @@ def test_a_search_without_words_lists_every_message_and_flags_filter_as_written(
         assert store.search_all([], flags={"\\Seen": True, "\\Flagged": True}) == {"INBOX": [(2, 300.0)]}
     finally:
         store.close()
+
+
+def test_a_damaged_local_copy_is_set_aside_and_started_again(tmp_path: Path) -> None:
+    # Only a copy of the server's mail: a file that is not a database, or whose pages are
+    # damaged, is moved aside and the store starts empty (the next sync reads the mail again).
+    path = tmp_path / "imap.sqlite3"
+    path.write_bytes(b"not a database at all" * 200)
+    store = ImapStore(path)
+    try:
+        store.add("INBOX", [message(uid, float(uid), f"walrus number {uid} " * 40) for uid in range(1, 400)])
+        assert store.count("INBOX") == 399
+    finally:
+        store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 4096 // 2 * 4096
+    data[middle + 100 : middle + 2000] = bytes(range(256)) * 7 + bytes(108)
+    path.write_bytes(bytes(data))
+    store = ImapStore(path)
+    try:
+        assert store.count("INBOX") == 0
+        assert store.state("INBOX") is None
+        store.add("INBOX", [message(1, 1.0, "walrus")])
+        assert store.search("INBOX", ["walrus"]) == [(1, 1.0)]
+    finally:
+        store.close()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith("imap.sqlite3.corrupt-")]) >= 1

@@ -54,7 +54,15 @@ from deskmcp.core.index_query import (
     text_match,
 )
 from deskmcp.core.index_records import ApplyStats, Hit, IndexRecord, IndexSchema
-from deskmcp.core.index_sqlite import chunks, id_runs, ids_json, private_database, table_name
+from deskmcp.core.index_sqlite import (
+    check_pages,
+    chunks,
+    id_runs,
+    ids_json,
+    private_database,
+    set_aside,
+    table_name,
+)
 from deskmcp.core.textindex import ENGINE, TextIndex, private_folder
 
 if TYPE_CHECKING:
@@ -134,11 +142,7 @@ class SearchIndex:
         wanted = f"{self.schema.name}:{self.schema.version}:{STORAGE}"
         if row is None or row[0] != wanted:
             self._create(conn, wanted)
-        # SQLite's own check of every page: a damaged file (a disk fault, another program's
-        # write) is rebuilt now rather than served until some read trips on the damage.
-        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()
-        if verdict is None or verdict[0] != "ok":
-            raise sqlite3.DatabaseError(f"integrity check: {verdict[0] if verdict else 'no answer'}")
+        check_pages(conn)  # a damaged file is rebuilt now, not served until some read trips on it
         self._ensure_indexes(conn)
         return conn
 
@@ -213,15 +217,11 @@ class SearchIndex:
             raise
 
     def _quarantine(self, exc: Exception) -> None:
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-        log.warning("index %s is unreadable (%s); moving it to %s and rebuilding", self.path, exc, aside)
         for conn in self._all:
             conn.close()
         self._all.clear()
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(f"{self.path}{suffix}")
-            if src.exists():
-                src.replace(Path(f"{aside}{suffix}"))
+        aside = set_aside(self.path)
+        log.warning("index %s is unreadable (%s); moved it to %s and rebuilding", self.path, exc, aside)
 
     def _stamp(self, conn: sqlite3.Connection) -> str:
         """What the text index must say it reflects: this database's epoch and generation."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -28,6 +30,25 @@ def private_database(path: Path) -> None:
                 file.chmod(PRIVATE_FILE)
         except FileNotFoundError:
             continue
+
+
+def check_pages(conn: sqlite3.Connection) -> None:
+    """SQLite's own check of every page (`PRAGMA quick_check`): `sqlite3.DatabaseError` naming the
+    first problem when the file is damaged (a disk fault, another program's write)."""
+    verdict = conn.execute("PRAGMA quick_check(1)").fetchone()
+    if verdict is None or verdict[0] != "ok":
+        raise sqlite3.DatabaseError(f"integrity check: {verdict[0] if verdict else 'no answer'}")
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged database (with its -wal and -shm files) to `<name>.corrupt-<time>`, where a
+    new one will not be confused with it; the new name."""
+    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    for suffix in ("", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        if file.exists():
+            file.replace(Path(f"{aside}{suffix}"))
+    return aside
 
 
 def chunks(items: Sequence[_T]) -> Iterator[Sequence[_T]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -23,7 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskmcp.core.index_sqlite import chunks, private_database
+from deskmcp.core.index_sqlite import check_pages, chunks, private_database, set_aside
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS folders (
@@ -98,20 +101,38 @@ class Stored:
 class ImapStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        private_database(path)
         self.path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        if self._db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
-            # made by another version: forgotten (each folder is read again at the next sync)
-            self._db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _OLD_TABLES))
-            self._db.execute(f"PRAGMA user_version = {VERSION}")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = self._open(path)
+        except sqlite3.DatabaseError as exc:
+            # Only a copy of what the server holds: a damaged one is set aside and read again.
+            aside = set_aside(path)
+            log.warning(
+                "the local copy %s is unreadable (%s); moved it to %s, reading the mail again", path, exc, aside
+            )
+            self._db = self._open(path)
         self._lock = threading.Lock()
         self._writes = 0  # messages or flags written, or messages removed, through this connection
         self._orders: dict[str, _Order] = {}
         self._order_stamp: tuple[int, int] | None = None
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        private_database(path)
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            check_pages(db)
+            if db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+                # made by another version: forgotten (each folder is read again at the next sync)
+                db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _OLD_TABLES))
+                db.execute(f"PRAGMA user_version = {VERSION}")
+            db.executescript(_SCHEMA)
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def close(self) -> None:
         with self._lock:
