@@ -1,4 +1,3 @@
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -9,6 +8,7 @@ import pytest
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
+from tests.helpers.files import damage_a_page
 
 SCHEMA = IndexSchema(
     name="test",
@@ -144,14 +144,7 @@ def test_an_index_whose_pages_are_damaged_is_moved_aside_and_rebuilt(tmp_path: P
     idx = SearchIndex(path, SCHEMA)
     idx.sync([rec(f"k{i}", f"title {i}", "word " * 50 + f"w{i}") for i in range(3000)])
     idx.close()
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(path.read_bytes())
-    middle = len(data) // 4096 // 2 * 4096
-    data[middle + 100 : middle + 2000] = bytes(range(256)) * 7 + bytes(108)
-    path.write_bytes(bytes(data))
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA quick_check(1)").fetchone() != ("ok",)  # the damage is real
+    damage_a_page(path)
     idx = SearchIndex(path, SCHEMA)
     assert idx.count() == 0
     assert any(p.name.startswith("p.sqlite3.corrupt-") for p in tmp_path.iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 
@@ -43,3 +44,16 @@ def disk_fingerprints(root: Path) -> dict[str, str]:
             st = path.stat()
             out[rel] = f"{st.st_mtime_ns}:{st.st_size}"
     return out
+
+
+def damage_a_page(database: Path) -> None:
+    """Overwrite most of one page in the middle of a SQLite file (its WAL checkpointed into it
+    first), as a disk fault would: the file still opens, and SQLite's check finds the damage."""
+    with sqlite3.connect(database) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(database.read_bytes())
+    middle = len(data) // 4096 // 2 * 4096
+    data[middle + 100 : middle + 2000] = bytes(range(256)) * 7 + bytes(108)
+    database.write_bytes(bytes(data))
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("PRAGMA quick_check(1)").fetchone() != ("ok",), "the page was not damaged"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
 from deskmcp.mail.backends.imap_sync import uid_ranges
+from tests.helpers.files import damage_a_page
 
 
 def message(uid: int, when: float, text: str) -> Stored:
@@ -87,12 +87,7 @@ def test_a_damaged_local_copy_is_set_aside_and_started_again(tmp_path: Path) -> 
         assert store.count("INBOX") == 399
     finally:
         store.close()
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(path.read_bytes())
-    middle = len(data) // 4096 // 2 * 4096
-    data[middle + 100 : middle + 2000] = bytes(range(256)) * 7 + bytes(108)
-    path.write_bytes(bytes(data))
+    damage_a_page(path)
     store = ImapStore(path)
     try:
         assert store.count("INBOX") == 0
