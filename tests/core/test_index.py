@@ -1,3 +1,4 @@
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -8,6 +9,7 @@ import pytest
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
+from deskmcp.core.index_sqlite import check_pages
 from tests.helpers.files import damage_a_page
 
 SCHEMA = IndexSchema(
@@ -562,3 +564,16 @@ def test_a_first_fill_that_fails_or_is_killed_leaves_the_side_indexes_built(tmp_
         assert [h.key for h in reopened.search("one")] == ["a"]
     finally:
         reopened.close()
+
+
+def test_the_page_check_takes_reports_about_values_for_what_they_are(tmp_path: Path):
+    # SQLite 3.40 reports a NULL in every row of a WITHOUT ROWID table whose NOT NULL column comes
+    # before a key column, though none is there: that is no damaged page, and nothing is set aside.
+    conn = sqlite3.connect(tmp_path / "t.sqlite3")
+    conn.execute(
+        "CREATE TABLE t (a INTEGER NOT NULL, b TEXT NOT NULL, c TEXT NOT NULL, PRIMARY KEY (a, c)) WITHOUT ROWID"
+    )
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, "x", "y") for i in range(50)])
+    conn.commit()
+    check_pages(conn)
+    conn.close()

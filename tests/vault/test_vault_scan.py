@@ -2,6 +2,7 @@
 
 import random
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,26 @@ def test_a_first_index_killed_midway_leaves_a_consistent_index_the_next_scan_com
     finally:
         killed.close()
         clean.close()
+
+
+def test_an_index_of_a_vault_with_tags_is_kept_when_opened_again(vault: Path, tmp_path: Path):
+    # SQLite's own check, run when an index opens, must find nothing in a sound one: a false
+    # report would set it aside and index the whole vault at every start.
+    write_vault(vault, random.Random(3), notes=60)
+    path = tmp_path / "vault.sqlite3"
+    first = Catalog(vault, path, 1 << 20)
+    try:
+        first.scan()
+        count = first.index.count()
+        assert count >= 60
+        assert first.index.count(where="EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id)") > 0
+    finally:
+        first.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    again = Catalog(vault, path, 1 << 20)
+    try:
+        assert again.index.count() == count
+    finally:
+        again.close()
+    assert not [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]

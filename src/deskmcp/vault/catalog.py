@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA = IndexSchema(
     name="vault",
-    version=2,
+    version=3,
     text_fields=("title", "path", "headings", "tags", "properties", "body"),
     weights=(10.0, 6.0, 4.0, 4.0, 2.0, 1.0),
     columns=(
@@ -45,8 +45,10 @@ SCHEMA = IndexSchema(
         ("hash", "TEXT"),
     ),
     side_tables=(
+        # `tag` without NOT NULL: SQLite 3.40's check reports a NOT NULL column placed before a
+        # key column as NULL in every row of a WITHOUT ROWID table (the tag is always written)
         "CREATE TABLE tags (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
-        " tag TEXT NOT NULL, tag_lc TEXT NOT NULL, PRIMARY KEY (doc_id, tag_lc)) WITHOUT ROWID",
+        " tag TEXT, tag_lc TEXT NOT NULL, PRIMARY KEY (doc_id, tag_lc)) WITHOUT ROWID",
         "CREATE INDEX tags_tag ON tags(tag_lc)",
         "CREATE TABLE props (doc_id INTEGER NOT NULL REFERENCES docs(id) ON DELETE CASCADE,"
         " key_lc TEXT NOT NULL, value_lc TEXT NOT NULL, PRIMARY KEY (doc_id, key_lc, value_lc)) WITHOUT ROWID",
