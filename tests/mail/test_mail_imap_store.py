@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
 from deskmcp.mail.backends.imap_sync import uid_ranges
@@ -97,3 +100,25 @@ def test_a_damaged_local_copy_is_set_aside_and_started_again(tmp_path: Path) -> 
     finally:
         store.close()
     assert len([p for p in tmp_path.iterdir() if p.name.startswith("imap.sqlite3.corrupt-")]) >= 1
+
+
+def test_a_local_copy_locked_by_another_connection_is_not_taken_for_damaged(tmp_path: Path) -> None:
+    path = tmp_path / "imap.sqlite3"
+    store = ImapStore(path)
+    store.add("INBOX", [message(1, 1.0, "walrus")])
+    store.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")  # WAL again on opening needs the lock held below
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            ImapStore(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+    store = ImapStore(path)
+    try:
+        assert store.search("INBOX", ["walrus"]) == [(1, 1.0)]
+    finally:
+        store.close()

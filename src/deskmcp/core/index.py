@@ -111,6 +111,8 @@ class SearchIndex:
         try:
             self._writer = self._open_writer()
         except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # locked, or cannot be opened: not damage
+                raise
             self._quarantine(exc)
             self._writer = self._open_writer()
         self._codec = TextCodec()

@@ -105,6 +105,8 @@ class ImapStore:
         try:
             self._db = self._open(path)
         except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # locked, or cannot be opened: not damage
+                raise
             # Only a copy of what the server holds: a damaged one is set aside and read again.
             aside = set_aside(path)
             log.warning(
