@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from deskmcp.core import index as index_module
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 from deskmcp.core.index_sqlite import check_pages
@@ -577,3 +578,26 @@ def test_the_page_check_takes_reports_about_values_for_what_they_are(tmp_path: P
     conn.commit()
     check_pages(conn)
     conn.close()
+
+
+def test_an_index_locked_by_another_connection_is_not_taken_for_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(index_module, "BUSY_WAIT", 0.2)
+    path = tmp_path / "p.sqlite3"
+    idx = SearchIndex(path, SCHEMA)
+    idx.sync([rec("a", "kept", "")])
+    idx.close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")  # WAL again on opening needs the lock held below
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            SearchIndex(path, SCHEMA)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+    idx = SearchIndex(path, SCHEMA)
+    assert [h.key for h in idx.search("kept")] == ["a"]
+    idx.close()

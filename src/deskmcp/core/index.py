@@ -89,6 +89,8 @@ STORAGE = "tantivy2"
 """Part of the schema id in SQLite: a database laid out for another engine is recreated."""
 _REACH = 64
 """Best matches a filtered search checks against its filter before resolving the filter itself."""
+BUSY_WAIT = 30.0
+"""Seconds a statement waits for another connection's lock on the database before it fails."""
 _CREATE_INDEX = re.compile(r"CREATE INDEX (\w+) ")
 _EPOCH = "_index_epoch"
 _GENERATION = "_index_generation"
@@ -125,9 +127,9 @@ class SearchIndex:
 
     def _connect(self) -> sqlite3.Connection:
         private_database(self.path)
-        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=BUSY_WAIT, check_same_thread=False, isolation_level=None)
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_WAIT * 1000)}")
         conn.create_function("text_match", 1, self._text_match, deterministic=True)
         self._all.append(conn)
         return conn
