@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER
@@ -539,19 +539,15 @@ class TextIndex:
             return []
         searcher = self.searcher()
         result = searcher.search(query, limit, count=counted, offset=offset)
-        if counted:
-            total = int(getattr(result, "count", 0) or 0)
-            with self._memo_lock:
-                # only the current searcher's totals: an older searcher kept here would keep its
-                # segments (merged away since) open and mapped
-                kept = [entry for entry in self._counts[-(COUNT_MEMO - 1) :] if entry[0] is searcher]
-                self._counts = [*kept, (searcher, query, total)]
+        with self._memo_lock:
+            if counted:
+                total = int(getattr(result, "count", 0) or 0)
+                self._counts = _remembered(self._counts, (searcher, query, total))
+            if result.hits:
+                best = [address for _, address in result.hits[:SHOWN_TRIED]]
+                self._shown = _remembered(self._shown, (searcher, query, best))
         if not result.hits:
             return []
-        best = [address for _, address in result.hits[:SHOWN_TRIED]]
-        with self._memo_lock:
-            kept_shown = [entry for entry in self._shown[-(COUNT_MEMO - 1) :] if entry[0] is searcher]
-            self._shown = [*kept_shown, (searcher, query, best)]
         ids = searcher.fast_field_values(ID, [addr for _, addr in result.hits])
         return [(int(i), float(score)) for (score, _), i in zip(result.hits, ids, strict=True) if i is not None]
 
@@ -682,6 +678,16 @@ class TextIndex:
                 return start
             at = max(run.end(), hit.end())
         return -1
+
+
+_Memo = TypeVar("_Memo", bound=tuple[Any, ...])
+
+
+def _remembered(memo: list[_Memo], entry: _Memo) -> list[_Memo]:
+    """`memo` with `entry` last, keeping the last `COUNT_MEMO` entries of `entry`'s searcher only:
+    an older searcher kept here would keep its segments (merged away since) open and mapped."""
+    searcher = entry[0]
+    return [*(kept for kept in memo[-(COUNT_MEMO - 1) :] if kept[0] is searcher), entry]
 
 
 def _prefixes(word: str) -> tuple[str, ...]:
