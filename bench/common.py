@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import sys
 import threading
@@ -23,6 +24,14 @@ def percentile(values: list[float], pct: float) -> float:
     k = (len(ordered) - 1) * pct / 100
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`target` as a hard link to `source` (a big input costs no copy), or a copy on another file system."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def summary(values_ms: list[float]) -> str:

@@ -48,7 +48,7 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench.common import percentile, rss_mb, timed_call
+from bench.common import link_or_copy, percentile, rss_mb, timed_call
 
 ROOT = _BENCH.parent
 DEFAULT_CACHE = Path("/work/benchdata/granola-10000-v3.json")
@@ -147,10 +147,7 @@ async def ours(cache: Path, work: Path, words: list[str], rounds: int, figures: 
     folder = work / "granola"
     folder.mkdir()
     live = folder / "cache-v3.json"
-    try:
-        os.link(cache, live)
-    except OSError:
-        shutil.copyfile(cache, live)
+    link_or_copy(cache, live)
     staged = folder / ".next.json"
     changed_id = changed_copy(cache, staged)
     env = {"GRANOLA_CACHE_PATH": str(folder), "DESKMCP_WORKSPACE": str(work / "ws"), "DESKMCP_TIMEZONE": "UTC"}
@@ -199,10 +196,7 @@ async def peer(executable: Path, cache: Path, work: Path, words: list[str], roun
     home = work / "peer-home"
     folder = home / "Library" / "Application Support" / "Granola"
     folder.mkdir(parents=True)
-    try:
-        os.link(cache, folder / "cache-v3.json")
-    except OSError:
-        shutil.copyfile(cache, folder / "cache-v3.json")
+    link_or_copy(cache, folder / "cache-v3.json")
     async with Client(params([str(executable)], {"HOME": str(home)})) as client:
         started = time.perf_counter()
         await timed_call(client, "search_meetings", {"query": words[0]}, validate=False)

@@ -39,7 +39,7 @@ from mcp.client.stdio import StdioServerParameters
 
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench.common import percentile, timed_call
+from bench.common import link_or_copy, percentile, timed_call
 from bench.meetings import queries as meeting_queries
 from bench.vault import load_meta
 
@@ -56,10 +56,7 @@ def setup(kind: str, data: Path, work: Path) -> tuple[str, dict[str, Any], str, 
     if kind == "meetings":
         folder = work / "granola"
         folder.mkdir()
-        try:
-            os.link(data, folder / "cache-v3.json")
-        except OSError:
-            shutil.copyfile(data, folder / "cache-v3.json")
+        link_or_copy(data, folder / "cache-v3.json")
         env = {"GRANOLA_CACHE_PATH": str(folder), "DESKMCP_TIMEZONE": "UTC"}
         return "granola.meetings.search", {}, "q", meeting_queries(data), env
     words = [q["query"] for q in load_meta(data)["params"]["search_queries"]]
