@@ -11,7 +11,7 @@ from deskmcp.core import index as index_module
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 from deskmcp.core.index_sqlite import check_pages
-from tests.helpers.files import damage_a_page
+from tests.helpers.files import damage_a_page, locked_by_another
 
 SCHEMA = IndexSchema(
     name="test",
@@ -588,15 +588,8 @@ def test_an_index_locked_by_another_connection_is_not_taken_for_damaged(
     idx = SearchIndex(path, SCHEMA)
     idx.sync([rec("a", "kept", "")])
     idx.close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("PRAGMA journal_mode=DELETE")  # WAL again on opening needs the lock held below
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
-            SearchIndex(path, SCHEMA)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with locked_by_another(path), pytest.raises(sqlite3.OperationalError, match="locked"):
+        SearchIndex(path, SCHEMA)
     assert not [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
     idx = SearchIndex(path, SCHEMA)
     assert [h.key for h in idx.search("kept")] == ["a"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -57,3 +59,19 @@ def damage_a_page(database: Path) -> None:
     database.write_bytes(bytes(data))
     with sqlite3.connect(database) as conn:
         assert conn.execute("PRAGMA quick_check(1)").fetchone() != ("ok",), "the page was not damaged"
+
+
+@contextmanager
+def locked_by_another(database: Path) -> Iterator[None]:
+    """`database` switched to a rollback journal and held under an exclusive lock by another
+    connection: opening it in WAL mode must wait for that lock, and fails when it runs out."""
+    holder = sqlite3.connect(database, isolation_level=None)
+    try:
+        holder.execute("PRAGMA journal_mode=DELETE")
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+    finally:
+        holder.close()

@@ -9,7 +9,7 @@ import pytest
 
 from deskmcp.mail.backends.imap_store import FolderState, ImapStore, Kept, Stored
 from deskmcp.mail.backends.imap_sync import uid_ranges
-from tests.helpers.files import damage_a_page
+from tests.helpers.files import damage_a_page, locked_by_another
 
 
 def message(uid: int, when: float, text: str) -> Stored:
@@ -107,15 +107,8 @@ def test_a_local_copy_locked_by_another_connection_is_not_taken_for_damaged(tmp_
     store = ImapStore(path)
     store.add("INBOX", [message(1, 1.0, "walrus")])
     store.close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("PRAGMA journal_mode=DELETE")  # WAL again on opening needs the lock held below
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
-            ImapStore(path)
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+    with locked_by_another(path), pytest.raises(sqlite3.OperationalError, match="locked"):
+        ImapStore(path)
     assert not [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
     store = ImapStore(path)
     try:
