@@ -52,9 +52,12 @@ def write_cache(
 
 
 def comparable(messages: list[Message]) -> list[Message]:
-    """The messages without fingerprints (the scan hashes escaped transcripts) and with bytes as bytes."""
+    """The messages without fingerprints (the scan hashes escaped transcripts), with bytes as
+    bytes, and without the layout a scan ends with (see `cache_layout`)."""
     out: list[Message] = []
     for kind, body in messages:
+        if kind == "done":
+            body = {}
         if kind == "entry":
             columns = dict(body["columns"])
             raw = columns["transcript_json"]

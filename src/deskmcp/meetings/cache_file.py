@@ -202,7 +202,7 @@ def _run_start(buf: bytes | bytearray, at: int) -> int:
     return at
 
 
-def _safe_cut(buf: bytes | bytearray, end: int) -> int:
+def safe_cut(buf: bytes | bytearray, end: int) -> int:
     """The largest cut at or before `end` that splits neither an escape sequence (a `\\uXXXX`
     surrogate pair included) nor a UTF-8 character.
 
@@ -258,7 +258,7 @@ def unescape(
         last = remaining <= 0 or n == 0
         if last and remaining > 0:
             raise _error(ParseError, f"{path.name} ends inside the cache string: it may be truncated.", path)
-        cut = stop if last else max(1, _safe_cut(work, stop))
+        cut = stop if last else max(1, safe_cut(work, stop))
         tail = bytes(work[cut:stop])
         if cut > 1:
             work[cut] = 0x22

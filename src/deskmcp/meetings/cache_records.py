@@ -238,8 +238,11 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-def raw_meetings(state: dict[str, Any]) -> tuple[list[RawMeeting], list[FolderInfo]]:
-    """Every document of a cache state with its metadata, panels, transcript and folders."""
+def raw_meetings(
+    state: dict[str, Any], *, folders: list[FolderInfo] | None = None
+) -> tuple[list[RawMeeting], list[FolderInfo]]:
+    """Every document of a cache state with its metadata, panels, transcript and folders
+    (`folders`, when given, in place of the state's own lists)."""
     documents = as_dict(state.get("documents"))
     metadata = as_dict(state.get("meetingsMetadata"))
     panels = as_dict(state.get("documentPanels"))
@@ -247,11 +250,9 @@ def raw_meetings(state: dict[str, Any]) -> tuple[list[RawMeeting], list[FolderIn
     transcripts_by_norm = {norm_id(str(k)): v for k, v in transcripts.items()}
     metadata_by_norm = {norm_id(str(k)): v for k, v in metadata.items()}
 
-    folders = _folders(state)
-    folders_of: dict[str, list[FolderRef]] = {}
-    for info in folders:
-        for mid in info.meeting_ids:
-            folders_of.setdefault(norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
+    if folders is None:
+        folders = folder_list(state)
+    folders_by_meeting = folders_of(folders)
 
     raws: list[RawMeeting] = []
     for key, doc in documents.items():
@@ -265,13 +266,23 @@ def raw_meetings(state: dict[str, Any]) -> tuple[list[RawMeeting], list[FolderIn
                 meta=metadata.get(key) or metadata_by_norm.get(norm),
                 panels=panels.get(key),
                 transcript=transcripts.get(key) or transcripts_by_norm.get(norm),
-                folders=folders_of.get(norm, []),
+                folders=folders_by_meeting.get(norm, []),
             )
         )
     return raws, folders
 
 
-def _folders(state: dict[str, Any]) -> list[FolderInfo]:
+def folders_of(folders: list[FolderInfo]) -> dict[str, list[FolderRef]]:
+    """Each meeting's folders, by its normalised id."""
+    found: dict[str, list[FolderRef]] = {}
+    for info in folders:
+        for mid in info.meeting_ids:
+            found.setdefault(norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
+    return found
+
+
+def folder_list(state: dict[str, Any]) -> list[FolderInfo]:
+    """The folders of a state's `documentLists` and `documentListsMetadata`, by name."""
     lists = as_dict(state.get("documentLists"))
     lists_meta = as_dict(state.get("documentListsMetadata"))
     out: list[FolderInfo] = []

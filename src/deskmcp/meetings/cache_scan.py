@@ -62,7 +62,7 @@ class ScannedCache:
 
     def __init__(self, path: Path, handle: BufferedReader, before: os.stat_result, state: dict[str, Any]) -> None:
         self.path = path
-        self._handle = handle
+        self.handle = handle
         self._before = before
         self.state = state
         """The cache state: records as `msgspec.Raw`, transcripts as `TranscriptSpan`."""
@@ -75,16 +75,21 @@ class ScannedCache:
         self.close()
 
     def close(self) -> None:
-        self._handle.close()
+        self.handle.close()
+
+    def read_escaped(self, offset: int, length: int) -> bytes:
+        """`length` bytes of the version scanned, from `offset`."""
+        try:
+            data = os.pread(self.handle.fileno(), length, offset)
+        except OSError as exc:
+            raise SpanError(self.path, exc.strerror or "read failed") from exc
+        if len(data) != length:
+            raise SpanError(self.path, "the file got shorter")
+        return data
 
     def read(self, span: TranscriptSpan) -> msgspec.Raw:
         """The transcript's JSON, unescaped and checked to be one JSON value."""
-        try:
-            data = os.pread(self._handle.fileno(), span.length, span.offset)
-        except OSError as exc:
-            raise SpanError(self.path, exc.strerror or "read failed") from exc
-        if len(data) != span.length:
-            raise SpanError(self.path, "the file got shorter")
+        data = self.read_escaped(span.offset, span.length)
         try:
             raw = orjson.loads(b'"' + data + b'"').encode("utf-8", errors="replace")
             msgspec.json.decode(raw, type=msgspec.Raw)
@@ -94,7 +99,7 @@ class ScannedCache:
 
     def check_unchanged(self) -> None:
         """Raise `SpanError` when the file is no longer the version scanned."""
-        after = os.fstat(self._handle.fileno())
+        after = os.fstat(self.handle.fileno())
         if cache_file.fingerprint_of(self.path, after) != self.source:
             raise SpanError(self.path, "it was rewritten meanwhile")
 
@@ -175,7 +180,7 @@ def _transcripts(
     """The transcripts object's members from `start` (just after its `{`) as spans, and the
     file offset just after its closing `}`."""
     spans: dict[str, TranscriptSpan] = {}
-    window = _Window(handle, start, end, chunk_bytes)
+    window = Window(handle, start, end, chunk_bytes)
     buf = window.buf
     window.want(0, _LOOKAHEAD)
     if buf[0:1] == b"}" and window.filled:
@@ -186,7 +191,7 @@ def _transcripts(
         key = _KEY.match(buf, i, window.filled)
         if key is None:
             raise _Unexpected
-        name = _key(bytes(key.group(1)))  # now: the buffer moves when more is read
+        name = key_text(bytes(key.group(1)))  # now: the buffer moves when more is read
         value = key.end() - 1
         if buf[value + 1 : value + 2] == b"]":
             stop = value + 2
@@ -209,7 +214,7 @@ def _transcripts(
         i = stop + 1  # after ","
 
 
-class _Window:
+class Window:
     """Part of the file in a reused buffer: `buf[:filled]` holds the bytes from offset `base`."""
 
     def __init__(self, handle: BufferedReader, start: int, end: int, chunk_bytes: int) -> None:
@@ -250,7 +255,7 @@ class _Window:
         return at
 
 
-def _key(escaped: bytes) -> str:
+def key_text(escaped: bytes) -> str:
     """A transcript's key: no escapes at either level (the pattern allows none), so its bytes
     are its text, which must be UTF-8 without control characters to be valid JSON."""
     try:

@@ -34,6 +34,7 @@ from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.vectors import VectorIndex, sections, turn_windows
 from deskmcp.meetings import cache_file, catalog, granola_cache
+from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.catalog import SCHEMA
 from deskmcp.meetings.entries import unpack_transcript
 from deskmcp.meetings.filters import Filters
@@ -100,6 +101,9 @@ class MeetingService:
         self._indexer_lock = threading.Lock()
         self._progress: IndexingProgress | None = None
         self._closing = threading.Event()
+        self._layout: Layout | None = None
+        """Where each record of the version indexed stands in the file (see `cache_layout`)."""
+        self._next_layout: Layout | None = None
 
     def close(self) -> None:
         self._closing.set()  # a first index under way stops after its current batch
@@ -179,6 +183,7 @@ class MeetingService:
         started = time.perf_counter()
         max_bytes = self.settings.max_cache_mb * 1024 * 1024
         known = self.index.fingerprints()
+        self._next_layout = None
         try:
             try:
                 stats, head = self._take_in(path, max_bytes, known, scan=True)
@@ -192,6 +197,8 @@ class MeetingService:
         # Counted once per change of the file, so the status call stays cheap.
         self.index.set_meta("transcripts", str(self.index.count(where="d.transcript_json IS NOT NULL")))
         self._source = head["source"]
+        layout = self._next_layout
+        self._layout = layout if layout is not None and layout.source == self._source else None
         self._progress = None  # complete, whichever thread filled it
         self._last_sync = time.perf_counter() - started
         log.info(
@@ -211,12 +218,13 @@ class MeetingService:
         meetings changed (a string cache is scanned in little memory), else in a worker."""
         # Parsing creates many small objects; the cyclic GC would rescan them over and over
         # although none of them form cycles.
+        layout = self._layout if self._layout is not None and self._layout.source == self._source else None
         if path.stat().st_size < self.settings.worker_min_mb * 1024 * 1024:
             with gc_paused():
-                return self._apply(changes(path, max_bytes, known, scan=scan), batched=not known)
+                return self._apply(changes(path, max_bytes, known, scan=scan, layout=layout), batched=not known)
         if known and scan:
             with gc_paused():
-                stream = changes(path, max_bytes, known, whole=False)
+                stream = changes(path, max_bytes, known, whole=False, layout=layout)
                 try:
                     head = next(stream, None)
                     if head is not None and head[1]["changed"] <= IN_PROCESS_CHANGES:
@@ -243,13 +251,20 @@ class MeetingService:
         if kind != "head":
             raise InternalError(f"The cache reader sent {kind!r} before its summary.")
 
+        done: dict[str, Any] = {}
+
         def entries() -> Iterator[IndexRecord]:
             for kind, fields in messages:
                 if kind == "entry":
                     yield IndexRecord(**fields)
+                elif kind == "done":
+                    done.update(fields)
 
         with self.index.bulk() if batched else contextlib.nullcontext():
-            return self._apply_entries(head, entries(), batched=batched)
+            stats, head = self._apply_entries(head, entries(), batched=batched)
+        # The new version's layout, for comparing the next one with (see `cache_layout`).
+        self._next_layout = Layout.decode(done["layout"]) if "layout" in done else None
+        return stats, head
 
     def _apply_entries(
         self, head: dict[str, Any], records: Iterator[IndexRecord], *, batched: bool

@@ -30,8 +30,9 @@ from typing import IO, Any
 import msgspec
 
 from deskmcp.core.errors import DeskError, IOFailure, Timeout, from_payload
-from deskmcp.meetings import cache_file, cache_scan
+from deskmcp.meetings import cache_file, cache_layout, cache_scan
 from deskmcp.meetings.cache_file import TranscriptSpan
+from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.cache_records import FolderInfo, RawMeeting, lazy_state, raw_meetings, tolerant_state
 from deskmcp.meetings.cache_scan import ScannedCache
 from deskmcp.meetings.entries import index_entry
@@ -49,14 +50,22 @@ def changes(
     after_chunk: Callable[[int], None] | None = None,
     scan: bool = True,
     whole: bool = True,
+    layout: Layout | None = None,
 ) -> Generator[Message]:
     """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}).
 
-    A string cache is first read with its transcripts left in the file (`cache_scan`); with
-    `scan` False, or when that reader cannot follow the file, it is read whole. With `whole`
-    False nothing is yielded then (the caller reads it whole elsewhere). A `SpanError` while
-    the entries are built means: call again with `scan` False.
+    With the `layout` of the version the index holds, a string cache is first compared with
+    that version record by record (`cache_layout`). Else, or when that reader cannot follow
+    the file, it is read with its transcripts left in the file (`cache_scan`); with `scan`
+    False, or when that reader cannot follow it either, it is read whole. With `whole` False
+    nothing is yielded then (the caller reads it whole elsewhere). A `SpanError` while the
+    entries are built means: call again with `scan` False. The first two ways end with the
+    new version's layout in `done` (`{"layout": bytes}`), when the file follows it.
     """
+    delta = cache_layout.compare(path, max_bytes, layout) if scan and layout is not None and known else None
+    if delta is not None:
+        yield from _changes_of_delta(delta, path, known)
+        return
     scanned = cache_scan.scan(path, max_bytes) if scan else None
     if scanned is not None:
         with scanned:
@@ -86,11 +95,36 @@ def changes(
 def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
     raws, folders = raw_meetings(scanned.state)
     live: set[str] = set()
+    pending = _sorted(raws, known, live, scanned)
+    # Transcripts no document takes must be valid JSON too.
+    used = {raw.transcript.offset for raw in raws if isinstance(raw.transcript, TranscriptSpan)}
+    for span in scanned.state["transcripts"].values():
+        if span.offset not in used:
+            scanned.read(span)
+    yield _head(path, scanned.source, "string", folders, known, live, pending)
+    yield from _entries(pending, scanned)
+    scanned.check_unchanged()
+    layout = cache_layout.predicted(scanned, folders)
+    yield "done", {"layout": layout.encode()} if layout is not None else {}
+
+
+def _changes_of_delta(delta: cache_layout.Delta, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
+    with delta.scanned as scanned:
+        live = {key for key in delta.unchanged if key in known}  # as indexed from the same records
+        pending = _sorted(delta.raws, known, live, scanned)
+        yield _head(path, scanned.source, "string", delta.layout.folders, known, live, pending)
+        yield from _entries(pending, scanned)
+        scanned.check_unchanged()
+    yield "done", {"layout": delta.layout.encode()}
+
+
+def _sorted(
+    raws: list[RawMeeting], known: Mapping[str, str], live: set[str], scanned: ScannedCache
+) -> list[tuple[RawMeeting, str]]:
+    """The meetings to index again (new or changed), with their fingerprints; the documents
+    that stay indexed are added to `live`."""
     pending = []
-    used: set[int] = set()
     for raw in raws:
-        if isinstance(raw.transcript, TranscriptSpan):
-            used.add(raw.transcript.offset)
         fingerprint = raw.fingerprint()
         if known.get(raw.id) == fingerprint:
             live.add(raw.id)  # its spans were decoded whole when it was indexed
@@ -100,14 +134,7 @@ def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]
             pending.append((raw, fingerprint))
         elif isinstance(raw.transcript, TranscriptSpan):
             scanned.read(raw.transcript)  # not indexed, but must be valid JSON all the same
-    # Transcripts no document takes must be valid JSON too.
-    for span in scanned.state["transcripts"].values():
-        if span.offset not in used:
-            scanned.read(span)
-    yield _head(path, scanned.source, "string", folders, known, live, pending)
-    yield from _entries(pending, scanned)
-    scanned.check_unchanged()
-    yield "done", {}
+    return pending
 
 
 def _entries(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None = None) -> Iterator[Message]:

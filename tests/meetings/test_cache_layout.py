@@ -1,0 +1,274 @@
+"""A new version of a string cache compared record by record with the last one gives what a
+scan of the whole file gives, and the layout it ends with is the one a scan would make."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deskmcp.meetings import cache_layout
+from deskmcp.meetings.cache_layout import Layout
+from deskmcp.meetings.service import MeetingService
+from deskmcp.meetings.settings import MeetingsSettings
+from deskmcp.meetings.worker import changes
+
+from .test_cache_scan import Message, tricky_state, write_cache
+
+BIG = 1 << 30
+State = dict[str, Any]
+
+
+def scanned(path: Path, known: dict[str, str]) -> tuple[list[Message], Layout | None]:
+    """What a scan gives (no layout to compare with), and the layout it ends with."""
+    return split(list(changes(path, BIG, known)))
+
+
+def compared(path: Path, known: dict[str, str], layout: Layout) -> tuple[list[Message], Layout | None]:
+    return split(list(changes(path, BIG, known, layout=layout)))
+
+
+def split(messages: list[Message]) -> tuple[list[Message], Layout | None]:
+    kind, done = messages[-1]
+    assert kind == "done"
+    layout = Layout.decode(done["layout"]) if "layout" in done else None
+    return [*messages[:-1], ("done", {})], layout
+
+
+def indexed(messages: list[Message], known: dict[str, str]) -> dict[str, str]:
+    """`known` after the messages were applied, as the index would hold it."""
+    after = {key: value for key, value in known.items() if key not in messages[0][1]["deletes"]}
+    after.update({body["key"]: body["fingerprint"] for kind, body in messages if kind == "entry"})
+    return after
+
+
+def start(tmp_path: Path) -> tuple[Path, State, dict[str, str], Layout]:
+    data = tricky_state()
+    data["documentPanels"] = {key: {"summary": {"text": f"panel {n}"}} for n, key in enumerate(data["documents"])}
+    data["people"] = {"count": 3, "names": ["a", "b"]}
+    path = write_cache(tmp_path / "cache-v3.json", data, 3)
+    messages, layout = scanned(path, {})
+    assert layout is not None
+    return path, data, indexed(messages, {}), layout
+
+
+def ids(data: State) -> list[str]:
+    return list(data["documents"])
+
+
+def retitle(data: State) -> None:
+    data["documents"][ids(data)[0]]["title"] = 'renamed "quoted" \\ 😀'
+
+
+def same_length_title(data: State) -> None:
+    doc = data["documents"][ids(data)[3]]
+    doc["title"] = doc["title"][:-1] + ("x" if doc["title"][-1] != "x" else "y")
+
+
+def with_transcripts(data: State) -> list[str]:
+    return [key for key, segments in data["transcripts"].items() if segments and key in data["documents"]]
+
+
+def grow_transcript(data: State) -> None:
+    data["transcripts"][with_transcripts(data)[2]].append({"text": "one more 'line' }] {", "is_final": True})
+
+
+def add_meeting(data: State) -> None:
+    new = str(uuid.UUID(int=42))
+    first = data["documents"][ids(data)[1]]
+    data["documents"][new] = {**copy.deepcopy(first), "id": new, "title": "A brand new meeting"}
+    data["transcripts"][new] = [{"text": "hello there", "is_final": True}]
+    data["meetingsMetadata"][new] = {"attendees": [{"name": "Ann New", "email": "ann@new.test"}]}
+
+
+def insert_meeting_first(data: State) -> None:
+    new = str(uuid.UUID(int=43))
+    first = data["documents"][ids(data)[2]]
+    data["documents"] = {new: {**copy.deepcopy(first), "id": new, "title": "Inserted first"}, **data["documents"]}
+
+
+def delete_meeting(data: State) -> None:
+    del data["documents"][ids(data)[4]]
+
+
+def flag_deleted(data: State) -> None:
+    data["documents"][ids(data)[6]]["deleted_at"] = "2026-01-01T00:00:00Z"
+
+
+def remove_transcript(data: State) -> None:
+    del data["transcripts"][with_transcripts(data)[3]]
+
+
+def change_metadata(data: State) -> None:
+    data["meetingsMetadata"][ids(data)[8]] = {"attendees": [{"name": "Zed Changed", "email": "zed@x.test"}]}
+
+
+def change_panel(data: State) -> None:
+    data["documentPanels"][ids(data)[9]] = {"summary": {"text": "a new summary"}}
+
+
+def drop_panels(data: State) -> None:
+    del data["documentPanels"]
+
+
+def move_to_folder(data: State) -> None:
+    lists = data["documentLists"]
+    first, second = list(lists)[:2]
+    lists[second] = [*lists[second], ids(data)[10]]
+    lists[first] = [m for m in lists[first] if m != ids(data)[10]]
+
+
+def rename_folder(data: State) -> None:
+    meta = data["documentListsMetadata"]
+    meta[next(iter(meta))]["title"] = "Renamed folder"
+
+
+def reorder(data: State) -> None:
+    data["documents"] = dict(reversed(data["documents"].items()))
+    data["transcripts"] = dict(reversed(data["transcripts"].items()))
+
+
+def metadata_by_other_spelling(data: State) -> None:
+    # Metadata under the id in capitals without dashes: paired by the normalised id.
+    key = ids(data)[2]
+    data["meetingsMetadata"][key.replace("-", "").upper()] = {"attendees": [{"name": "Norm Al", "email": "n@a.test"}]}
+    del data["meetingsMetadata"][key]
+
+
+def other_entry(data: State) -> None:
+    data["people"]["count"] = 4
+    data["settings"] = {"theme": "dark"}
+
+
+def nothing(data: State) -> None:
+    pass
+
+
+MUTATIONS: list[Callable[[State], None]] = [
+    retitle,
+    same_length_title,
+    grow_transcript,
+    add_meeting,
+    insert_meeting_first,
+    delete_meeting,
+    flag_deleted,
+    remove_transcript,
+    change_metadata,
+    change_panel,
+    drop_panels,
+    move_to_folder,
+    rename_folder,
+    reorder,
+    metadata_by_other_spelling,
+    other_entry,
+    nothing,
+]
+
+
+@pytest.mark.parametrize("ascii_only", [False, True], ids=["utf8", "ascii"])
+@pytest.mark.parametrize("mutate", MUTATIONS, ids=lambda f: f.__name__)
+def test_a_changed_version_compared_gives_what_a_scan_gives(
+    tmp_path: Path, mutate: Callable[[State], None], ascii_only: bool
+):
+    path, data, known, layout = start(tmp_path)
+    mutate(data)
+    write_cache(path, data, 3, ascii_only=ascii_only)
+    assert cache_layout.compare(path, BIG, layout) is not None  # followed, not scanned
+    fast, fast_layout = compared(path, known, layout)
+    slow, slow_layout = scanned(path, known)
+    assert fast == slow
+    assert fast_layout is not None and slow_layout is not None
+    assert fast_layout == slow_layout
+
+
+def test_records_swapped_with_a_twin_of_the_same_meeting_change_it(tmp_path: Path):
+    # A meeting without metadata under its own id takes the last of those under its id
+    # spelled otherwise: swapping two of them changes it, though neither record changed.
+    path, data, known, _ = start(tmp_path)
+    key = ids(data)[1]
+    metadata = data["meetingsMetadata"]
+    del metadata[key]
+    metadata[key.upper()] = {"attendees": [{"name": "Upper Case", "email": "u@c.test"}]}
+    metadata[key.replace("-", "")] = {"attendees": [{"name": "No Dashes", "email": "n@d.test"}]}
+    write_cache(path, data, 3)
+    messages, layout = scanned(path, known)
+    known = indexed(messages, known)
+    assert layout is not None
+    metadata[key.upper()] = metadata.pop(key.upper())
+    write_cache(path, data, 3)
+    fast, _ = compared(path, known, layout)
+    slow, _ = scanned(path, known)
+    assert fast == slow
+    assert [body["key"] for kind, body in fast if kind == "entry"] == [key]
+
+
+def test_versions_compared_one_after_another_stay_what_a_scan_gives(tmp_path: Path):
+    path, data, known, layout = start(tmp_path)
+    for mutate in MUTATIONS:
+        mutate(data)
+        write_cache(path, data, 3)
+        fast, next_layout = compared(path, known, layout)
+        slow, _ = scanned(path, known)
+        assert fast == slow, mutate.__name__
+        assert next_layout is not None
+        layout, known = next_layout, indexed(fast, known)
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda path, data: write_cache(path, data, 3, spaced=True),
+        lambda path, data: path.write_text(path.read_text().replace('\\"version\\":3', '\\"version\\":4')),
+        lambda path, data: path.write_text(path.read_text()[:-40]),
+        lambda path, data: path.write_text('{"cache":"{\\"other\\":1}"}'),
+    ],
+    ids=["spaced", "trailer", "truncated", "another-shape"],
+)
+def test_a_version_this_reader_does_not_follow_is_scanned(tmp_path: Path, rewrite: Callable[[Path, State], None]):
+    path, data, _, layout = start(tmp_path)
+    retitle(data)
+    rewrite(path, data)
+    assert cache_layout.compare(path, BIG, layout) is None
+
+
+def test_the_service_compares_each_new_version_with_the_one_it_indexed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    followed: list[bool] = []
+    compare = cache_layout.compare
+
+    def spy(path: Path, max_bytes: int, before: Layout) -> cache_layout.Delta | None:
+        delta = compare(path, max_bytes, before)
+        followed.append(delta is not None)
+        return delta
+
+    monkeypatch.setattr(cache_layout, "compare", spy)
+    data = tricky_state()
+    folder = tmp_path / "granola"
+    path = write_cache(folder / "cache-v3.json", data, 3)
+    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    first, second = ids(data)[:2]
+    service = MeetingService(settings)
+    try:
+        service.refresh()  # the first index, in a worker: its layout comes back with it
+        for n in range(2):
+            data["documents"][first]["title"] = f"version {n}"
+            write_cache(path, data, 3)
+            service.refresh()
+            assert service.get(first).title == f"version {n}"
+        assert followed == [True, True]
+    finally:
+        service.close()
+    # Started again: the first change is scanned (the layout is kept in memory only), the next compared.
+    service = MeetingService(settings)
+    try:
+        for n in range(2):
+            data["documents"][second]["title"] = f"again {n}"
+            write_cache(path, data, 3)
+            service.refresh()
+            assert service.get(second).title == f"again {n}"
+        assert followed == [True, True, True]
+    finally:
+        service.close()
