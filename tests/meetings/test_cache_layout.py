@@ -4,6 +4,7 @@ scan of the whole file gives, and the layout it ends with is the one a scan woul
 from __future__ import annotations
 
 import copy
+import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.meetings import cache_layout
+from deskmcp.meetings import cache_layout, cache_scan
 from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
@@ -261,7 +262,7 @@ def test_the_service_compares_each_new_version_with_the_one_it_indexed(tmp_path:
         assert followed == [True, True]
     finally:
         service.close()
-    # Started again: the first change is scanned (the layout is kept in memory only), the next compared.
+    # Started again: the layout kept beside the index serves the first change too.
     service = MeetingService(settings)
     try:
         for n in range(2):
@@ -269,6 +270,66 @@ def test_the_service_compares_each_new_version_with_the_one_it_indexed(tmp_path:
             write_cache(path, data, 3)
             service.refresh()
             assert service.get(second).title == f"again {n}"
-        assert followed == [True, True, True]
+        assert followed == [True, True, True, True]
     finally:
         service.close()
+    # A damaged layout is not used: that change is scanned, and the next compared again.
+    kept = settings.index_folder / "meetings.layout"
+    damaged = bytearray(kept.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    kept.write_bytes(bytes(damaged))
+    service = MeetingService(settings)
+    try:
+        for n in range(2):
+            data["documents"][first]["title"] = f"damaged {n}"
+            write_cache(path, data, 3)
+            service.refresh()
+            assert service.get(first).title == f"damaged {n}"
+        assert followed == [True, True, True, True, True]
+    finally:
+        service.close()
+
+
+def test_a_layout_of_another_version_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    data = tricky_state()
+    folder = tmp_path / "granola"
+    path = write_cache(folder / "cache-v3.json", data, 3)
+    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    service = MeetingService(settings)
+    service.refresh()
+    kept = (settings.index_folder / "meetings.layout").read_bytes()
+    first = ids(data)[0]
+    data["documents"][first]["title"] = "second version"
+    write_cache(path, data, 3)
+    service.refresh()
+    service.close()
+    # The layout of the first version, beside an index of the second: left aside.
+    (settings.index_folder / "meetings.layout").write_bytes(kept)
+    calls: list[Layout] = []
+    monkeypatch.setattr(cache_layout, "compare", lambda path, max_bytes, before: calls.append(before))
+    data["documents"][first]["title"] = "third version"
+    write_cache(path, data, 3)
+    service = MeetingService(settings)
+    try:
+        service.refresh()
+        assert service.get(first).title == "third version"
+        assert calls == []
+    finally:
+        service.close()
+
+
+def test_a_cache_escaped_beyond_quotes_and_backslashes_gets_no_layout(tmp_path: Path):
+    # Non-ASCII characters escaped as \u in the cache string: a record's escaped length no
+    # longer follows from its raw JSON, so each change is scanned.
+    data = tricky_state()
+    inner = json.dumps({"state": data, "version": 3}, ensure_ascii=False, separators=(",", ":"))
+    path = tmp_path / "cache-v3.json"
+    path.write_text(json.dumps({"cache": inner}, separators=(",", ":")), encoding="ascii")
+    with cache_scan.scan(path, BIG) as scan:
+        assert scan is not None and not scan.minimal
+    messages, layout = scanned(path, {})
+    assert layout is None
+    assert sum(kind == "entry" for kind, _ in messages) == len(data["documents"])
+    plain = write_cache(tmp_path / "plain" / "cache-v3.json", data, 3)
+    with cache_scan.scan(plain, BIG) as scan:
+        assert scan is not None and scan.minimal

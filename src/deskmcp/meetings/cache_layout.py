@@ -18,8 +18,9 @@ version. What this reader does not follow (another shape of inner document, blan
 tokens, duplicate keys, a value that does not end where JSON says) makes it give up: the
 caller then scans the file as before, and that scan's result stands.
 
-A first layout is made from a scan (`predicted`): each record's escaped bytes are what its
-raw JSON becomes once escaped again, which is checked against the file, byte for byte.
+A first layout is made from a scan (`predicted`): when the scan found every escape as short
+as it can be, each record's escaped length follows from its raw JSON, and the walk checks
+that a key and a separator stand where each record should start and end.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from deskmcp.core.errors import DeskError
 from deskmcp.meetings import cache_file
 from deskmcp.meetings.cache_file import CHUNK_BYTES, TranscriptSpan, safe_cut
 from deskmcp.meetings.cache_records import FolderInfo, RawMeeting, folder_list, folders_of, raw_meetings
-from deskmcp.meetings.cache_scan import ScannedCache, Window, key_text
+from deskmcp.meetings.cache_scan import ScannedCache, Window, escaped_length, key_text
 from deskmcp.meetings.normalize import norm_id
 
 COLLECTIONS = ("documents", "transcripts", "meetingsMetadata", "documentPanels")
@@ -137,30 +138,25 @@ class _Known:
 
 
 class _Scanned:
-    """A collection as a scan read it: raw JSON (escaped again to compare) or transcript spans."""
+    """A collection as a scan read it: raw JSON, or transcript spans. The scan found every
+    escape outside the transcripts as short as can be (`ScannedCache.minimal`), so a record's
+    escaped length follows from its raw JSON, and the walk checks that a key and a separator
+    stand at each end."""
 
     def __init__(self, values: Mapping[str, Any]) -> None:
         self.keys = list(values)
         self._values = list(values.values())
-        self._escaped: tuple[int, bytes] | None = None
-
-    def _expected(self, i: int) -> bytes:
-        if self._escaped is None or self._escaped[0] != i:
-            raw = bytes(self._values[i])
-            self._escaped = (i, raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"'))
-        return self._escaped[1]
 
     def length(self, i: int) -> int:
         value = self._values[i]
-        return value.length if isinstance(value, TranscriptSpan) else len(self._expected(i))
+        return value.length if isinstance(value, TranscriptSpan) else escaped_length(bytes(value))
 
     def same(self, i: int, value: memoryview) -> bytes | None:
         expected = self._values[i]
+        digest = hashlib.sha256(value).digest()
         if isinstance(expected, TranscriptSpan):
-            digest = hashlib.sha256(value).digest()
             return digest if digest == expected.digest else None
-        escaped = self._expected(i)
-        return hashlib.sha256(escaped).digest() if value == escaped else None
+        return digest
 
 
 @dataclass
@@ -418,6 +414,8 @@ def _layout(source: str, version: _Version, folders: list[FolderInfo]) -> Layout
 def predicted(scanned: ScannedCache, folders: list[FolderInfo]) -> Layout | None:
     """The layout of the version a scan read, each record checked against the file; None
     when the file does not follow (then each change is scanned)."""
+    if not scanned.minimal:
+        return None
     state = scanned.state
     handle = scanned.handle
     try:

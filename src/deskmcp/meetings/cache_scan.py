@@ -67,6 +67,9 @@ class ScannedCache:
         self.state = state
         """The cache state: records as `msgspec.Raw`, transcripts as `TranscriptSpan`."""
         self.source = cache_file.fingerprint_of(path, before)
+        self.minimal = False
+        """Whether everything but the transcripts was escaped with nothing but `\\"` and
+        `\\\\`, so that each record's escaped length follows from its raw JSON."""
 
     def __enter__(self) -> ScannedCache:
         return self
@@ -144,6 +147,7 @@ def _scan(path: Path, handle: BufferedReader, max_bytes: int, chunk_bytes: int) 
     handle.seek(after)
     tail = cache_file.unescape(handle, closing, path, chunk_bytes, None)
     skeleton = b"".join((head, _PLACEHOLDER, tail))
+    middle = (len(head), len(head) + len(_PLACEHOLDER))
     del head, tail
     parsed = lazy_state(skeleton, inner=True)
     if parsed is None:
@@ -154,7 +158,19 @@ def _scan(path: Path, handle: BufferedReader, max_bytes: int, chunk_bytes: int) 
     if list(state.get("transcripts") or ()) != [_PLACEHOLDER_KEY]:
         return None
     state["transcripts"] = spans
-    return ScannedCache(path, handle, before, state)
+    scanned = ScannedCache(path, handle, before, state)
+    scanned.minimal = (
+        escaped_length(skeleton, 0, middle[0]) == first - 1 - opening
+        and escaped_length(skeleton, middle[1], len(skeleton)) == closing - after
+    )
+    return scanned
+
+
+def escaped_length(unescaped: bytes, start: int = 0, end: int | None = None) -> int:
+    """How long `unescaped[start:end]` is once escaped again with `\\"` and `\\\\` alone: no
+    escape of any other kind is shorter, so a text this long was escaped that way."""
+    end = len(unescaped) if end is None else end
+    return end - start + unescaped.count(b'"', start, end) + unescaped.count(b"\\", start, end)
 
 
 def _find(handle: BufferedReader, start: int, end: int, needle: bytes, chunk_bytes: int) -> int | None:

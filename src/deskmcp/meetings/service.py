@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -24,12 +26,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from deskmcp.core import fusion
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
 from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
+from deskmcp.core.files import PRIVATE_FILE
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.vectors import VectorIndex, sections, turn_windows
@@ -104,6 +108,9 @@ class MeetingService:
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
         self._next_layout: Layout | None = None
+        self.layout_path = settings.index_folder / "meetings.layout"
+        """The layout, kept beside the index so that a server started again has it."""
+        self._layout_read = False
 
     def close(self) -> None:
         self._closing.set()  # a first index under way stops after its current batch
@@ -199,6 +206,7 @@ class MeetingService:
         self._source = head["source"]
         layout = self._next_layout
         self._layout = layout if layout is not None and layout.source == self._source else None
+        self._keep_layout()
         self._progress = None  # complete, whichever thread filled it
         self._last_sync = time.perf_counter() - started
         log.info(
@@ -211,6 +219,30 @@ class MeetingService:
             self._last_sync,
         )
 
+    def _current_layout(self) -> Layout | None:
+        """The layout of the version the index holds, if known (read from its file once)."""
+        if self._layout is None and not self._layout_read:
+            self._layout_read = True
+            self._layout = read_layout(self.layout_path)
+        layout = self._layout
+        return layout if layout is not None and layout.source == self._source else None
+
+    def _keep_layout(self) -> None:
+        """Write the layout beside the index (or remove a stale one). A lost or damaged file
+        only means the next change is scanned, so it is written without waiting for the disk."""
+        self._layout_read = True
+        try:
+            if self._layout is None:
+                self.layout_path.unlink(missing_ok=True)
+                return
+            payload = self._layout.encode()
+            temporary = self.layout_path.with_name(f".{self.layout_path.name}.{os.getpid()}.tmp")
+            temporary.write_bytes(hashlib.sha256(payload).digest() + payload)
+            temporary.chmod(PRIVATE_FILE)
+            temporary.replace(self.layout_path)
+        except OSError as exc:
+            log.warning("the cache's layout could not be kept in %s: %s", self.layout_path, exc)
+
     def _take_in(
         self, path: Path, max_bytes: int, known: dict[str, str], *, scan: bool
     ) -> tuple[ApplyStats, dict[str, Any]]:
@@ -218,7 +250,7 @@ class MeetingService:
         meetings changed (a string cache is scanned in little memory), else in a worker."""
         # Parsing creates many small objects; the cyclic GC would rescan them over and over
         # although none of them form cycles.
-        layout = self._layout if self._layout is not None and self._layout.source == self._source else None
+        layout = self._current_layout()
         if path.stat().st_size < self.settings.worker_min_mb * 1024 * 1024:
             with gc_paused():
                 return self._apply(changes(path, max_bytes, known, scan=scan, layout=layout), batched=not known)
@@ -543,6 +575,21 @@ class MeetingService:
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
         status.indexing = self.indexing()
         return status
+
+
+def read_layout(path: Path) -> Layout | None:
+    """The layout kept in `path`; None when there is none, or it is damaged."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    payload = data[32:]
+    if hashlib.sha256(payload).digest() != data[:32]:
+        return None
+    try:
+        return Layout.decode(payload)
+    except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _report(status: CacheStatus, check: Callable[[], object]) -> bool:
