@@ -322,17 +322,24 @@ class _Walk:
         buf = window.buf  # grown and shifted in place: the same object throughout
         while True:
             rel = window.want(pos - window.base, _NAME_BYTES)
-            found = _NAME.match(buf, rel, min(rel + _NAME_BYTES, window.filled))
-            if found is None:
-                raise Unfollowed
-            start = pos + found.end() - rel
-            try:
-                key = found.group(1).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise Unfollowed from exc
-            if following < len(keys) and keys[following] == key:
-                i: int | None = following
-            else:
+            i: int | None = None
+            key, start = "", pos
+            if following < len(keys):
+                # Most often the record that followed the last one before still does.
+                key = keys[following]
+                name_bytes = b'\\"' + key.encode() + b'\\":'
+                if buf.startswith(name_bytes, rel):
+                    i = following
+                    start = pos + len(name_bytes)
+            if i is None:
+                found = _NAME.match(buf, rel, min(rel + _NAME_BYTES, window.filled))
+                if found is None:
+                    raise Unfollowed
+                start = pos + found.end() - rel
+                try:
+                    key = found.group(1).decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise Unfollowed from exc
                 if where is None:
                     where = {k: n for n, k in enumerate(keys)}
                 i = where.get(key)
@@ -352,6 +359,7 @@ class _Walk:
                         digest = expected.same(i, value)
             if digest is not None and i is not None:
                 end = start + length
+                separator = buf[rel + length]
                 if i <= last:
                     seen.changed[key] = None  # moved: read again if a meeting needs it
                 else:
@@ -363,11 +371,11 @@ class _Walk:
                 length = end - start
                 digest = self.digest(start, length)
                 seen.changed[key] = None if name == "transcripts" else unescaped
+                separator = self.byte(end)
             records.keys.append(key)
             records.lengths.append(length)
             records.digests.append(digest)
             seen.starts.append(start)
-            separator = self.byte(end)
             pos = end + 1
             if separator == 0x7D:
                 if exact and len(records.keys) != len(keys):

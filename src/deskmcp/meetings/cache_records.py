@@ -247,8 +247,8 @@ def raw_meetings(
     metadata = as_dict(state.get("meetingsMetadata"))
     panels = as_dict(state.get("documentPanels"))
     transcripts = as_dict(state.get("transcripts"))
-    transcripts_by_norm = {norm_id(str(k)): v for k, v in transcripts.items()}
-    metadata_by_norm = {norm_id(str(k)): v for k, v in metadata.items()}
+    transcripts_by_norm = _ByNorm(transcripts)
+    metadata_by_norm = _ByNorm(metadata)
 
     if folders is None:
         folders = folder_list(state)
@@ -266,18 +266,32 @@ def raw_meetings(
                 meta=metadata.get(key) or metadata_by_norm.get(norm),
                 panels=panels.get(key),
                 transcript=transcripts.get(key) or transcripts_by_norm.get(norm),
-                folders=folders_by_meeting.get(norm, []),
+                folders=[FolderRef(id=i, name=name) for i, name in folders_by_meeting.get(norm, ())],
             )
         )
     return raws, folders
 
 
-def folders_of(folders: list[FolderInfo]) -> dict[str, list[FolderRef]]:
-    """Each meeting's folders, by its normalised id."""
-    found: dict[str, list[FolderRef]] = {}
+class _ByNorm:
+    """A collection's records by normalised id (the last of a spelling wins), made the first
+    time one is looked up that way: most documents find theirs under their own id."""
+
+    def __init__(self, records: dict[str, Any]) -> None:
+        self._records = records
+        self._by_norm: dict[str, Any] | None = None
+
+    def get(self, norm: str) -> Any:
+        if self._by_norm is None:
+            self._by_norm = {norm_id(str(k)): v for k, v in self._records.items()}
+        return self._by_norm.get(norm)
+
+
+def folders_of(folders: list[FolderInfo]) -> dict[str, list[tuple[str, str]]]:
+    """Each meeting's folders (id and name), by its normalised id."""
+    found: dict[str, list[tuple[str, str]]] = {}
     for info in folders:
         for mid in info.meeting_ids:
-            found.setdefault(norm_id(mid), []).append(FolderRef(id=info.id, name=info.name))
+            found.setdefault(norm_id(mid), []).append((info.id, info.name))
     return found
 
 
