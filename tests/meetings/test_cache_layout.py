@@ -333,3 +333,14 @@ def test_a_cache_escaped_beyond_quotes_and_backslashes_gets_no_layout(tmp_path: 
     plain = write_cache(tmp_path / "plain" / "cache-v3.json", data, 3)
     with cache_scan.scan(plain, BIG) as scan:
         assert scan is not None and scan.minimal
+
+
+def test_a_changed_record_too_big_to_parse_here_is_left_to_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path, data, known, layout = start(tmp_path)
+    monkeypatch.setattr(cache_layout, "PARSE_MAX", 200)
+    retitle(data)
+    write_cache(path, data, 3)
+    assert cache_layout.compare(path, BIG, layout) is None
+    messages, _ = compared(path, known, layout)
+    assert messages == scanned(path, known)[0]
+    assert [body["key"] for kind, body in messages if kind == "entry"] == [ids(data)[0]]

@@ -53,6 +53,9 @@ _NAME = re.compile(rb'\\"([^"\\]{1,512})\\":')
 _NAME_BYTES = 600
 _TRAILER_MAX = 4096
 _FIRST_PARSE = 64 * 1024
+PARSE_MAX = 16 * 1024 * 1024
+"""The largest changed record parsed here: Python's parser builds the value's objects, so a
+bigger one (none of Granola's come near) is left to the scan, which keeps it as bytes."""
 _DECODER = json.JSONDecoder()
 
 
@@ -221,6 +224,8 @@ class _Walk:
         """Where the JSON value at `pos` ends, and the value unescaped (UTF-8)."""
         size = max(2 * hint, _FIRST_PARSE)
         while True:
+            if size > 2 * PARSE_MAX:
+                raise Unfollowed
             buf, rel, n = self._at(pos, size)
             piece = bytes(buf[rel : rel + n])
             last = pos + n >= self.end
@@ -240,6 +245,8 @@ class _Walk:
                 unescaped = text[:stop].encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise Unfollowed from exc
+            if len(unescaped) > PARSE_MAX:
+                raise Unfollowed
             length = len(unescaped) + unescaped.count(b'"') + unescaped.count(b"\\")
             # Escaped with nothing but \" and \\, and followed by a separator: else not followed.
             if length >= cut or piece[length] not in b",}":
