@@ -226,8 +226,9 @@ def test_versions_compared_one_after_another_stay_what_a_scan_gives(tmp_path: Pa
         lambda path, data: path.write_text(path.read_text().replace('\\"version\\":3', '\\"version\\":4')),
         lambda path, data: path.write_text(path.read_text()[:-40]),
         lambda path, data: path.write_text('{"cache":"{\\"other\\":1}"}'),
+        lambda path, data: path.write_bytes(path.read_bytes().replace(b'\\":{\\"id\\"', b'\\": {\\"id\\"', 1)),
     ],
-    ids=["spaced", "trailer", "truncated", "another-shape"],
+    ids=["spaced", "trailer", "truncated", "another-shape", "blank-before-a-record"],
 )
 def test_a_version_this_reader_does_not_follow_is_scanned(tmp_path: Path, rewrite: Callable[[Path, State], None]):
     path, data, _, layout = start(tmp_path)

@@ -57,6 +57,7 @@ PARSE_MAX = 16 * 1024 * 1024
 """The largest changed record parsed here: Python's parser builds the value's objects, so a
 bigger one (none of Granola's come near) is left to the scan, which keeps it as bytes."""
 _DECODER = json.JSONDecoder()
+_VALUE_STARTS = frozenset('{["-0123456789tfn')
 
 
 class Unfollowed(Exception):
@@ -80,8 +81,6 @@ class Layout:
 
     source: str
     """The fingerprint of the version described (`cache_file.fingerprint_of`)."""
-    order: list[str]
-    """The state's entries, in file order."""
     collections: dict[str, Records]
     others: dict[str, tuple[int, bytes]]
     """The state's other entries: length and SHA-256 of each escaped value."""
@@ -93,7 +92,6 @@ class Layout:
         return msgspec.msgpack.encode(
             {
                 "source": self.source,
-                "order": self.order,
                 "collections": {n: [r.keys, r.lengths, r.digests] for n, r in self.collections.items()},
                 "others": {n: list(v) for n, v in self.others.items()},
                 "trailer": self.trailer,
@@ -106,7 +104,6 @@ class Layout:
         body = msgspec.msgpack.decode(data)
         return cls(
             source=body["source"],
-            order=body["order"],
             collections={n: Records(k, ln, d) for n, (k, ln, d) in body["collections"].items()},
             others={n: (int(v[0]), bytes(v[1])) for n, v in body["others"].items()},
             trailer=bytes(body["trailer"]),
@@ -175,7 +172,7 @@ class _Seen:
 
 @dataclass
 class _Version:
-    order: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
     collections: dict[str, _Seen] = field(default_factory=dict)
     others: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     other_starts: dict[str, int] = field(default_factory=dict)
@@ -211,15 +208,6 @@ class _Walk:
             raise Unfollowed
         return key_text(bytes(found.group(1))), pos + found.end() - rel
 
-    def same(self, pos: int, length: int, expected: _Expected, i: int) -> bytes | None:
-        """The value's SHA-256 when the `length` bytes at `pos` are the expected record's and a
-        separator follows them, else None."""
-        buf, rel, n = self._at(pos, length + 1)
-        if n <= length or buf[rel + length] not in b",}":
-            return None
-        with memoryview(buf) as view, view[rel : rel + length] as value:
-            return expected.same(i, value)
-
     def value(self, pos: int, hint: int) -> tuple[int, bytes]:
         """Where the JSON value at `pos` ends, and the value unescaped (UTF-8)."""
         size = max(2 * hint, _FIRST_PARSE)
@@ -234,6 +222,8 @@ class _Walk:
                 text = orjson.loads(b'"' + piece[:cut] + b'"')
             except orjson.JSONDecodeError as exc:
                 raise Unfollowed from exc
+            if not text or text[0] not in _VALUE_STARTS:  # blanks, or not JSON at all
+                raise Unfollowed
             try:
                 _, stop = _DECODER.raw_decode(text)
             except json.JSONDecodeError:
@@ -284,9 +274,9 @@ class _Walk:
         else:
             while True:
                 name, pos = self.name(pos)
-                if name in version.order:
+                if name in version.names:
                     raise Unfollowed
-                version.order.append(name)
+                version.names.add(name)
                 if name in COLLECTIONS:
                     if self.byte(pos) != 0x7B:  # "{"
                         raise Unfollowed
@@ -418,7 +408,6 @@ def _bounds(handle: BufferedReader, size: int) -> tuple[int, int]:
 def _layout(source: str, version: _Version, folders: list[FolderInfo]) -> Layout:
     return Layout(
         source=source,
-        order=version.order,
         collections={name: seen.records for name, seen in version.collections.items()},
         others=version.others,
         trailer=version.trailer,
