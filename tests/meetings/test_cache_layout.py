@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from deskmcp.core.errors import ParseError
 from deskmcp.meetings import cache_layout, cache_scan
 from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.service import MeetingService
@@ -326,14 +327,18 @@ def test_a_cache_escaped_beyond_quotes_and_backslashes_gets_no_layout(tmp_path: 
     inner = json.dumps({"state": data, "version": 3}, ensure_ascii=False, separators=(",", ":"))
     path = tmp_path / "cache-v3.json"
     path.write_text(json.dumps({"cache": inner}, separators=(",", ":")), encoding="ascii")
-    with cache_scan.scan(path, BIG) as scan:
-        assert scan is not None and not scan.minimal
+    scan = cache_scan.scan(path, BIG)
+    assert scan is not None
+    with scan:
+        assert not scan.minimal
     messages, layout = scanned(path, {})
     assert layout is None
     assert sum(kind == "entry" for kind, _ in messages) == len(data["documents"])
     plain = write_cache(tmp_path / "plain" / "cache-v3.json", data, 3)
-    with cache_scan.scan(plain, BIG) as scan:
-        assert scan is not None and scan.minimal
+    scan = cache_scan.scan(plain, BIG)
+    assert scan is not None
+    with scan:
+        assert scan.minimal
 
 
 def test_a_changed_record_too_big_to_parse_here_is_left_to_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -345,3 +350,35 @@ def test_a_changed_record_too_big_to_parse_here_is_left_to_the_scan(tmp_path: Pa
     messages, _ = compared(path, known, layout)
     assert messages == scanned(path, known)[0]
     assert [body["key"] for kind, body in messages if kind == "entry"] == [ids(data)[0]]
+
+
+def test_a_cache_rewritten_in_place_while_compared_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    data = tricky_state()
+    folder = tmp_path / "granola"
+    path = write_cache(folder / "cache-v3.json", data, 3)
+    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    service = MeetingService(settings)
+    compare = cache_layout.compare
+    final = copy.deepcopy(data)
+    final["documents"][ids(data)[0]]["title"] = "written while compared"
+
+    def rewritten_meanwhile(path: Path, max_bytes: int, before: Layout) -> cache_layout.Delta | None:
+        delta = compare(path, max_bytes, before)
+        assert delta is not None
+        write_cache(path, final, 3)  # the same file, written over in place
+        return delta
+
+    try:
+        service.refresh()
+        data["documents"][ids(data)[0]]["title"] = "first rewrite"
+        write_cache(path, data, 3)
+        monkeypatch.setattr(cache_layout, "compare", rewritten_meanwhile)
+        with pytest.raises(ParseError) as caught:
+            list(changes(path, BIG, service.index.fingerprints(), layout=service._current_layout()))
+        assert caught.value.details["reread"] is True
+        data["documents"][ids(data)[0]]["title"] = "second rewrite"
+        write_cache(path, data, 3)
+        service.refresh()  # compared, rewritten meanwhile, then read whole
+        assert service.get(ids(data)[0]).title == "written while compared"
+    finally:
+        service.close()
