@@ -238,6 +238,27 @@ def test_a_version_this_reader_does_not_follow_is_scanned(tmp_path: Path, rewrit
     assert cache_layout.compare(path, BIG, layout) is None
 
 
+def served(tmp_path: Path, data: State) -> tuple[Path, MeetingsSettings]:
+    """A string cache of `data` and the settings of a service over it."""
+    folder = tmp_path / "granola"
+    path = write_cache(folder / "cache-v3.json", data, 3)
+    return path, MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+
+
+def retitled_twice(settings: MeetingsSettings, path: Path, data: State, key: str, title: str) -> None:
+    """Start a service, then change one meeting's title twice, each change read and checked."""
+    service = MeetingService(settings)
+    try:
+        service.refresh()  # a first index (in a worker) or nothing new
+        for n in range(2):
+            data["documents"][key]["title"] = f"{title} {n}"
+            write_cache(path, data, 3)
+            service.refresh()
+            assert service.get(key).title == f"{title} {n}"
+    finally:
+        service.close()
+
+
 def test_the_service_compares_each_new_version_with_the_one_it_indexed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     followed: list[bool] = []
     compare = cache_layout.compare
@@ -249,54 +270,26 @@ def test_the_service_compares_each_new_version_with_the_one_it_indexed(tmp_path:
 
     monkeypatch.setattr(cache_layout, "compare", spy)
     data = tricky_state()
-    folder = tmp_path / "granola"
-    path = write_cache(folder / "cache-v3.json", data, 3)
-    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    path, settings = served(tmp_path, data)
     first, second = ids(data)[:2]
-    service = MeetingService(settings)
-    try:
-        service.refresh()  # the first index, in a worker: its layout comes back with it
-        for n in range(2):
-            data["documents"][first]["title"] = f"version {n}"
-            write_cache(path, data, 3)
-            service.refresh()
-            assert service.get(first).title == f"version {n}"
-        assert followed == [True, True]
-    finally:
-        service.close()
+    # The first index's layout comes back from its worker: both changes are compared.
+    retitled_twice(settings, path, data, first, "version")
+    assert followed == [True, True]
     # Started again: the layout kept beside the index serves the first change too.
-    service = MeetingService(settings)
-    try:
-        for n in range(2):
-            data["documents"][second]["title"] = f"again {n}"
-            write_cache(path, data, 3)
-            service.refresh()
-            assert service.get(second).title == f"again {n}"
-        assert followed == [True, True, True, True]
-    finally:
-        service.close()
+    retitled_twice(settings, path, data, second, "again")
+    assert followed == [True, True, True, True]
     # A damaged layout is not used: that change is scanned, and the next compared again.
     kept = settings.index_folder / "meetings.layout"
     damaged = bytearray(kept.read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
     kept.write_bytes(bytes(damaged))
-    service = MeetingService(settings)
-    try:
-        for n in range(2):
-            data["documents"][first]["title"] = f"damaged {n}"
-            write_cache(path, data, 3)
-            service.refresh()
-            assert service.get(first).title == f"damaged {n}"
-        assert followed == [True, True, True, True, True]
-    finally:
-        service.close()
+    retitled_twice(settings, path, data, first, "damaged")
+    assert followed == [True, True, True, True, True]
 
 
 def test_a_layout_of_another_version_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     data = tricky_state()
-    folder = tmp_path / "granola"
-    path = write_cache(folder / "cache-v3.json", data, 3)
-    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    path, settings = served(tmp_path, data)
     service = MeetingService(settings)
     service.refresh()
     kept = (settings.index_folder / "meetings.layout").read_bytes()
@@ -354,9 +347,7 @@ def test_a_changed_record_too_big_to_parse_here_is_left_to_the_scan(tmp_path: Pa
 
 def test_a_cache_rewritten_in_place_while_compared_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     data = tricky_state()
-    folder = tmp_path / "granola"
-    path = write_cache(folder / "cache-v3.json", data, 3)
-    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=folder, worker_min_mb=0)
+    path, settings = served(tmp_path, data)
     service = MeetingService(settings)
     compare = cache_layout.compare
     final = copy.deepcopy(data)
