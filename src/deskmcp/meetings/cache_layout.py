@@ -112,14 +112,14 @@ class Layout:
 
 
 class _Expected(Protocol):
-    """What a collection held before: per record, how long its value was and whether it is
-    the same now (the value's SHA-256 when it is, else None)."""
+    """What a collection held before: per record, how long its value was and whether the
+    value at `start` is the same now (its SHA-256 when it is, else None)."""
 
     keys: list[str]
 
     def length(self, i: int) -> int: ...
 
-    def same(self, i: int, value: memoryview) -> bytes | None: ...
+    def same(self, i: int, start: int, value: memoryview) -> bytes | None: ...
 
 
 class _Known:
@@ -132,7 +132,7 @@ class _Known:
     def length(self, i: int) -> int:
         return self._records.lengths[i]
 
-    def same(self, i: int, value: memoryview) -> bytes | None:
+    def same(self, i: int, start: int, value: memoryview) -> bytes | None:
         digest = hashlib.sha256(value).digest()
         return digest if digest == self._records.digests[i] else None
 
@@ -151,12 +151,12 @@ class _Scanned:
         value = self._values[i]
         return value.length if isinstance(value, TranscriptSpan) else escaped_length(bytes(value))
 
-    def same(self, i: int, value: memoryview) -> bytes | None:
+    def same(self, i: int, start: int, value: memoryview) -> bytes | None:
         expected = self._values[i]
-        digest = hashlib.sha256(value).digest()
         if isinstance(expected, TranscriptSpan):
-            return digest if digest == expected.digest else None
-        return digest
+            # The very bytes the scan hashed, in the version it read.
+            return expected.digest if (start, len(value)) == (expected.offset, expected.length) else None
+        return hashlib.sha256(value).digest()
 
 
 @dataclass
@@ -353,7 +353,7 @@ class _Walk:
                 rel = window.want(start - window.base, length + 1)
                 if window.filled - rel > length and buf[rel + length] in b",}":
                     with memoryview(buf) as view, view[rel : rel + length] as value:
-                        digest = expected.same(i, value)
+                        digest = expected.same(i, start, value)
             if digest is not None and i is not None:
                 end = start + length
                 separator = buf[rel + length]
