@@ -126,11 +126,13 @@ def state() -> dict[str, Any]:
 
 
 def write(folder: Path, data: dict[str, Any] | None = None, *, version: int = 6) -> Path:
-    """Write a cache file as Granola does (v3: `cache` is a JSON string; v4+: an object)."""
+    """Write a cache file as Granola does (v3: `cache` is a JSON string; v4+: an object), in
+    compact UTF-8 JSON, as JavaScript's `JSON.stringify` writes it."""
     folder.mkdir(parents=True, exist_ok=True)
     inner: Any = {"state": data if data is not None else state(), "version": version}
+    compact = {"separators": (",", ":"), "ensure_ascii": False}
     if version == 3:
-        inner = json.dumps(inner)
+        inner = json.dumps(inner, **compact)
     path = folder / f"cache-v{version}.json"
-    path.write_text(json.dumps({"cache": inner}), encoding="utf-8")
+    path.write_text(json.dumps({"cache": inner}, **compact), encoding="utf-8")
     return path

@@ -35,10 +35,12 @@ def compared(path: Path, known: dict[str, str], layout: Layout) -> tuple[list[Me
 
 
 def split(messages: list[Message]) -> tuple[list[Message], Layout | None]:
-    kind, done = messages[-1]
-    assert kind == "done"
-    layout = Layout.decode(done["layout"]) if "layout" in done else None
-    return [*messages[:-1], ("done", {})], layout
+    """The messages up to `done`, and the layout sent after it, if any."""
+    kinds = [kind for kind, _ in messages]
+    done = kinds.index("done")
+    assert kinds[done + 1 :] in ([], ["layout"])
+    layout = Layout.decode(messages[-1][1]["layout"]) if kinds[-1] == "layout" else None
+    return messages[: done + 1], layout
 
 
 def indexed(messages: list[Message], known: dict[str, str]) -> dict[str, str]:

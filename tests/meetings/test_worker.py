@@ -28,6 +28,22 @@ sys.stdout.buffer.flush()
 os._exit(9)
 """
 
+# A worker that sends every meeting and `done`, then dies before the layout.
+DIES_AFTER_DONE = """
+import os, sys
+from pathlib import Path
+import msgspec
+from deskmcp.meetings.worker import _write, changes
+request = msgspec.msgpack.decode(sys.stdin.buffer.read())
+encoder = msgspec.msgpack.Encoder()
+for kind, body in changes(Path(request["path"]), request["max_bytes"], request["known"]):
+    _write(sys.stdout.buffer, encoder, kind, body)
+    if kind == "done":
+        break
+sys.stdout.buffer.flush()
+os._exit(9)
+"""
+
 
 def service_for(tmp_path: Path, **settings: object) -> MeetingService:
     return MeetingService(
@@ -83,6 +99,24 @@ def test_a_worker_that_dies_mid_stream_leaves_the_index_as_it_was(tmp_path: Path
         assert service.index.get_meta("source") == source
         service.worker_command = None  # the next call tries again, and succeeds
         assert titles(service)[BETA] == "Renamed while the worker dies"
+    finally:
+        service.close()
+
+
+def test_a_worker_that_dies_after_its_last_entry_leaves_the_index_complete_without_a_layout(tmp_path: Path):
+    write(tmp_path / "g", version=3)
+    service = service_for(tmp_path)
+    service.worker_command = [sys.executable, "-c", DIES_AFTER_DONE]
+    layout = service.settings.index_folder / "meetings.layout"
+    try:
+        assert set(titles(service)) == {ALPHA, BETA, GAMMA}
+        assert not layout.exists()  # the next change is scanned
+        service.worker_command = None
+        data = state()
+        data["documents"][BETA]["title"] = "Renamed after the worker died"
+        write(tmp_path / "g", data, version=3)
+        assert titles(service)[BETA] == "Renamed after the worker died"
+        assert layout.exists()
     finally:
         service.close()
 

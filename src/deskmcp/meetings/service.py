@@ -283,19 +283,21 @@ class MeetingService:
         if kind != "head":
             raise InternalError(f"The cache reader sent {kind!r} before its summary.")
 
-        done: dict[str, Any] = {}
-
         def entries() -> Iterator[IndexRecord]:
             for kind, fields in messages:
                 if kind == "entry":
                     yield IndexRecord(**fields)
                 elif kind == "done":
-                    done.update(fields)
+                    return
+            raise InternalError("The cache reader stopped before its last entry.")
 
         with self.index.bulk() if batched else contextlib.nullcontext():
             stats, head = self._apply_entries(head, entries(), batched=batched)
-        # The new version's layout, for comparing the next one with (see `cache_layout`).
-        self._next_layout = Layout.decode(done["layout"]) if "layout" in done else None
+        # The new version's layout, for comparing the next one with (see `cache_layout`): a
+        # reader makes it while the entries are committed, and sends it after them.
+        for kind, fields in messages:
+            if kind == "layout":
+                self._next_layout = Layout.decode(fields["layout"])
         return stats, head
 
     def _apply_entries(

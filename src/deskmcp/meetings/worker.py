@@ -52,7 +52,8 @@ def changes(
     whole: bool = True,
     layout: Layout | None = None,
 ) -> Generator[Message]:
-    """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}).
+    """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}),
+    and after it, when the file follows one, ("layout", {"layout": bytes}).
 
     With the `layout` of the version the index holds, a string cache is first compared with
     that version record by record (`cache_layout`). Else, or when that reader cannot follow
@@ -60,7 +61,7 @@ def changes(
     False, or when that reader cannot follow it either, it is read whole. With `whole` False
     nothing is yielded then (the caller reads it whole elsewhere). A `SpanError` while the
     entries are built means: call again with `scan` False. The first two ways end with the
-    new version's layout in `done` (`{"layout": bytes}`), when the file follows it.
+    new version's layout, after `done`: a scan makes it while the caller commits the entries.
     """
     delta = cache_layout.compare(path, max_bytes, layout) if scan and layout is not None and known else None
     if delta is not None:
@@ -104,8 +105,10 @@ def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]
     yield _head(path, scanned.source, "string", folders, known, live, pending)
     yield from _entries(pending, scanned)
     scanned.check_unchanged()
+    yield "done", {}
     layout = cache_layout.predicted(scanned, folders)
-    yield "done", {"layout": layout.encode()} if layout is not None else {}
+    if layout is not None:
+        yield "layout", {"layout": layout.encode()}
 
 
 def _changes_of_delta(delta: cache_layout.Delta, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
@@ -115,7 +118,8 @@ def _changes_of_delta(delta: cache_layout.Delta, path: Path, known: Mapping[str,
         yield _head(path, scanned.source, "string", delta.layout.folders, known, live, pending)
         yield from _entries(pending, scanned)
         scanned.check_unchanged()
-    yield "done", {"layout": delta.layout.encode()}
+    yield "done", {}
+    yield "layout", {"layout": delta.layout.encode()}
 
 
 def _sorted(
@@ -278,23 +282,31 @@ class WorkerRun:
         )
 
     def messages(self) -> Iterator[Message]:
-        """Every message up to `done`; raises the taxonomy's error on an error message or when the
-        process ends, is killed or writes garbage before `done`."""
+        """Every message up to `done`, then the layout if one follows; raises the taxonomy's
+        error on an error message or when the process ends, is killed or writes garbage before
+        `done` (after it, that only means no layout)."""
+        done = False
         while True:
             header = self._read(_LENGTH.size)
             body = self._read(_LENGTH.unpack(header)[0]) if header is not None else None
-            if body is None:
-                raise self._failure()
             try:
-                kind, fields = msgspec.msgpack.decode(body)
-            except (msgspec.DecodeError, ValueError, TypeError):
-                self._proc.kill()
-                raise self._failure() from None
-            if kind == "error":
-                raise from_payload(fields)
+                if body is None:
+                    raise self._failure()
+                try:
+                    kind, fields = msgspec.msgpack.decode(body)
+                except (msgspec.DecodeError, ValueError, TypeError):
+                    self._proc.kill()
+                    raise self._failure() from None
+                if kind == "error":
+                    raise from_payload(fields)
+            except DeskError:
+                if done:
+                    return
+                raise
             yield kind, fields
-            if kind == "done":
+            if kind == "layout":
                 return
+            done = done or kind == "done"
 
 
 if __name__ == "__main__":
