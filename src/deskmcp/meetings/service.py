@@ -18,6 +18,7 @@ import hashlib
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -188,6 +189,7 @@ class MeetingService:
 
     def _reindex(self, path: Path) -> None:
         started = time.perf_counter()
+        start_writeback(path)
         max_bytes = self.settings.max_cache_mb * 1024 * 1024
         known = self.index.fingerprints()
         self._next_layout = None
@@ -577,6 +579,31 @@ class MeetingService:
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
         status.indexing = self.indexing()
         return status
+
+
+def start_writeback(path: Path) -> None:
+    """Start writing the cache file's pages that are not on disk yet, in a thread of its own.
+
+    On Linux's ext4 (an ordered journal) the index's sync as it commits waits until every file
+    written before it is on disk, the cache Granola has just rewritten (hundreds of megabytes)
+    included: up to 0.4 s on a 340 MB cache. Started now, that write-out runs while the cache
+    is read, not after."""
+    if not sys.platform.startswith("linux"):
+        return
+
+    def write_back() -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fdatasync(fd)
+        except OSError:
+            pass  # a file system that cannot: the commit waits as it would have
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=write_back, name="meetings-cache-writeback", daemon=True).start()
 
 
 def read_layout(path: Path) -> Layout | None:
