@@ -64,6 +64,21 @@ def append_durably(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
+def write_back(path: Path) -> None:
+    """Wait until what was written to `path` is on disk. A file that cannot be opened or synced
+    is left as it is: this only moves a wait, it guarantees nothing."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(folder: Path) -> None:
     """Make a rename or a new file in `folder` durable (POSIX; directories cannot be opened on Windows)."""
     if os.name != "posix":

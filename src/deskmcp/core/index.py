@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
+from deskmcp.core.files import write_back
 from deskmcp.core.index_codec import TRAIN_AT, TextCodec
 from deskmcp.core.index_query import (
     QUERY_WORDS,
@@ -488,9 +489,14 @@ class SearchIndex:
 
     def settle(self) -> None:
         """After a bulk write (a first index): commit, finish merging and release the text
-        index's writer and its memory now instead of after the usual idle pause."""
+        index's writer and its memory now instead of after the usual idle pause; then wait
+        until the database is on disk. SQLite commits here without syncing (WAL, synchronous
+        NORMAL), and on Linux's ext4 the next sync of any file (the text index syncs at each
+        commit) would wait for those hundreds of megabytes: the next change would."""
         with self._write_lock:
             self._text.settle()
+        for path in (self.path, self.path.with_name(f"{self.path.name}-wal")):
+            write_back(path)
 
     # -- reading ---------------------------------------------------------------------------
 

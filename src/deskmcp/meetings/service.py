@@ -34,7 +34,7 @@ from deskmcp.core import fusion
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
 from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
-from deskmcp.core.files import PRIVATE_FILE
+from deskmcp.core.files import PRIVATE_FILE, write_back
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.vectors import VectorIndex, sections, turn_windows
@@ -588,22 +588,8 @@ def start_writeback(path: Path) -> None:
     written before it is on disk, the cache Granola has just rewritten (hundreds of megabytes)
     included: up to 0.4 s on a 340 MB cache. Started now, that write-out runs while the cache
     is read, not after."""
-    if not sys.platform.startswith("linux"):
-        return
-
-    def write_back() -> None:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fdatasync(fd)
-        except OSError:
-            pass  # a file system that cannot: the commit waits as it would have
-        finally:
-            os.close(fd)
-
-    threading.Thread(target=write_back, name="meetings-cache-writeback", daemon=True).start()
+    if sys.platform.startswith("linux"):
+        threading.Thread(target=write_back, args=(path,), name="meetings-cache-writeback", daemon=True).start()
 
 
 def read_layout(path: Path) -> Layout | None:
