@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from deskmcp.core.errors import ParseError
-from deskmcp.meetings import cache_layout, cache_scan
+from deskmcp.meetings import cache_layout, cache_records, cache_scan
 from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
@@ -375,3 +375,16 @@ def test_a_cache_rewritten_in_place_while_compared_is_read_whole(tmp_path: Path,
         assert service.get(ids(data)[0]).title == "written while compared"
     finally:
         service.close()
+
+
+def test_a_layout_made_by_another_normalisation_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Every fingerprint changes with the normalisation's version, so every meeting is built
+    # again: comparing records would keep the unchanged ones as the old code built them.
+    path, data, known, layout = start(tmp_path)
+    assert Layout.decode(layout.encode()) == layout
+    monkeypatch.setattr(cache_records, "PARSER_VERSION", "next")
+    retitle(data)
+    write_cache(path, data, 3)
+    assert cache_layout.compare(path, BIG, layout) is None
+    messages, _ = compared(path, known, layout)
+    assert sum(kind == "entry" for kind, _ in messages) == sum(kind == "entry" for kind, _ in scanned(path, {})[0])

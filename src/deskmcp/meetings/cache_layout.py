@@ -39,7 +39,7 @@ import msgspec
 import orjson
 
 from deskmcp.core.errors import DeskError
-from deskmcp.meetings import cache_file
+from deskmcp.meetings import cache_file, cache_records
 from deskmcp.meetings.cache_file import CHUNK_BYTES, TranscriptSpan, safe_cut
 from deskmcp.meetings.cache_records import FolderInfo, RawMeeting, folder_list, folders_of, raw_meetings
 from deskmcp.meetings.cache_scan import ScannedCache, Window, escaped_length, key_text
@@ -87,6 +87,9 @@ class Layout:
     trailer: bytes
     """What follows the state in the inner document (`,"version":3}`), escaped."""
     folders: list[FolderInfo]
+    parser: str = field(default_factory=lambda: cache_records.PARSER_VERSION)
+    """The version of the meetings' normalisation the index was built with: a layout made
+    by another lets every meeting be built again, as its fingerprint would."""
 
     def encode(self) -> bytes:
         return msgspec.msgpack.encode(
@@ -96,6 +99,7 @@ class Layout:
                 "others": {n: list(v) for n, v in self.others.items()},
                 "trailer": self.trailer,
                 "folders": [[f.id, f.name, f.description, f.meeting_ids] for f in self.folders],
+                "parser": self.parser,
             }
         )
 
@@ -108,6 +112,7 @@ class Layout:
             others={n: (int(v[0]), bytes(v[1])) for n, v in body["others"].items()},
             trailer=bytes(body["trailer"]),
             folders=[FolderInfo(*f) for f in body["folders"]],
+            parser=body["parser"],
         )
 
 
@@ -451,6 +456,8 @@ class Delta:
 def compare(path: Path, max_bytes: int, before: Layout) -> Delta | None:
     """The version of the file now compared with the one `before` describes; None when this
     reader does not follow it (then scan it)."""
+    if before.parser != cache_records.PARSER_VERSION:
+        return None
     try:
         handle = path.open("rb")
     except OSError:
