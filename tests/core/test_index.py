@@ -4,10 +4,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from deskmcp.core import index as index_module
+from deskmcp.core import index_sqlite
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
 from deskmcp.core.index_sqlite import check_pages
@@ -138,6 +140,17 @@ def test_a_corrupt_index_file_is_moved_aside_and_rebuilt(tmp_path: Path):
     assert [h.key for h in idx.search("fresh")] == ["a"]
     assert any(p.name.startswith("p.sqlite3.corrupt-") for p in tmp_path.iterdir())
     idx.close()
+
+
+def test_damaged_indexes_set_aside_in_the_same_second_are_all_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(index_sqlite, "time", SimpleNamespace(time=lambda: 1_800_000_000.0))
+    path = tmp_path / "p.sqlite3"
+    for n in range(3):
+        path.write_bytes(f"damaged copy {n}".encode() * 100)
+        SearchIndex(path, SCHEMA).close()
+    kept = sorted(p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name)
+    assert kept == ["p.sqlite3.corrupt-1800000000", "p.sqlite3.corrupt-1800000000-2", "p.sqlite3.corrupt-1800000000-3"]
+    assert {(tmp_path / name).read_bytes()[:14] for name in kept} == {b"damaged copy %d" % n for n in range(3)}
 
 
 def test_an_index_whose_pages_are_damaged_is_moved_aside_and_rebuilt(tmp_path: Path):

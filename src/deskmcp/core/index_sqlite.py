@@ -50,9 +50,15 @@ def check_pages(conn: sqlite3.Connection) -> None:
 
 
 def set_aside(path: Path) -> Path:
-    """Move a damaged database (with its -wal and -shm files) to `<name>.corrupt-<time>`, where a
-    new one will not be confused with it; the new name."""
-    aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    """Move a damaged database (with its -wal and -shm files) to `<name>.corrupt-<time>` (or
+    `-<time>-2`, ...: one set aside earlier in the same second is kept), where a new one will
+    not be confused with it; the new name."""
+    stamp = int(time.time())
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    taken = 1
+    while any(Path(f"{aside}{suffix}").exists() for suffix in ("", "-wal", "-shm")):
+        taken += 1
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{taken}")
     for suffix in ("", "-wal", "-shm"):
         file = Path(f"{path}{suffix}")
         if file.exists():
