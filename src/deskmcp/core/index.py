@@ -489,12 +489,15 @@ class SearchIndex:
 
     def settle(self) -> None:
         """After a bulk write (a first index): commit, finish merging and release the text
-        index's writer and its memory now instead of after the usual idle pause; then wait
-        until the database is on disk. SQLite commits here without syncing (WAL, synchronous
-        NORMAL), and on Linux's ext4 the next sync of any file (the text index syncs at each
-        commit) would wait for those hundreds of megabytes: the next change would."""
+        index's writer and its memory now instead of after the usual idle pause."""
         with self._write_lock:
             self._text.settle()
+
+    def write_back(self) -> None:
+        """Wait until the database is on disk (after a first index, off the path of any answer).
+        SQLite commits without syncing here (WAL, synchronous NORMAL), and on Linux's ext4 the
+        next sync of any file (the text index syncs at each commit) would wait for those
+        hundreds of megabytes: the next change would."""
         for path in (self.path, self.path.with_name(f"{self.path.name}-wal")):
             write_back(path)
 

@@ -167,6 +167,7 @@ class MeetingService:
         try:
             self.refresh()
             self.index.settle()  # the writer's memory (about 100 MB) back now, not after a pause
+            self.index.write_back()  # answers are complete already (see _reindex)
         except Exception:  # the outermost handler of the thread: the next call refreshes again
             log.exception("the first index of the Granola cache failed; the next call reads it again")
         finally:

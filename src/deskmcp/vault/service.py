@@ -139,6 +139,7 @@ class VaultService:
             finally:
                 self._first_index.clear()
                 walked.set()
+            self.catalog.index.write_back()  # once the index is complete for every call
 
         self._indexer = threading.Thread(target=run, name="vault-indexer", daemon=True)
         self._indexer.start()
