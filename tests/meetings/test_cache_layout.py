@@ -173,10 +173,17 @@ MUTATIONS: list[Callable[[State], None]] = [
 ]
 
 
+@pytest.fixture(params=[cache_layout.GROUP, 2, 3], ids=lambda n: f"groups-of-{n}")
+def group(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Records per group: the cache's few records make one group at the default size."""
+    monkeypatch.setattr(cache_layout, "GROUP", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("ascii_only", [False, True], ids=["utf8", "ascii"])
 @pytest.mark.parametrize("mutate", MUTATIONS, ids=lambda f: f.__name__)
 def test_a_changed_version_compared_gives_what_a_scan_gives(
-    tmp_path: Path, mutate: Callable[[State], None], ascii_only: bool
+    tmp_path: Path, mutate: Callable[[State], None], ascii_only: bool, group: int
 ):
     path, data, known, layout = start(tmp_path)
     mutate(data)
@@ -189,7 +196,7 @@ def test_a_changed_version_compared_gives_what_a_scan_gives(
     assert fast_layout == slow_layout
 
 
-def test_records_swapped_with_a_twin_of_the_same_meeting_change_it(tmp_path: Path):
+def test_records_swapped_with_a_twin_of_the_same_meeting_change_it(tmp_path: Path, group: int):
     # A meeting without metadata under its own id takes the last of those under its id
     # spelled otherwise: swapping two of them changes it, though neither record changed.
     path, data, known, _ = start(tmp_path)
@@ -210,7 +217,7 @@ def test_records_swapped_with_a_twin_of_the_same_meeting_change_it(tmp_path: Pat
     assert [body["key"] for kind, body in fast if kind == "entry"] == [key]
 
 
-def test_versions_compared_one_after_another_stay_what_a_scan_gives(tmp_path: Path):
+def test_versions_compared_one_after_another_stay_what_a_scan_gives(tmp_path: Path, group: int):
     path, data, known, layout = start(tmp_path)
     for mutate in MUTATIONS:
         mutate(data)
@@ -388,3 +395,50 @@ def test_a_layout_made_by_another_normalisation_is_not_used(tmp_path: Path, monk
     assert cache_layout.compare(path, BIG, layout) is None
     messages, _ = compared(path, known, layout)
     assert sum(kind == "entry" for kind, _ in messages) == sum(kind == "entry" for kind, _ in scanned(path, {})[0])
+
+
+def test_groups_that_did_not_change_are_taken_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(cache_layout, "GROUP", 2)
+    path, data, known, layout = start(tmp_path)
+    taken: list[int] = []
+    whole = cache_layout._Walk._whole
+
+    def spy(self: cache_layout._Walk, pos: int, first: int, *args: Any) -> int | None:
+        end = whole(self, pos, first, *args)
+        if end is not None:
+            taken.append(first)
+        return end
+
+    monkeypatch.setattr(cache_layout._Walk, "_whole", spy)
+    retitle(data)  # the first document: every other group of every collection is as it was
+    write_cache(path, data, 3)
+    fast, _ = compared(path, known, layout)
+    assert fast == scanned(path, known)[0]
+    groups = sum(len(records.groups) for records in layout.collections.values())
+    assert len(taken) == groups - 1
+
+
+def test_a_group_found_after_a_record_it_used_to_precede_counts_as_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # Twins of one meeting's metadata: X early (its group of two intact), Y last. Y moved to
+    # the front now precedes X, so X wins the pairing: X's group, though whole, has moved.
+    monkeypatch.setattr(cache_layout, "GROUP", 2)
+    path, data, known, _ = start(tmp_path)
+    key = ids(data)[4]
+    metadata = data["meetingsMetadata"]
+    del metadata[key]
+    twin_x, twin_y = key.upper(), key.replace("-", "")
+    items = list(metadata.items())
+    items.insert(2, (twin_x, {"attendees": [{"name": "Twin X", "email": "x@t.test"}]}))
+    items.append((twin_y, {"attendees": [{"name": "Twin Y", "email": "y@t.test"}]}))
+    data["meetingsMetadata"] = dict(items)
+    write_cache(path, data, 3)
+    messages, layout = scanned(path, known)
+    known = indexed(messages, known)
+    assert layout is not None
+    data["meetingsMetadata"] = {twin_y: data["meetingsMetadata"][twin_y], **data["meetingsMetadata"]}
+    write_cache(path, data, 3)
+    fast, _ = compared(path, known, layout)
+    assert fast == scanned(path, known)[0]
+    assert [body["key"] for kind, body in fast if kind == "entry"] == [key]

@@ -4,10 +4,11 @@ Granola rewrites its whole cache file whenever anything in it changes, but from 
 to the next nearly every record stays byte for byte the same, only moved. A version's
 `Layout` lists, for each collection of the state (documents, transcripts, metadata, panels),
 its records in file order: key, length of the escaped value and a SHA-256 of those bytes;
-and for the state's other entries the same of their whole value. The next version is then
-walked in order: where a record of the same key starts, the bytes its old length covers are
-hashed, and when they hash the same (and a separator follows) the record is the one the
-index was built from: nothing of it is unescaped, parsed or fingerprinted again. A record
+and for the state's other entries the same of their whole value; and for every `GROUP`
+records in a row, the same of all their bytes. The next version is then walked in order:
+where a group or a record of the same key starts, the bytes its old length covers are
+hashed, and when they hash the same (and a separator follows) the group or the record is the
+one the index was built from: nothing of it is unescaped, parsed or fingerprinted again. A record
 that differs, or is new, is unescaped from where it starts and parsed up to where its JSON
 value ends. Only the meetings one of whose pieces changed are then built, exactly as a scan
 of the whole file builds them (`cache_records.raw_meetings`); the others are what the index
@@ -57,6 +58,8 @@ PARSE_MAX = 16 * 1024 * 1024
 """The largest changed record parsed here: Python's parser builds the value's objects, so a
 bigger one (none of Granola's come near) is left to the scan, which keeps it as bytes."""
 _DECODER = json.JSONDecoder()
+GROUP = 64
+"""Records per group (see `Records.groups`)."""
 _VALUE_STARTS = frozenset('{["-0123456789tfn')
 
 
@@ -73,6 +76,9 @@ class Records:
     """The length of each escaped value."""
     digests: list[bytes] = field(default_factory=list)
     """The SHA-256 of each escaped value (for a transcript, its `TranscriptSpan.digest`)."""
+    groups: list[tuple[int, bytes]] = field(default_factory=list)
+    """Every `GROUP` records in a row, from the first one's key to the last one's value: the
+    length and SHA-256 of those bytes. A group that hashes the same is taken whole."""
 
 
 @dataclass
@@ -95,7 +101,9 @@ class Layout:
         return msgspec.msgpack.encode(
             {
                 "source": self.source,
-                "collections": {n: [r.keys, r.lengths, r.digests] for n, r in self.collections.items()},
+                "collections": {
+                    n: [r.keys, r.lengths, r.digests, [list(g) for g in r.groups]] for n, r in self.collections.items()
+                },
                 "others": {n: list(v) for n, v in self.others.items()},
                 "trailer": self.trailer,
                 "folders": [[f.id, f.name, f.description, f.meeting_ids] for f in self.folders],
@@ -108,7 +116,10 @@ class Layout:
         body = msgspec.msgpack.decode(data)
         return cls(
             source=body["source"],
-            collections={n: Records(k, ln, d) for n, (k, ln, d) in body["collections"].items()},
+            collections={
+                n: Records(k, ln, d, [(int(g[0]), bytes(g[1])) for g in gs])
+                for n, (k, ln, d, gs) in body["collections"].items()
+            },
             others={n: (int(v[0]), bytes(v[1])) for n, v in body["others"].items()},
             trailer=bytes(body["trailer"]),
             folders=[FolderInfo(*f) for f in body["folders"]],
@@ -132,6 +143,7 @@ class _Known:
 
     def __init__(self, records: Records) -> None:
         self.keys = records.keys
+        self.records = records
         self._records = records
 
     def length(self, i: int) -> int:
@@ -173,6 +185,9 @@ class _Seen:
     """Each value's file offset."""
     changed: dict[str, bytes | None] = field(default_factory=dict)
     """Records new or different: their unescaped value (None for transcripts, read when needed)."""
+    whole: dict[int, tuple[int, int, bytes]] = field(default_factory=dict)
+    """Groups of the last version taken whole, by the position of their first record now:
+    how many records, and the group's length and SHA-256."""
 
 
 @dataclass
@@ -310,6 +325,7 @@ class _Walk:
         version.collections[name] = seen
         records = seen.records
         keys = expected.keys if expected is not None else []
+        known = expected.records if isinstance(expected, _Known) else None
         where: dict[str, int] | None = None
         taken: set[str] = set()
         following = 0
@@ -318,8 +334,8 @@ class _Walk:
             if exact and keys:
                 raise Unfollowed
             return pos + 1
-        # The loop runs once per record of the cache (tens of thousands): the window is used
-        # directly rather than through the helpers above.
+        # The loop runs once per record or group of the cache (tens of thousands): the window
+        # is used directly rather than through the helpers above.
         window = self._window
         buf = window.buf  # grown and shifted in place: the same object throughout
         while True:
@@ -333,51 +349,63 @@ class _Walk:
                 if buf.startswith(name_bytes, rel):
                     i = following
                     start = pos + len(name_bytes)
-            if i is None:
-                found = _NAME.match(buf, rel, min(rel + _NAME_BYTES, window.filled))
-                if found is None:
-                    raise Unfollowed
-                start = pos + found.end() - rel
-                try:
-                    key = found.group(1).decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise Unfollowed from exc
-                if where is None:
-                    where = {k: n for n, k in enumerate(keys)}
-                i = where.get(key)
-                if i is None:
-                    key = key_text(bytes(found.group(1)))  # a new key: checked as a scan checks it
-            if key in taken:
-                raise Unfollowed
-            taken.add(key)
-            digest = None
-            length = 0
-            if i is not None and expected is not None:
-                length = expected.length(i)
-                following = i + 1
-                rel = window.want(start - window.base, length + 1)
-                if window.filled - rel > length and buf[rel + length] in b",}":
-                    with memoryview(buf) as view, view[rel : rel + length] as value:
-                        digest = expected.same(i, start, value)
-            if digest is not None and i is not None:
-                end = start + length
-                separator = buf[rel + length]
-                if i <= last:
-                    seen.changed[key] = None  # moved: read again if a meeting needs it
-                else:
-                    last = i
-            elif exact:
-                raise Unfollowed
-            else:
-                end, unescaped = self.value(start, length)
-                length = end - start
-                digest = self.digest(start, length)
-                seen.changed[key] = None if name == "transcripts" else unescaped
+            if (
+                i is not None
+                and known is not None
+                and i > last
+                and i % GROUP == 0
+                and (end := self._whole(pos, i, known, seen, taken)) is not None
+            ):
+                # A whole group as it was: its records are the last version's.
+                following = min(i + GROUP, len(keys))
+                last = following - 1
                 separator = self.byte(end)
-            records.keys.append(key)
-            records.lengths.append(length)
-            records.digests.append(digest)
-            seen.starts.append(start)
+            else:
+                if i is None:
+                    found = _NAME.match(buf, rel, min(rel + _NAME_BYTES, window.filled))
+                    if found is None:
+                        raise Unfollowed
+                    start = pos + found.end() - rel
+                    try:
+                        key = found.group(1).decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise Unfollowed from exc
+                    if where is None:
+                        where = {k: n for n, k in enumerate(keys)}
+                    i = where.get(key)
+                    if i is None:
+                        key = key_text(bytes(found.group(1)))  # a new key: checked as a scan checks it
+                if key in taken:
+                    raise Unfollowed
+                taken.add(key)
+                digest = None
+                length = 0
+                if i is not None and expected is not None:
+                    length = expected.length(i)
+                    following = i + 1
+                    rel = window.want(start - window.base, length + 1)
+                    if window.filled - rel > length and buf[rel + length] in b",}":
+                        with memoryview(buf) as view, view[rel : rel + length] as value:
+                            digest = expected.same(i, start, value)
+                if digest is not None and i is not None:
+                    end = start + length
+                    separator = buf[rel + length]
+                    if i <= last:
+                        seen.changed[key] = None  # moved: read again if a meeting needs it
+                    else:
+                        last = i
+                elif exact:
+                    raise Unfollowed
+                else:
+                    end, unescaped = self.value(start, length)
+                    length = end - start
+                    digest = self.digest(start, length)
+                    seen.changed[key] = None if name == "transcripts" else unescaped
+                    separator = self.byte(end)
+                records.keys.append(key)
+                records.lengths.append(length)
+                records.digests.append(digest)
+                seen.starts.append(start)
             pos = end + 1
             if separator == 0x7D:
                 if exact and len(records.keys) != len(keys):
@@ -385,6 +413,38 @@ class _Walk:
                 return pos
             if separator != 0x2C:
                 raise Unfollowed
+
+    def _whole(self, pos: int, first: int, known: Records, seen: _Seen, taken: set[str]) -> int | None:
+        """When the group of the last version starting with record `first` stands at `pos` as
+        it was (followed by a separator), take its records and return where it ends."""
+        group = first // GROUP
+        if group >= len(known.groups):
+            return None
+        length, digest = known.groups[group]
+        window = self._window
+        rel = window.want(pos - window.base, length + 1)
+        buf = window.buf
+        if window.filled - rel <= length or buf[rel + length] not in b",}":
+            return None
+        with memoryview(buf) as view, view[rel : rel + length] as value:
+            if hashlib.sha256(value).digest() != digest:
+                return None
+        stop = min(first + GROUP, len(known.keys))
+        keys = known.keys[first:stop]
+        if not taken.isdisjoint(keys):
+            raise Unfollowed
+        taken.update(keys)
+        seen.whole[len(seen.records.keys)] = (len(keys), length, digest)
+        lengths = known.lengths[first:stop]
+        seen.records.keys.extend(keys)
+        seen.records.lengths.extend(lengths)
+        seen.records.digests.extend(known.digests[first:stop])
+        at = pos
+        for key, value_length in zip(keys, lengths, strict=True):
+            at += len(key.encode()) + 5  # \"key\":
+            seen.starts.append(at)
+            at += value_length + 1  # and a comma
+        return pos + length
 
     def _other(self, pos: int, name: str, before: tuple[int, bytes] | None, version: _Version) -> int:
         version.other_starts[name] = pos
@@ -410,7 +470,9 @@ def _bounds(handle: BufferedReader, size: int) -> tuple[int, int]:
     return opening, closing
 
 
-def _layout(source: str, version: _Version, folders: list[FolderInfo]) -> Layout:
+def _layout(fd: int, source: str, version: _Version, folders: list[FolderInfo]) -> Layout:
+    for seen in version.collections.values():
+        seen.records.groups = _grouped(fd, seen)
     return Layout(
         source=source,
         collections={name: seen.records for name, seen in version.collections.items()},
@@ -418,6 +480,25 @@ def _layout(source: str, version: _Version, folders: list[FolderInfo]) -> Layout
         trailer=version.trailer,
         folders=folders,
     )
+
+
+def _grouped(fd: int, seen: _Seen) -> list[tuple[int, bytes]]:
+    """The collection's groups: those taken whole as they were, the others hashed in the file."""
+    records = seen.records
+    groups: list[tuple[int, bytes]] = []
+    for first in range(0, len(records.keys), GROUP):
+        stop = min(first + GROUP, len(records.keys))
+        whole = seen.whole.get(first)
+        if whole is not None and whole[0] == stop - first:
+            groups.append(whole[1:])
+            continue
+        start = seen.starts[first] - len(records.keys[first].encode()) - 5
+        end = seen.starts[stop - 1] + records.lengths[stop - 1]
+        data = os.pread(fd, end - start, start)
+        if len(data) != end - start:
+            raise Unfollowed
+        groups.append((end - start, hashlib.sha256(data).digest()))
+    return groups
 
 
 def predicted(scanned: ScannedCache, folders: list[FolderInfo]) -> Layout | None:
@@ -432,10 +513,11 @@ def predicted(scanned: ScannedCache, folders: list[FolderInfo]) -> Layout | None
         opening, closing = _bounds(handle, os.fstat(handle.fileno()).st_size)
         collections = {name: _Scanned(state.get(name) or {}) for name in COLLECTIONS}
         version = _Walk(handle, opening, closing).state(collections, {}, exact=True)
+        layout = _layout(handle.fileno(), scanned.source, version, folders)
         scanned.check_unchanged()
     except (Unfollowed, OSError, DeskError):
         return None
-    return _layout(scanned.source, version, folders)
+    return layout
 
 
 @dataclass
@@ -472,7 +554,7 @@ def compare(path: Path, max_bytes: int, before: Layout) -> Delta | None:
         if version.trailer != before.trailer:
             raise Unfollowed
         scanned = ScannedCache(path, handle, stat, {})
-        layout = _layout(scanned.source, version, _folders(scanned, version, before))
+        layout = _layout(handle.fileno(), scanned.source, version, _folders(scanned, version, before))
         raws = _affected(scanned, version, before, layout)
     except (Unfollowed, OSError, DeskError):
         handle.close()
