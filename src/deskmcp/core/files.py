@@ -81,18 +81,8 @@ def write_back(path: Path) -> None:
 
 def fsync_dir(folder: Path) -> None:
     """Make a rename or a new file in `folder` durable (POSIX; directories cannot be opened on Windows)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    if os.name == "posix":
+        write_back(folder)
 
 
 def read_bytes_limited(path: Path, limit: int, *, label: str | None = None) -> bytes:

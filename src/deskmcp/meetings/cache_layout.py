@@ -4,11 +4,11 @@ Granola rewrites its whole cache file whenever anything in it changes, but from 
 to the next nearly every record stays byte for byte the same, only moved. A version's
 `Layout` lists, for each collection of the state (documents, transcripts, metadata, panels),
 its records in file order: key, length of the escaped value and a SHA-256 of those bytes;
-and for the state's other entries the same of their whole value; and for every `GROUP`
-records in a row, the same of all their bytes. The next version is then walked in order:
-where a group or a record of the same key starts, the bytes its old length covers are
-hashed, and when they hash the same (and a separator follows) the group or the record is the
-one the index was built from: nothing of it is unescaped, parsed or fingerprinted again. A record
+for every `GROUP` records in a row, the same of all their bytes; and for the state's other
+entries, the same of their whole value. The next version is then walked in order: where a
+group or a record of the same key starts, the bytes its old length covers are hashed, and
+when they hash the same (and a separator follows) the group or the record is the one the
+index was built from: nothing of it is unescaped, parsed or fingerprinted again. A record
 that differs, or is new, is unescaped from where it starts and parsed up to where its JSON
 value ends. Only the meetings one of whose pieces changed are then built, exactly as a scan
 of the whole file builds them (`cache_records.raw_meetings`); the others are what the index
@@ -144,14 +144,13 @@ class _Known:
     def __init__(self, records: Records) -> None:
         self.keys = records.keys
         self.records = records
-        self._records = records
 
     def length(self, i: int) -> int:
-        return self._records.lengths[i]
+        return self.records.lengths[i]
 
     def same(self, i: int, start: int, value: memoryview) -> bytes | None:
         digest = hashlib.sha256(value).digest()
-        return digest if digest == self._records.digests[i] else None
+        return digest if digest == self.records.digests[i] else None
 
 
 class _Scanned:
