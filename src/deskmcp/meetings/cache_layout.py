@@ -256,7 +256,7 @@ class _Walk:
                 raise Unfollowed from exc
             if len(unescaped) > PARSE_MAX:
                 raise Unfollowed
-            length = len(unescaped) + unescaped.count(b'"') + unescaped.count(b"\\")
+            length = escaped_length(unescaped)
             # Escaped with nothing but \" and \\, and followed by a separator: else not followed.
             if length >= cut or piece[length] not in b",}":
                 if last or length < cut:
@@ -270,6 +270,14 @@ class _Walk:
             except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
                 raise Unfollowed from exc
             return pos + length, unescaped
+
+    def _stands(self, pos: int, length: int, digest: bytes) -> bool:
+        """Whether the `length` bytes at `pos` hash to `digest` and a separator follows them."""
+        buf, rel, n = self._at(pos, length + 1)
+        if n <= length or buf[rel + length] not in b",}":
+            return False
+        with memoryview(buf) as view, view[rel : rel + length] as value:
+            return hashlib.sha256(value).digest() == digest
 
     def digest(self, pos: int, length: int) -> bytes:
         buf, rel, n = self._at(pos, length)
@@ -420,14 +428,8 @@ class _Walk:
         if group >= len(known.groups):
             return None
         length, digest = known.groups[group]
-        window = self._window
-        rel = window.want(pos - window.base, length + 1)
-        buf = window.buf
-        if window.filled - rel <= length or buf[rel + length] not in b",}":
+        if not self._stands(pos, length, digest):
             return None
-        with memoryview(buf) as view, view[rel : rel + length] as value:
-            if hashlib.sha256(value).digest() != digest:
-                return None
         stop = min(first + GROUP, len(known.keys))
         keys = known.keys[first:stop]
         if not taken.isdisjoint(keys):
@@ -447,14 +449,9 @@ class _Walk:
 
     def _other(self, pos: int, name: str, before: tuple[int, bytes] | None, version: _Version) -> int:
         version.other_starts[name] = pos
-        if before is not None:
-            length, digest = before
-            buf, rel, n = self._at(pos, length + 1)
-            if n > length and buf[rel + length] in b",}":
-                with memoryview(buf) as view:
-                    if hashlib.sha256(view[rel : rel + length]).digest() == digest:
-                        version.others[name] = before
-                        return pos + length
+        if before is not None and self._stands(pos, *before):
+            version.others[name] = before
+            return pos + before[0]
         end, unescaped = self.value(pos, before[0] if before is not None else 0)
         version.others[name] = (end - pos, self.digest(pos, end - pos))
         version.changed_others[name] = unescaped
@@ -469,11 +466,11 @@ def _bounds(handle: BufferedReader, size: int) -> tuple[int, int]:
     return opening, closing
 
 
-def _layout(fd: int, source: str, version: _Version, folders: list[FolderInfo]) -> Layout:
+def _layout(scanned: ScannedCache, version: _Version, folders: list[FolderInfo]) -> Layout:
     for seen in version.collections.values():
-        seen.records.groups = _grouped(fd, seen)
+        seen.records.groups = _grouped(scanned, seen)
     return Layout(
-        source=source,
+        source=scanned.source,
         collections={name: seen.records for name, seen in version.collections.items()},
         others=version.others,
         trailer=version.trailer,
@@ -481,7 +478,7 @@ def _layout(fd: int, source: str, version: _Version, folders: list[FolderInfo]) 
     )
 
 
-def _grouped(fd: int, seen: _Seen) -> list[tuple[int, bytes]]:
+def _grouped(scanned: ScannedCache, seen: _Seen) -> list[tuple[int, bytes]]:
     """The collection's groups: those taken whole as they were, the others hashed in the file."""
     records = seen.records
     groups: list[tuple[int, bytes]] = []
@@ -493,10 +490,7 @@ def _grouped(fd: int, seen: _Seen) -> list[tuple[int, bytes]]:
             continue
         start = seen.starts[first] - len(records.keys[first].encode()) - 5
         end = seen.starts[stop - 1] + records.lengths[stop - 1]
-        data = os.pread(fd, end - start, start)
-        if len(data) != end - start:
-            raise Unfollowed
-        groups.append((end - start, hashlib.sha256(data).digest()))
+        groups.append((end - start, hashlib.sha256(scanned.read_escaped(start, end - start)).digest()))
     return groups
 
 
@@ -512,7 +506,7 @@ def predicted(scanned: ScannedCache, folders: list[FolderInfo]) -> Layout | None
         opening, closing = _bounds(handle, os.fstat(handle.fileno()).st_size)
         collections = {name: _Scanned(state.get(name) or {}) for name in COLLECTIONS}
         version = _Walk(handle, opening, closing).state(collections, {}, exact=True)
-        layout = _layout(handle.fileno(), scanned.source, version, folders)
+        layout = _layout(scanned, version, folders)
         scanned.check_unchanged()
     except (Unfollowed, OSError, DeskError):
         return None
@@ -553,7 +547,7 @@ def compare(path: Path, max_bytes: int, before: Layout) -> Delta | None:
         if version.trailer != before.trailer:
             raise Unfollowed
         scanned = ScannedCache(path, handle, stat, {})
-        layout = _layout(handle.fileno(), scanned.source, version, _folders(scanned, version, before))
+        layout = _layout(scanned, version, _folders(scanned, version, before))
         raws = _affected(scanned, version, before, layout)
     except (Unfollowed, OSError, DeskError):
         handle.close()
@@ -574,7 +568,7 @@ def _folders(scanned: ScannedCache, version: _Version, before: Layout) -> list[F
     for name in present:
         unescaped = version.changed_others.get(name)
         if unescaped is None:
-            unescaped = _read(scanned, version.other_starts[name], version.others[name][0])
+            unescaped = scanned.read_value(version.other_starts[name], version.others[name][0])
         try:
             lists[name] = msgspec.json.decode(unescaped, type=dict[str, Any])
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -630,7 +624,7 @@ def _value(scanned: ScannedCache, seen: _Seen, position: int | None) -> msgspec.
     n = position - 1
     unescaped = seen.changed.get(seen.records.keys[n])
     if unescaped is None:
-        unescaped = _read(scanned, seen.starts[n], seen.records.lengths[n])
+        return scanned.read_value(seen.starts[n], seen.records.lengths[n])
     return msgspec.Raw(unescaped)
 
 
@@ -640,12 +634,3 @@ def _differing(seen: _Seen, before: Records | None) -> Iterator[str]:
     if before is not None:
         present = set(seen.records.keys)
         yield from (key for key in before.keys if key not in present)
-
-
-def _read(scanned: ScannedCache, start: int, length: int) -> bytes:
-    """The unescaped value of the `length` escaped bytes at `start`."""
-    data = scanned.read_escaped(start, length)
-    try:
-        return orjson.loads(b'"' + data + b'"').encode("utf-8")
-    except (orjson.JSONDecodeError, UnicodeEncodeError) as exc:
-        raise Unfollowed from exc

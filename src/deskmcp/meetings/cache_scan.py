@@ -92,12 +92,17 @@ class ScannedCache:
 
     def read(self, span: TranscriptSpan) -> msgspec.Raw:
         """The transcript's JSON, unescaped and checked to be one JSON value."""
-        data = self.read_escaped(span.offset, span.length)
+        return self.read_value(span.offset, span.length)
+
+    def read_value(self, offset: int, length: int) -> msgspec.Raw:
+        """The JSON value of the `length` escaped bytes at `offset`, unescaped and checked to be
+        one JSON value."""
+        data = self.read_escaped(offset, length)
         try:
             raw = orjson.loads(b'"' + data + b'"').encode("utf-8", errors="replace")
             msgspec.json.decode(raw, type=msgspec.Raw)
         except (orjson.JSONDecodeError, msgspec.DecodeError) as exc:
-            raise SpanError(self.path, f"a transcript at byte {span.offset} is not one JSON value") from exc
+            raise SpanError(self.path, f"the value at byte {offset} is not one JSON value") from exc
         return msgspec.Raw(raw)
 
     def check_unchanged(self) -> None:
