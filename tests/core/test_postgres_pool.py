@@ -53,6 +53,32 @@ def test_a_database_reached_once_keeps_serving_from_the_pool(database: str) -> N
         assert conn.execute("SELECT count(*) FROM probe").fetchone() == (3,)
 
 
+def test_connections_cut_by_the_server_are_replaced_without_failing_a_call(postgres: Postgres) -> None:
+    """A restart (or an administrator) ends every session the pool holds: the next calls get new
+    connections, none answers with the cut one's error."""
+    import psycopg
+
+    url = fresh_database(postgres)
+    name = url.rsplit("/", 1)[1]
+    try:
+        with (
+            connection(url, SCHEMA, unreachable="unreachable: {exc}") as first,
+            connection(url, SCHEMA, unreachable="unreachable: {exc}") as second,
+        ):
+            first.execute("SELECT 1")
+            second.execute("SELECT 1")
+        with psycopg.connect(postgres.url(), autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s", (name,)
+            ).fetchone()
+        assert ended is not None and ended[0] >= 2
+        for n in range(4):
+            with connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
+                assert conn.execute("SELECT %s::int", (n,)).fetchone() == (n,)
+    finally:
+        close_pools()
+
+
 def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(postgres: Postgres) -> None:
     import psycopg
 
@@ -62,8 +88,8 @@ def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(postgres:
             conn.execute("SELECT 1")
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-        # Each connection the pool held was cut: a call given one answers with that, the next
-        # call after the last of them says why no new one can be had (instead of waiting for one).
+        # Each connection the pool held was cut and is dropped when handed out: the call says why
+        # no new one can be had (instead of waiting for one).
         messages: list[str] = []
         while len(messages) < 5 and not any("does not exist" in m for m in messages):
             with pytest.raises(IOFailure) as caught, connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:

@@ -49,6 +49,9 @@ def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
                 open=True,
                 timeout=POOL_WAIT,
                 kwargs={"connect_timeout": CONNECT_WAIT},
+                # A connection the server ended while idle (a restart, a failover, an idle
+                # timeout) is found on its way out and replaced: no call gets it.
+                check=ConnectionPool.check_connection,
                 name="deskmcp",
             )
             _POOLS[url] = pool
