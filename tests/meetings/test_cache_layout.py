@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -320,6 +323,26 @@ def test_a_layout_of_another_version_is_not_used(tmp_path: Path, monkeypatch: py
         assert calls == []
     finally:
         service.close()
+
+
+def test_a_layout_left_half_written_by_an_ended_server_is_removed(tmp_path: Path):
+    data = tricky_state()
+    _, settings = served(tmp_path, data)
+    settings.index_folder.mkdir(parents=True, exist_ok=True)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    left = settings.index_folder / f".meetings.layout.{ended.pid}.tmp"
+    running = settings.index_folder / f".meetings.layout.{os.getppid()}.tmp"
+    for each in (left, running):
+        each.write_bytes(b"half a layout")
+    service = MeetingService(settings)
+    try:
+        service.refresh()
+    finally:
+        service.close()
+    assert (settings.index_folder / "meetings.layout").exists()
+    assert not left.exists()
+    assert running.read_bytes() == b"half a layout"
 
 
 def test_a_cache_escaped_beyond_quotes_and_backslashes_gets_no_layout(tmp_path: Path):

@@ -243,6 +243,7 @@ class MeetingService:
             temporary.write_bytes(hashlib.sha256(payload).digest() + payload)
             temporary.chmod(PRIVATE_FILE)
             temporary.replace(self.layout_path)
+            _remove_left_behind(self.layout_path)
         except OSError as exc:
             log.warning("the cache's layout could not be kept in %s: %s", self.layout_path, exc)
 
@@ -591,6 +592,24 @@ def start_writeback(path: Path) -> None:
     is read, not after."""
     if sys.platform.startswith("linux"):
         threading.Thread(target=write_back, args=(path,), name="meetings-cache-writeback", daemon=True).start()
+
+
+def _remove_left_behind(path: Path) -> None:
+    """Remove the temporary copies of `path` that processes which ended while writing it left
+    (`.<name>.<pid>.tmp`); another server's copy on the same index stays while it runs. (POSIX
+    only: whether a process runs is asked with signal 0, which Windows would deliver.)"""
+    if os.name != "posix":
+        return
+    for each in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = each.name[len(path.name) + 2 : -len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            each.unlink(missing_ok=True)
+        except OSError:  # alive, another user's (or no way to tell): left alone
+            continue
 
 
 def read_layout(path: Path) -> Layout | None:
