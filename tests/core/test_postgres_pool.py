@@ -79,22 +79,29 @@ def test_connections_cut_by_the_server_are_replaced_without_failing_a_call(postg
         close_pools()
 
 
-def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(postgres: Postgres) -> None:
+def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(
+    postgres: Postgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import psycopg
 
+    # A call that waited for the pool instead would answer with its timeout's message.
+    monkeypatch.setattr(postgres_module, "POOL_WAIT", 2)
     url = fresh_database(postgres)
+    gone = f'database "{url.rsplit("/", 1)[1]}" does not exist'
     try:
-        with connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
-            conn.execute("SELECT 1")
+        with (
+            connection(url, SCHEMA, unreachable="unreachable: {exc}") as first,
+            connection(url, SCHEMA, unreachable="unreachable: {exc}") as second,
+        ):
+            first.execute("SELECT 1")
+            second.execute("SELECT 1")
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-        # Each connection the pool held was cut and is dropped when handed out: the call says why
-        # no new one can be had (instead of waiting for one).
-        messages: list[str] = []
-        while len(messages) < 5 and not any("does not exist" in m for m in messages):
+        # The connections the pool held were cut: each is dropped as it is handed out, and the
+        # first call already says why no new one can be had, as does every call after it.
+        for _ in range(3):
             with pytest.raises(IOFailure) as caught, connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
                 conn.execute("SELECT 1")
-            messages.append(caught.value.message)
+            assert gone in caught.value.message
     finally:
         close_pools()
-    assert f'database "{url.rsplit("/", 1)[1]}" does not exist' in messages[-1], messages

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
+MAX_CONNECTIONS = 8
+"""Connections a process keeps open to one database at most."""
 POOL_WAIT = 30
 """Seconds a call waits for one of the pool's connections while all are in use."""
 CONNECT_WAIT = 5
@@ -45,13 +47,10 @@ def shared_pool(url: str, schema: LiteralString) -> ConnectionPool[Any]:
             pool = ConnectionPool(
                 url,
                 min_size=1,
-                max_size=8,
+                max_size=MAX_CONNECTIONS,
                 open=True,
                 timeout=POOL_WAIT,
                 kwargs={"connect_timeout": CONNECT_WAIT},
-                # A connection the server ended while idle (a restart, a failover, an idle
-                # timeout) is found on its way out and replaced: no call gets it.
-                check=ConnectionPool.check_connection,
                 name="deskmcp",
             )
             _POOLS[url] = pool
@@ -97,12 +96,40 @@ def connection(url: str, schema: LiteralString, *, unreachable: str) -> Iterator
     import psycopg
 
     try:
-        with shared_pool(url, schema).connection() as conn:
-            _REACHED.add(url)
-            yield conn
+        pool, conn = _live_connection(url, schema)
+        try:
+            with conn:
+                _REACHED.add(url)
+                yield conn
+        finally:
+            pool.putconn(conn)
     except psycopg.OperationalError as exc:
         _REACHED.discard(url)
         raise IOFailure(unreachable.format(exc=exc)) from exc
+
+
+def _live_connection(url: str, schema: LiteralString) -> tuple[ConnectionPool[Any], Connection[Any]]:
+    """A connection from the pool that still answers (one empty statement). One the server
+    ended while it was idle (a restart, a failover, an idle timeout) goes back to the pool,
+    which drops it, and the next is tried the way `shared_pool` says: when none is left idle,
+    a connection made here, so a database that is gone is reported at once rather than waited
+    for (the pool's own check would wait `POOL_WAIT` for a replacement)."""
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    for attempt in range(MAX_CONNECTIONS + 1):
+        pool = shared_pool(url, schema)
+        conn = pool.getconn()
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.OperationalError:
+            pool.putconn(conn)
+            _REACHED.discard(url)
+            if attempt == MAX_CONNECTIONS:
+                raise
+            continue
+        return pool, conn
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def close_pools() -> None:
