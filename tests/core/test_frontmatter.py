@@ -123,3 +123,62 @@ def test_fast_reader_agrees_on_every_corpus_note() -> None:
         if parts.has_block:
             taken += _agree(parts.yaml_text)
     assert taken > 0
+
+
+# Strings YAML 1.1 writes plain that YAML 1.2 reads as numbers, and the other way round.
+NUMBERISH = ["1e3", "12e45", "1.5e3", "-1E-2", "0o17", ".5", "+.inf", "yes", "No", "on", "0b101", "1_000", "0x1F"]
+
+
+ODD_TEXT = [
+    "two\nlines",
+    "x: y\nz",
+    "a\rb",
+    "a\r\nb",
+    "a\u2029b",
+    "\ttab",
+    " lead",
+    "trail ",
+    "end\n",
+    "\n",
+    "a\n\nb\n\n",
+    " a\n b",
+    "nul\x00",
+    "bell\x07",
+    "\ufeffbom",
+]
+
+
+@pytest.mark.parametrize("value", sorted({*VALUES, *NUMBERISH, *KEYS, *ODD_TEXT}))
+def test_a_string_rendered_reads_back_as_the_same_string(value: str) -> None:
+    text = frontmatter.render({"k": value, value: "v"})
+    assert frontmatter.parse(text, "note.md") == {"k": value, value: "v"}, text
+
+
+def test_a_body_written_below_a_block_that_ends_the_file_stays_out_of_the_block() -> None:
+    for closing in ("---", "---\n"):
+        parts = frontmatter.split("---\nstatus: active\n" + closing)
+        written = frontmatter.split(parts.with_body("New body\n").text())
+        assert frontmatter.parse(written.yaml_text, "n.md") == {"status": "active"}
+        assert written.body == "New body\n"
+    crlf = frontmatter.split("---\r\nstatus: active\r\n---").with_body("x")
+    assert crlf.text() == "---\r\nstatus: active\r\n---\r\nx"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "n: 123456789012345678901234\n",  # the common shape
+        "n: 123456789012345678901234 # a long id\n",  # YAML's parser
+        "n: [123456789012345678901234]\nm: {k: 1}\n",
+    ],
+)
+def test_whole_numbers_beyond_64_bits_come_back_as_their_digits(text: str) -> None:
+    values = frontmatter.parse(text, "n.md")
+    n = values["n"]
+    assert (n[0] if isinstance(n, list) else n) == "123456789012345678901234"
+    # Edits compare such values without failing, and keep the line as written.
+    updated = frontmatter.update(text, values, {**values, "x": 10**30}, "n.md")
+    assert updated.startswith(text)
+    assert frontmatter.parse(updated, "n.md")["x"] == str(10**30)
+    assert frontmatter.parse(text, "n.md")["n"] == n
+    assert frontmatter.parse("n: 18446744073709551615\n", "n.md") == {"n": 2**64 - 1}

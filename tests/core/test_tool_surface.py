@@ -73,6 +73,22 @@ async def test_result_text_is_the_structured_content_as_compact_json() -> None:
     assert text == '{"total":3985,"items":["a","a"]}'
 
 
+async def test_a_result_compact_json_cannot_write_keeps_the_sdk_text() -> None:
+    server = DeskServer("deskmcp-demo")
+
+    @server.tool("demo.big", annotations=READ_ONLY)
+    def big() -> Count:
+        """A total beyond 64 bits."""
+        return Count(total=10**30, items=[])
+
+    async with Client(server) as client:
+        result = await client.call_tool("demo.big", {})
+
+    assert not result.is_error
+    assert result.structured_content == {"total": 10**30, "items": []}
+    assert json.loads(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+
+
 async def test_definitions_are_compact_and_strict_without_output_schemas_by_default() -> None:
     async with Client(build()) as client:
         tool = next(t for t in (await client.list_tools()).tools if t.name == "demo.count")

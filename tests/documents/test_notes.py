@@ -6,7 +6,7 @@ import pytest
 import yaml
 from mcp import Client
 
-from deskmcp.core import files
+from deskmcp.core import files, frontmatter
 from deskmcp.documents.server import create_server
 from deskmcp.documents.settings import DocumentsSettings
 from tests.documents.samples import fails, ok, tree
@@ -35,6 +35,16 @@ async def test_create_note_writes_markdown_with_frontmatter_and_indexes_it(
     assert body.strip() == "Discuss the *albatross* launch."
     assert [h["path"] for h in found["items"]] == ["q3-planning-cafe-notes.md"]
     assert found["items"][0]["title"] == "Q3 Planning: Café notes!"
+
+
+async def test_a_title_and_tags_that_look_like_numbers_stay_text(settings: DocumentsSettings, docs_root: Path) -> None:
+    async with Client(create_server(settings)) as c:
+        created = await ok(c, "create_note", title="1e3", content="Exponent.", tags=["2e5", "0o17"])
+        meta = await ok(c, "extract_metadata", path=created["path"])
+    header = frontmatter.parse(frontmatter.split((docs_root / created["path"]).read_text()).yaml_text, "n")
+    assert header["title"] == "1e3" and header["tags"] == ["2e5", "0o17"]
+    assert meta["frontmatter"]["title"] == "1e3"
+    assert sorted(meta["tags"]) == ["0o17", "2e5"]
 
 
 async def test_a_second_note_with_the_same_title_gets_a_new_name(settings: DocumentsSettings, docs_root: Path) -> None:

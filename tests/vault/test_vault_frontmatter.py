@@ -146,6 +146,32 @@ async def test_crlf_and_bom_notes_round_trip_byte_identically(connect: Connect, 
     assert path.read_bytes() == original.replace("status: open", "status: closed").encode("utf-8")
 
 
+async def test_values_written_are_the_values_read_filtered_and_patched(connect: Connect, vault: Path) -> None:
+    numberish = {"version": "1e3", "code": "0o17", "sha": "12e45", "answer": "yes", "id": 10**24}
+    async with connect() as client:
+        written = await call(client, "write_note", {"path": "v.md", "body": "hi\n", "frontmatter": numberish})
+        read = await call(client, "read_note", {"path": "v.md"})
+        expected = {**numberish, "id": str(10**24)}  # beyond 64 bits: its digits
+        assert written["frontmatter"] == read["frontmatter"] == expected
+        listed = await call(client, "list_notes", {"filter": "version:1e3"})
+        assert [n["path"] for n in listed["notes"]] == ["v.md"]
+        patched = await call(client, "patch_frontmatter", {"path": "v.md", "key": "ref", "value": "5e10"})
+        assert patched["frontmatter"]["ref"] == "5e10"
+        assert (await call(client, "read_note", {"path": "v.md"}))["frontmatter"]["ref"] == "5e10"
+
+
+async def test_a_body_written_to_a_note_ending_at_its_frontmatter_keeps_the_block(
+    connect: Connect, vault: Path
+) -> None:
+    path = write(vault, "n.md", "---\nstatus: active\ntags: [work]\n---")
+    async with connect() as client:
+        note = await call(client, "read_note", {"path": "n.md"})
+        await call(client, "write_note", {"path": "n.md", "body": "New body\n", "expected_hash": note["content_hash"]})
+        assert path.read_text(encoding="utf-8") == "---\nstatus: active\ntags: [work]\n---\nNew body\n"
+        listed = await call(client, "list_notes", {"filter": "status:active"})
+        assert [n["path"] for n in listed["notes"]] == ["n.md"]
+
+
 def _quartz_notes() -> list[Path]:
     return sorted(QUARTZ.rglob("*.md")) if QUARTZ.is_dir() else []
 

@@ -4,7 +4,8 @@ The one frontmatter reader: the vault's notes and the documents server's Markdow
 read by `split` and `parse`, so a value means the same thing in both. Values are parsed with
 PyYAML under YAML 1.2 core rules (Obsidian's): `09:30` and `12:30` stay strings (no YAML 1.1
 sexagesimal numbers), `yes`/`no` stay strings, `0755` is 755, and dates come back as ISO
-strings, so every value is plain JSON.
+strings, so every value is plain JSON (a whole number beyond 64 bits comes back as its digits).
+Strings are written quoted wherever either YAML 1.2 or 1.1 would read them as something else.
 
 Edits never re-dump the whole block. The text is cut into one segment per top-level key
 (with its continuation lines) plus comment and blank lines between them; a changed key's
@@ -78,20 +79,45 @@ _Loader.add_constructor(_INT, _construct_int)
 _Loader.add_constructor(_TIMESTAMP, _construct_timestamp)
 
 
-class _Dumper(yaml.SafeDumper):
+class _Core(yaml.resolver.Resolver):
+    """What `_Loader` reads a plain scalar as (its YAML 1.2 core resolvers, without a parser)."""
+
+    yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+
+_CORE = _Core()
+_STR = "tag:yaml.org,2002:str"
+
+
+class SafeDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper with strings quoted wherever either reading of them, YAML 1.1 (the
+    dumper's own) or YAML 1.2 core (`_Loader`'s, Obsidian's), would take them for something else:
+    `1e3`, `0o17` or `12e45` are plain strings to YAML 1.1 but numbers to 1.2, and `yes` or
+    `09:30` the other way round. Multi-line strings are written as literal blocks."""
+
+
+_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+"""Line breaks to YAML besides LF: only a double-quoted string keeps them (escaped)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if _BREAKS.search(value):
+        return dumper.represent_scalar(_STR, value, style='"')
+    if "\n" in value:
+        return dumper.represent_scalar(_STR, value, style="|")
+    if _CORE.resolve(yaml.ScalarNode, value, (True, False)) != _STR:
+        return dumper.represent_scalar(_STR, value, style="'")
+    return dumper.represent_str(value)
+
+
+SafeDumper.add_representer(str, _represent_str)
+
+
+class _Dumper(SafeDumper):
     """Renders new values the way Obsidian writes them: indented lists, plain dates."""
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    if "\n" in value:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
-    return dumper.represent_str(value)
-
-
-_Dumper.add_representer(str, _represent_str)
 
 
 @dataclass(frozen=True)
@@ -126,7 +152,12 @@ class Split:
         return Split(self.bom, opening, yaml_text, closing, self.body)
 
     def with_body(self, body: str) -> Split:
-        return Split(self.bom, self.opening, self.yaml_text, self.closing, body)
+        """The same note with a new body (after the closing fence's line break, which a note
+        that ended right after its frontmatter gets now, so the body stays out of the block)."""
+        closing = self.closing
+        if body and closing and not closing.endswith(("\n", "\r")):
+            closing += self.newline
+        return Split(self.bom, self.opening, self.yaml_text, closing, body)
 
 
 def split(text: str) -> Split:
@@ -161,9 +192,20 @@ def jsonable(value: Any, budget: list[int] | None = None) -> Any:
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dt.date | dt.datetime):
         return value.isoformat()
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _json_int(value)
+    if value is None or isinstance(value, str | float | bool):
         return value
     return str(value)
+
+
+_INT_RANGE = range(-(2**63), 2**64)
+"""The whole numbers JSON libraries (orjson among them) and most clients take as numbers."""
+
+
+def _json_int(value: int) -> int | str:
+    """`value`, or its digits as a string beyond 64 bits (an id, a phone number written long)."""
+    return value if value in _INT_RANGE else str(value)
 
 
 # The common shape of frontmatter, read without the YAML machinery: top-level `key: value`
@@ -203,7 +245,7 @@ def _scalar(text: str) -> Any:
         try:
             if len(text) == 10 and text[4] == "-":
                 return dt.date(int(text[:4]), int(text[5:7]), int(text[8:])).isoformat()
-            return int(text)
+            return _json_int(int(text))
         except ValueError:  # an impossible date, a number too long to convert: YAML's error
             raise _NotSimple from None
     text = text.rstrip(" ")
@@ -309,8 +351,14 @@ def _parse_yaml(yaml_text: str, label: str) -> dict[str, Any]:
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as JSON values: `true` is not `1`, and key order inside maps does not matter."""
-    return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+    """Equal as JSON values: `true` is not `1`, and key order inside maps does not matter. A
+    whole number beyond 64 bits compares as the string it is read as (`jsonable`)."""
+    try:
+        return orjson.dumps(a, option=orjson.OPT_SORT_KEYS) == orjson.dumps(b, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return orjson.dumps(jsonable(a), option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            jsonable(b), option=orjson.OPT_SORT_KEYS
+        )
 
 
 def _as_yaml_value(value: Any) -> Any:

@@ -565,7 +565,10 @@ def compact_result(result: Any) -> Any:
         and len(result.content) == 1
         and isinstance(result.content[0], TextContent)
     ):
-        text = orjson.dumps(result.structured_content).decode()
+        try:
+            text = orjson.dumps(result.structured_content).decode()
+        except TypeError:  # what orjson does not write (a whole number beyond 64 bits): the SDK's copy
+            return result
         return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
     return result
 

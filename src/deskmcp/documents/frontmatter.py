@@ -40,8 +40,9 @@ def frontmatter_tags(meta: dict[str, Any]) -> list[str]:
 
 def render_note(title: str, tags: list[str], created: str, content: str) -> str:
     """A Markdown note: YAML frontmatter (title, tags, created), then the content."""
-    header = yaml.safe_dump(
+    header = yaml.dump(
         {"title": title, "tags": tags, "created": created},
+        Dumper=frontmatter.SafeDumper,  # strings stay strings when read back (`1e3`, `yes`)
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,

@@ -586,8 +586,13 @@ def _passages(texts: Mapping[str, str]) -> list[str]:
 
 
 def _json_values(value: Any) -> Any:
-    """Values a client sent, checked to be plain JSON (what frontmatter can hold)."""
+    """Values a client sent, checked to be plain JSON (what frontmatter can hold). A whole number
+    beyond 64 bits is kept as its digits, a string, as frontmatter is read (`jsonable`)."""
     try:
         return orjson.loads(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError) as exc:
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    try:
+        return orjson.loads(orjson.dumps(frontmatter.jsonable(value)))
+    except (TypeError, ValueError, RecursionError) as exc:
         raise BadRequest("Frontmatter values must be JSON values.") from exc
