@@ -222,3 +222,18 @@ async def _patch_first_with_frontmatter(client: Client, originals: dict[str, byt
             assert (vault / rel).read_text(encoding="utf-8") == expected, old_line
             return rel
     pytest.skip("no quartz-docs note starts its frontmatter with title:")
+
+
+async def test_a_note_that_is_not_utf8_is_replaced_only_whole(connect: Connect, vault: Path) -> None:
+    path = vault / "Menu.md"
+    path.write_bytes("# Menu\ncaf\xe9\n".encode("latin-1"))
+    async with connect() as client:
+        # Keeping its frontmatter would need reading it: refused, saying how to replace it whole.
+        error = await fail(client, "write_note", {"path": "Menu.md", "body": "# Menu\n", "overwrite": True})
+        assert error["error"] == "parse_error"
+        assert "overwrite=true and its frontmatter" in error["message"]
+        assert path.read_bytes() == "# Menu\ncaf\xe9\n".encode("latin-1")
+        await call(
+            client, "write_note", {"path": "Menu.md", "body": "# Menu\ncafé\n", "frontmatter": {}, "overwrite": True}
+        )
+    assert path.read_text(encoding="utf-8") == "# Menu\ncafé\n"

@@ -130,3 +130,53 @@ async def test_overlong_names_are_a_bad_request(client) -> None:
     assert error["error"] == "bad_request"
     error = await fail(client, "write_note", {"path": "/".join(["d" * 200] * 30), "body": "x"})
     assert error["error"] == "bad_request"
+
+
+async def test_notes_reached_through_a_link_inside_the_vault_are_not_written_or_moved(
+    connect: Connect, vault: Path
+) -> None:
+    write(vault, "Projects/Real.md", "# Real\n")
+    write(vault, "Index.md", "see [[Real]]\n")
+    (vault / "Alias.md").symlink_to("Projects/Real.md")
+    (vault / "Sub").symlink_to("Projects", target_is_directory=True)
+    async with connect() as client:
+        for tool, args in [
+            ("move_note", {"source": "Alias.md", "destination": "Archive/Alias.md", "update_links": True}),
+            ("move_note", {"source": "Index.md", "destination": "Sub/Index.md"}),
+            ("write_note", {"path": "Alias.md", "body": "x\n", "overwrite": True}),
+            ("write_note", {"path": "Sub/New.md", "body": "x\n"}),
+            ("append_note", {"path": "Sub/Real.md", "text": "x"}),
+            ("patch_frontmatter", {"path": "Alias.md", "key": "k", "value": "v"}),
+        ]:
+            error = await fail(client, tool, args)
+            assert error["error"] == "bad_request", (tool, args)
+            assert "symbolic link" in error["message"] and "Projects/" in error["message"], error
+        assert read(vault / "Projects" / "Real.md") == b"# Real\n"
+        assert read(vault / "Index.md") == b"see [[Real]]\n"
+        assert (vault / "Alias.md").is_symlink() and not (vault / "Archive").exists()
+        assert not (vault / "Projects" / "New.md").exists()
+        # At its own path the note moves, and the link to it still finds it.
+        moved = await call(client, "move_note", {"source": "Projects/Real", "destination": "Archive/Real"})
+        assert moved["destination"] == "Archive/Real.md"
+        links = await call(client, "get_links", {"path": "Index.md"})
+        assert [link["resolved_path"] for link in links["links"]] == ["Archive/Real.md"]
+
+
+async def test_a_note_cannot_be_made_under_a_note_or_with_blanks_around_a_name(client, vault: Path) -> None:
+    write(vault, "keep.md", "keep\n")
+    write(vault, "src.md", "src\n")
+    for tool, args in [
+        ("move_note", {"source": "src.md", "destination": "keep.md/sub.md"}),
+        ("write_note", {"path": "keep.md/sub.md", "body": "x"}),
+    ]:
+        error = await fail(client, tool, args)
+        assert error["error"] == "bad_request", error
+        assert "'keep.md' is a file, not a folder" in error["message"], error
+    for tool, args in [
+        ("write_note", {"path": "Alpha.md ", "body": "x"}),
+        ("write_note", {"path": " Folder/Alpha.md", "body": "x"}),
+        ("move_note", {"source": "src.md", "destination": "Archive/src.md "}),
+    ]:
+        error = await fail(client, tool, args)
+        assert error["error"] == "bad_request" and "blank" in error["message"], error
+    assert names(vault) == ["keep.md", "src.md"]

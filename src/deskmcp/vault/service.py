@@ -23,10 +23,11 @@ import orjson
 
 from deskmcp.core import frontmatter, fusion
 from deskmcp.core.embedding import Embedder
-from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, PermissionDenied
+from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
 from deskmcp.core.index import Hit
 from deskmcp.core.pagination import decode_cursor, page, query_key
+from deskmcp.core.paths import relative_posix
 from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.core.vectors import VectorIndex, sections
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
@@ -45,6 +46,7 @@ from deskmcp.vault.models import (
     VaultStatus,
 )
 from deskmcp.vault.notes import (
+    NOTE_SUFFIX,
     NoteFile,
     ensure_size,
     folder_path,
@@ -226,12 +228,59 @@ class VaultService:
 
     # -- writing ---------------------------------------------------------------------------
 
+    def _written_path(self, user_path: str, *, role: str = "path") -> tuple[str, Path]:
+        """`note_path` for a note about to be written or moved, outside the protected folders and
+        at its own path. A path through
+        a symbolic link (a linked note or folder, which are never listed or indexed) would change
+        the note it points to under another name; a folder that is a file, or a new name with
+        blanks at either end, would not make the note asked for."""
+        rel, full = note_path(self.root, user_path)
+        self._refuse_protected(rel)
+        real = relative_posix(self.root, full)
+        if real != rel:
+            raise BadRequest(
+                f"{rel!r} leads through a symbolic link to {real!r}: deskmcp writes and moves a note "
+                f"only at its own path. Use {real!r}.",
+                {role: rel, "real_path": real},
+            )
+        folder = self.root
+        for part in rel.split("/")[:-1]:
+            folder = folder / part
+            if folder.exists() and not folder.is_dir():
+                raise BadRequest(
+                    f"{relative_posix(self.root, folder)!r} is a file, not a folder: {rel!r} cannot be made there.",
+                    {role: rel},
+                )
+        *folders, name = rel.split("/")
+        if not full.exists() and any(part != part.strip() for part in (*folders, name[: -len(NOTE_SUFFIX)])):
+            raise BadRequest(
+                f"The name {rel!r} begins or ends with a blank; names of new notes and folders cannot "
+                "(most systems and Obsidian would not find them). Remove the blanks.",
+                {role: rel},
+            )
+        return rel, full
+
     def _current(self, rel: str, full: Path) -> NoteFile | None:
         if full.is_dir():
             raise BadRequest(f"{rel!r} is a folder, not a note.", {"path": rel})
         if not full.exists():
             return None
         return read_note_file(full, rel, self.limit)
+
+    def _replaced(self, rel: str, full: Path, *, expected_hash: str | None, whole: bool) -> NoteFile | None:
+        """The note a write replaces (`_current`). One that cannot be read as a note (not UTF-8)
+        is replaced unseen when the write gives the whole note (`overwrite` with frontmatter):
+        nothing of it is kept, so nothing of it needs reading."""
+        try:
+            return self._current(rel, full)
+        except ParseError as exc:
+            if not whole or expected_hash:
+                raise ParseError(
+                    f"{exc.message} Or replace it whole: write_note with overwrite=true and its frontmatter "
+                    "({} for none).",
+                    exc.details,
+                ) from exc
+            return None
 
     def _check_hash(self, rel: str, current: NoteFile | None, expected_hash: str | None, overwrite: bool) -> None:
         if current is None:
@@ -279,10 +328,11 @@ class VaultService:
         overwrite: bool = False,
     ) -> NoteContent:
         self._require_writable()
-        rel, full = note_path(self.root, path)
-        self._refuse_protected(rel)
+        rel, full = self._written_path(path)
         with self._write_lock:
-            current = self._current(rel, full)
+            current = self._replaced(
+                rel, full, expected_hash=expected_hash, whole=overwrite and frontmatter_values is not None
+            )
             self._check_hash(rel, current, expected_hash, overwrite)
             if frontmatter_values is None:
                 parts = current.parts if current is not None else frontmatter.split("")
@@ -294,8 +344,7 @@ class VaultService:
         self, path: str, text: str, *, create: bool = False, expected_hash: str | None = None
     ) -> NoteContent:
         self._require_writable()
-        rel, full = note_path(self.root, path)
-        self._refuse_protected(rel)
+        rel, full = self._written_path(path)
         with self._write_lock:
             current = self._current(rel, full)
             if current is None and not create:
@@ -312,8 +361,7 @@ class VaultService:
         self._require_writable()
         if not key.strip():
             raise BadRequest("A frontmatter key is required.", {"key": key})
-        rel, full = note_path(self.root, path)
-        self._refuse_protected(rel)
+        rel, full = self._written_path(path)
         with self._write_lock:
             current = self._current(rel, full)
             if current is None:
@@ -339,10 +387,8 @@ class VaultService:
 
     def plan_move(self, source: str, destination: str, *, update_links: bool = False) -> MovePlan:
         """Check a move and prepare the rewritten notes (nothing is written yet)."""
-        src_rel, src = note_path(self.root, source)
-        dst_rel, dst = note_path(self.root, destination)
-        self._refuse_protected(src_rel)
-        self._refuse_protected(dst_rel)
+        src_rel, src = self._written_path(source, role="source")
+        dst_rel, dst = self._written_path(destination, role="destination")
         if src_rel == dst_rel:
             raise BadRequest("The source and destination are the same note.", {"source": src_rel})
         if not src.is_file():
