@@ -10,6 +10,7 @@ from mcp import Client
 
 import deskmcp.core.files
 from deskmcp.vault.service import VaultService
+from deskmcp.vault.watcher import VaultWatcher
 from tests.helpers.files import disk_fingerprints, names, write
 from tests.helpers.tool_calls import Connect, call, fail
 
@@ -40,6 +41,46 @@ async def test_edits_on_disk_become_searchable_through_the_watcher(connect: Conn
             await _until_found(client, "zeppelin", ["Archive/a.md"])
         listed = await call(client, "list_notes")
         assert [n["path"] for n in listed["notes"]] == ["Archive/a.md"]
+
+
+async def test_edits_under_a_folder_that_is_also_linked_are_indexed_at_their_own_path(
+    connect: Connect, vault: Path
+) -> None:
+    write(vault, "Projects/keep.md", "keep alpha\n")
+    write(vault, "Projects/old.md", "old zebu\n")
+    async with connect() as client:
+        with anyio.fail_after(10):
+            await _until_watching(client)
+            # Linked now: the watcher may report the folder's changes under either name.
+            (vault / "Sub").symlink_to("Projects", target_is_directory=True)
+            write(vault, "Projects/new.md", "brand new wombat\n")
+            write(vault, "Projects/keep.md", "keep alpha narwhal\n")
+            (vault / "Projects" / "old.md").unlink()
+            await _until_found(client, "wombat narwhal", ["Projects/keep.md", "Projects/new.md"])
+            await _until_found(client, "zebu", [])
+        listed = await call(client, "list_notes")
+        assert [n["path"] for n in listed["notes"]] == ["Projects/keep.md", "Projects/new.md"]
+
+
+def test_a_change_under_a_linked_folder_is_a_change_at_the_notes_own_path(vault: Path, settings_for) -> None:
+    write(vault, "Projects/a.md", "alpha\n")
+    (vault / "Sub").symlink_to("Projects", target_is_directory=True)
+    outside = vault.parent / "outside"
+    outside.mkdir()
+    (vault / "Out").symlink_to(outside, target_is_directory=True)
+    watcher = VaultWatcher(vault, lambda rel: None, lambda: None)
+    assert watcher._relative(str(vault / "Sub" / "a.md")) == "Projects/a.md"
+    assert watcher._relative(str(vault / "Sub" / "gone.md")) == "Projects/gone.md"
+    assert watcher._relative(str(vault / "Sub")) == "Projects"
+    assert watcher._relative(str(vault / "Out" / "x.md")) is None
+    service = VaultService(settings_for(vault, watch=False))
+    try:
+        service.catalog.scan()
+        service.catalog.refresh("Sub/a.md")
+        service.catalog.refresh_path("Sub")
+        assert sorted(service.catalog.index.fingerprints()) == ["Projects/a.md"]
+    finally:
+        service.close()
 
 
 async def test_start_up_scan_picks_up_changes_made_while_stopped_and_rereads_nothing_else(

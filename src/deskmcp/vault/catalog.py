@@ -376,7 +376,7 @@ class Catalog:
                 st = full.lstat()
             except OSError:
                 st = None
-            if st is None or not full.is_file() or full.is_symlink():
+            if st is None or not full.is_file() or full.is_symlink() or _linked(self.root, rel):
                 self.index.apply((), [rel])
                 return
             hit = self.index.get(rel)
@@ -390,7 +390,7 @@ class Catalog:
         if not rel or is_hidden(rel):
             return
         full = self.root / rel
-        if full.is_dir() and not full.is_symlink():
+        if full.is_dir() and not full.is_symlink() and not _linked(self.root, rel):
             self.scan(rel)
         elif rel.lower().endswith(NOTE_SUFFIX):
             self.refresh(rel)
@@ -501,3 +501,14 @@ class Catalog:
             }
             for row in rows
         ]
+
+
+def _linked(root: Path, rel: str) -> bool:
+    """Whether `rel` leads through a linked folder (its folders are not its own path)."""
+    folder = posixpath.dirname(rel)
+    if not folder:
+        return False
+    try:
+        return (root / folder).resolve() != root.resolve() / folder
+    except OSError:
+        return True

@@ -57,9 +57,14 @@ class VaultWatcher:
             self._thread.join(timeout=5)
 
     def _relative(self, path: str) -> str | None:
+        """The vault path of what changed at `path`. Under a linked folder (`Sub` linking to
+        `Projects`), that is the note's own path: events for a folder reachable both ways may
+        come under either name, and links are never indexed. A link leading out of the vault
+        reports nothing."""
         try:
-            rel = Path(path).relative_to(self.root).as_posix()
-        except ValueError:
+            Path(path).relative_to(self.root)
+            rel = Path(path).resolve().relative_to(self.root).as_posix()
+        except (ValueError, OSError):
             return None
         if rel == "." or is_hidden(rel):
             return None
