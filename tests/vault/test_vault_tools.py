@@ -65,6 +65,23 @@ async def test_list_notes_filters_by_directory_and_frontmatter_field(connect: Co
         assert error["error"] == "bad_request"
 
 
+async def test_a_field_filter_without_a_value_finds_every_note_that_sets_the_field(
+    connect: Connect, vault: Path
+) -> None:
+    write(vault, "map.md", "---\nmeta:\n  owner: ann\n---\nA\n")
+    write(vault, "empty.md", "---\naliases: []\nmeta: {}\n---\nB\n")
+    write(vault, "plain.md", "---\nmeta: x\naliases: [x]\nnone:\n---\nC\n")
+    write(vault, "other.md", "---\nstatus: x\n---\nD\n")
+    async with connect() as client:
+        for wanted, expected in (("meta:", ["empty.md", "map.md", "plain.md"]), ("aliases:", ["empty.md", "plain.md"])):
+            listed = await call(client, "list_notes", {"filter": wanted})
+            assert [n["path"] for n in listed["notes"]] == expected, wanted
+        assert [n["path"] for n in (await call(client, "list_notes", {"filter": "none:"}))["notes"]] == ["plain.md"]
+        assert [n["path"] for n in (await call(client, "list_notes", {"filter": "meta:x"}))["notes"]] == ["plain.md"]
+        error = await fail(client, "list_notes", {"filter": "meta:\x00"})
+        assert error["error"] == "bad_request"
+
+
 async def test_list_notes_pages_with_opaque_cursors(connect: Connect, vault: Path) -> None:
     for i in range(7):
         write(vault, f"n{i}.md", f"note {i}\n")

@@ -31,9 +31,13 @@ from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_ind
 
 log = logging.getLogger(__name__)
 
+SET = "\0"
+"""The `props` value of a field whose value has nothing a `field:value` filter compares with (a
+map, an empty list): the row says the field is set, for `field:`."""
+
 SCHEMA = IndexSchema(
     name="vault",
-    version=3,
+    version=4,
     text_fields=("title", "path", "headings", "tags", "properties", "body"),
     weights=(10.0, 6.0, 4.0, 4.0, 2.0, 1.0),
     columns=(
@@ -118,7 +122,9 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
     tags = md.note_tags(note.frontmatter, lines)
     found = md.links(lines, folder_of(rel))
     title = md.title(note.frontmatter, rel)
-    props = sorted({(key.lower(), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw)})
+    props = sorted(
+        {(key.lower(), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw) or [SET]}
+    )
     columns.update(title=title, hash=note.hash)
     return IndexRecord(
         key=rel,
@@ -165,7 +171,7 @@ def parse_filter(text: str | None) -> tuple[str, str] | None:
     if text is None or not text.strip():
         return None
     field, sep, value = text.partition(":")
-    if not sep or not field.strip():
+    if not sep or not field.strip() or SET in text:
         raise BadRequest(
             f"The filter {text!r} is not 'field:value' (e.g. 'status:pending').",
             {"filter": text},
