@@ -2,6 +2,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,6 +58,20 @@ def test_search_ranks_title_matches_above_body_matches_and_marks_snippets(index:
 def test_search_stems_words(index: SearchIndex):
     index.sync([rec("a", "Meetings planned", "")])
     assert [h.key for h in index.search("meeting plan")] == ["a"]
+
+
+def test_accents_match_composed_or_decomposed_either_way(index: SearchIndex):
+    decomposed = unicodedata.normalize("NFD", "Crème brûlée")
+    index.sync([rec("nfd", decomposed, "for the " + unicodedata.normalize("NFD", "café")), rec("nfc", "Café", "")])
+    for query in ("brûlée", decomposed, "brulee"):
+        hits = index.search(query)
+        assert [h.key for h in hits] == ["nfd"], query
+        assert "⟦brûlée⟧" in (hits[0].snippet or ""), hits[0].snippet
+    assert sorted(h.key for h in index.search(unicodedata.normalize("NFD", "café"))) == ["nfc", "nfd"]
+    assert index.unmatched_terms("brûlée") == []
+    # The text index rebuilt from the texts SQLite holds finds them the same way.
+    index.rebuild_text()
+    assert [h.key for h in index.search("brûlée")] == ["nfd"]
 
 
 def test_user_text_with_fts_syntax_is_searched_as_words(index: SearchIndex):

@@ -3,6 +3,7 @@ stay phrases, +word is required, -word excluded, and words no note holds are nam
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,25 @@ async def test_search_notes_with_no_match_names_the_words_no_note_holds(connect:
     # the folder filter stays exact: rocket is in a note, but not in one the folder holds
     assert in_folder["notes"] == []
     assert in_folder["unmatched_terms"] == ["rocket"]  # stop words are never needed, nor named
+
+
+def _decomposed(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+async def test_decomposed_accents_are_found_marked_filtered_and_linked_as_typed(connect: Connect, vault: Path) -> None:
+    # Written the way macOS may write them: every accent a letter plus a combining mark.
+    name = _decomposed("Crème brûlée.md")
+    write(vault, name, _decomposed("---\ntags: [résumé]\nchef: señor\n---\nA crème brûlée for the café.\n"))
+    write(vault, "Index.md", "see [[Crème brûlée]]\n")
+    async with connect() as client:
+        found = await call(client, "search_notes", {"query": "brûlée café"})
+        assert paths(found) == [name, "Index.md"]  # the link holds the words too
+        assert found["unmatched_terms"] == []
+        assert "⟦brûlée⟧" in found["notes"][0]["snippet"] and "⟦café⟧" in found["notes"][0]["snippet"]
+        assert paths(await call(client, "list_notes", {"tag": "résumé"})) == [name]
+        assert paths(await call(client, "list_notes", {"filter": "chef:señor"})) == [name]
+        tags = await call(client, "list_note_tags", {"prefix": "rés"})
+        assert [t["count"] for t in tags["tags"]] == [1]
+        links = await call(client, "get_links", {"path": "Index.md"})
+        assert [link["resolved_path"] for link in links["links"]] == [name]

@@ -64,6 +64,7 @@ from deskmcp.core.index_sqlite import (
     set_aside,
     table_name,
 )
+from deskmcp.core.index_terms import nfc
 from deskmcp.core.textindex import ENGINE, TextIndex, private_folder
 
 if TYPE_CHECKING:
@@ -270,8 +271,9 @@ class SearchIndex:
                 self._text.clear(stamp)
                 count = 0
                 batch: list[tuple[int, Sequence[str]]] = []
+                # Texts stored by a version that kept them as written are indexed composed too.
                 for doc_id, body in conn.execute("SELECT id, body FROM texts"):
-                    batch.append((int(doc_id), self._codec.unpack(body, conn)))
+                    batch.append((int(doc_id), [nfc(t) for t in self._codec.unpack(body, conn)]))
                     if len(batch) >= 1000:
                         self._text.write((), batch, stamp)
                         count += len(batch)
@@ -375,7 +377,9 @@ class SearchIndex:
                 inserts.append((doc_id, record.key, record.fingerprint, record.data, *values))
             else:
                 updates.append((record.fingerprint, record.data, *values, doc_id))
-            texts = [record.texts.get(f, "") or "" for f in self.schema.text_fields]
+            # Composed (NFC) as searches are: a decomposed accent (macOS names, some copied text)
+            # is found and marked like any other.
+            texts = [nfc(record.texts.get(f, "") or "") for f in self.schema.text_fields]
             text_rows.append((doc_id, self._codec.pack(texts)))
             for table, rows in record.side.items():
                 if table not in self._side_names:

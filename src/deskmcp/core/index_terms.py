@@ -12,8 +12,20 @@ else.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
+
+
+def nfc(text: str) -> str:
+    """`text` in Unicode's composed form (NFC): `é` one character, as most systems write it.
+    Names made on macOS and text copied from some documents decompose it (`e` and a combining
+    accent), which would not match a word typed the usual way; both are indexed and searched
+    composed. (Checked first: text already composed, as nearly all is, is returned as it is.)"""
+    if text.isascii() or unicodedata.is_normalized("NFC", text):
+        return text
+    return unicodedata.normalize("NFC", text)
+
 
 _TERM = re.compile(r'([+-]?)"([^"]*)"|(\S+)')
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

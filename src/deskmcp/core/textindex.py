@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER
-from deskmcp.core.index_terms import split_terms
+from deskmcp.core.index_terms import nfc, split_terms
 
 if TYPE_CHECKING:
     import tantivy
@@ -54,7 +54,7 @@ def private_files(folder: Path) -> None:
                     entry.chmod(PRIVATE_FILE)
 
 
-ENGINE = "tantivy-1"
+ENGINE = "tantivy-2"
 """Bumped when the analyser or the field layout changes: every text index is rebuilt."""
 
 ID = "__id"
@@ -385,7 +385,7 @@ class TextIndex:
         tv = self._tv
         musts: list[tuple[tantivy.Occur, tantivy.Query]] = []
         saw_word = False
-        for match in TERM.finditer(text):
+        for match in TERM.finditer(nfc(text)):
             chunk = match.group(1) if match.group(1) is not None else match.group(2)
             if not WORD.search(chunk):
                 continue
@@ -430,7 +430,7 @@ class TextIndex:
         stop_named: list[tuple[str, tantivy.Query]] = []
         words_of: dict[bool, list[str]] = {True: [], False: []}
         seen: set[tuple[str, tuple[str, ...]]] = set()
-        for term in split_terms(text):
+        for term in split_terms(nfc(text)):
             words = self._analyzer.analyze(term.body)
             if not words or (term.sign, tuple(words)) in seen:
                 continue  # only overlong words, or a term written twice
@@ -499,7 +499,7 @@ class TextIndex:
             raise ValueError(f"unknown text field {field!r}")
         shoulds: list[tuple[tantivy.Occur, tantivy.Query]] = []
         for value in values:
-            plain = self._plain.analyze(value)
+            plain = self._plain.analyze(nfc(value))
             if not plain:
                 continue
             stemmed = self._analyzer.analyze(" ".join(plain[:-1])) if len(plain) > 1 else []
@@ -594,7 +594,7 @@ class TextIndex:
 
     def words(self, text: str) -> list[str]:
         """The analysed words of the user's text (what `parse` searches for)."""
-        return [w for m in TERM.finditer(text) for w in self._analyzer.analyze(m.group(1) or m.group(2) or "")]
+        return [w for m in TERM.finditer(nfc(text)) for w in self._analyzer.analyze(m.group(1) or m.group(2) or "")]
 
     def snippets(
         self,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from deskmcp.core.index_terms import nfc
+
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
@@ -75,6 +77,12 @@ def blank_code(body: str) -> list[str]:
     return out
 
 
+def fold(text: str) -> str:
+    """How names, tags and field values are compared: lower case and composed (`nfc`), so
+    `Café` written with a combining accent (as macOS may name a file) is `café`."""
+    return nfc(text.lower())
+
+
 def link_key(target: str, source_folder: str) -> str:
     """The form a link is resolved by: folder-relative forms joined with the source's folder."""
     text = target.strip().replace("\\", "/")
@@ -84,7 +92,7 @@ def link_key(target: str, source_folder: str) -> str:
         text = posixpath.normpath(posixpath.join(source_folder, text))
         if text.startswith(".."):
             text = text.lstrip("./")
-    return text.lstrip("/").lower()
+    return fold(text.lstrip("/"))
 
 
 def links(lines: list[str], source_folder: str) -> list[Link]:
@@ -169,8 +177,8 @@ def unique_tags(tags: list[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for tag in tags:
-        if tag.lower() not in seen:
-            seen.add(tag.lower())
+        if fold(tag) not in seen:
+            seen.add(fold(tag))
             out.append(tag)
     return out
 
@@ -203,7 +211,7 @@ def scalar_values(value: Any) -> list[str]:
         return [""]
     if isinstance(value, bool):
         return ["true" if value else "false"]
-    return [str(value).strip().lower()]
+    return [fold(str(value).strip())]
 
 
 def text_values(value: Any) -> list[str]:

@@ -31,6 +31,7 @@ from deskmcp.core.paths import relative_posix
 from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.core.vectors import VectorIndex, sections
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
+from deskmcp.vault.links import fold
 from deskmcp.vault.models import (
     Backlink,
     BacklinkList,
@@ -568,7 +569,7 @@ class VaultService:
 
     def list_note_tags(self, *, prefix: str | None = None, limit: int = 200) -> TagList:
         self.ensure_fresh()
-        counts = self.catalog.tag_counts((prefix or "").strip().lstrip("#").lower(), limit)
+        counts = self.catalog.tag_counts(fold((prefix or "").strip().lstrip("#")), limit)
         return TagList(tags=[TagCount(tag=tag, count=count) for tag, count in counts])
 
     def _indexed(self, path: str) -> str:
