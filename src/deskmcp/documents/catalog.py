@@ -3,7 +3,12 @@ core index's own (tags, roots, what is indexed under a folder). They hold no SQL
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import orjson
+
 from deskmcp.core.index import IndexSchema, SearchIndex
+from deskmcp.documents.models import DocumentSummary
 
 SCHEMA = IndexSchema(
     name="documents",
@@ -21,13 +26,46 @@ SCHEMA = IndexSchema(
 )
 
 _TAG_SEP = "\x1f"  # char(31): cannot occur in a cleaned tag
+GIVEN_TAGS = "given_tags"
+"""Key of a stored summary: the tags callers gave the document. Its other tags came from its
+frontmatter and follow the file. A summary stored before this was kept lacks it: all its tags
+count as given."""
 
 
-def indexed(index: SearchIndex, key: str) -> tuple[str, bytes | None] | None:
-    """A document's fingerprint and stored summary, or None when it is not indexed."""
+@dataclass(frozen=True)
+class Tagged:
+    """A document as indexed: its fingerprint, its tags, and those of them callers gave."""
+
+    fingerprint: str
+    tags: tuple[str, ...]
+    given: tuple[str, ...]
+
+
+def stored_summary(summary: DocumentSummary, given: list[str]) -> bytes:
+    """What a document's record stores: its summary, and the tags callers gave it."""
+    return orjson.dumps({**summary.model_dump(mode="json"), GIVEN_TAGS: given})
+
+
+def _tagged(fingerprint: str, tags: tuple[str, ...], given: list[str] | None) -> Tagged:
+    """A document's `Tagged`; all its tags count as given when its summary was stored without them."""
+    return Tagged(fingerprint, tags, tags if given is None else tuple(str(tag) for tag in given))
+
+
+def indexed(index: SearchIndex, key: str) -> tuple[Tagged, DocumentSummary] | None:
+    """A document's tags as indexed and its stored summary, or None when it is not indexed."""
     with index.reader() as conn:
         row = conn.execute("SELECT fingerprint, data FROM docs WHERE key=?", (key,)).fetchone()
-    return None if row is None else (str(row[0]), row[1])
+    if row is None:
+        return None
+    summary = DocumentSummary.model_validate_json(row[1] or b"{}")
+    given = orjson.loads(row[1]).get(GIVEN_TAGS) if row[1] else None
+    return _tagged(str(row[0]), tuple(summary.tags), given), summary
+
+
+def all_keys(index: SearchIndex) -> list[tuple[str, str]]:
+    """The root name and key of every indexed document."""
+    with index.reader() as conn:
+        return [(str(root), str(key)) for root, key in conn.execute("SELECT root, key FROM docs")]
 
 
 def keys_under(index: SearchIndex, root: str, prefix: str) -> list[str]:
@@ -39,10 +77,11 @@ def keys_under(index: SearchIndex, root: str, prefix: str) -> list[str]:
         return [str(key) for (key,) in rows]
 
 
-def fingerprints_and_tags(index: SearchIndex, keys: list[str] | None = None) -> dict[str, tuple[str, list[str]]]:
+def fingerprints_and_tags(index: SearchIndex, keys: list[str] | None = None) -> dict[str, Tagged]:
     """Every indexed document's fingerprint and tags (those of `keys` only, when given)."""
     query = (
-        "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)) FROM docs d"
+        "SELECT d.key, d.fingerprint, group_concat(t.tag, char(31)),"
+        f" json_extract(CAST(d.data AS TEXT), '$.{GIVEN_TAGS}') FROM docs d"
         " LEFT JOIN tags t ON t.doc_id = d.id {where} GROUP BY d.id"
     )
     with index.reader() as conn:
@@ -54,7 +93,11 @@ def fingerprints_and_tags(index: SearchIndex, keys: list[str] | None = None) -> 
                 chunk = keys[start : start + 500]
                 where = f"WHERE d.key IN ({','.join('?' * len(chunk))})"
                 rows += conn.execute(query.format(where=where), chunk).fetchall()
-    return {key: (fp, tags.split(_TAG_SEP) if tags else []) for key, fp, tags in rows}
+    found: dict[str, Tagged] = {}
+    for key, fp, joined, given in rows:
+        tags = tuple(joined.split(_TAG_SEP)) if joined else ()
+        found[key] = _tagged(fp, tags, orjson.loads(given) if given is not None else None)
+    return found
 
 
 def tag_counts(index: SearchIndex) -> list[tuple[str, int]]:

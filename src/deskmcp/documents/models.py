@@ -77,6 +77,10 @@ class IndexingProgress(BaseModel):
 class SearchOutput(BaseModel):
     items: list[SearchHit]
     total: int | None = Field(default=None, description="How many documents match in all (by words; null by meaning)")
+    total_approximate: bool = Field(
+        default=False,
+        description="True when total may count files deleted since they were indexed: only this page was checked",
+    )
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
     pruned: int = Field(default=0, description="Index entries dropped during this call because their file is gone")
     partial: bool = Field(default=False, description="True while a folder is first indexed: more may match later")

@@ -1,7 +1,8 @@
 """Finding indexed documents: ranked search, listings, tags and roots.
 
 Every result is checked against the disk: a hit whose file has gone is pruned from the index
-and the page is fetched again, so deleted files never come back as results.
+and the page is fetched again until every hit on it is there, so deleted files never come back
+as results. Listings, tag counts and root counts check the whole index first (see presence.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +35,14 @@ from deskmcp.documents.models import (
     TagList,
 )
 from deskmcp.documents.notes import clean_tags
+from deskmcp.documents.presence import Presence
 from deskmcp.documents.roots import Roots
 
 log = logging.getLogger(__name__)
 
 _GLOB = frozenset("*?[")
-MAX_PRUNE_ROUNDS = 5
+MAX_WINDOW = 1024
+"""Most hits fetched and checked at once while a page is refilled after pruning."""
 
 
 def summary_of(data: bytes | None) -> DocumentSummary:
@@ -48,6 +52,15 @@ def summary_of(data: bytes | None) -> DocumentSummary:
 def passages(texts: Mapping[str, str]) -> list[str]:
     """A document's passages to embed: its sections under Markdown headings, each with its title."""
     return sections(texts.get("title", ""), texts.get("body", ""))
+
+
+@dataclass
+class _Page:
+    """Hits checked against the disk: their files' states, and the entries pruned on the way."""
+
+    hits: list[Hit]
+    states: dict[str, os.stat_result | None]
+    pruned: int
 
 
 def check_limit(limit: int) -> None:
@@ -62,6 +75,7 @@ class Catalog:
         self.index = index
         self.roots = roots
         self.vectors: VectorIndex | None = None
+        self.presence = Presence(roots, self.disk_state)
 
     def use_embedder(self, embedder: Embedder | None) -> None:
         """Search by meaning too, with `embedder` (None: by words only)."""
@@ -121,6 +135,32 @@ class Catalog:
             return None
         return st if stat.S_ISREG(st.st_mode) else None
 
+    def prune_gone(self) -> int:
+        """Drop the entries of every indexed file that is gone; how many were dropped."""
+        gone = self.presence.gone(catalog.all_keys(self.index))
+        if not gone:
+            return 0
+        log.info("pruned %d documents whose files are gone", len(gone))
+        return self.index.apply(deletes=gone).deleted
+
+    def _present(self, fetch: Callable[[int], list[Hit]], limit: int) -> _Page:
+        """The first limit + 1 hits `fetch(n)` gives, every one on disk: hits whose file is gone
+        are pruned and the page fetched again, more at once each round."""
+        size, pruned = limit + 1, 0
+        last: list[str] = []
+        while True:
+            hits = fetch(size)
+            states = self.disk_state([h.key for h in hits])
+            stale = [key for key, st in states.items() if st is None]
+            if not stale:
+                return _Page(hits[: limit + 1], states, pruned)
+            deleted = self.index.apply(deletes=stale).deleted
+            log.info("pruned %d documents whose files are gone", deleted)
+            if not deleted and stale == last:  # found again, yet nothing to delete: leave them out, never show them
+                return _Page([h for h in hits if h.key not in stale][: limit + 1], states, pruned)
+            pruned, last = pruned + deleted, stale
+            size = min(2 * size, MAX_WINDOW)
+
     def search(
         self,
         query: str | None = None,
@@ -145,39 +185,27 @@ class Catalog:
         where, params = self._filters(tags, filename, kind)
         key = query_key("search", text, sorted(clean_tags(tags)), (filename or "").strip().lower(), kind, chosen)
         offset = decode_cursor(cursor, key)
-        pruned = 0
-        hits: list[Hit] = []
         ranks: dict[str, tuple[int | None, int | None]] = {}
         pending = 0
-        states: dict[str, os.stat_result | None] = {}
-        for _ in range(MAX_PRUNE_ROUNDS):
-            if text:
-                found = fusion.search(
-                    self.index,
-                    self.vectors,
-                    text,
-                    mode=chosen,
-                    where=where,
-                    params=params,
-                    limit=limit + 1,
-                    offset=offset,
+
+        def fetch(size: int) -> list[Hit]:
+            nonlocal pending
+            if not text:
+                return self.index.select(
+                    where=where, params=params, order_by="d.mtime DESC, d.key", limit=size, offset=offset
                 )
-                hits, pending = [r.hit for r in found.hits], found.pending
-                ranks = {r.hit.key: (r.lexical_rank, r.semantic_rank) for r in found.hits}
-            else:
-                hits = self.index.select(
-                    where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
-                )
-            states = self.disk_state([h.key for h in hits[:limit]])
-            stale = [k for k, st in states.items() if st is None]
-            if not stale:
-                break
-            pruned += self.index.apply(deletes=stale).deleted
-            log.info("pruned %d documents whose files are gone", len(stale))
+            found = fusion.search(
+                self.index, self.vectors, text, mode=chosen, where=where, params=params, limit=size, offset=offset
+            )
+            pending = found.pending
+            ranks.update((r.hit.key, (r.lexical_rank, r.semantic_rank)) for r in found.hits)
+            return [r.hit for r in found.hits]
+
+        shown = self._present(fetch, limit)
         items: list[SearchHit] = []
-        for h in hits[:limit]:
+        for h in shown.hits[:limit]:
             summary = summary_of(h.data)
-            st = states.get(h.key)
+            st = shown.states.get(h.key)
             indexed_mtime = h.columns.get("mtime")
             changed = st is not None and indexed_mtime is not None and st.st_mtime != indexed_mtime
             score = round(h.score, 4) if h.score is not None else None
@@ -193,11 +221,13 @@ class Catalog:
                 )
             )
         by_words = not text or chosen == "lexical"
+        total = self.index.count(where=where, params=params, query=text or None) if by_words else None
         return SearchOutput(
             items=items,
-            total=self.index.count(where=where, params=params, query=text or None) if by_words else None,
-            next_cursor=page(offset, limit, len(hits), key),
-            pruned=pruned,
+            total=total,
+            total_approximate=total is not None and (offset > 0 or total > len(shown.hits)),
+            next_cursor=page(offset, limit, len(shown.hits), key),
+            pruned=shown.pruned,
             unmatched_terms=self.index.unmatched_terms(text, where=where, params=params)
             if text and chosen != "semantic"
             else [],
@@ -214,7 +244,7 @@ class Catalog:
         limit: int = 50,
         cursor: str | None = None,
     ) -> ListDocumentsOutput:
-        """Indexed documents, most recently modified first."""
+        """Indexed documents, most recently modified first; files gone from disk are pruned first."""
         check_limit(limit)
         where, params = self._filters(tags, None, kind)
         if root:
@@ -224,6 +254,7 @@ class Catalog:
             params.append(root)
         key = query_key("list", sorted(clean_tags(tags)), kind, root)
         offset = decode_cursor(cursor, key)
+        self.prune_gone()
         hits = self.index.select(
             where=where, params=params, order_by="d.mtime DESC, d.key", limit=limit + 1, offset=offset
         )
@@ -234,9 +265,13 @@ class Catalog:
         )
 
     def list_tags(self) -> TagList:
+        """Every tag with its documents, after pruning files gone from disk."""
+        self.prune_gone()
         return TagList(tags=[TagCount(tag=tag, count=n) for tag, n in catalog.tag_counts(self.index)])
 
     def list_roots(self) -> RootList:
+        """The configured roots with their documents, after pruning files gone from disk."""
+        self.prune_gone()
         counts = catalog.root_counts(self.index)
         return RootList(
             roots=[

@@ -43,7 +43,7 @@ from deskmcp.documents.models import (
 )
 from deskmcp.documents.notes import check_title, clean_tags, write_note
 from deskmcp.documents.roots import Located, Root, Roots
-from deskmcp.documents.search import Catalog, summary_of
+from deskmcp.documents.search import Catalog
 from deskmcp.documents.settings import DocumentsSettings
 
 log = logging.getLogger(__name__)
@@ -145,8 +145,10 @@ class DocumentService:
 
     # -- index records ---------------------------------------------------------------------
 
-    def _record(self, read: _Read, tags: list[str]) -> tuple[IndexRecord, DocumentSummary]:
+    def _record(self, read: _Read, given: list[str]) -> tuple[IndexRecord, DocumentSummary]:
+        """The index record of a file read: its tags are those `given` by callers and its frontmatter's."""
         ex, st, loc = read.extracted, read.stat, read.located
+        tags = clean_tags([*given, *frontmatter_tags(ex.frontmatter)])
         summary = DocumentSummary(
             path=loc.address,
             title=ex.title,
@@ -164,14 +166,10 @@ class DocumentService:
             fingerprint=_fingerprint(st),
             texts={"title": ex.title, "tags": " ".join(tags), "path": loc.address.replace("/", " "), "body": body},
             columns={"root": loc.root.name, "name_lc": loc.path.name.lower(), "kind": ex.kind, "mtime": st.st_mtime},
-            data=summary.model_dump_json().encode(),
+            data=catalog.stored_summary(summary, given),
             side={"tags": [(t,) for t in tags]},
         )
         return record, summary
-
-    def _indexed(self, key: str) -> tuple[str, DocumentSummary] | None:
-        row = catalog.indexed(self.index, key)
-        return None if row is None else (row[0], summary_of(row[1]))
 
     def index_document(self, path: str, tags: list[str] | None = None) -> IndexDocumentOutput:
         wanted = clean_tags(tags) if tags is not None else None
@@ -179,12 +177,11 @@ class DocumentService:
         self.first_index.mark(read.located.root)
         key = read.located.address
         with self._writing:
-            previous = self._indexed(key)
-            base = wanted if wanted is not None else (previous[1].tags if previous else [])
-            final = clean_tags([*base, *frontmatter_tags(read.extracted.frontmatter)])
-            if previous and previous[0] == _fingerprint(read.stat) and previous[1].tags == final:
+            previous = catalog.indexed(self.index, key)
+            given = wanted if wanted is not None else (list(previous[0].given) if previous else [])
+            record, summary = self._record(read, given)
+            if previous and previous[0] == catalog.Tagged(record.fingerprint, tuple(summary.tags), tuple(given)):
                 return IndexDocumentOutput(**previous[1].model_dump(), status="unchanged")
-            record, summary = self._record(read, final)
             self.index.apply([record])
         return IndexDocumentOutput(**summary.model_dump(), status="updated" if previous else "added")
 
@@ -253,7 +250,7 @@ class DocumentService:
             applied(pending)
         return done
 
-    def _apply_walked(self, batch: list[IndexRecord], known: dict[str, tuple[str, list[str]]]) -> None:
+    def _apply_walked(self, batch: list[IndexRecord], known: dict[str, catalog.Tagged]) -> None:
         """Write records a walk made from the `known` snapshot, leaving out each document written
         since (by index_document, or another walk): that newer write stands, with its tags."""
         with self._writing:
@@ -288,7 +285,7 @@ class DocumentService:
         file: Path,
         folder: Located,
         extra: list[str],
-        known: dict[str, tuple[str, list[str]]],
+        known: dict[str, catalog.Tagged],
         batch: list[IndexRecord],
         out: IndexFolderOutput,
     ) -> bool:
@@ -302,7 +299,7 @@ class DocumentService:
         try:
             st = located.path.stat()
             previous = known.get(located.address)
-            if previous and previous[0] == _fingerprint(st) and set(extra) <= set(previous[1]):
+            if previous and previous.fingerprint == _fingerprint(st) and set(extra) <= set(previous.given):
                 out.unchanged += 1
                 return False
             read = self._read_located(located)
@@ -312,9 +309,7 @@ class DocumentService:
         except OSError as exc:
             out.failed.append(IndexFailure(path=located.address, error="io_error", message=str(exc.strerror)))
             return False
-        old = previous[1] if previous else []
-        final = clean_tags([*old, *extra, *frontmatter_tags(read.extracted.frontmatter)])
-        batch.append(self._record(read, final)[0])
+        batch.append(self._record(read, clean_tags([*(previous.given if previous else ()), *extra]))[0])
         if previous:
             out.updated += 1
         else:
@@ -329,7 +324,7 @@ class DocumentService:
             files.extend(Path(current, n) for n in sorted(names) if not is_hidden(n))
         return files
 
-    def _known_tags(self) -> dict[str, tuple[str, list[str]]]:
+    def _known_tags(self) -> dict[str, catalog.Tagged]:
         return catalog.fingerprints_and_tags(self.index)
 
     def remove_document(self, path: str) -> RemovedDocument:
@@ -394,7 +389,7 @@ class DocumentService:
         self.first_index.mark(target.root)
         written = write_note(target.path, clean_title, content, clean)
         address = target.root.prefix(relative_posix(target.root.path, written.path))
-        self.index_document(address, clean)
+        self.index_document(address)  # its tags are in its frontmatter: edited there, they follow
         return NoteCreated(
             path=address, title=written.title, tags=clean, created=written.created, renamed=written.renamed
         )
@@ -413,7 +408,7 @@ class DocumentService:
     def extract_metadata(self, path: str) -> DocumentMetadata:
         read = self._read(path)
         ex, st, loc = read.extracted, read.stat, read.located
-        indexed = self._indexed(loc.address)
+        indexed = catalog.indexed(self.index, loc.address)
         birth = getattr(st, "st_birthtime", None)
         return DocumentMetadata(
             path=loc.address,
