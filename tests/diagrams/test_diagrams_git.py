@@ -86,6 +86,31 @@ async def test_git_source_reads_any_ref_branch_tag_or_commit(
     assert [f["path"] for f in sub["files"]] == ["src/app.py"]
 
 
+async def test_git_source_decodes_and_bounds_text_as_the_local_source_does(connect: Connect, project: Path) -> None:
+    porcelain.init(str(project))
+    files: dict[str, str | bytes] = {
+        "notes.md": "# Café\n".encode("latin-1"),
+        "utf16.txt": "hello\r\n".encode("utf-16"),
+        "late.txt": b"a" * 10_000 + "é".encode("latin-1") + b"\n",
+    }
+    commit(project, files, "encodings")
+    async with connect() as client:
+        answers = {
+            source: [await call(client, "read_file", {"source": source, "path": path}) for path in files]
+            for source in ("local", "git")
+        }
+        past = await fail(client, "read_file", {"source": "git", "path": "notes.md", "start_line": 5})
+    for local, git in zip(answers["local"], answers["git"], strict=True):
+        assert (git["content"], git["encoding"], git["replaced"]) == (
+            local["content"],
+            local["encoding"],
+            local["replaced"],
+        )
+    assert [a["encoding"] for a in answers["git"]] == ["cp1252", "utf-16-le", "cp1252"]
+    assert answers["git"][0]["content"] == "# Café\n"
+    assert (past["error"], past["details"]["lines"]) == ("bad_request", 1)
+
+
 async def test_git_source_opens_a_repository_in_a_project_folder_and_refuses_escapes(
     connect: Connect, project: Path, tmp_path: Path
 ) -> None:

@@ -171,14 +171,95 @@ async def test_read_file_cuts_at_max_chars_and_says_where_to_read_on(connect: Co
 
 async def test_read_file_reports_binary_files_instead_of_decoding_them(connect: Connect, project: Path) -> None:
     write(project, "logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
-    write(project, "latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"))
+    write(project, "packed.bin", bytes(range(1, 32)) * 20)  # no NUL, but control bytes throughout
     async with connect() as client:
         png = await call(client, "read_file", {"path": "logo.png"})
-        latin = await call(client, "read_file", {"path": "latin1.txt"})
+        packed = await call(client, "read_file", {"path": "packed.bin"})
     assert png["binary"] is True
     assert png["content"] == ""
+    assert png["encoding"] is None
     assert png["size"] == 16 + 256
-    assert latin["binary"] is True
+    assert (packed["binary"], packed["content"]) == (True, "")
+
+
+async def test_read_file_decodes_text_in_another_encoding_and_says_which(connect: Connect, project: Path) -> None:
+    write(project, "plain.md", "# Café\n")
+    write(project, "notes.md", "# Café\nThe naïve flow – “quoted”\n".encode("cp1252"))
+    write(project, "utf16.txt", "hello\r\nwörld\r\n".encode("utf-16"))
+    write(project, "utf16be.txt", b"\xfe\xff" + "big end\n".encode("utf-16-be"))
+    write(project, "bom.md", "\ufeff# Title\n".encode())
+    async with connect() as client:
+        plain = await call(client, "read_file", {"path": "plain.md"})
+        notes = await call(client, "read_file", {"path": "notes.md"})
+        utf16 = await call(client, "read_file", {"path": "utf16.txt"})
+        utf16be = await call(client, "read_file", {"path": "utf16be.txt", "start_line": 1, "end_line": 1})
+        bom = await call(client, "read_file", {"path": "bom.md"})
+    assert (plain["content"], plain["encoding"], plain["replaced"]) == ("# Café\n", "utf-8", 0)
+    assert (notes["content"], notes["encoding"]) == ("# Café\nThe naïve flow – “quoted”\n", "cp1252")
+    assert (notes["binary"], notes["truncated"], notes["end_line"]) == (False, False, 2)
+    assert (utf16["content"], utf16["encoding"], utf16["end_line"]) == ("hello\r\nwörld\r\n", "utf-16-le", 2)
+    assert (utf16be["content"], utf16be["encoding"]) == ("big end\n", "utf-16-be")
+    assert (bom["content"], bom["encoding"]) == ("# Title\n", "utf-8-sig")
+
+
+async def test_read_file_decodes_a_file_the_same_way_wherever_its_first_non_utf8_byte_lies(
+    connect: Connect, project: Path
+) -> None:
+    write(project, "early.txt", "é".encode("latin-1") + b"a" * 10_000 + b"\n")
+    write(project, "late.txt", b"a" * 10_000 + "é".encode("latin-1") + b"tail\n")
+    async with connect() as client:
+        early = await call(client, "read_file", {"path": "early.txt"})
+        late = await call(client, "read_file", {"path": "late.txt"})
+    assert (early["content"], early["encoding"], early["replaced"]) == ("é" + "a" * 10_000 + "\n", "cp1252", 0)
+    assert (late["content"], late["encoding"], late["replaced"]) == ("a" * 10_000 + "étail\n", "cp1252", 0)
+
+
+async def test_read_file_flags_every_byte_it_replaces_instead_of_returning_it(connect: Connect, project: Path) -> None:
+    write(project, "mixed.txt", "é".encode() + b"a" * 10_000 + "é".encode("latin-1") + b"tail\n")
+    write(project, "nul_late.txt", b"a" * 20_000 + b"\x00" + b"tail\n")
+    async with connect() as client:
+        mixed = await call(client, "read_file", {"path": "mixed.txt"})
+        nul = await call(client, "read_file", {"path": "nul_late.txt"})
+    assert (mixed["content"], mixed["encoding"], mixed["replaced"]) == (
+        "é" + "a" * 10_000 + "\ufffdtail\n",
+        "utf-8",
+        1,
+    )
+    assert "\x00" not in nul["content"]
+    assert (nul["content"], nul["binary"], nul["replaced"]) == ("a" * 20_000 + "\ufffdtail\n", False, 1)
+
+
+def test_replaced_bytes_are_counted_in_the_text_returned_wherever_the_chunks_end() -> None:
+    # the first chunk is the UTF-8 head ending in "\r"; a Latin-1 byte and a NUL follow it
+    data = "é".encode() + b"a" * (SNIFF_BYTES - 3) + b"\r" + b"\xe9\nb\x00\n"
+    whole = read_text(io.BytesIO(data), 1_000_000)
+    assert whole.text == "é" + "a" * (SNIFF_BYTES - 3) + "\r\ufffd\nb\ufffd\n"
+    assert (whole.encoding, whole.replaced, whole.lines) == ("utf-8", 2, 3)
+    assert read_text(io.BytesIO(data), 1_000_000, start_line=2).replaced == 2
+    cut = read_text(io.BytesIO(data), 2, start_line=2)
+    assert (cut.text, cut.replaced, cut.truncated) == ("\ufffd\n", 1, True)
+    assert read_text(io.BytesIO(data), 10).replaced == 0
+    # a Latin-1 byte closing the ASCII head reads as cp1252 too, not as a cut UTF-8 character
+    split = read_text(io.BytesIO(b"a" * (SNIFF_BYTES - 1) + b"\xe9tail\n"), 1_000_000)
+    assert (split.text[-6:], split.encoding, split.replaced) == ("étail\n", "cp1252", 0)
+
+
+async def test_read_file_past_the_last_line_is_a_bad_request_naming_the_line_count(
+    connect: Connect, project: Path
+) -> None:
+    write(project, "three.txt", "1\n2\n3\n")
+    write(project, "empty.txt", "")
+    async with connect() as client:
+        past = await fail(client, "read_file", {"path": "three.txt", "start_line": 50, "end_line": 60})
+        just_past = await fail(client, "read_file", {"path": "three.txt", "start_line": 4})
+        empty = await call(client, "read_file", {"path": "empty.txt"})
+        last = await call(client, "read_file", {"path": "three.txt", "start_line": 3, "end_line": 60})
+    assert past["error"] == "bad_request"
+    assert "3 lines" in past["message"]
+    assert past["details"] == {"path": "three.txt", "start_line": 50, "lines": 3}
+    assert just_past["details"]["lines"] == 3
+    assert (empty["content"], empty["truncated"], empty["end_line"]) == ("", False, None)
+    assert (last["content"], last["end_line"]) == ("3\n", 3)
 
 
 async def test_read_file_keeps_multibyte_text_whole_across_chunks(connect: Connect, project: Path) -> None:
@@ -214,9 +295,9 @@ async def test_read_file_cuts_a_file_without_newlines_at_max_chars(connect: Conn
     write(project, "one-line.min.js", "x" * (4 << 20))
     async with connect() as client:
         head = await call(client, "read_file", {"path": "one-line.min.js", "max_chars": 10})
-        second = await call(client, "read_file", {"path": "one-line.min.js", "start_line": 2})
+        second = await fail(client, "read_file", {"path": "one-line.min.js", "start_line": 2})
     assert (head["content"], head["truncated"], head["end_line"]) == ("x" * 10, True, 1)
-    assert (second["content"], second["truncated"], second["end_line"]) == ("", False, None)
+    assert (second["error"], second["details"]["lines"]) == ("bad_request", 1)
 
 
 def test_line_ends_split_across_chunks_count_as_one_line() -> None:

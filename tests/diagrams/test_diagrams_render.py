@@ -172,6 +172,25 @@ def test_a_render_past_the_time_limit_is_stopped_with_a_timeout(tmp_path: Path) 
     assert hanging._worker is None  # the stuck worker was killed, not left running
 
 
+@pytest.mark.anyio
+@pytest.mark.e2e
+async def test_validate_mermaid_past_the_time_limit_says_the_validation_timed_out_and_how_to_recover(
+    connect: Connect, project: Path, settings_for: Any
+) -> None:
+    settings = settings_for(project, render_timeout=0.5)
+    hanging = OfflineRenderer(settings, command=_fake_worker("sys.stdin.readline()\nsys.stdin.read()\n"))
+    try:
+        async with connect(service=DiagramsService(settings, renderer=hanging)) as client:
+            error = await fail(client, "validate_mermaid", {"code": FLOW})
+    finally:
+        hanging.close()
+    assert error["error"] == "timeout"
+    assert error["message"].startswith("Validating the diagram")
+    assert "Rendering" not in error["message"]
+    assert "DIAGRAM_RENDER_TIMEOUT" in error["message"]
+    assert error["details"] == {"operation": "validate", "timeout_seconds": 0.5}
+
+
 @pytest.mark.e2e
 def test_a_worker_that_dies_mid_render_is_a_clear_bad_request_and_is_replaced(tmp_path: Path) -> None:
     settings = Settings(workspace=tmp_path, render_memory_mb=512)

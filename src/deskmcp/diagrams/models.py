@@ -32,6 +32,10 @@ class FileContent(BaseModel):
     content: str
     truncated: bool = Field(description="More text follows; read on with start_line")
     binary: bool = Field(default=False, description="Not text: content is empty")
+    encoding: str | None = Field(
+        default=None, description="How the text was decoded: utf-8, utf-16-le, cp1252 (not UTF-8)..."
+    )
+    replaced: int = Field(default=0, description="U+FFFD in content standing for undecodable or NUL bytes")
     size: int | None = Field(default=None, description="File size in bytes")
     start_line: int
     end_line: int | None = Field(default=None, description="Last line returned")

@@ -190,11 +190,7 @@ class OfflineRenderer:
             except TimeoutError as exc:
                 worker.stop()
                 self._worker = None
-                raise Timeout(
-                    f"Rendering took longer than {self.timeout:g} s and was stopped. Simplify or split the "
-                    "diagram, or raise DIAGRAM_RENDER_TIMEOUT.",
-                    {"timeout_seconds": self.timeout},
-                ) from exc
+                raise self._too_slow(str(request["op"])) from exc
             except WorkerCrashed as exc:
                 worker.stop()
                 self._worker = None
@@ -212,6 +208,23 @@ class OfflineRenderer:
                 raise syntax_error(str(answer.get("message")), answer.get("line"))
             raise ExternalServiceError(f"The Mermaid renderer failed: {answer.get('message')}", {"renderer": "offline"})
         return answer
+
+    def _too_slow(self, op: str) -> Timeout:
+        """The timeout of a render or a validation, naming which one ran out of time."""
+        details = {"operation": op, "timeout_seconds": self.timeout}
+        if op == "validate":
+            return Timeout(
+                f"Validating the diagram (a syntax check, no image) took longer than {self.timeout:g} s and "
+                "was stopped: Mermaid parses the whole diagram to check it, so a very large one is slow. "
+                "Split it into smaller diagrams and validate each, or raise DIAGRAM_RENDER_TIMEOUT "
+                "(it limits validations too).",
+                details,
+            )
+        return Timeout(
+            f"Rendering took longer than {self.timeout:g} s and was stopped. Simplify or split the "
+            "diagram, or raise DIAGRAM_RENDER_TIMEOUT.",
+            details,
+        )
 
     def _too_big(self) -> BadRequest:
         return BadRequest(

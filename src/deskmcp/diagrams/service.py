@@ -27,6 +27,20 @@ LISTING_TTL = 30.0
 T = TypeVar("T")
 
 
+def past_the_end(path: str, start_line: int, lines: int) -> BadRequest:
+    """A line range that starts after the last line of the file."""
+    if lines == 0:
+        advice = "is empty"
+    elif lines == 1:
+        advice = "has 1 line: read it from start_line 1 (a larger max_chars returns more of a long line)"
+    else:
+        advice = f"has {lines} lines: pick a start_line from 1 to {lines}"
+    return BadRequest(
+        f"start_line {start_line} is past the end of '{path}', which {advice}.",
+        {"path": path, "start_line": start_line, "lines": lines},
+    )
+
+
 class DiagramsService:
     def __init__(
         self,
@@ -125,6 +139,8 @@ class DiagramsService:
         stream, size = src.open(rel)
         with stream:
             text = read_text(stream, limit, start_line, end_line)
+        if text.lines is not None and start_line > max(text.lines, 1):
+            raise past_the_end(rel, start_line, text.lines)
         return FileContent(
             source=source,
             path=rel,
@@ -132,6 +148,8 @@ class DiagramsService:
             content=text.text,
             truncated=text.truncated,
             binary=text.binary,
+            encoding=text.encoding,
+            replaced=text.replaced,
             size=size,
             start_line=start_line,
             end_line=text.end_line,

@@ -8,7 +8,6 @@ the same whichever backend answers.
 
 from __future__ import annotations
 
-import codecs
 import functools
 import io
 import re
@@ -18,6 +17,7 @@ from typing import BinaryIO, Protocol
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.paths import split_relative
+from deskmcp.diagrams.sources.encodings import MARK, REPLACEMENT, TextDecoder, sniff
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,19 +160,9 @@ def select(files: Iterable[FileInfo], root: str, glob: str, recursive: bool) -> 
 # -- reading -----------------------------------------------------------------------------------
 
 SNIFF_BYTES = 8192
+"""The head of a file that decides whether it is text, and in which encoding (see `encodings`)."""
 MAX_SCAN_BYTES = 256 * 1024 * 1024
 """A line range deep in a file is found by reading up to here, no further."""
-
-
-def looks_binary(head: bytes) -> bool:
-    """NUL bytes, or bytes that are not UTF-8 (a cut multi-byte character at the end is fine)."""
-    if b"\x00" in head:
-        return True
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +175,12 @@ class TextRead:
     """Last line returned (1-based), None when no text was returned."""
     eof: bool
     """The text reaches the end of the file."""
+    encoding: str | None = None
+    """How the bytes were decoded (None for a binary file)."""
+    replaced: int = 0
+    """Characters of `text` that are U+FFFD put for bytes that could not be decoded (or NUL)."""
+    lines: int | None = None
+    """Lines in the file, when the read went through to its end."""
 
 
 def _chunks(stream: BinaryIO, head: bytes) -> Iterator[bytes]:
@@ -206,11 +202,10 @@ _LINE_ENDS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", 
 """What `str.splitlines` ends a line at."""
 
 
-def _pieces(stream: BinaryIO, head: bytes) -> Iterator[tuple[str, bool]]:
+def _pieces(stream: BinaryIO, head: bytes, decoder: TextDecoder) -> Iterator[tuple[str, bool]]:
     """The decoded text as pieces of lines, each with whether it ends its line. A line longer
     than a chunk comes in several pieces, so no line is ever gathered whole (a file without
     newlines costs what is read of it, not its length squared)."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     held_cr = ""  # a "\r" at the end of a chunk may be the first half of "\r\n"
     for chunk in _chunks(stream, head):
         text = held_cr + decoder.decode(chunk)
@@ -232,21 +227,31 @@ def _pieces(stream: BinaryIO, head: bytes) -> Iterator[tuple[str, bool]]:
         yield from ((part, part.endswith(_LINE_ENDS)) for part in parts)
 
 
+def _write(buf: io.StringIO, piece: str) -> int:
+    """Write a piece with U+FFFD for each marked byte; how many there were."""
+    marked = piece.count(MARK)
+    buf.write(piece.replace(MARK, REPLACEMENT) if marked else piece)
+    return marked
+
+
 def read_text(stream: BinaryIO, max_chars: int, start_line: int = 1, end_line: int | None = None) -> TextRead:
     """Decode at most `max_chars` characters of lines `start_line`..`end_line` (1-based, inclusive).
 
     Reading stops as soon as the answer is complete, so a bounded read costs what it returns
     (plus the lines skipped before `start_line`)."""
     head = stream.read(SNIFF_BYTES)
-    if looks_binary(head):
+    encoding, bom = sniff(head)
+    if encoding is None:
         return TextRead("", False, True, start_line, None, False)
+    decoder = TextDecoder(encoding)
     buf = io.StringIO()
-    size = 0
+    size = replaced = 0
     line_no = 1
     last_line: int | None = None
+    ends = True  # whether the last piece read ended its line
     truncated = False
     eof = True
-    for piece, ends in _pieces(stream, head):
+    for piece, ends in _pieces(stream, head[bom:], decoder):
         if line_no < start_line:
             line_no += ends
             continue
@@ -256,14 +261,15 @@ def read_text(stream: BinaryIO, max_chars: int, start_line: int = 1, end_line: i
         room = max_chars - size
         if len(piece) > room:
             if room:
-                buf.write(piece[:room])
+                replaced += _write(buf, piece[:room])
                 last_line = line_no
             truncated = True
             eof = False
             break
-        buf.write(piece)
+        replaced += _write(buf, piece)
         size += len(piece)
         if piece:
             last_line = line_no
         line_no += ends
-    return TextRead(buf.getvalue(), truncated, False, start_line, last_line, eof)
+    lines = line_no - 1 + (not ends) if eof else None
+    return TextRead(buf.getvalue(), truncated, False, start_line, last_line, eof, decoder.encoding, replaced, lines)
