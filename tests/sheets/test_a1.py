@@ -28,7 +28,14 @@ def test_whole_columns_open_ranges_rows_and_single_cells() -> None:
     assert parse_a1("B7") == A1Range(None, 7, 2, 7, 2)
     assert parse_a1("$B$7").is_cell
     assert parse_a1("Sheet1") == A1Range("Sheet1")
-    assert parse_a1("C3:A1") == A1Range(None, 1, 1, 3, 3)
+
+
+@pytest.mark.parametrize("text", ["C3:A1", "S!A3:C1", "C1:A3", "5:2", "C:A"])
+def test_a_range_written_backwards_is_refused_naming_it_the_right_way_round(text: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        parse_a1(text)
+    assert "runs backwards" in caught.value.message
+    assert "A1:C3" in caught.value.message or text in ("5:2", "C:A")
 
 
 def test_bare_word_naming_a_sheet_wins_over_a_column() -> None:

@@ -293,7 +293,37 @@ async def test_csv_is_a_one_sheet_workbook(root: Path, connect: Connect) -> None
         await call(c, "update_values", {"spreadsheet_id": "people.csv", "range": "C1", "values": [["=1+1"]]})
         refused = await fail(c, "add_sheet", {"spreadsheet_id": "people.csv", "title": "More"})
         assert refused["error"] == "bad_request"
-    assert (root / "people.csv").read_text(encoding="utf-8") == 'name,age,2\n"Smith, Ann",41,\nBob,007,\nCy,9,\n'
+    # rows the calls did not write keep their text (and their length)
+    assert (root / "people.csv").read_text(encoding="utf-8") == 'name,age,2\n"Smith, Ann",41\nBob,007\nCy,9\n'
+
+
+async def test_ranges_past_the_last_row_or_column_or_written_backwards_are_refused_on_read_and_write(
+    budget: Path, root: Path, connect: Connect
+) -> None:
+    (root / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    book = root / budget.name
+    before, csv_before = book.read_bytes(), (root / "data.csv").read_bytes()
+    refused = {}
+    async with connect() as c:
+        for sid, rng in [
+            ("budget.xlsx", "Costs!1:1048577"),
+            ("budget.xlsx", "Costs!XFE1"),
+            ("budget.xlsx", "Costs!A1:ZZZ2"),
+            ("budget.xlsx", "Costs!C3:A1"),
+            ("data.csv", "A1048577"),
+        ]:
+            refused[rng] = await fail(c, "read_values", {"spreadsheet_id": sid, "ranges": [rng]})
+        backwards = await fail(
+            c, "update_values", {"spreadsheet_id": "budget.xlsx", "range": "Costs!C3:A1", "values": [[1, 2]]}
+        )
+        past = await fail(c, "clear_values", {"spreadsheet_id": "data.csv", "ranges": ["XFE1:XFF2"]})
+        last = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!XFD1048576"]})
+    assert {e["error"] for e in [*refused.values(), backwards, past]} == {"bad_request"}
+    assert "1,048,576" in refused["Costs!1:1048577"]["message"]
+    assert "XFE" in refused["Costs!XFE1"]["message"] and "XFD" in refused["Costs!XFE1"]["message"]
+    assert "A1:C3" in refused["Costs!C3:A1"]["message"] and "A1:C3" in backwards["message"]
+    assert last["ranges"][0]["range"] == "Costs!XFD1048576"
+    assert book.read_bytes() == before and (root / "data.csv").read_bytes() == csv_before
 
 
 async def test_writes_leave_no_temporary_files(budget: Path, root: Path, connect: Connect) -> None:
@@ -493,10 +523,10 @@ async def test_security_csv_writes_escape_text_a_spreadsheet_app_would_run_as_a_
         )
     assert switched["error"] == "bad_request"  # the model cannot switch the escaping off
     rows = path.read_bytes().decode("utf-8").split("\n")
-    assert rows[1] == "Ann,=A1,,,,,,"  # what the file already held is left as it was
+    assert rows[1] == "Ann,=A1"  # what the file already held is left as it was
     assert next(csv.reader([rows[2]])) == ["'" + attack[0], *("'" + a for a in attack[1:6]), "-5", "ok"]
-    assert rows[3] == "2,'=WEBSERVICE(A1),,,,,,"  # computed formulas are values; the others are escaped
-    assert rows[4] == "'=1+1,,,,,,,"
+    assert rows[3] == "2,'=WEBSERVICE(A1)"  # computed formulas are values; the others are escaped
+    assert rows[4] == "'=1+1"
 
 
 async def test_security_csv_formula_escaping_is_switched_off_only_by_the_setting(root: Path, connect: Connect) -> None:

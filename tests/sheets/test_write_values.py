@@ -498,3 +498,28 @@ async def test_a_write_recomputes_a_formula_stored_after_its_value(root: Path, c
         await call(c, "update_values", {"spreadsheet_id": "odd.xlsx", "range": "S!A1", "values": [[5]]})
         out = await call(c, "read_values", {"spreadsheet_id": "odd.xlsx", "ranges": ["S!A1:C2"]})
     assert out["ranges"][0]["values"] == [[5, 10], [3, 13, "rich"]]
+
+
+async def test_text_typed_after_an_apostrophe_is_stored_as_text_never_as_a_formula(
+    root: Path, connect: Connect
+) -> None:
+    from tests.helpers.workbooks import make_xlsx
+
+    path = make_xlsx(root / "t.xlsx", {"S": [[5]]})
+    (root / "c.csv").write_text("a\n", encoding="utf-8")
+    (root / "plain.csv").write_text("a\n", encoding="utf-8")
+    typed = ["'=A1*2", '\'=HYPERLINK("http://x","y")', "'=", "'0042"]
+    async with connect() as c:
+        await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!B1", "values": [typed]})
+        shown = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A1:E1"]})
+        await call(c, "update_values", {"spreadsheet_id": "c.csv", "range": "A2", "values": [["'=1+1"]]})
+    async with connect(csv_escape_formulas=False) as c:
+        await call(c, "update_values", {"spreadsheet_id": "plain.csv", "range": "A2", "values": [["'=1+1"]]})
+        from_csv = await call(c, "read_values", {"spreadsheet_id": "plain.csv", "ranges": ["A2"]})
+    assert shown["ranges"][0]["values"] == [[5, "=A1*2", '=HYPERLINK("http://x","y")', "=", "0042"]]
+    assert "<f>" not in sheet_xml(path)  # text cells, not formulas
+    # a .csv holds the text, with the `'` that keeps spreadsheet apps from running it unless that
+    # escaping is switched off; never the formula's result
+    assert (root / "c.csv").read_text(encoding="utf-8") == "a\n'=1+1\n"
+    assert (root / "plain.csv").read_text(encoding="utf-8") == "a\n=1+1\n"
+    assert from_csv["ranges"][0]["values"] == [["=1+1"]]

@@ -169,7 +169,11 @@ def _parse_cell(part: str, text: str) -> tuple[int | None, int | None]:
     return row, col
 
 
-def parse_cells(cells: str, text: str) -> tuple[int | None, int | None, int | None, int | None]:
+def parse_cells(
+    cells: str, text: str, *, ordered: bool = False
+) -> tuple[int | None, int | None, int | None, int | None]:
+    """(first row, first column, last row, last column) of `cells`, None where a bound is open. A
+    range written from its bottom or right end (`C3:A1`) is turned round, or with `ordered` refused."""
     first, sep, second = cells.partition(":")
     r0, c0 = _parse_cell(first, text)
     if not sep:
@@ -180,11 +184,35 @@ def parse_cells(cells: str, text: str) -> tuple[int | None, int | None, int | No
     # A2:D is an open range (rows to the end); A:C whole columns; 2:5 whole rows.
     if (c0 is None) != (c1 is None) and not (c1 is not None and r1 is None):
         raise bad_range(text, "mixes a whole-row bound with a column")
+    backwards = (r0 is not None and r1 is not None and r1 < r0) or (c0 is not None and c1 is not None and c1 < c0)
     if r0 is not None and r1 is not None and r1 < r0:
         r0, r1 = r1, r0
     if c0 is not None and c1 is not None and c1 < c0:
         c0, c1 = c1, c0
+    if backwards and ordered:
+        turned = A1Range(None, r0, c0, r1, c1).cells()
+        raise bad_range(text, f"it runs backwards; write it from its top-left cell: {turned}")
     return r0, c0, r1, c1
+
+
+def check_in_grid(rng: A1Range, rows: int = GRID_ROWS, columns: int = GRID_COLUMNS) -> None:
+    """Refuse a range reaching past the last row or column a sheet has (an .xlsx's grid, A1:XFD1048576,
+    by default): no cell lies there, so its answer could only be an empty or cut range shown as whole."""
+    shown = rng.a1()
+    last_row = max((r for r in (rng.start_row, rng.end_row) if r is not None), default=0)
+    last_column = max((c for c in (rng.start_col, rng.end_col) if c is not None), default=0)
+    if last_row > rows:
+        raise BadRequest(
+            f"Range {shown!r} reaches row {last_row:,}, past row {rows:,}, the last a sheet has "
+            f"({cell_name(rows, columns)} is the last cell).",
+            {"range": shown, "last_row": rows},
+        )
+    if last_column > columns:
+        raise BadRequest(
+            f"Range {shown!r} reaches column {column_letters(last_column)}, past column {column_letters(columns)} "
+            f"({columns:,} columns), the last a sheet has ({cell_name(rows, columns)} is the last cell).",
+            {"range": shown, "last_column": column_letters(columns)},
+        )
 
 
 def parse_a1(text: str, *, sheets: list[str] | None = None) -> A1Range:
@@ -198,11 +226,11 @@ def parse_a1(text: str, *, sheets: list[str] | None = None) -> A1Range:
             raise bad_range(text, "the sheet name is empty")
         if not cells:
             return A1Range(sheet=sheet)
-        return A1Range(sheet, *parse_cells(cells, text))
+        return A1Range(sheet, *parse_cells(cells, text, ordered=True))
     if sheets is not None and text in sheets:
         return A1Range(sheet=text)
     try:
-        return A1Range(None, *parse_cells(text, text))
+        return A1Range(None, *parse_cells(text, text, ordered=True))
     except BadRequest:
         looks_like_cell = re.fullmatch(r"\$?[A-Za-z]{1,3}\$?[0-9]+", text) is not None
         if not looks_like_cell and re.fullmatch(r"[^\[\]:*?/\\!']+", text):

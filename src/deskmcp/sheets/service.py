@@ -9,7 +9,7 @@ from typing import Any
 from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.sheets.a1 import A1Range, cell_name, parse_a1
+from deskmcp.sheets.a1 import A1Range, cell_name, check_in_grid, parse_a1
 from deskmcp.sheets.backends.base import SheetsBackend
 from deskmcp.sheets.models import (
     ClearResult,
@@ -38,7 +38,12 @@ def create_backend(settings: SheetsSettings) -> SheetsBackend:
         return GoogleBackend(settings)
     from deskmcp.sheets.backends.local import LocalBackend
 
-    backend = LocalBackend(settings.root, settings.folders, create_root=settings.sheets_path is None)
+    backend = LocalBackend(
+        settings.root,
+        settings.folders,
+        create_root=settings.sheets_path is None,
+        lock_folder=settings.workspace / ".deskmcp" / "locks",
+    )
     backend.fast_writes = settings.fast_writes
     backend.writer.formula_budget = settings.formula_budget_cells
     backend.writer.zone = resolve_zone(settings.timezone)
@@ -78,10 +83,15 @@ class SheetsService:
         return self.backend
 
     def _ranges(self, spreadsheet_id: str, texts: list[str]) -> list[A1Range]:
-        """Parse A1 ranges; a bare word like 'a' or 'Data' that names a sheet means that sheet."""
+        """Parse A1 ranges; a bare word like 'a' or 'Data' that names a sheet means that sheet. A range
+        past the last row or column of the backend's sheets is `bad_request`."""
         ambiguous = [t for t in texts if re.fullmatch(r"\s*[A-Za-z]{1,3}\s*", t or "")]
         sheets = [s.title for s in self.backend.get_spreadsheet(spreadsheet_id).sheets] if ambiguous else None
-        return [parse_a1(t, sheets=sheets) for t in texts]
+        parsed = [parse_a1(t, sheets=sheets) for t in texts]
+        if self.backend.grid is not None:  # before a read is cut into pages, which would hide the overrun
+            for rng in parsed:
+                check_in_grid(rng, *self.backend.grid)
+        return parsed
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -20,6 +20,9 @@ class SheetsBackend(Protocol):
     name: str
     scan_rows: int
     """Rows per read when a search scans a sheet (0: every sheet in one request)."""
+    grid: tuple[int, int] | None
+    """The last row and column a sheet can have; a range reaching past them is refused (None: the
+    service behind the backend answers for its own limits)."""
 
     def list_spreadsheets(self, query: str | None, offset: int, limit: int) -> tuple[list[SpreadsheetRef], bool]:
         """One page of spreadsheets (name contains `query`) and whether more follow."""

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from openpyxl import Workbook
     from openpyxl.worksheet.worksheet import Worksheet
 
+    from deskmcp.sheets.backends.csv_files import CsvText
     from deskmcp.sheets.backends.sheet_reader import SheetReader
 
 log = logging.getLogger("deskmcp.sheets")
@@ -86,20 +87,23 @@ def put_block(
             if isinstance(value, dict | list):
                 raise BadRequest("Cell values are text, numbers, booleans or null.", {"value": str(value)[:80]})
             stored = user_entered(value) if mode == "USER_ENTERED" else value
-            if mode == "USER_ENTERED" and fmt != "csv" and isinstance(stored, str) and stored.startswith("="):
+            formula = mode == "USER_ENTERED" and typed_formula(value)
+            if formula and fmt != "csv":
                 stored = excel_prefixes(stored)  # what Excel stores; a .csv keeps the text as typed
-            # "=" alone is no formula (openpyxl and the apps keep it as text)
-            literal = (
-                isinstance(stored, str)
-                and stored != ""
-                and (mode == "RAW" or stored == "=" or not stored.startswith("="))
-            )
+            literal = isinstance(stored, str) and stored != "" and not formula
             store(r0 + i, c0 + j, stored, literal)
     end_row = r0 + max(height, 1) - 1
     end_col = c0 + max(width, 1) - 1
     a1 = A1Range(title, r0, c0, end_row, end_col).a1()
     cells = sum(len(r) for r in rows)
     return UpdatedRange(range=a1, rows=height, columns=width, cells=cells)
+
+
+def typed_formula(value: Any) -> bool:
+    """Whether `value`, typed into a cell, is a formula: text starting with `=`, but not `=` alone
+    (openpyxl and the apps keep that as text) nor text typed after a `'` (`'=A1*2` is the text
+    `=A1*2`)."""
+    return isinstance(value, str) and value.startswith("=") and value != "="
 
 
 def check_grid(r0: int, c0: int, height: int, width: int) -> None:
@@ -240,6 +244,7 @@ class Book:
         self.escape_csv = True
         self.report: list[str] = Uncomputed()  # filled with the formulas left uncomputed when saved
         self.now: Callable[[], dt.datetime] = dt.datetime.now  # the local time TODAY() and NOW() answer
+        self.csv: CsvText | None = None  # a .csv file as read, so its save keeps what was not written
 
     def single_sheet_guard(self, what: str) -> None:
         if self.fmt == "csv":

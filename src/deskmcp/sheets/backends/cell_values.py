@@ -75,8 +75,9 @@ def user_entered(value: Any) -> Any:
         return value
     text = value.strip()
     if NUMBER.match(text):
-        number = float(text)
-        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+        if "." not in text and "e" not in text.lower():
+            return int(text)  # every digit kept, also past what a double holds
+        return float(text)
     if text.upper() in ("TRUE", "FALSE"):
         return text.upper() == "TRUE"
     if _PERCENT.match(text):

@@ -50,6 +50,7 @@ SHEETS_API = GoogleApi(
 class GoogleBackend:
     name = "google"
     scan_rows = 0
+    grid: tuple[int, int] | None = None  # Google's limits depend on the spreadsheet: Google says
 
     def __init__(
         self,

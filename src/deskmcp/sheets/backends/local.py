@@ -13,14 +13,16 @@ computed and stored as the cell's cached value so any reader sees numbers, not b
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from deskmcp.core.errors import BadRequest, Conflict, PermissionDenied
-from deskmcp.sheets.a1 import A1Range
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, PermissionDenied
+from deskmcp.sheets.a1 import GRID_COLUMNS, GRID_ROWS, A1Range
 from deskmcp.sheets.backends.book import Book, check_title, rename_refs
 from deskmcp.sheets.backends.describe import describe
+from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, writability
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
@@ -44,15 +46,29 @@ class LocalBackend:
 
     name = "local"
     scan_rows = 10_000
+    grid: tuple[int, int] | None = (GRID_ROWS, GRID_COLUMNS)
+    """An .xlsx sheet's last row and column (a .csv keeps them too, so it opens in Excel whole)."""
     fast_writes = True
     """Cell writes of an .xlsx patch its package in place when they can (False: always openpyxl)."""
 
+    save_attempts = 3
+    """Times a change is read and applied again when another program saved the file meanwhile."""
+
     def __init__(
-        self, root: Path, folders: list[Path] | None = None, *, cache_sheets: int = 4, create_root: bool = True
+        self,
+        root: Path,
+        folders: list[Path] | None = None,
+        *,
+        cache_sheets: int = 4,
+        create_root: bool = True,
+        lock_folder: Path | None = None,
     ) -> None:
         self.files = WorkbookFolders(root, folders, create_root=create_root)
         self.reader = SheetReader(cache_sheets=cache_sheets)
         self.writer = WorkbookWriter(self.reader)
+        # every deskmcp process given the same folder takes the same locks (the server's is in
+        # the workspace); made at the first save
+        self.locks = FileLocks(lock_folder or self.files.roots[""] / ".deskmcp" / "locks")
 
     @property
     def roots(self) -> dict[str, Path]:
@@ -90,24 +106,57 @@ class LocalBackend:
     def edit(
         self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = False
     ) -> _T:
-        """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a time.
+        """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a
+        time, in this process and (through `locks`) in every other deskmcp process. A file another
+        program saved between the read and the save is read again and the change applied to it; after
+        `save_attempts` such reads, `conflict` (nothing written).
 
         `cells_only`: `change` only writes and clears cells, so an xlsx is patched in place
         (`xlsx/patch.py`) when it can be, instead of a whole openpyxl load and save."""
         with self.files.write_lock:
             path, fmt = self.locate(spreadsheet_id)
-            writable, why = writability(path, fmt)
-            if not writable:
-                raise PermissionDenied(f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id})
-            if cells_only and fmt == "xlsx" and self.fast_writes:
-                done = self.writer.patch(path, change)
-                if done is not None:
-                    return done[0]
-            book = self.writer.open(path, fmt)
-            book.escape_csv = escape_csv
-            result = change(book)
-            self.writer.save(path, fmt, book)
-            return result
+            with self.locks.hold(path):
+                for _attempt in range(self.save_attempts):
+                    version = file_version(path)  # before anything is read
+                    try:
+                        writable, why = writability(path, fmt)
+                        if not writable:
+                            raise PermissionDenied(
+                                f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id}
+                            )
+                        return self._save_change(path, fmt, version, change, escape_csv, cells_only)
+                    except FileChanged:
+                        continue
+                    except (DeskError, OSError, ValueError, zipfile.BadZipFile):
+                        if file_version(path) == version:
+                            raise
+                        # the read failed because another program was writing the file: read it again
+        raise Conflict(
+            f"{path.name} was changed by another program while this change was being saved, "
+            f"{self.save_attempts} times in a row. Nothing was written: read it again and retry when it is "
+            "no longer being edited.",
+            {"spreadsheet_id": spreadsheet_id, "attempts": self.save_attempts},
+        )
+
+    def _save_change(
+        self,
+        path: Path,
+        fmt: str,
+        version: tuple[Any, ...],
+        change: Callable[[Book], _T],
+        escape_csv: bool,
+        cells_only: bool,
+    ) -> _T:
+        """`change` applied to the file and saved over `version` only (`FileChanged` otherwise)."""
+        if cells_only and fmt == "xlsx" and self.fast_writes:
+            done = self.writer.patch(path, change, version)
+            if done is not None:
+                return done[0]
+        book = self.writer.open(path, fmt)
+        book.escape_csv = escape_csv
+        result = change(book)
+        self.writer.save(path, fmt, book, version)
+        return result
 
     def edit_flagged(
         self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = True
@@ -130,7 +179,7 @@ class LocalBackend:
         path, fmt = self.locate(name, must_exist=False)
         if fmt not in WRITABLE:
             raise BadRequest("New spreadsheets are .xlsx (or .csv for one sheet).", {"title": title})
-        with self.files.write_lock:
+        with self.files.write_lock, self.locks.hold(path):
             if path.exists():
                 raise Conflict(
                     f"{name!r} already exists. Pick another title, or use it (get_spreadsheet).",

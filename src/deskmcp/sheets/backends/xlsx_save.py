@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xml.etree import ElementTree
 
 from deskmcp.core.dates import resolve_zone
-from deskmcp.core.errors import IOFailure, ParseError
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.errors import Conflict, IOFailure, ParseError
 from deskmcp.sheets.a1 import quote_sheet
 from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_unreadable
-from deskmcp.sheets.backends.csv_files import csv_workbook, save_csv
+from deskmcp.sheets.backends.csv_files import csv_workbook, read_csv, save_csv
+from deskmcp.sheets.backends.file_guard import NO_FILE, FileChanged, write_atomically, write_bytes_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import stat_key
 from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
@@ -93,8 +93,10 @@ class WorkbookWriter:
 
     def open(self, path: Path, fmt: str) -> Book:
         """The workbook as a `Book` to change (a .csv as a one-sheet workbook)."""
-        wb = csv_workbook(path) if fmt == "csv" else self._openpyxl(path)
+        text = read_csv(path) if fmt == "csv" else None
+        wb = csv_workbook(path, text) if text is not None else self._openpyxl(path)
         book = Book(wb, path, fmt, self.reader)
+        book.csv = text
         book.now = self.local_now
         return book
 
@@ -156,11 +158,13 @@ class WorkbookWriter:
         except (OSError, zipfile.BadZipFile) as exc:
             raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
 
-    def patch(self, path: Path, change: Callable[[Book], _T]) -> tuple[_T] | None:
-        """`change` applied by patching the package; None when it needs openpyxl (nothing written)."""
+    def patch(
+        self, path: Path, change: Callable[[Book], _T], expect: tuple[Any, ...] | None = None
+    ) -> tuple[_T] | None:
+        """`change` applied by patching the package; None when it needs openpyxl (nothing written).
+        `expect`: the version of the file read (`file_guard.file_version`), the only one replaced."""
         from deskmcp.sheets.xlsx.patch import PackageBook
         from deskmcp.sheets.xlsx.patch_sheets import Fallback
-        from deskmcp.sheets.xlsx.patch_xml import write_atomically
 
         self.reader.verify(path)
         where, look = self.reader.package(path)
@@ -185,7 +189,7 @@ class WorkbookWriter:
             except (OSError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
                 raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
             try:
-                written = write_atomically(path, package.write)
+                written = write_atomically(path, package.write, expect)
             except zipfile.BadZipFile as exc:
                 raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
             except OSError as exc:
@@ -202,14 +206,15 @@ class WorkbookWriter:
         _report(book.report, uncomputed, budget)
         return (result,)
 
-    def save(self, path: Path, fmt: str, book: Book) -> None:
-        """Compute the formulas, then write the workbook atomically; the cells left without a value
-        go to `book.report`, and into the file so the next read and Excel know of them."""
+    def save(self, path: Path, fmt: str, book: Book, expect: tuple[Any, ...] | None = None) -> None:
+        """Compute the formulas, then write the workbook atomically (over the version `expect` only);
+        the cells left without a value go to `book.report`, and into the file so the next read and
+        Excel know of them."""
         budget = CellBudget(self.formula_budget)
         values, uncomputed = book.compute(budget)
         _report(book.report, uncomputed, budget)
         if fmt == "csv":
-            save_csv(path, book, values)
+            save_csv(path, book, values, expect)
             return
         from openpyxl.packaging.custom import StringProperty
 
@@ -233,13 +238,14 @@ class WorkbookWriter:
             book.wb.save(buffer)
         except (OSError, ValueError, TypeError) as exc:
             raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
-        atomic_write_bytes(path, write_cached_values(buffer.getvalue(), values))
+        write_bytes_atomically(path, write_cached_values(buffer.getvalue(), values), expect)
 
     def create(self, path: Path, fmt: str, sheets: list[str]) -> None:
-        """A new empty workbook at `path` (an .xlsx with these sheets, or an empty .csv)."""
+        """A new empty workbook at `path` (an .xlsx with these sheets, or an empty .csv); `conflict`
+        when a file appears there meanwhile (another program made it)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "csv":
-            atomic_write_bytes(path, b"")
+            self._create(path, b"")
             return
         from openpyxl import Workbook
 
@@ -251,4 +257,15 @@ class WorkbookWriter:
             wb.create_sheet(check_title(extra, wb.sheetnames))
         buffer = io.BytesIO()
         wb.save(buffer)
-        atomic_write_bytes(path, buffer.getvalue())
+        self._create(path, buffer.getvalue())
+
+    def _create(self, path: Path, data: bytes) -> None:
+        """`data` as the new file at `path`, never over a file that appeared there meanwhile."""
+        try:
+            write_bytes_atomically(path, data, expect=NO_FILE)
+        except FileChanged:
+            raise Conflict(
+                f"{path.name} was made by another program meanwhile; nothing was written. "
+                "Use it (get_spreadsheet) or pick another title.",
+                {"file": path.name},
+            ) from None

@@ -1,24 +1,18 @@
 """The bytes a patched .xlsx is given: value and formula cells, the rows rebuilt around them, a
-date format in the styles, the uncomputed-formulas property, `fullCalcOnLoad`, and the atomic
-write of the new package."""
+date format in the styles, the uncomputed-formulas property and `fullCalcOnLoad` (the package is
+written by `backends/file_guard.py`)."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as dt
 import html
 import json
-import os
 import re
-import tempfile
 import zipfile
 from bisect import bisect_left
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from deskmcp.core.files import fsync_dir, replace_file
 from deskmcp.sheets.a1 import MAX_COLUMNS, cell_name
 from deskmcp.sheets.formulas.dependencies import Key
 from deskmcp.sheets.formulas.values import CellError
@@ -239,25 +233,3 @@ def zip_entry(info: zipfile.ZipInfo, size: int) -> zipfile.ZipInfo:
     # ZipFile.open(entry, "w") reads the level from the entry (named compress_level from Python 3.13)
     setattr(entry, "compress_level" if hasattr(entry, "compress_level") else "_compresslevel", level)
     return entry
-
-
-def write_atomically(path: Path, write: Callable[[BinaryIO], None]) -> os.stat_result:
-    """`write(handle)` into a temporary file beside `path`, fsynced, then put in its place: readers
-    see the old file or the new one, and an interruption leaves the old one. Returns the new file's
-    status as written (what `path` shows until someone else writes it)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        tmp.chmod(path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-        written = tmp.stat()
-        replace_file(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    fsync_dir(path.parent)
-    return written
