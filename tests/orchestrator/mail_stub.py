@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,11 @@ def create_server(store_path: Path) -> DeskServer:
             return {**store["keys"][idempotency_key], "duplicate": True}
         if store.get("fail_send"):
             raise SendFailed("The SMTP server refused the message: 550 mailbox unavailable.")
+        if gate := store.get("hold_send"):  # a slow provider: waits until the test opens the gate
+            Path(gate + ".waiting").touch()
+            deadline = time.monotonic() + 30
+            while not Path(gate).exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
         if reply_to_message_id and not any(m["id"] == reply_to_message_id for m in store["inbox"]):
             raise NotFound(f"No message {reply_to_message_id!r} to reply to.")
         number = len(store["sent"]) + 1

@@ -21,6 +21,7 @@ from deskmcp.vault.server import create_server as create_vault
 from tests.helpers.files import only
 from tests.helpers.orchestrator import add_mail, sent, write_rules
 from tests.helpers.tool_calls import call, fail
+from tests.orchestrator import mail_stub
 
 pytestmark = pytest.mark.anyio
 
@@ -161,6 +162,49 @@ async def test_security_a_rejected_draft_moved_back_to_approved_is_not_sent(
     assert summary["sent"] == 0
     assert sent(store) == []
     assert "this reply was rejected" in frontmatter(vault / "Approved" / "back.md")["send_error"]
+
+
+async def test_security_a_reply_being_sent_cannot_be_rejected_meanwhile(
+    tmp_path: Path, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rejection while the reply is being sent is refused: it would file as rejected a reply
+    that went out."""
+    monkeypatch.setenv("STUB_MAIL_STORE", str(store))
+    monkeypatch.chdir(ROOT)
+    add_mail(store, "m1", "ana@example.org", "Lunch?", "Friday?")
+    settings = OrchestratorSettings(
+        workspace=tmp_path / "ws",
+        vault_path=vault,
+        decider="assistant",
+        mail_command=f"{sys.executable} -m tests.orchestrator.mail_stub",
+    )
+    gate = tmp_path / "gate"
+    summary: dict = {}
+    async with Client(create_orchestrator(settings)) as flow, Client(create_orchestrator(settings)) as person:
+        await call(flow, "triage_run")
+        [item] = (await call(flow, "triage_list"))["items"]
+        drafted = await call(flow, "triage_decide", {"path": item["path"], "decision": "draft_reply", "reply": "Yes"})
+        approved = drafted["draft"].replace("Drafts/", "Approved/")
+        (vault / drafted["draft"]).rename(vault / approved)  # the person approves in their file manager
+        data = mail_stub.load(store)
+        data["hold_send"] = str(gate)
+        mail_stub.save(store, data)
+
+        async def run() -> None:
+            summary.update(await call(flow, "triage_run"))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            waiting = anyio.Path(str(gate) + ".waiting")
+            with anyio.fail_after(20):
+                while not await waiting.exists():  # noqa: ASYNC110 - a file another process writes
+                    await anyio.sleep(0.02)
+            error = await fail(person, "triage_reject", {"path": approved, "reason": "Changed my mind"})
+            gate.touch()
+    assert error["error"] == "conflict" and "being sent" in error["message"]
+    assert summary["sent"] == 1 and len(sent(store)) == 1
+    statuses = {p.name: frontmatter(p).get("status") for p in (vault / "Done").glob("*.md")}
+    assert set(statuses.values()) == {"done"}, statuses  # the reply and its mail, filed as sent
 
 
 async def test_security_triage_approve_refuses_a_draft_deskmcp_did_not_write(

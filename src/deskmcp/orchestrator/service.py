@@ -18,11 +18,14 @@ answered by the mail server without sending again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound, PermissionDenied
@@ -42,7 +45,7 @@ from deskmcp.orchestrator.models import (
     TriageDecision,
 )
 from deskmcp.orchestrator.settings import OrchestratorSettings
-from deskmcp.orchestrator.state import State
+from deskmcp.orchestrator.state import SendLock, State
 from deskmcp.orchestrator.vault_port import VaultPort, list_paths, update_note
 from deskmcp.vault.models import NoteContent
 
@@ -206,53 +209,73 @@ class Orchestrator:
             return
         if record is None:
             _fault("before_send")
-            self.journal.write("sending", draft_id=draft.draft_id, note=path, to=draft.to, subject=draft.subject)
+            # Held until the send is recorded: a rejection meanwhile waits for none of it and is
+            # refused, and one made before this is taken is seen by the check below.
+            sending = SendLock(self.logs)
+            await anyio.to_thread.run_sync(functools.partial(sending.acquire, wait=True))
             try:
-                result = await self.mail.send_email(
-                    to=draft.to,
-                    subject=draft.subject,
-                    body=draft.body,
-                    cc=draft.cc,
-                    reply_to_message_id=draft.reply_to_message_id,
-                    idempotency_key=draft.draft_id,
-                )
-            except MCPUnavailable:
-                raise
-            except DeskError as exc:
-                attempts = int(front.get("send_attempts") or 0) + 1
-                await update_note(
-                    self.vault,
-                    path,
-                    {
-                        "send_error": f"{exc.code}: {exc.message}",
-                        "send_attempts": attempts,
-                        "last_attempt": utc_stamp(),
-                    },
-                )
-                raise
-            _fault("sent_unrecorded")
-            record = {
-                "note": path,
-                "at": utc_stamp(),
-                "to": draft.to,
-                "subject": draft.subject,
-                **{k: result.get(k) for k in ("message_id", "thread_id", "sent_at", "rfc_message_id", "duplicate")},
-            }
-            self.state.sent[draft.draft_id] = record
-            self.state.save()
-            self.journal.write(
-                "sent",
-                draft_id=draft.draft_id,
-                note=path,
-                to=draft.to,
-                message_id=record.get("message_id"),
-                duplicate=bool(record.get("duplicate")),
-            )
-            summary.sent += 1
-            summary.events.append(f"sent: {draft.subject} to {draft.to}")
+                record = await self._send_locked(path, front, draft, summary)
+            finally:
+                sending.release()
             _fault("after_send")
         await self._file_sent(path, draft.draft_id, record, draft.source_note)
         summary.done += 1
+
+    async def _send_locked(
+        self, path: str, front: dict[str, Any], draft: ApprovedDraft, summary: PassSummary
+    ) -> dict[str, Any]:
+        """Send an approved reply and record it, holding the send lock: the draft is checked once
+        more (a person may have rejected it since it was read)."""
+        assert self.mail is not None
+        if (refusal := self.refusal(draft)) is not None:
+            with contextlib.suppress(NotFound):  # a rejection filed it meanwhile
+                await update_note(self.vault, path, {"send_error": refusal, "last_attempt": utc_stamp()})
+            raise PermissionDenied(refusal, {"path": path})
+        self.journal.write("sending", draft_id=draft.draft_id, note=path, to=draft.to, subject=draft.subject)
+        try:
+            result = await self.mail.send_email(
+                to=draft.to,
+                subject=draft.subject,
+                body=draft.body,
+                cc=draft.cc,
+                reply_to_message_id=draft.reply_to_message_id,
+                idempotency_key=draft.draft_id,
+            )
+        except MCPUnavailable:
+            raise
+        except DeskError as exc:
+            attempts = int(front.get("send_attempts") or 0) + 1
+            await update_note(
+                self.vault,
+                path,
+                {
+                    "send_error": f"{exc.code}: {exc.message}",
+                    "send_attempts": attempts,
+                    "last_attempt": utc_stamp(),
+                },
+            )
+            raise
+        _fault("sent_unrecorded")
+        record = {
+            "note": path,
+            "at": utc_stamp(),
+            "to": draft.to,
+            "subject": draft.subject,
+            **{k: result.get(k) for k in ("message_id", "thread_id", "sent_at", "rfc_message_id", "duplicate")},
+        }
+        self.state.sent[draft.draft_id] = record
+        self.state.save()
+        self.journal.write(
+            "sent",
+            draft_id=draft.draft_id,
+            note=path,
+            to=draft.to,
+            message_id=record.get("message_id"),
+            duplicate=bool(record.get("duplicate")),
+        )
+        summary.sent += 1
+        summary.events.append(f"sent: {draft.subject} to {draft.to}")
+        return record
 
     def refusal(self, draft: ApprovedDraft, *, approving: bool = False) -> str | None:
         """Why a reply must not be sent (deskmcp did not draft it, or its recipients were changed,
@@ -564,10 +587,22 @@ class Orchestrator:
             raise BadRequest(f"{path} is not a draft waiting to be sent.", {"path": path})
         note = await self.vault.read_note(path)
         front = note.frontmatter
-        if str(front.get("draft_id") or "") in self.state.sent:
-            raise Conflict(f"{path} was already sent; it can no longer be rejected.", {"path": path})
-        if front.get("draft_id"):
-            self.ledger.reject(str(front["draft_id"]))
+        draft_id = str(front.get("draft_id") or "")
+        sending = SendLock(self.logs)
+        if not sending.acquire(wait=False):
+            raise Conflict(
+                f"{path} is being sent right now, so it can no longer be rejected; it is filed in {DONE}/ once sent.",
+                {"path": path},
+            )
+        try:
+            # What any process on this vault sent is in the state file (a running `deskmcp
+            # orchestrate` sends too); once rejected in the ledger, no process sends it.
+            if draft_id and (draft_id in self.state.sent or draft_id in State.load(self.logs, set_aside=False).sent):
+                raise Conflict(f"{path} was already sent; it can no longer be rejected.", {"path": path})
+            if draft_id:
+                self.ledger.reject(draft_id)
+        finally:
+            sending.release()
         await update_note(self.vault, path, {"status": "rejected", "rejected": utc_stamp(), "reject_reason": reason})
         done = await self._move_to_done(path)
         source = front.get("source_note")

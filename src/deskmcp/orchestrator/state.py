@@ -17,6 +17,7 @@ import errno
 import logging
 import os
 import socket
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,73 @@ class VaultLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+SEND_LOCK_FILE = "sending.lock"
+
+
+class SendLock:
+    """Held from the last check of a reply to its send recorded, and by a rejection while it
+    decides: a draft is either sent or rejected, never sent while a person rejects it (in this
+    process or another on the same vault). An OS lock on `Logs/sending.lock`, let go by the
+    system when its process ends."""
+
+    def __init__(self, logs: Path) -> None:
+        self.path = logs / SEND_LOCK_FILE
+        self._fd = -1
+
+    def acquire(self, *, wait: bool) -> bool:
+        """Take the lock: waiting for it, or (`wait=False`) only when it is free. Whether it was taken."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
+        try:
+            if not _lock_fd(fd, wait=wait):
+                os.close(fd)
+                return False
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd < 0:
+            return
+        fd, self._fd = self._fd, -1
+        try:
+            _unlock_fd(fd)
+        finally:
+            os.close(fd)
+
+
+def _lock_fd(fd: int, *, wait: bool) -> bool:
+    if sys.platform == "win32":
+        import msvcrt
+
+        mode = msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK
+        try:
+            msvcrt.locking(fd, mode, 1)
+        except OSError:
+            if wait:
+                raise
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock_fd(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
