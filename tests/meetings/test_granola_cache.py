@@ -1,3 +1,4 @@
+import json
 import os
 import time
 from pathlib import Path
@@ -42,6 +43,25 @@ def test_people_as_a_list_and_metadata_attendees_are_fallbacks(tmp_path: Path):
     meetings = by_id(write(tmp_path))
     assert [p.name for p in meetings[BETA].participants] == ["Carol Diaz"]
     assert [p.email for p in meetings[GAMMA].participants] == ["dana@example.com"]
+
+
+def test_the_calendar_attendees_count_when_the_people_hold_only_the_creator(tmp_path: Path):
+    doc = {
+        "id": "m1",
+        "title": "Sync",
+        "created_at": "2024-05-06T09:00:00Z",
+        "people": {"creator": {"name": "Me Myself", "email": "me@corp.com"}},
+        "google_calendar_event": {
+            "attendees": [{"email": "zelda@partner.io", "displayName": "Zelda Quux"}, {"email": "ME@corp.com"}]
+        },
+    }
+    path = tmp_path / "cache-v6.json"
+    path.write_text(json.dumps({"cache": {"state": {"documents": {"m1": doc}}}}), encoding="utf-8")
+    [meeting] = parse(path, MB).meetings
+    assert [(p.name, p.email, p.role) for p in meeting.participants] == [
+        ("Me Myself", "me@corp.com", "creator"),
+        ("Zelda Quux", "zelda@partner.io", "attendee"),
+    ]
 
 
 def test_start_comes_from_the_calendar_event_else_creation_time_in_any_epoch_unit(tmp_path: Path):
@@ -100,6 +120,9 @@ def test_every_key_is_optional(tmp_path: Path):
         (b'{"cache": {"state": {"documents": {"a": ', "not valid JSON"),
         (b"[1, 2, 3]", "not an object"),
         (b'{"cache": 42}', "not an object"),
+        # A reader seeing no entries there would answer "no meetings" to every question.
+        (b'{"cache": {"state": {"documents": [{"id": "a", "title": "A"}]}}}', "'documents' as a JSON list"),
+        (b'{"cache": "{\\"state\\": {\\"documents\\": [1]}}"}', "'documents' as a JSON list"),
     ],
 )
 def test_malformed_or_truncated_caches_are_parse_errors(tmp_path: Path, content: bytes, fragment: str):

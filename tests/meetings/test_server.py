@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,29 @@ async def test_transcript_answers_are_capped_by_max_chars(tmp_path: Path):
         capped = await call(client, "granola.meetings.transcript", id=ALPHA, max_chars=100)
     assert capped["truncated"] is True
     assert [s["speaker"] for s in capped["segments"]] == ["me"]
+
+
+async def test_transcript_sides_include_segments_with_a_named_speaker(tmp_path: Path):
+    data = state()
+    segments = data["transcripts"][ALPHA.replace("-", "")]
+    segments[0]["speaker"] = "Sam Rivera"  # the user's microphone, named
+    segments[1]["speaker"] = "Alice Okafor"  # the other side, named
+    data["documentListsMetadata"]["list-fin"]["title"] = "Équipe finance"
+    write(tmp_path / "g", data)
+    settings = MeetingsSettings(workspace=tmp_path / "ws", cache_path=tmp_path / "g")
+    async with Client(create_server(settings)) as client:
+        sides = {
+            side: [
+                s["text"]
+                for s in (await call(client, "granola.meetings.transcript", id=ALPHA, source=side))["segments"]
+            ]
+            for side in ("me", "microphone", "them", "system")
+        }
+        decomposed = unicodedata.normalize("NFD", "équipe finance")
+        by_folder = await call(client, "granola.meetings.list", folder=decomposed)
+    assert sides["me"] == sides["microphone"] and len(sides["me"]) == 2
+    assert sides["them"] == sides["system"] and len(sides["them"]) == 1
+    assert [m["id"] for m in by_folder["items"]] == [ALPHA]
 
 
 async def test_export_markdown_renders_the_requested_sections_in_order(settings: MeetingsSettings):

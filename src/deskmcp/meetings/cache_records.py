@@ -33,7 +33,7 @@ from deskmcp.meetings.normalize import (
     transcript_segments,
 )
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 """Part of every meeting's fingerprint: bump it when normalisation changes."""
 
 
@@ -115,6 +115,16 @@ def tolerant_state(data: bytes | memoryview, name: str, *, inner: bool) -> tuple
     state = cache.get("state", cache)
     if not isinstance(state, dict):
         raise ParseError(f"The cache state in {name} is not an object.")
+    documents = state.get("documents")
+    if documents is not None and not isinstance(documents, dict):
+        # Read as none, every question would be answered "no meetings". (Other entries in an odd
+        # shape are left out: the meetings are still there, less what those entries add.)
+        raise ParseError(
+            f"The cache state in {name} holds 'documents' as a JSON {type(documents).__name__}, not an "
+            "object: this is not a layout of Granola's cache deskmcp reads. Reopen Granola to rewrite it, or "
+            "report the Granola version.",
+            {"path": name, "key": "documents"},
+        )
     if "state" not in cache and not STATE_KEYS & state.keys():
         # Any JSON object would otherwise read as a cache of 0 meetings, hiding a wrong path.
         raise ParseError(

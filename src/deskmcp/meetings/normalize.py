@@ -59,19 +59,23 @@ def _person(value: object, role: str) -> Participant | None:
 
 def _participants(doc: dict[str, Any], meta: dict[str, Any]) -> list[Participant]:
     found: list[Participant] = []
+    attendees: list[Participant] = []
     people = doc.get("people")
     if isinstance(people, dict):
         creator = _person(people.get("creator"), "creator")
         if creator:
             found.append(creator)
-        found.extend(p for p in (_person(a, "attendee") for a in as_list(people.get("attendees"))) if p)
+        attendees = [p for p in (_person(a, "attendee") for a in as_list(people.get("attendees"))) if p]
     elif isinstance(people, list):
-        found.extend(p for p in (_person(a, "attendee") for a in people) if p)
-    if not found:
+        attendees = [p for p in (_person(a, "attendee") for a in people) if p]
+    # The creator alone is not the meeting's attendees: they are then the calendar event's, or
+    # else the metadata's.
+    if not attendees:
         event = as_dict(doc.get("google_calendar_event"))
-        found.extend(p for p in (_person(a, "attendee") for a in as_list(event.get("attendees"))) if p)
-    if not found:
-        found.extend(p for p in (_person(a, "attendee") for a in as_list(meta.get("attendees"))) if p)
+        attendees = [p for p in (_person(a, "attendee") for a in as_list(event.get("attendees"))) if p]
+    if not attendees:
+        attendees = [p for p in (_person(a, "attendee") for a in as_list(meta.get("attendees"))) if p]
+    found.extend(attendees)
     seen: set[str] = set()
     unique: list[Participant] = []
     for p in found:

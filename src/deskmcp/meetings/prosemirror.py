@@ -52,13 +52,45 @@ def _block(node: dict[str, Any], indent: str) -> str:
         return f"{indent}---"
     if kind == "doc":
         return "\n\n".join(_blocks(node.get("content"), indent))
-    # paragraph and anything unknown: keep the text.
-    if any(
-        isinstance(c, dict) and c.get("type") not in ("text", "hardBreak", "hard_break", "mention")
-        for c in _children(node)
-    ):
+    if kind == "text":  # a text node standing where a block would
+        return f"{indent}{_marked(str(node.get('text', '')), node.get('marks'))}"
+    # paragraph and anything unknown: keep the text; an unknown node holding blocks keeps theirs.
+    if any(isinstance(c, dict) and c.get("type") in _BLOCKS for c in _children(node)):
         return "\n\n".join(b for b in _blocks(node.get("content"), indent) if b.strip())
     return f"{indent}{_inline(_children(node))}"
+
+
+_BLOCKS = frozenset(
+    {
+        "paragraph",
+        "heading",
+        "bulletList",
+        "bullet_list",
+        "orderedList",
+        "ordered_list",
+        "taskList",
+        "task_list",
+        "listItem",
+        "list_item",
+        "taskItem",
+        "task_item",
+        "blockquote",
+        "codeBlock",
+        "code_block",
+        "horizontalRule",
+        "horizontal_rule",
+        "table",
+        "tableRow",
+        "table_row",
+        "tableCell",
+        "table_cell",
+        "tableHeader",
+        "table_header",
+        "doc",
+    }
+)
+"""Nodes that hold or are blocks; anything else inside a paragraph is inline (text, a mention,
+an emoji, an image) and is rendered in the paragraph's line."""
 
 
 def _list(node: dict[str, Any], indent: str, *, ordered: bool, tasks: bool = False) -> str:
@@ -101,8 +133,18 @@ def _inline(content: list[Any]) -> str:
             attrs = child.get("attrs") if isinstance(child.get("attrs"), dict) else {}
             label = attrs.get("label") or attrs.get("id") if isinstance(attrs, dict) else None
             text.append(f"@{label}" if label else "")
+        elif kind == "emoji":
+            attrs = child.get("attrs") if isinstance(child.get("attrs"), dict) else {}
+            assert isinstance(attrs, dict)
+            shown = attrs.get("emoji") or attrs.get("native") or (f":{attrs['name']}:" if attrs.get("name") else "")
+            text.append(str(shown) if shown else _inline(_children(child)))
+        elif kind == "image":
+            attrs = child.get("attrs") if isinstance(child.get("attrs"), dict) else {}
+            assert isinstance(attrs, dict)
+            src = attrs.get("src")
+            text.append(f"![{attrs.get('alt') or ''}]({src})" if src else "")
         else:
-            text.append(_inline(_children(child)))
+            text.append(_inline(_children(child)) or str(child.get("text") or ""))
     return "".join(text)
 
 

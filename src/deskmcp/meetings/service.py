@@ -81,6 +81,19 @@ def _summary_of(hit: Hit) -> MeetingSummary:
     return MeetingSummary.model_validate_json(hit.columns["summary"] or b"{}")
 
 
+_SIDES = {"me": "microphone", "them": "system"}
+
+
+def _from_source(segment: dict[str, Any], source: str) -> bool:
+    """Whether a segment is from `source`: `microphone`/`me` (the user's microphone) or
+    `system`/`them` (the other side), whatever speaker name the segment carries."""
+    side = _SIDES.get(source, source)
+    if segment.get("source") is not None:
+        return segment.get("source") == side
+    # No source recorded: the side the speaker's name says, if any.
+    return segment.get("speaker") in {side, *(short for short, long in _SIDES.items() if long == side)}
+
+
 def _segments(raw: bytes | None) -> list[dict[str, Any]]:
     """A stored transcript (the cache's raw JSON) as normalised segments."""
     return transcript_segments(orjson.loads(raw)) if raw else []
@@ -457,7 +470,7 @@ class MeetingService:
                 continue
             if end_seconds is not None and (offset is None or offset >= end_seconds):
                 continue
-            if source and seg.get("source") != source and seg.get("speaker") != source:
+            if source and not _from_source(seg, source):
                 continue
             used += len(seg["text"])
             if used > budget:
