@@ -64,14 +64,19 @@ async def test_add_label_move_and_remove_label_take_a_list_and_one_bad_id_does_n
         labelled = await call(c, "add_label", {"message_id": [ids[0], "nosuchid", ids[1]], "label_name": "Paid"})
         paid = await call(c, "list_emails", {"query": "label:Paid"})
         unlabelled = await call(c, "remove_label", {"message_id": ids, "label_name": "Paid"})
-        moved = await call(c, "move_email", {"message_id": ids[:2], "destination_label": "Archive2026"})
+        moved = await call(
+            c, "move_email", {"message_id": [ids[0], ids[1], ids[0]], "destination_label": "Archive2026"}
+        )
         single = await call(c, "add_label", {"message_id": ids[2], "label_name": "Paid"})
     assert [r["message_id"] for r in labelled["results"]] == [ids[0], "nosuchid", ids[1]]
     assert [r["error"] for r in labelled["results"]] == [None, "not_found", None]
     assert "Paid" in labelled["results"][0]["labels"] and "list_emails" in labelled["results"][1]["message"]
     assert {e["id"] for e in paid["emails"]} == {ids[0], ids[1]}
     assert [r["error"] for r in unlabelled["results"]] == [None, None, "not_found"]
-    assert [r["labels"][0] for r in moved["results"]] == ["Archive2026", "Archive2026"]
+    # An id given twice is moved once and answered in each of its places.
+    assert [r["message_id"] for r in moved["results"]] == [ids[0], ids[1], ids[0]]
+    assert [r["labels"][0] for r in moved["results"]] == ["Archive2026"] * 3
+    assert moved["results"][0] == moved["results"][2]
     assert single["id"] == ids[2] and "Paid" in single["labels"] and single["results"] is None
 
 

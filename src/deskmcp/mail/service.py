@@ -850,26 +850,24 @@ def _each(message_id: str | list[str], act: Callable[[str], Labelled]) -> LabelR
         return _labelled(act(message_id))
     if not 1 <= len(message_id) <= MAX_RESULTS:
         raise BadRequest(f"Pass 1 to {MAX_RESULTS} message ids.", {"count": len(message_id)})
-    results: list[LabelOutcome] = []
-    for one in dict.fromkeys(message_id):  # an id given twice is changed once
+    outcomes: dict[str, LabelOutcome] = {}
+    for one in dict.fromkeys(message_id):  # an id given twice is changed once, and answered twice
         try:
             done = act(one)
         except DeskError as exc:
-            results.append(LabelOutcome(message_id=one, error=exc.code, message=exc.message))
+            outcomes[one] = LabelOutcome(message_id=one, error=exc.code, message=exc.message)
             continue
         except Exception:  # the outermost handler of this one message: the changes before it are reported
             log.exception("changing message %s failed", one)
-            results.append(
-                LabelOutcome(
-                    message_id=one,
-                    error="internal_error",
-                    message=f"Changing {one} failed unexpectedly (the server log has the details); the other"
-                    " messages were handled. Call get_email on it to see its state.",
-                )
+            outcomes[one] = LabelOutcome(
+                message_id=one,
+                error="internal_error",
+                message=f"Changing {one} failed unexpectedly (the server log has the details); the other"
+                " messages were handled. Call get_email on it to see its state.",
             )
             continue
-        results.append(LabelOutcome(message_id=one, id=done.message_id, labels=done.labels))
-    return LabelResult(results=results)
+        outcomes[one] = LabelOutcome(message_id=one, id=done.message_id, labels=done.labels)
+    return LabelResult(results=[outcomes[one] for one in message_id])
 
 
 def _safe_filename(name: str, index: int) -> str:
