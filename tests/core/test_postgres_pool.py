@@ -53,6 +53,16 @@ def test_a_database_reached_once_keeps_serving_from_the_pool(database: str) -> N
         assert conn.execute("SELECT count(*) FROM probe").fetchone() == (3,)
 
 
+def _two_connections_used(url: str) -> None:
+    """Leave the pool holding two idle connections to `url`, each used once."""
+    with (
+        connection(url, SCHEMA, unreachable="unreachable: {exc}") as first,
+        connection(url, SCHEMA, unreachable="unreachable: {exc}") as second,
+    ):
+        first.execute("SELECT 1")
+        second.execute("SELECT 1")
+
+
 def test_connections_cut_by_the_server_are_replaced_without_failing_a_call(postgres: Postgres) -> None:
     """A restart (or an administrator) ends every session the pool holds: the next calls get new
     connections, none answers with the cut one's error."""
@@ -61,12 +71,7 @@ def test_connections_cut_by_the_server_are_replaced_without_failing_a_call(postg
     url = fresh_database(postgres)
     name = url.rsplit("/", 1)[1]
     try:
-        with (
-            connection(url, SCHEMA, unreachable="unreachable: {exc}") as first,
-            connection(url, SCHEMA, unreachable="unreachable: {exc}") as second,
-        ):
-            first.execute("SELECT 1")
-            second.execute("SELECT 1")
+        _two_connections_used(url)
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             ended = admin.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s", (name,)
@@ -89,12 +94,7 @@ def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(
     url = fresh_database(postgres)
     gone = f'database "{url.rsplit("/", 1)[1]}" does not exist'
     try:
-        with (
-            connection(url, SCHEMA, unreachable="unreachable: {exc}") as first,
-            connection(url, SCHEMA, unreachable="unreachable: {exc}") as second,
-        ):
-            first.execute("SELECT 1")
-            second.execute("SELECT 1")
+        _two_connections_used(url)
         with psycopg.connect(postgres.url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
         # The connections the pool held were cut: each is dropped as it is handed out, and the
