@@ -45,7 +45,7 @@ from mcp.types import CallToolResult, TextContent
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -247,7 +247,7 @@ PLAIN_ERRORS: dict[int, tuple[type[DeskError], str]] = {
 class TaxonomyErrors:
     """Answer every plain-text error (413, the Host/Origin checks, unknown routes) with the
     taxonomy's JSON body and the same status. JSON bodies (tool errors, JSON-RPC errors on /mcp)
-    pass through untouched."""
+    and HTML pages (the Google sign-in's) pass through untouched."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
         self.app = app
@@ -263,7 +263,10 @@ class TaxonomyErrors:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 content_type = Headers(raw=message.get("headers", [])).get("content-type", "")
-                if status in PLAIN_ERRORS and not content_type.startswith(("application/json", "text/event-stream")):
+                # JSON bodies are already the taxonomy's; HTML is a page for a person's browser
+                # (the Google sign-in's), shown as written.
+                answered = ("application/json", "text/event-stream", "text/html")
+                if status in PLAIN_ERRORS and not content_type.startswith(answered):
                     held["start"] = message
                     held["body"] = b""
                     return
@@ -392,7 +395,11 @@ class ToolApi:
         if (rejected := await self.security.validate_request(request, is_post=True)) is not None:
             return rejected
         name = request.path_params["name"]
-        raw = await request.body()
+        try:
+            raw = await request.body()
+        except ClientDisconnect:  # gone before its request was whole: nothing to run, no one to answer
+            log.info("a client left while sending its call of %s", name)
+            return Response(status_code=400)
         try:
             arguments = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:

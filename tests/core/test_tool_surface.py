@@ -128,6 +128,16 @@ async def test_safe_names_reach_parameter_descriptions_too() -> None:
     assert "see demo_clear" in tools["demo_count"].input_schema["properties"]["word"]["description"]
 
 
+async def test_an_unknown_tool_is_named_as_the_client_wrote_it() -> None:
+    async with Client(build(tool_names="safe")) as client:
+        dotted = await client.call_tool("demo.count", {"word": "a"})
+        published = await client.call_tool("demo_count", {"word": "a"})
+
+    error = error_of(dotted)
+    assert error["error"] == "not_found" and "'demo.count'" in error["message"], error
+    assert not published.is_error
+
+
 async def test_a_tool_outside_the_enabled_toolsets_is_neither_listed_nor_callable() -> None:
     server = build()
     server.select_toolsets("default")

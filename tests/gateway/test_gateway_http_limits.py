@@ -3,7 +3,9 @@ Host/Origin checks, a bounded number of sign-in states, and a deadline for sendi
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,44 @@ def test_a_client_sending_its_headers_too_slowly_is_disconnected_security(serve:
 
     assert closed == b""
     assert answered.status_code == 200
+
+
+def test_a_client_leaving_while_it_sends_a_call_is_no_error(
+    serve: Any, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="deskmcp")
+    uvicorn_log = logging.getLogger("uvicorn")  # it does not pass its records on to the root logger
+    uvicorn_log.addHandler(caplog.handler)
+    try:
+        answered = _leave_twice_then_call(serve, caplog)
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
+
+    assert answered.status_code == 200
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert any("left while sending its call" in r.getMessage() for r in caplog.records)
+
+
+def _leave_twice_then_call(serve: Any, caplog: pytest.LogCaptureFixture) -> httpx2.Response:
+    """Two clients that leave halfway through sending a call, then (once the server has logged
+    what it made of both) one that stays for its answer."""
+    with serve(create_app(compose([get_spec("meetings")]), HttpOptions())) as base:
+        port = int(base.rsplit(":", 1)[1])
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as leaving:
+                leaving.sendall(
+                    b"POST /api/tools/granola.cache.status HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                )
+        deadline = time.monotonic() + 10
+        while len(_handled(caplog)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return httpx2.post(base + "/api/tools/granola.cache.status", json={}, timeout=30)
+
+
+def _handled(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """What the server logged of a call whose client left: an error, or the line saying so."""
+    return [r for r in caplog.records if r.levelno >= logging.ERROR or "left while sending" in r.getMessage()]
 
 
 def test_a_request_sent_in_time_on_a_kept_alive_connection_is_answered(serve: Any, workspace: Path) -> None:

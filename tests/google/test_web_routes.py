@@ -66,6 +66,9 @@ def test_callback_refuses_a_state_it_did_not_issue(google: GoogleSettings) -> No
         forged = httpx2.get(f"{base}/callback", params={"state": "forged", "code": "c0de"})
     assert forged.status_code == 400
     assert "state" in forged.text
+    # A page for the browser, as the sign-in's other pages (not the tool API's JSON errors).
+    assert forged.headers["content-type"].startswith("text/html")
+    assert forged.text.lstrip().startswith("<!doctype html>") and "not authorised" in forged.text
     assert seen == []
     assert not google.google_token_path.exists()
 

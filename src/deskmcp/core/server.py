@@ -527,8 +527,10 @@ class DeskServer(MCPServer[Any]):
         return compact_result(result)
 
     def error_result(self, error: DeskError, tool: str) -> CallToolResult:
-        """`error` as the tool result the model reads, tool names written as the client sees them."""
-        error.message = self.published(error.message) or ""
+        """`error` as the tool result the model reads, tool names written as the client sees them
+        (but for an unknown tool's own name, quoted as the client wrote it)."""
+        if not (isinstance(error, NotFound) and tool not in self._registered and error.details.get("tool") == tool):
+            error.message = self.published(error.message) or ""
         log.info("tool %s failed: %s %r", tool, error.code, error.message)
         return error_result(error)
 
