@@ -25,6 +25,7 @@ import asyncio
 import hmac
 import ipaddress
 import logging
+import re
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
@@ -293,6 +294,27 @@ class TaxonomyErrors:
         await self.app(scope, receive, rewrite)
 
 
+_HOST = re.compile(r"(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+"""A Host header's shape: a name or an IPv4 address, or a bracketed IPv6 address, and a port."""
+
+
+class HostSyntax:
+    """Refuse (421) a Host header that is no host name and port (`localhost:1@evil.example`), before
+    the allowed-host check, which matches `localhost:*` by its beginning."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = Headers(scope=scope).get("host")
+            if host is not None and _HOST.fullmatch(host) is None:
+                response = Response("Invalid Host header", status_code=421, media_type="text/plain")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class UnbufferedEvents:
     """Mark every event stream `X-Accel-Buffering: no`, so that a proxy (nginx reads the header)
     passes each event on as it comes instead of holding the response until it ends."""
@@ -458,6 +480,7 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
         lifespan = lambda _app: server.session_manager.run()  # noqa: E731
     middleware = [
         Middleware(TaxonomyErrors, max_body_bytes=options.max_body_bytes),
+        Middleware(HostSyntax),
         Middleware(ToolApiBodyLimit, max_body_size=options.max_body_bytes),
         Middleware(UnbufferedEvents),
     ]

@@ -190,6 +190,19 @@ def test_tool_api_rejects_a_foreign_host_header_against_dns_rebinding(serve: Any
     assert origin.json()["details"]["reason"] == "Invalid Origin header"
 
 
+def test_a_host_header_that_only_begins_like_an_allowed_one_is_refused(serve: Any, workspace: Path) -> None:
+    with serve(create_app(compose())) as base:
+        port = base.rsplit(":", 1)[1]
+        forged = [f"localhost:{port}@evil.example", f"127.0.0.1:{port}@evil.example", "[::1]:x@evil.example"]
+        refused = [httpx2.get(base + "/tools", headers={"Host": host}, timeout=30) for host in forged]
+        allowed = (f"localhost:{port}", f"[::1]:{port}")
+        fine = [httpx2.get(base + "/tools", headers={"Host": host}, timeout=30) for host in allowed]
+
+    for response in refused:
+        assert response.status_code == 421 and response.json()["error"] == "permission_denied"
+    assert [r.status_code for r in fine] == [200, 200]
+
+
 def test_tool_api_rejects_a_cross_site_form_post_without_json_content_type(serve: Any, workspace: Path) -> None:
     with serve(create_app(compose())) as base:
         response = httpx2.post(
