@@ -96,3 +96,21 @@ async def test_decomposed_accents_are_found_marked_filtered_and_linked_as_typed(
         assert [t["count"] for t in tags["tags"]] == [1]
         links = await call(client, "get_links", {"path": "Index.md"})
         assert [link["resolved_path"] for link in links["links"]] == [name]
+
+
+async def test_a_note_named_with_decomposed_accents_is_read_and_written_by_the_name_as_typed(
+    connect: Connect, vault: Path
+) -> None:
+    name = _decomposed("Réunions/Crème brûlée.md")
+    write(vault, name, "first\n")
+    async with connect() as client:
+        note = await call(client, "read_note", {"path": "Réunions/Crème brûlée"})
+        assert note["path"] == name and note["body"] == "first\n"
+        written = await call(
+            client,
+            "write_note",
+            {"path": "Réunions/Crème brûlée.md", "body": "second\n", "expected_hash": note["content_hash"]},
+        )
+        assert written["path"] == name
+    assert [p.name for p in (vault / _decomposed("Réunions")).iterdir()] == [_decomposed("Crème brûlée.md")]
+    assert (vault / name).read_text(encoding="utf-8") == "second\n"

@@ -20,6 +20,7 @@ from deskmcp.core import frontmatter
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
+from deskmcp.core.index_terms import nfc
 from deskmcp.core.paths import hidden_denied, is_hidden, relative_posix, root_relative, safe_join, split_relative
 from deskmcp.vault.links import title
 from deskmcp.vault.models import NoteContent
@@ -50,9 +51,31 @@ def note_path(root: Path, user_path: str) -> tuple[str, Path]:
         )
     rel = "/".join((*parts[:-1], name))
     full = safe_join(root, rel)
+    if not full.exists() and not rel.isascii() and (spelled := _spelled_on_disk(root, rel)) is not None:
+        rel, full = spelled, safe_join(root, spelled)
     if is_hidden(relative_posix(root, full)):  # a symlink into .obsidian/ or similar
         raise hidden_denied(user_path)
     return rel, full
+
+
+def _spelled_on_disk(root: Path, rel: str) -> str | None:
+    """The path of the existing note `rel` names with its accents encoded another way (`é` as one
+    character or as `e` and a combining accent, as macOS may write names), as the file system
+    spells it; None when there is no such note, or more than one."""
+    folder = root
+    spelled: list[str] = []
+    for part in rel.split("/"):
+        if not (folder / part).exists():
+            try:
+                names = [p.name for p in folder.iterdir() if nfc(p.name) == nfc(part)]
+            except OSError:
+                return None
+            if len(names) != 1:
+                return None
+            part = names[0]
+        spelled.append(part)
+        folder = folder / part
+    return "/".join(spelled)
 
 
 def folder_path(root: Path, user_path: str | None) -> tuple[str, Path]:
