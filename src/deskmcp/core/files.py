@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -108,3 +109,53 @@ def read_bytes_limited(path: Path, limit: int, *, label: str | None = None) -> b
     if len(data) > limit:
         raise IOFailure(f"{name} grew past the {limit:,}-byte limit while being read.", {"path": name})
     return data
+
+
+def lock_exclusively(fd: int, *, wait: bool) -> bool:
+    """Take the exclusive OS lock of the open file `fd` (shared with every process that locks the
+    same file): waiting for it, or (`wait=False`) only when it is free. Whether it was taken.
+    Closing `fd` lets it go, as does the process ending."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK, 1)
+        except OSError:
+            if wait:
+                raise
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def unlock(fd: int) -> None:
+    """Let go of the lock `lock_exclusively` took on `fd`, before closing it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (on this machine): to tell a file a running process is using
+    from one a process that ended left behind. POSIX (signal 0)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    except OSError:
+        return False
+    return True

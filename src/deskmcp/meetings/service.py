@@ -34,7 +34,7 @@ from deskmcp.core import fusion
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
 from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
-from deskmcp.core.files import PRIVATE_FILE, write_back
+from deskmcp.core.files import PRIVATE_FILE, process_alive, write_back
 from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.vectors import VectorIndex, sections, turn_windows
@@ -615,14 +615,8 @@ def _remove_left_behind(path: Path) -> None:
         return
     for each in path.parent.glob(f".{path.name}.*.tmp"):
         pid = each.name[len(path.name) + 2 : -len(".tmp")]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             each.unlink(missing_ok=True)
-        except OSError:  # alive, another user's (or no way to tell): left alone
-            continue
 
 
 def read_layout(path: Path) -> Layout | None:

@@ -17,7 +17,6 @@ import errno
 import logging
 import os
 import socket
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import orjson
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import Conflict, IOFailure
-from deskmcp.core.files import PRIVATE_FILE, atomic_write_bytes
+from deskmcp.core.files import PRIVATE_FILE, atomic_write_bytes, lock_exclusively, process_alive, unlock
 
 log = logging.getLogger("deskmcp.orchestrator")
 
@@ -83,18 +82,6 @@ class State:
             ) from exc
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    return True
-
-
 def lock_holder(logs: Path) -> dict[str, Any] | None:
     """The live holder of the vault's lock, or None (no lock, or a stale one)."""
     try:
@@ -103,7 +90,7 @@ def lock_holder(logs: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(info, dict) or not isinstance(info.get("pid"), int):
         return None
-    if info.get("host") == socket.gethostname() and not _alive(info["pid"]):
+    if info.get("host") == socket.gethostname() and not process_alive(info["pid"]):
         return None
     return info
 
@@ -186,7 +173,7 @@ class SendLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
         try:
-            if not _lock_fd(fd, wait=wait):
+            if not lock_exclusively(fd, wait=wait):
                 os.close(fd)
                 return False
         except BaseException:
@@ -200,39 +187,6 @@ class SendLock:
             return
         fd, self._fd = self._fd, -1
         try:
-            _unlock_fd(fd)
+            unlock(fd)
         finally:
             os.close(fd)
-
-
-def _lock_fd(fd: int, *, wait: bool) -> bool:
-    if sys.platform == "win32":
-        import msvcrt
-
-        mode = msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK
-        try:
-            msvcrt.locking(fd, mode, 1)
-        except OSError:
-            if wait:
-                raise
-            return False
-        return True
-    import fcntl
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _unlock_fd(fd: int) -> None:
-    if sys.platform == "win32":
-        import msvcrt
-
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-        return
-    import fcntl
-
-    fcntl.flock(fd, fcntl.LOCK_UN)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -110,7 +109,7 @@ class FileLocks:
             ) from exc
         try:
             deadline = time.monotonic() + self.wait
-            while not _try_lock(fd):
+            while not files.lock_exclusively(fd, wait=False):
                 if time.monotonic() >= deadline:
                     raise Timeout(
                         f"{path.name} is being saved by another deskmcp process, which has held it for over "
@@ -121,22 +120,3 @@ class FileLocks:
             yield
         finally:
             os.close(fd)  # closing the descriptor releases the lock
-
-
-def _try_lock(fd: int) -> bool:
-    """Take the exclusive lock of the open file `fd` without waiting; False when it is held."""
-    if sys.platform == "win32":
-        import msvcrt
-
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-    import fcntl
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
