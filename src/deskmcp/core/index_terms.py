@@ -27,6 +27,12 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def fold(text: str) -> str:
+    """How names, tags and filter values are compared: lower case and composed (`nfc`), so
+    `Café` written with a combining accent (as macOS may name a file) is `café`."""
+    return nfc(text.lower())
+
+
 _TERM = re.compile(r'([+-]?)"([^"]*)"|(\S+)')
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import zstandard
 
-from deskmcp.core.index_terms import nfc
+from deskmcp.core.index_terms import fold
 from deskmcp.meetings.models import Meeting, MeetingSummary
 from deskmcp.meetings.normalize import TranscriptDigest
 
@@ -52,7 +52,7 @@ def index_entry(
         "data": meeting.model_dump_json().encode(),
         "side": {
             "people": [(p.name, p.name.lower() if p.name else None, p.email) for p in meeting.participants],
-            "folder_members": [(f.id, f.name, nfc(f.name.lower())) for f in meeting.folders],
+            "folder_members": [(f.id, f.name, fold(f.name)) for f in meeting.folders],
         },
     }
 

@@ -9,7 +9,7 @@ from typing import Any
 from deskmcp.core.dates import iso, parse_timestamp, parse_user_time
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.index import TEXT_MATCH, fts_any_prefix
-from deskmcp.core.index_terms import nfc
+from deskmcp.core.index_terms import fold
 
 
 class Filters:
@@ -38,7 +38,7 @@ class Filters:
             self.start = max(self.start, since) if self.start else since
         if self.start and self.end and self.start >= self.end:
             raise BadRequest("from_ts must be before to_ts.", {"from_ts": from_ts, "to_ts": to_ts})
-        self.participants = [nfc(p.strip().lower()) for p in participants or [] if p and p.strip()]
+        self.participants = [fold(p.strip()) for p in participants or [] if p and p.strip()]
         self.platform = platform.strip().lower() if platform else None
         self.folder = folder.strip() if folder else None
 
@@ -63,7 +63,7 @@ class Filters:
             clauses.append(
                 "EXISTS (SELECT 1 FROM folder_members f WHERE f.doc_id = d.id AND (f.folder_id = ? OR f.folder_lc = ?))"
             )
-            params.extend([self.folder, nfc(self.folder.lower())])
+            params.extend([self.folder, fold(self.folder)])
         return " AND ".join(clauses), params
 
     def key(self) -> tuple[Any, ...]:

@@ -26,6 +26,7 @@ import orjson
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.index import ApplyStats, IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.index_terms import fold
 from deskmcp.vault import links as md
 from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_index, walk
 
@@ -96,7 +97,7 @@ def folder_of(rel: str) -> str:
 
 def name_key(rel: str) -> str:
     name = posixpath.basename(rel)
-    return md.fold(name[: -len(NOTE_SUFFIX)] if name.lower().endswith(NOTE_SUFFIX) else name)
+    return fold(name[: -len(NOTE_SUFFIX)] if name.lower().endswith(NOTE_SUFFIX) else name)
 
 
 def prefix_range(folder: str) -> tuple[str, str]:
@@ -123,7 +124,7 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
     found = md.links(lines, folder_of(rel))
     title = md.title(note.frontmatter, rel)
     props = sorted(
-        {(md.fold(key), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw) or [SET]}
+        {(fold(key), value) for key, raw in note.frontmatter.items() for value in md.scalar_values(raw) or [SET]}
     )
     columns.update(title=title, hash=note.hash)
     return IndexRecord(
@@ -140,7 +141,7 @@ def build_record(rel: str, data: bytes | None, mtime_ns: int, size: int) -> Inde
         columns=columns,
         data=orjson.dumps(tags),
         side={
-            "tags": [(t, md.fold(t)) for t in tags],
+            "tags": [(t, fold(t)) for t in tags],
             "props": props,
             "links": [
                 (link.target_key, link.target, link.heading, link.alias, int(link.embed), link.line) for link in found
@@ -176,7 +177,7 @@ def parse_filter(text: str | None) -> tuple[str, str] | None:
             f"The filter {text!r} is not 'field:value' (e.g. 'status:pending').",
             {"filter": text},
         )
-    return md.fold(field.strip()), md.fold(value.strip())
+    return fold(field.strip()), fold(value.strip())
 
 
 def filter_sql(
@@ -192,7 +193,7 @@ def filter_sql(
     elif not recursive:
         clauses.append("d.folder = ?")
         params.append(folder)
-    wanted = md.fold((tag or "").strip().lstrip("#"))
+    wanted = fold((tag or "").strip().lstrip("#"))
     if wanted:
         clauses.append(
             "EXISTS (SELECT 1 FROM tags t WHERE t.doc_id = d.id AND (t.tag_lc = ? OR substr(t.tag_lc, 1, ?) = ?))"
@@ -442,11 +443,11 @@ class Catalog:
             return cache[memo]
         candidates = self.notes_named(target_key.rsplit("/", 1)[-1])
         result: str | None = None
-        lowered = {md.fold(c[: -len(NOTE_SUFFIX)]): c for c in candidates}
+        lowered = {fold(c[: -len(NOTE_SUFFIX)]): c for c in candidates}
         if target_key in lowered:
             result = lowered[target_key]
         else:
-            local = md.fold(f"{source_folder}/{target_key}") if source_folder else target_key
+            local = fold(f"{source_folder}/{target_key}") if source_folder else target_key
             if local in lowered:
                 result = lowered[local]
             else:
@@ -481,7 +482,7 @@ class Catalog:
     def incoming(self, rel: str) -> list[dict[str, Any]]:
         """Links from other notes that resolve to `rel`, each with its line's text as `context`
         (taken from the linking note's stored body, code blanked out as when it was indexed)."""
-        stem = md.fold(rel[: -len(NOTE_SUFFIX)])
+        stem = fold(rel[: -len(NOTE_SUFFIX)])
         parts = stem.split("/")
         forms = ["/".join(parts[i:]) for i in range(len(parts))]
         marks = ", ".join("?" * len(forms))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from deskmcp.core.index_terms import nfc
+from deskmcp.core.index_terms import fold
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
@@ -75,12 +75,6 @@ def blank_code(body: str) -> list[str]:
             continue
         out.append(_INLINE_CODE.sub(_spaces, line) if "`" in line else line)
     return out
-
-
-def fold(text: str) -> str:
-    """How names, tags and field values are compared: lower case and composed (`nfc`), so
-    `Café` written with a combining accent (as macOS may name a file) is `café`."""
-    return nfc(text.lower())
 
 
 def link_key(target: str, source_folder: str) -> str:
