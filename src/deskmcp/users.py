@@ -4,8 +4,9 @@ With a users root configured (`DESKMCP_USERS_ROOT`), the principal a request was
 (`deskmcp.core.principal`) selects the workspace `<users root>/<principal.key>/`: indexes,
 vault, documents, mail, spreadsheets, the Google token and the send journal all live there. Its
 settings come from the file `settings.env` in that workspace (KEY=VALUE lines, the variable
-names of the single-user setup), never from the process environment, whose values every user
-would otherwise share; only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
+names of the single-user setup, read as data: nothing in them is expanded from this process's
+environment), never from the process environment, whose values every user would otherwise share;
+a user may set only what `user_keys()` lists, and only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
 `DESKMCP_OUTPUT_SCHEMAS`, `MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
 and file a user's settings name must lie inside that user's workspace after symlinks (`confine`);
 team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, shown to each user as extra
@@ -27,20 +28,21 @@ from __future__ import annotations
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
 import orjson
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deskmcp.core.config import WorkspaceSettings, env_alias, expand
+from deskmcp.core.config import WorkspaceSettings, env_alias, expand, literal_paths
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, PermissionDenied
 from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.principal import Principal, current_principal
@@ -79,8 +81,15 @@ FORBIDDEN_KEYS = frozenset(
         "google_token_principal",
         "database_url",
         "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
+        "google_use_adc",
+        "GOOGLE_USE_ADC",
     }
 )
+"""Keys a `settings.env` may never set: who the user is, where their data lives, the deployment's
+secrets, and this machine's own Google credentials (application default credentials)."""
+
+USER_FILE_SCHEMES = frozenset({"file"})
+"""Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
 
 
 class UsersSettings(BaseSettings):
@@ -133,19 +142,68 @@ def user_workspace(root: Path, principal: Principal) -> Path:
     return workspace
 
 
+def _names(cls: type[Any], fields: Iterable[str] | None = None) -> set[str]:
+    """The names `cls` takes its `fields` (all by default) by: each field's name and its aliases."""
+    names: set[str] = set()
+    for name, info in cls.model_fields.items():
+        if fields is not None and name not in fields:
+            continue
+        names.add(name)
+        alias = info.validation_alias
+        if isinstance(alias, str):
+            names.add(alias)
+        elif isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+    return names
+
+
+@cache
+def deployment_keys() -> frozenset[str]:
+    """The keys of the settings every user takes from the deployment (`DEPLOYMENT_FIELDS`)."""
+    return frozenset(_names(WorkspaceSettings, DEPLOYMENT_FIELDS))
+
+
+@cache
+def user_keys() -> frozenset[str]:
+    """The keys a `settings.env` may set: those of the per-user servers' settings, less the
+    deployment's and the forbidden ones."""
+    names: set[str] = set()
+    for server in PER_USER_SERVERS:
+        names |= _names(SERVERS[server].load().Settings)
+    return frozenset(names - deployment_keys() - FORBIDDEN_KEYS)
+
+
 def read_user_settings(workspace: Path) -> dict[str, str]:
-    """The user's `settings.env` (KEY=VALUE lines), or nothing when there is none."""
+    """The user's `settings.env` (KEY=VALUE lines), or nothing when there is none. Its values are
+    data: `${VAR}` is kept as written (never this process's environment), and only `user_keys()`
+    may be set."""
     from dotenv import dotenv_values
 
     path = workspace / SETTINGS_FILE
     if not path.is_file():
         return {}
-    values = {k: v for k, v in dotenv_values(path, encoding="utf-8").items() if v is not None}
+    read = dotenv_values(path, encoding="utf-8", interpolate=False)
+    values = {k: v for k, v in read.items() if v is not None}
     refused = sorted(FORBIDDEN_KEYS & values.keys())
     if refused:
         raise PermissionDenied(
-            f"{SETTINGS_FILE} may not set {', '.join(refused)}: a user's workspace is chosen by who they are.",
+            f"{SETTINGS_FILE} may not set {', '.join(refused)}: a user's workspace is chosen by who they are, "
+            "and the deployment's secrets and credentials are not theirs.",
             {"keys": refused},
+        )
+    deployment = sorted(deployment_keys() & values.keys())
+    if deployment:
+        raise PermissionDenied(
+            f"{SETTINGS_FILE} may not set {', '.join(deployment)}: how tools are published is the same for "
+            "every user of this server. Remove those lines.",
+            {"keys": deployment},
+        )
+    unknown = sorted(values.keys() - user_keys())
+    if unknown:
+        raise BadRequest(
+            f"{SETTINGS_FILE} sets {', '.join(unknown)}, which no server reads. Remove those lines, or fix "
+            "their names (the variables of a one-person setup, e.g. VAULT_PATH, MAIL_ADDRESS).",
+            {"keys": unknown},
         )
     return values
 
@@ -185,7 +243,20 @@ def settings_of(
     team_folders: tuple[Path, ...] = (),
     principal: Principal | None = None,
 ) -> Any:
-    """`user_settings` for any settings class (`name` says whose, in messages)."""
+    """`user_settings` for any settings class (`name` says whose, in messages). The values are read
+    as data (`literal_paths`: no `~` nor `$VAR` taken from this process)."""
+    with literal_paths():
+        return _settings_of(cls, name, workspace, values, team_folders, principal)
+
+
+def _settings_of(
+    cls: type[Any],
+    name: str,
+    workspace: Path,
+    values: dict[str, str],
+    team_folders: tuple[Path, ...],
+    principal: Principal | None,
+) -> Any:
     deployment = WorkspaceSettings()
     given: dict[str, Any] = {name: getattr(deployment, name) for name in DEPLOYMENT_FIELDS}
     allowed: dict[str, tuple[Path, ...]] = {}
@@ -217,7 +288,17 @@ def settings_of(
         ) from None
     if name == "documents":
         allowed.update(dict.fromkeys(("extra_roots", "read_only_roots", "read_only_folders"), team_folders))
+    _confine_accounts_file(settings, workspace)
     confine(settings, workspace, allowed)
+    schemes = {
+        s.strip().lower().removesuffix("://") for s in str(getattr(settings, "git_allowed_schemes", "")).split(",")
+    }
+    if schemes & USER_FILE_SCHEMES:
+        raise PermissionDenied(
+            "DIAGRAMS_GIT_ALLOWED_SCHEMES in a user's settings may not list file: a file:// clone URL reads "
+            "folders of this server, other users' included. Clone over https.",
+            {"setting": "DIAGRAMS_GIT_ALLOWED_SCHEMES"},
+        )
     if "password_env" in str(getattr(settings, "accounts", "")):
         raise PermissionDenied(
             "MAIL_ACCOUNTS in a user's settings may not name *_password_env: those read this server's own "
@@ -225,6 +306,21 @@ def settings_of(
             {"setting": "MAIL_ACCOUNTS"},
         )
     return settings
+
+
+def _confine_accounts_file(settings: Any, workspace: Path) -> None:
+    """MAIL_ACCOUNTS naming a file: that file must be inside the workspace, as any path setting."""
+    accounts = str(getattr(settings, "accounts", "") or "").strip()
+    if not accounts or accounts.startswith(("[", "{")):
+        return
+    path = Path(accounts)
+    # `$` too: the mail server reads the file later, expanding `$VARS` from this process's environment.
+    if "$" in accounts or not path.is_absolute() or not path.resolve().is_relative_to(workspace.resolve()):
+        raise PermissionDenied(
+            "MAIL_ACCOUNTS in a user's settings names a file outside their workspace; give inline JSON, or "
+            "the absolute path of a file inside it.",
+            {"setting": "MAIL_ACCOUNTS"},
+        )
 
 
 def _paths_of(value: str | None) -> list[Path]:

@@ -114,3 +114,126 @@ def test_a_token_issued_by_the_provider_gets_its_own_empty_workspace(remote: Rem
     assert answer.status_code == 200, answer.text
     assert json.loads(answer.text)["notes"] == []
     assert (remote.root / Principal(remote.issuer.issuer, SERVICE).key).is_dir()
+
+
+# -- a user's settings are data --------------------------------------------------------------
+
+
+def user_with_settings(remote: Remote, subject: str, settings: str) -> tuple[str, Path]:
+    """A token for `subject` and their workspace, whose settings.env is `settings` ({ws}: the workspace)."""
+    ws = remote.root / Principal(remote.issuer.issuer, subject).key
+    ws.mkdir(parents=True)
+    (ws / "settings.env").write_text(settings.format(ws=ws), encoding="utf-8")
+    return remote.token(subject), ws
+
+
+SECRET = "state-key-that-only-the-server-knows-0123456789"
+
+
+def test_security_a_users_settings_never_interpolate_the_servers_environment(
+    remote: Remote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DESKMCP_STATE_KEYS", SECRET)
+    monkeypatch.setenv("DESKMCP_TOOLSETS", "all")
+    token, ws = user_with_settings(
+        remote,
+        "carol",
+        "VAULT_PATH={ws}/vault-$DESKMCP_STATE_KEYS\nDOCUMENTS_PATH={ws}/docs-${{DESKMCP_STATE_KEYS}}\n",
+    )
+    for folder in ("vault-$DESKMCP_STATE_KEYS", "docs-${DESKMCP_STATE_KEYS}", f"vault-{SECRET}", f"docs-{SECRET}"):
+        (ws / folder).mkdir()
+
+    answers = [
+        remote.call(token, "read_note", {"path": "missing.md"}),
+        remote.call(token, "write_note", {"path": "kept.md", "body": "# Kept\n"}),
+        remote.call(token, "list_roots", {}),
+        remote.call(token, "list_documents", {}),
+    ]
+
+    assert all(SECRET not in a.text for a in answers), [a.text for a in answers]
+    assert answers[1].status_code == 200, answers[1].text
+    assert (ws / "vault-$DESKMCP_STATE_KEYS" / "kept.md").is_file()
+    assert not (ws / f"vault-{SECRET}" / "kept.md").exists()
+
+
+def test_security_a_users_settings_take_no_home_folder_of_the_server(
+    remote: Remote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "server.md").write_text("# The server's own note\n", encoding="utf-8")
+    token, _ws = user_with_settings(remote, "dave", "VAULT_PATH=~/vault\n")
+
+    answer = remote.call(token, "list_notes", {})
+
+    assert answer.status_code >= 400, answer.text
+    assert "server.md" not in answer.text and str(tmp_path) not in answer.text
+    assert "VAULT_PATH" in answer.text or "vault_path" in answer.text
+
+
+def test_security_a_users_settings_cannot_change_how_tools_are_published(remote: Remote) -> None:
+    token, _ws = user_with_settings(remote, "erin", "DESKMCP_TOOL_NAMES=safe\nDESKMCP_TOOLSETS=all\n")
+
+    listed = httpx2.get(f"{remote.base}/tools", headers={"authorization": f"Bearer {token}"}, timeout=60)
+
+    assert listed.status_code == 403, listed.text
+    assert listed.json()["error"] == "permission_denied"
+    assert "DESKMCP_TOOL_NAMES" in listed.json()["message"]
+
+
+def test_a_users_settings_naming_keys_no_server_reads_are_refused_saying_which(remote: Remote) -> None:
+    token, _ws = user_with_settings(remote, "frank", "VAULT_PTAH={ws}/vault\n")
+
+    answer = remote.call(token, "list_notes", {})
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["details"]["keys"] == ["VAULT_PTAH"]
+
+
+def test_security_a_users_settings_cannot_use_the_machines_google_credentials(remote: Remote) -> None:
+    token, _ws = user_with_settings(remote, "gina", "GOOGLE_USE_ADC=true\n")
+
+    answer = remote.call(token, "list_notes", {})
+
+    assert answer.status_code == 403, answer.text
+    assert "GOOGLE_USE_ADC" in answer.json()["message"]
+
+
+def test_security_a_users_mail_accounts_file_must_be_in_their_workspace(remote: Remote, tmp_path: Path) -> None:
+    outside = tmp_path / "accounts.json"
+    outside.write_text('[{"name": "work", "address": "w@example.org"}]', encoding="utf-8")
+    token, _ws = user_with_settings(remote, "hank", f"MAIL_ACCOUNTS={outside}\nMAIL_ADDRESS=h@example.org\n")
+
+    answer = remote.call(token, "list_accounts", {})
+
+    assert answer.status_code >= 400, answer.text
+    assert "MAIL_ACCOUNTS" in answer.text and "w@example.org" not in answer.text
+
+
+def git_project(folder: Path, text: str) -> None:
+    """A git repository at `folder` with one committed file, `plan.txt`."""
+    from dulwich import porcelain
+
+    folder.mkdir(parents=True)
+    (folder / "plan.txt").write_text(text, encoding="utf-8")
+    repo = porcelain.init(str(folder))
+    porcelain.add(repo, [str(folder / "plan.txt")])
+    porcelain.commit(repo, message=b"plan", author=b"A <a@example.org>", committer=b"A <a@example.org>")
+    repo.close()
+
+
+def test_security_a_users_clone_urls_never_reach_files_of_the_server(remote: Remote) -> None:
+    bob = remote.root / Principal(remote.issuer.issuer, "bob").key
+    git_project(bob / "repo", "The bravo secret repository.\n")
+    token, _ws = user_with_settings(remote, "ivan", "DIAGRAMS_GIT_ALLOWED_SCHEMES=https,file\n")
+    plain, _ = user_with_settings(remote, "judy", "")
+
+    answers = [
+        remote.call(token, "read_file", {"path": "plan.txt", "source": "git", "repo": f"file://{bob / 'repo'}"}),
+        remote.call(plain, "read_file", {"path": "plan.txt", "source": "git", "repo": f"file://{bob / 'repo'}"}),
+        remote.call(plain, "read_file", {"path": "plan.txt", "source": "git", "repo": str(bob / "repo")}),
+    ]
+
+    assert all(a.status_code >= 400 for a in answers), [a.text for a in answers]
+    assert all("bravo secret" not in a.text for a in answers)
+    assert "DIAGRAMS_GIT_ALLOWED_SCHEMES" in answers[0].text

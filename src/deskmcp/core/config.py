@@ -6,6 +6,9 @@ Each server has one frozen settings class that subclasses `WorkspaceSettings`. O
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -25,10 +28,27 @@ def env_alias(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
 
+_LITERAL_PATHS: ContextVar[bool] = ContextVar("deskmcp_literal_paths", default=False)
+
+
 def expand(path: Path | str) -> Path:
+    """`~` and `$VARS` expanded from this process's environment, except inside `literal_paths()`."""
     import os
 
+    if _LITERAL_PATHS.get():
+        return Path(str(path))
     return Path(os.path.expandvars(str(path))).expanduser()
+
+
+@contextmanager
+def literal_paths() -> Iterator[None]:
+    """Within the block, `expand` takes a path as written: settings that are someone's data (a
+    user's `settings.env` on a shared server) never read this process's environment or home."""
+    reset = _LITERAL_PATHS.set(True)
+    try:
+        yield
+    finally:
+        _LITERAL_PATHS.reset(reset)
 
 
 def _optional_path(value: object) -> object:
