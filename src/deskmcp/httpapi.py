@@ -74,7 +74,8 @@ MCP_PATH = "/mcp"
 OPEN_PATHS = frozenset({"/", "/callback"})
 """Paths answered without a token: the health check, which then hides skip reasons, and Google's
 redirect back to `/callback`, which a browser cannot send a token with: it is authorised by the
-one-time `state` that only a caller of `/auth/url` (behind the token) holds."""
+one-time `state` that only a caller of `/auth/url` (behind the token) holds. A `/callback` that does
+come with a token is checked, and must be the token of whoever began that sign-in."""
 
 
 @dataclass(frozen=True)
@@ -496,6 +497,7 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
             mcp_path=MCP_PATH,
             open_paths=OPEN_PATHS,
             max_body_bytes=options.max_body_bytes,
+            bound_paths=frozenset({"/callback"}),
         )
         middleware.insert(1, gate)
     if options.trusted_proxies:
@@ -556,13 +558,18 @@ def _users_oauth_routes(
     users: UsersSettings, options: HttpOptions, security: TransportSecurityMiddleware
 ) -> list[BaseRoute]:
     """`/auth/url` and `/callback` bound to the signed-in principal (`PrincipalOAuthRoutes`)."""
+    from deskmcp.core.once import ledger
+    from deskmcp.google.auth import GoogleSettings
     from deskmcp.google.web import PrincipalOAuthRoutes
     from deskmcp.users import google_settings, state_keys
 
     oauth = options.oauth
     if not isinstance(oauth, PrincipalOAuthRoutes):
         oauth = PrincipalOAuthRoutes(
-            lambda p: google_settings(p, users), state_keys(), default_scopes=("sheets", "mail")
+            lambda p: google_settings(p, users),
+            state_keys(),
+            default_scopes=("sheets", "mail"),
+            spent=ledger(GoogleSettings().google_token_database),
         )
     return [
         Route(r.path, _host_checked(r.endpoint, security), methods=list(r.methods or ()), name=r.name)

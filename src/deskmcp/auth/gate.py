@@ -2,7 +2,8 @@
 
 `AuthorizationGate` wraps the whole HTTP app. It answers the Protected Resource Metadata itself
 (RFC 9728, at the resource's path-inserted well-known URL, unauthenticated). For every other
-request but the open routes (the health check, Google's `/callback`) it
+request but the open routes (the health check, Google's `/callback` when it comes without a token:
+one that comes with a token is checked, and acts for it) it
 
 1. answers 401 with `WWW-Authenticate: Bearer resource_metadata="...", scope="read"` when no
    token comes, and the same with `error="invalid_token"` when the token fails a check;
@@ -119,12 +120,17 @@ class AuthorizationGate:
         mcp_path: str,
         open_paths: frozenset[str],
         max_body_bytes: int,
+        bound_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.rs = resource_server
         self.tools = tools
         self.mcp_path = mcp_path
         self.open_paths = open_paths
+        self.bound_paths = bound_paths
+        """Open paths where a token, when one is sent, is checked like anywhere else and the request
+        acts for it (Google's `/callback`: a browser sends none, a client sending someone's must not
+        finish another person's sign-in)."""
         self.max_body_bytes = max_body_bytes
         self.metadata_route = resource_server.routes()[0]
 
@@ -132,10 +138,13 @@ class AuthorizationGate:
         if scope["type"] == "http" and scope["path"] == self.rs.settings.metadata_path:
             await self.metadata_route.handle(scope, receive, send)
             return
-        if scope["type"] != "http" or scope["path"] in self.open_paths:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         token = bearer_token(Headers(scope=scope))
+        if scope["path"] in self.open_paths and (token is None or scope["path"] not in self.bound_paths):
+            await self.app(scope, receive, send)
+            return
         if token is None:
             denied = AuthRequired(
                 "This server needs an OAuth access token: send 'Authorization: Bearer <token>'. "

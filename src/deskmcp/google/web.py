@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
+from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal, current_principal
 from deskmcp.google.auth import (
     AUTH_URI,
@@ -284,7 +285,9 @@ class PrincipalOAuthRoutes:
     sealed (AES-GCM) and carries the signed-in principal, the PKCE verifier and the redirect address,
     so any process holding the same keys finishes it and the token goes to that principal's store.
     A callback made by another signed-in principal is refused; one without a principal (a browser
-    coming back from Google) is authorised by the sealed state alone."""
+    coming back from Google) is authorised by the sealed state alone. The state also carries a
+    one-time id, spent by the first callback (`spent`: the shared database's ledger when there is
+    one, so replicas agree): the same state never finishes a second time."""
 
     STATE_DATA = b"deskmcp google state"
 
@@ -297,6 +300,7 @@ class PrincipalOAuthRoutes:
         transport: httpx.BaseTransport | None = None,
         ttl: float = 600.0,
         clock: Callable[[], float] = time.time,
+        spent: OnceLedger | None = None,
     ) -> None:
         self.settings_for = settings_for
         self.keys = keys
@@ -304,6 +308,7 @@ class PrincipalOAuthRoutes:
         self.transport = transport
         self.ttl = ttl
         self.clock = clock
+        self.spent = spent or ledger(None)
 
     async def auth_url(self, request: Request) -> Response:
         principal = current_principal()
@@ -325,6 +330,7 @@ class PrincipalOAuthRoutes:
             "r": redirect_uri,
             "s": scopes,
             "e": self.clock() + self.ttl,
+            "n": secrets.token_urlsafe(18),
         }
         key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.STATE_DATA)
         state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
@@ -358,6 +364,11 @@ class PrincipalOAuthRoutes:
             if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
                 raise PermissionDenied(
                     "This Google authorisation was started by another user; start your own from /auth/url.", {}
+                )
+            once = payload.get("n")
+            if not isinstance(once, str) or not self.spent.spend("google-state", once, float(payload["e"])):
+                raise BadRequest(
+                    "This Google authorisation was already used; each one finishes once. Open /auth/url again.", {}
                 )
             if params.get("error"):
                 raise AuthRequired(f"Google did not authorise deskmcp: {params['error']}.", {})
