@@ -252,3 +252,97 @@ async def test_with_a_users_root_each_users_send_confirmed_on_one_replica_is_fin
     assert len(person.asked) == 1
     assert len(set(balancer.ports)) == 2
     assert [m.mail_from for m in smtp.messages] == ["alice@example.org"]
+
+
+# -- a confirmation is spent once ----------------------------------------------------------
+
+
+class Recording(RoundRobin):
+    """A round robin that keeps every request it passed on (method, headers, body)."""
+
+    def __init__(self, bases: list[str]) -> None:
+        super().__init__(bases)
+        self.sent: list[tuple[dict[str, str], bytes]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.sent.append((dict(request.headers), await request.aread()))
+        return await super().handle_async_request(request)
+
+
+async def confirmed_send(bases: list[str]) -> tuple[dict[str, str], bytes]:
+    """A send the person confirms through `bases`; the retry that carried their yes (headers, body)."""
+    balancer = Recording(bases)
+    async with httpx2.AsyncClient(transport=balancer, timeout=30) as http:
+        transport = streamable_http_client(bases[0] + "/mcp", http_client=http)
+        async with Client(transport, mode="2026-07-28", elicitation_callback=Person("accept").answer) as client:
+            with anyio.fail_after(60):
+                result = await client.call_tool("send_email", MAIL)
+    assert not result.is_error, result.content
+    answered = [(h, b) for h, b in balancer.sent if b"requestState" in b and b"inputResponses" in b]
+    assert len(answered) == 1
+    return answered[0]
+
+
+def replay(base: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """The same POST again, as a client (or anyone who saw it) could send it."""
+    kept = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length")}
+    answer = httpx2.post(f"{base}/mcp", content=body, headers=kept, timeout=30)
+    text = answer.text
+    if text.startswith("event:") or "\ndata:" in text or text.startswith("data:"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)
+
+
+async def test_security_one_yes_sends_one_mail_however_often_its_answer_is_sent_again(
+    mail_env: Path, smtp: SmtpSink
+) -> None:
+    with ExitStack() as stack:
+        base = stack.enter_context(serving(replica(mail_env, KEY_A)))
+        headers, body = await confirmed_send([base])
+        again = [replay(base, headers, body) for _ in range(2)]
+
+    assert len(smtp.messages) == 1
+    for answer in again:
+        result = answer["result"]
+        assert result.get("isError") is True, answer
+        assert json.loads(result["content"][0]["text"])["error"] == "conflict"
+
+
+@pytest.mark.e2e  # starts PostgreSQL
+async def test_security_one_yes_sends_one_mail_across_replicas_sharing_the_database(
+    mail_env: Path, smtp: SmtpSink, postgres: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deskmcp.core.postgres import close_pools
+    from tests.helpers.postgres import fresh_database
+
+    monkeypatch.setenv("DESKMCP_DATABASE_URL", fresh_database(postgres))
+    try:
+        with ExitStack() as stack:
+            bases = [stack.enter_context(serving(replica(mail_env, KEY_A))) for _ in range(2)]
+            headers, body = await confirmed_send(bases)
+            again = [replay(base, headers, body) for base in bases]
+    finally:
+        close_pools()
+
+    assert len(smtp.messages) == 1
+    assert all(a["result"].get("isError") is True for a in again), again
+
+
+async def test_security_stateless_serving_never_sends_unasked_to_an_older_client_that_can_elicit(
+    mail_env: Path, smtp: SmtpSink
+) -> None:
+    person = Person("accept")
+    with ExitStack() as stack:
+        base = stack.enter_context(serving(replica(mail_env, KEY_A)))
+        async with httpx2.AsyncClient(timeout=30) as http:
+            transport = streamable_http_client(base + "/mcp", http_client=http)
+            async with Client(transport, mode="legacy", elicitation_callback=person.answer) as client:
+                with anyio.fail_after(60):
+                    result = await client.call_tool("send_email", MAIL)
+
+    assert smtp.messages == []
+    assert person.asked == []
+    assert result.is_error
+    error = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert error["error"] == "permission_denied", error
+    assert "could not ask" in error["message"]

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 import orjson
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import (
     AcceptedElicitation,
@@ -37,6 +39,7 @@ from mcp.server.mcpserver import (
     MCPServer,
 )
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.request_state import RequestStateBoundary
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field, ValidationError
@@ -109,6 +112,55 @@ Answer = ElicitationResult[Confirmation]
 NOT_ASKED = "not asked"
 """A resolver's answer when the person could not be asked (see `ask_person`)."""
 
+COULD_NOT_ASK = "could not ask"
+"""A resolver's answer when the client can ask the person (or may: see `cannot_reach_person`) but
+this call has no way to reach it (stateless serving and a client of protocol 2025-11-25 or older:
+no request can be sent to it in the middle of a call). `person_agreed` refuses the action then."""
+
+
+_SEALED_STATE: ContextVar[str | None] = ContextVar("deskmcp_sealed_state", default=None)
+
+
+def sealed_request_state() -> str | None:
+    """The request state of the current call as the client sent it back, still sealed (None
+    without one). The SDK hands tools what it opened, which is the same for the same question and
+    answer; the sealed form differs each time the server asks (a random nonce and the sealing time),
+    so it names one question asked once (`deskmcp.mail.confirm.spend_yes`)."""
+    return _SEALED_STATE.get()
+
+
+class SealedStateWitness:
+    """Server middleware, placed outside the SDK's request-state boundary (which replaces the
+    sealed state with what it opened): keeps the sealed state for `sealed_request_state`."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        wire = params.get("requestState") if isinstance(params, Mapping) else None
+        reset = _SEALED_STATE.set(wire if isinstance(wire, str) else None)
+        try:
+            return await call_next(ctx)
+        finally:
+            _SEALED_STATE.reset(reset)
+
+
+def _declares_elicitation(capabilities: Any) -> bool:
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+def cannot_reach_person(context: Context[Any, Any]) -> bool:
+    """Whether this MCP call comes from a client that can ask the person, or may (stateless serving
+    does not know what a client of protocol 2025-11-25 or older declared when it connected), while no
+    question can reach it: such a call has no request channel back to the client."""
+    try:
+        version = context.protocol_version
+        if version is None or version >= "2026-07-28" or context.session.can_send_request:
+            return False
+        capabilities = context.client_capabilities
+    except (ValueError, RuntimeError, AttributeError):  # no request behind the context
+        return False
+    return capabilities is None or _declares_elicitation(capabilities)
+
 
 def can_ask_person(context: Context[Any, Any]) -> bool:
     """Whether this call can put a question to the person: the client declared form elicitation
@@ -120,20 +172,24 @@ def can_ask_person(context: Context[Any, Any]) -> bool:
         channel = version is not None and (version >= "2026-07-28" or context.session.can_send_request)
     except (ValueError, RuntimeError, AttributeError):  # no request behind the context
         return False
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    return channel and elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+    return channel and _declares_elicitation(capabilities)
 
 
 def ask_person(context: Context[Any, Any], message: str) -> Elicit[Confirmation] | str:
     """A resolver's question to the person (`Resolve`): the client shows `message` with a box to
-    tick and answers accept, decline or cancel. `NOT_ASKED` when the client cannot ask."""
-    return Elicit(message, Confirmation) if can_ask_person(context) else NOT_ASKED
+    tick and answers accept, decline or cancel. `NOT_ASKED` when the client cannot ask,
+    `COULD_NOT_ASK` when it could but this call cannot reach it."""
+    if can_ask_person(context):
+        return Elicit(message, Confirmation)
+    return COULD_NOT_ASK if cannot_reach_person(context) else NOT_ASKED
 
 
 def person_agreed(answer: Answer | AcceptedElicitation[Any], action: str, unasked: DeskError | None) -> bool:
     """True when the person accepted with the box ticked. A decline, a cancel or an unticked box
     raises `permission_denied` saying nothing was done; a call that could not ask raises `unasked`,
-    or returns False when `unasked` is None (the action needs no person then)."""
+    or returns False when `unasked` is None (the action needs no person then), except that a
+    client declaring that it can ask, which this call could not reach (`COULD_NOT_ASK`), is
+    always refused."""
     if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, Confirmation):
         if answer.data.confirm:
             return True
@@ -144,6 +200,15 @@ def person_agreed(answer: Answer | AcceptedElicitation[Any], action: str, unaske
         raise PermissionDenied(f"The person dismissed the question; {action}.", {"answer": "cancel"})
     if unasked is not None:
         raise unasked
+    # A resolver's plain answer (NOT_ASKED, COULD_NOT_ASK) reaches the tool as an accepted one.
+    if (answer.data if isinstance(answer, AcceptedElicitation) else answer) == COULD_NOT_ASK:
+        raise PermissionDenied(
+            f"This needs the person's confirmation and their client can show questions, but this server "
+            f"could not ask: it serves without sessions (--stateless) and the client speaks a protocol older "
+            f"than 2026-07-28, to which no question can be sent in the middle of a call; {action}. Use a "
+            f"client of protocol 2026-07-28, or a server with sessions, or an allowlist of recipients.",
+            {"elicitation": "unreachable"},
+        )
     return False
 
 
@@ -219,6 +284,12 @@ class DeskServer(MCPServer[Any]):
             return initialization_options(options, *args, **kw)
 
         lowlevel.create_initialization_options = with_tools_changed  # type: ignore[method-assign]
+        # Outside the request-state boundary, so the sealed state is still there to see.
+        boundary = next(
+            (i for i, each in enumerate(lowlevel.middleware) if isinstance(each, RequestStateBoundary)),
+            len(lowlevel.middleware),
+        )
+        lowlevel.middleware.insert(boundary, SealedStateWitness())
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio, read and written in the event loop where it can be (`core.stdio`)."""

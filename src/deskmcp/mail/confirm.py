@@ -4,10 +4,22 @@ The mail tools ask before sending to anyone not on MAIL_ALLOWED_RECIPIENTS (with
 set, other addresses are refused outright, so only an empty allowlist leaves an address
 unchecked), unless MAIL_CONFIRM_SENDS is off. The question shows what goes out: the account,
 every recipient, the subject, the start of the text and the attachments.
+
+A yes is spent by the send it allowed (`spend_yes`): from protocol 2026-07-28 the person's answer
+comes back with the request state the server sealed (AES-GCM under a random nonce, with the time it
+was sealed: every question asked seals differently, so the sealed state is a one-time id), and the
+same state with the same answer sent again (a client's retry, a replay by anyone who saw the
+request) is refused instead of sending again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+
+from deskmcp.core.errors import Conflict
+from deskmcp.core.once import ledger
+from deskmcp.core.server import sealed_request_state
 from deskmcp.mail.models import OutgoingAttachment
 from deskmcp.mail.service import MailService
 from deskmcp.mail.settings import DEFAULT_ACCOUNT
@@ -57,3 +69,26 @@ def needs_person(service: MailService, idempotency_key: str | None) -> bool:
 
 def attachment_names(attachments: list[OutgoingAttachment] | None) -> list[str]:
     return [a.filename or (a.path or "").rsplit("/", 1)[-1] or "attachment" for a in attachments or []]
+
+
+STATE_SECONDS = 900.0
+"""How long a spent state is remembered: longer than the SDK's request-state lifetime (600 s),
+past which the state itself is refused."""
+
+
+def spend_yes(service: MailService) -> None:
+    """Spend the sealed request state that carried the person's yes (in the shared database when
+    one is configured, so replicas agree; in this process otherwise); `conflict` when it was spent
+    already. A yes given on the call's own stream (protocols before 2026-07-28) has no state and
+    cannot be sent twice."""
+    state = sealed_request_state()
+    if not state:
+        return
+    once = hashlib.sha256(state.encode("utf-8")).hexdigest()
+    if not ledger(service.settings.database_url).spend("mail-confirmation", once, time.time() + STATE_SECONDS):
+        raise Conflict(
+            "This confirmation was already used: the person's yes sends one message, and it was sent (or is "
+            "being sent). To send again, call the tool again and the person is asked again; to check, "
+            "search the Sent folder.",
+            {"confirmation": "spent"},
+        )

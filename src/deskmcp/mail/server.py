@@ -233,6 +233,11 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
 
         return ask_before_sending(context, account, idempotency_key, question)
 
+    def agreed(answer: Answer, account: str | None) -> None:
+        """Go on only with the person's yes (or when none was needed), and spend that yes (`confirm.spend_yes`)."""
+        if person_agreed(answer, "nothing was sent", None):
+            accounts.run(account, confirm.spend_yes)
+
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
     )
@@ -253,7 +258,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     ) -> SendEmailResult:
         """Send a message (audited; the user confirms when their client can ask). A repeated
         idempotency_key returns the first result, duplicate=true."""
-        person_agreed(answer, "nothing was sent", None)
+        agreed(answer, account)
         return accounts.run(
             account,
             lambda s: s.send_email(
@@ -275,7 +280,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         answer: Annotated[Answer, Resolve(ask_to_forward)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
         """Forward a message with its attachments ("Fwd: " subject, checked, confirmed and audited like send_email)."""
-        person_agreed(answer, "nothing was sent", None)
+        agreed(answer, account)
         return accounts.run(account, lambda s: s.forward_email(message_id, to, body, cc, bcc, idempotency_key))
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
@@ -344,7 +349,7 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         answer: Annotated[Answer, Resolve(ask_to_send_draft)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
         """Send a saved draft (confirmed like send_email, audited); the draft is removed once sent."""
-        person_agreed(answer, "nothing was sent", None)
+        agreed(answer, account)
         return accounts.run(account, lambda s: s.send_draft(draft_id, idempotency_key))
 
     @server.tool("get_attachment", annotations=writes(destructive=False, idempotent=True), toolset="attachments")
