@@ -19,7 +19,6 @@ import time
 
 from deskmcp.core.errors import Conflict
 from deskmcp.core.once import ledger
-from deskmcp.core.server import sealed_request_state
 from deskmcp.mail.models import OutgoingAttachment
 from deskmcp.mail.service import MailService
 from deskmcp.mail.settings import DEFAULT_ACCOUNT
@@ -76,12 +75,12 @@ STATE_SECONDS = 900.0
 past which the state itself is refused."""
 
 
-def spend_yes(service: MailService) -> None:
+def spend_yes(service: MailService, state: str | None) -> None:
     """Spend the sealed request state that carried the person's yes (in the shared database when
     one is configured, so replicas agree; in this process otherwise); `conflict` when it was spent
     already. A yes given on the call's own stream (protocols before 2026-07-28) has no state and
-    cannot be sent twice."""
-    state = sealed_request_state()
+    cannot be sent twice. `state`: the sealed state as the client sent it
+    (`deskmcp.core.server.sealed_request_state`)."""
     if not state:
         return
     once = hashlib.sha256(state.encode("utf-8")).hexdigest()

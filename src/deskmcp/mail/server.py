@@ -21,6 +21,7 @@ from deskmcp.core.server import (
     DeskServer,
     ask_person,
     person_agreed,
+    sealed_request_state,
     writes,
 )
 from deskmcp.mail import confirm
@@ -236,7 +237,8 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     def agreed(answer: Answer, account: str | None) -> None:
         """Go on only with the person's yes (or when none was needed), and spend that yes (`confirm.spend_yes`)."""
         if person_agreed(answer, "nothing was sent", None):
-            accounts.run(account, confirm.spend_yes)
+            state = sealed_request_state()
+            accounts.run(account, lambda s: confirm.spend_yes(s, state))
 
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
