@@ -30,7 +30,7 @@ def app_for(issuer: str, port: int, workspace: Path) -> Starlette:
 def test_an_issuer_that_cannot_be_reached_answers_502_not_a_challenge(tmp_path: Path) -> None:
     port = free_port()
     app = app_for(f"http://127.0.0.1:{free_port()}", port, tmp_path)
-    token = f"{_part({'alg': 'RS256', 'kid': 'k'})}.{_part({'sub': 'alice'})}.c2ln"
+    token = f"{_part({'alg': 'RS256', 'typ': 'at+jwt', 'kid': 'k'})}.{_part({'sub': 'alice'})}.c2ln"
     with serving(app, port=port) as base:
         response = httpx2.get(f"{base}/tools", headers={"Authorization": f"Bearer {token}"}, timeout=30)
     assert response.status_code == 502

@@ -3,7 +3,9 @@ the metadata, the challenges, every refusal of a bad token, scopes per tool, int
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -178,7 +180,9 @@ def test_security_a_real_token_issued_for_another_resource_is_refused(deployment
         ({"exp": None}, "no exp"),
         ({"nbf": 4_000_000_000}, "not valid yet"),
         ({"iat": 4_000_000_000}, "not valid yet"),
-        ({"sub": None, "client_id": None}, "neither a subject"),
+        ({"sub": None, "client_id": None}, "no subject"),
+        ({"sub": None, "client_id": "alice"}, "no subject"),
+        ({"sub": ""}, "no subject"),
     ],
     ids=[
         "other-audience",
@@ -190,6 +194,8 @@ def test_security_a_real_token_issued_for_another_resource_is_refused(deployment
         "nbf-future",
         "iat-future",
         "no-subject",
+        "no-subject-a-client-named-like-a-user",
+        "empty-subject",
     ],
 )
 def test_security_a_token_signed_with_the_issuers_key_but_wrong_claims_is_refused(
@@ -230,14 +236,56 @@ def test_security_an_unknown_kid_is_refused_after_one_refetch_of_the_keys(deploy
     assert deployment.rs.verifier.issuer.fetches == fetches + 1
 
 
-def test_an_opaque_token_is_accepted_by_introspection_and_refused_once_revoked(deployment: Deployment) -> None:
-    token = deployment.token("read", client_id=OPAQUE_SERVICE)
+@pytest.fixture
+def uncached(issuer: AuthorizationServer, tmp_path: Path) -> Iterator[Deployment]:
+    """A deployment asking the issuer about opaque tokens on every request."""
+    port = free_port()
+    app, resource_server = protected_app(issuer, port, tmp_path, introspection_cache_seconds=0)
+    with serving(app, port=port) as base:
+        yield Deployment(base, resource_server, issuer)
+
+
+def test_an_opaque_token_is_accepted_by_introspection_and_refused_once_revoked(uncached: Deployment) -> None:
+    token = uncached.token("read", client_id=OPAQUE_SERVICE)
     assert token.count(".") != 2  # opaque: not a JWT
-    response = deployment.call_api(token, "whoami")
+    response = uncached.call_api(token, "whoami")
     assert response.status_code == 200, response.text
-    assert response.json() == {"issuer": deployment.issuer.issuer, "subject": OPAQUE_SERVICE, "scopes": "read"}
-    deployment.issuer.revoke(token, OPAQUE_SERVICE)
-    assert "not active" in refused(deployment, token)
+    # The provider's introspection names no sub for a client's own token: it acts as that client,
+    # under an issuer no person's principal has.
+    expected = {"issuer": uncached.issuer.issuer + "#client", "subject": OPAQUE_SERVICE, "scopes": "read"}
+    assert response.json() == expected
+    uncached.issuer.revoke(token, OPAQUE_SERVICE)
+    assert "not active" in refused(uncached, token)
+
+
+def test_an_opaque_tokens_answer_is_reused_until_the_cache_time_and_then_asked_again(
+    issuer: AuthorizationServer, tmp_path: Path
+) -> None:
+    port = free_port()
+    app, resource_server = protected_app(issuer, port, tmp_path, introspection_cache_seconds=120)
+    verifier = resource_server.verifier
+    introspections: list[str] = []
+
+    async def count(request: httpx2.Request) -> None:
+        if request.url.path.endswith("/introspection"):
+            introspections.append(str(request.url))
+
+    verifier.client.event_hooks["request"].append(count)
+    with serving(app, port=port) as base:
+        deployment = Deployment(base, resource_server, issuer)
+        token = deployment.token("read", client_id=OPAQUE_SERVICE)
+        answers = [deployment.call_api(token, "whoami").status_code for _ in range(3)]
+        asked = len(introspections)
+        deployment.issuer.revoke(token, OPAQUE_SERVICE)
+        still = deployment.call_api(token, "whoami").status_code
+        verifier.clock = lambda: time.time() + 121  # past the cache time
+        later = refused(deployment, token)
+
+    assert answers == [200, 200, 200]
+    assert asked == 1
+    assert still == 200  # revoked at the issuer, refused once the cached answer ends
+    assert "not active" in later
+    assert len(introspections) == 2
 
 
 def test_security_an_opaque_token_for_another_resource_is_refused_by_introspection(deployment: Deployment) -> None:
@@ -247,3 +295,46 @@ def test_security_an_opaque_token_for_another_resource_is_refused_by_introspecti
 
 def test_security_an_unknown_opaque_token_is_refused_as_inactive(deployment: Deployment) -> None:
     assert "not active" in refused(deployment, "not-a-token-the-issuer-ever-issued")
+
+
+def signed_with_header(issuer: AuthorizationServer, claims: dict[str, Any], **header: Any) -> str:
+    from joserfc import jwt
+
+    fields = {"alg": "RS256", "kid": issuer.key.kid, **header}
+    return jwt.encode({k: v for k, v in fields.items() if v is not None}, claims, issuer.key, algorithms=["RS256"])
+
+
+@pytest.mark.parametrize("typ", ["JWT", None, "jwt", "application/jwt", "id_token+jwt", "at+jwt+x"])
+def test_security_a_jwt_that_is_not_marked_an_access_token_is_refused(deployment: Deployment, typ: str | None) -> None:
+    token = signed_with_header(deployment.issuer, deployment.issuer.claims(deployment.resource), typ=typ)
+    assert "typ" in refused(deployment, token)
+
+
+@pytest.mark.parametrize("typ", ["at+jwt", "application/at+jwt", "AT+JWT", "Application/At+JWT"])
+def test_a_jwt_marked_an_access_token_is_accepted_in_every_spelling(deployment: Deployment, typ: str) -> None:
+    token = signed_with_header(deployment.issuer, deployment.issuer.claims(deployment.resource), typ=typ)
+    assert deployment.call_api(token, "whoami").status_code == 200
+
+
+@pytest.mark.parametrize("separator", ["\u00a0", "\t", "\u2003", "\n", "\u3000"])
+def test_security_scopes_are_split_on_the_ascii_space_only(deployment: Deployment, separator: str) -> None:
+    issuer = deployment.issuer
+    token = issuer.sign(issuer.claims(deployment.resource, scope=f"read{separator}write"))
+
+    answer = deployment.call_api(token, "write_note", {"path": "x.md", "body": "x"})
+
+    assert answer.status_code == 403, answer.text
+    assert (
+        deployment.call_api(issuer.sign(issuer.claims(deployment.resource, scope="read  write")), "whoami").json()[
+            "scopes"
+        ]
+        == "read write"
+    )
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+def test_other_methods_on_the_metadata_url_answer_405(deployment: Deployment, method: str) -> None:
+    answer = httpx2.request(method, f"{deployment.base}/.well-known/oauth-protected-resource/mcp", timeout=30)
+
+    assert answer.status_code == 405, answer.text
+    assert answer.json()["error"] == "bad_request"

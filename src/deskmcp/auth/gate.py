@@ -136,6 +136,11 @@ class AuthorizationGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == self.rs.settings.metadata_path:
+            if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
+                # The route would raise for the app's exception handler, which is inside this gate.
+                refused = Response("Method Not Allowed", 405, {"Allow": "GET, HEAD, OPTIONS"}, media_type="text/plain")
+                await refused(scope, receive, send)
+                return
             await self.metadata_route.handle(scope, receive, send)
             return
         if scope["type"] != "http":
@@ -154,6 +159,7 @@ class AuthorizationGate:
             return
         try:
             access = await self.rs.verifier.check(token)
+            principal = principal_of(access)
         except TokenRefused as exc:
             log.info("refused an access token: %s", exc)
             denied = AuthRequired(f"The access token was refused: {exc}. Authorize again to get a new one.")
@@ -168,7 +174,6 @@ class AuthorizationGate:
             )
             await _respond(failed, None, scope, receive, send)
             return
-        principal = principal_of(access)
         called, receive = await self._called_tools(scope, receive)
         for name in called:
             needed = self.tools.tool_scope(name)

@@ -49,6 +49,11 @@ def _words(value: object) -> object:
 Words = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_words)]
 
 
+def media_type(typ: str) -> str:
+    """A JOSE `typ` as RFC 7515 §4.1.9 compares it: case-insensitive, with `application/` left out."""
+    return typ.strip().lower().removeprefix("application/")
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -127,6 +132,27 @@ class AuthorizationSettings(BaseSettings):
         validation_alias=env_alias("jwks_max_age", "DESKMCP_AUTH_JWKS_MAX_AGE"),
         description="Seconds the issuer's keys are used before they are fetched again.",
     )
+
+    token_types: Words = Field(
+        default=("at+jwt",),
+        validation_alias=env_alias("token_types", "DESKMCP_AUTH_TOKEN_TYPES"),
+        description="JWT header typ values accepted on access tokens (RFC 9068's at+jwt; application/ and case "
+        "are ignored); add JWT only for an issuer that cannot mark its access tokens.",
+    )
+    introspection_cache_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        validation_alias=env_alias("introspection_cache_seconds", "DESKMCP_AUTH_INTROSPECTION_CACHE_SECONDS"),
+        description="Longest time an introspected token's answer is reused (never past the token's exp); "
+        "0 asks the issuer on every request. A token revoked at the issuer is refused at most this late.",
+    )
+
+    @field_validator("token_types")
+    @classmethod
+    def _token_types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("DESKMCP_AUTH_TOKEN_TYPES needs at least one typ, e.g. at+jwt")
+        return tuple(dict.fromkeys(media_type(v) for v in value))
 
     @field_validator("issuer")
     @classmethod

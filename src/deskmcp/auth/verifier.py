@@ -4,16 +4,19 @@ by introspection (RFC 7662).
 A token is accepted only when every check passes; the first failed check is the reason given
 (`TokenRefused`), which goes to the log and, as `error_description`, to the client:
 
-- JWT: its `alg` is on the allow-list (never `none` nor HMAC), its key id is in the issuer's key
+- JWT: its `alg` is on the allow-list (never `none` nor HMAC), its `typ` is an access token's
+  (`at+jwt`, RFC 9068, or another of `token_types`), its key id is in the issuer's key
   set (refetched once when unknown), the signature verifies with that key, `iss` is the issuer
   exactly, `aud` names this resource (RFC 8707), `exp` is present and not past, `nbf` and `iat`
-  are not in the future (both within the leeway);
-- opaque: the issuer's introspection endpoint says `active`, with `aud` naming this resource, and
-  `iss` (when given) the issuer and `exp` (when given) not past.
+  are not in the future (both within the leeway), and `sub` names who it acts for;
+- opaque: the issuer's introspection endpoint says `active`, with `aud` naming this resource, `sub`,
+  and `iss` (when given) the issuer and `exp` (when given) not past; an accepted answer is reused
+  until the token's `exp`, and at most `introspection_cache_seconds`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,33 +29,55 @@ from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
 from deskmcp.auth.issuer import IssuerKeys, IssuerUnavailable
-from deskmcp.auth.settings import AuthorizationSettings
+from deskmcp.auth.settings import AuthorizationSettings, media_type
 from deskmcp.core.principal import Principal
+
+CLIENT_PRINCIPALS = "#client"
+"""Appended to the issuer of a principal that is an introspected token's client (no `sub`)."""
+
+INTROSPECTION_CACHE_SIZE = 4096
+"""Introspected tokens whose answers are kept at most (the oldest go first)."""
 
 
 class TokenRefused(Exception):
     """The access token is not valid for this resource; the message says which check failed."""
 
 
+def _space_separated(value: str) -> list[str]:
+    """RFC 6749 §3.3: scope tokens are separated by the ASCII space only (a no-break space or a tab
+    is part of a token, which then names no scope of ours)."""
+    return [part for part in value.split(" ") if part]
+
+
 def scopes_of(claims: dict[str, Any]) -> list[str]:
     """`scope` (space-separated, RFC 9068 and 7662) or `scp` (a list, as some issuers write it)."""
     scope = claims.get("scope")
     if isinstance(scope, str):
-        return scope.split()
+        return _space_separated(scope)
     scp = claims.get("scp")
     if isinstance(scp, list):
         return [s for s in scp if isinstance(s, str)]
     if isinstance(scp, str):
-        return scp.split()
+        return _space_separated(scp)
     return []
 
 
 def principal_of(token: AccessToken) -> Principal:
-    """The principal a verified token acts for: its issuer and subject, with its scopes."""
+    """The principal a verified token acts for: its issuer and subject, with its scopes. Every
+    accepted token names a subject (`AccessTokenVerifier` refuses the others), so a token never
+    acts for a principal by its client id."""
     claims = token.claims or {}
+    issuer, subject = str(claims["iss"]), token.subject
+    if not subject:
+        if not token.client_id:
+            raise TokenRefused("the token names no subject (sub)")
+        # An introspected token naming only its client: that client's own principal, under an
+        # issuer no real one can be (an issuer identifier has no fragment, RFC 8414 §2), so it
+        # never acts for a person whose subject happens to equal the client id.
+        issuer, subject = issuer + CLIENT_PRINCIPALS, token.client_id
     return Principal(
-        issuer=str(claims["iss"]),
-        subject=token.subject or token.client_id,
+        issuer=issuer,
+        subject=subject,
         scopes=frozenset(token.scopes),
         client_id=token.client_id or None,
     )
@@ -78,6 +103,8 @@ class AccessTokenVerifier:
         self.issuer = IssuerKeys(settings, self.client, clock=clock)
         # One registry per accepted algorithm: a token is verified with exactly the alg it names.
         self._registries = {alg: jws.JWSRegistry(algorithms=[alg]) for alg in settings.algorithms}
+        self._introspected: dict[bytes, tuple[AccessToken, float]] = {}
+        """sha256(opaque token) -> (the accepted answer, until when it is reused)."""
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
@@ -106,6 +133,10 @@ class AccessTokenVerifier:
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.settings.algorithms:
             raise TokenRefused(f"the token is signed with alg {alg!r}, which is not accepted")
+        typ = header.get("typ")
+        if not isinstance(typ, str) or media_type(typ) not in self.settings.token_types:
+            accepted = ", ".join(self.settings.token_types)
+            raise TokenRefused(f"the token's typ is {typ!r}, not an access token's ({accepted}, RFC 9068)")
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise TokenRefused("the token's kid is not a string")
@@ -133,6 +164,29 @@ class AccessTokenVerifier:
     # -- opaque tokens -------------------------------------------------------------------------
 
     async def _introspect(self, token: str) -> AccessToken:
+        """The issuer's answer for an opaque token, reused until the token's exp and at most
+        `introspection_cache_seconds` (accepted answers only: a refusal is asked again)."""
+        key = hashlib.sha256(token.encode("utf-8")).digest()
+        now = self.clock()
+        cached = self._introspected.get(key)
+        if cached is not None:
+            access, until = cached
+            if now < until:
+                return access
+            del self._introspected[key]
+        access = await self._ask_issuer(token)
+        until = now + self.settings.introspection_cache_seconds
+        if access.expires_at is not None:
+            until = min(until, access.expires_at)
+        if until > now:
+            for stale in [k for k, (_a, u) in self._introspected.items() if u <= now]:
+                del self._introspected[stale]
+            while len(self._introspected) >= INTROSPECTION_CACHE_SIZE:
+                del self._introspected[next(iter(self._introspected))]  # the oldest first
+            self._introspected[key] = (access, until)
+        return access
+
+    async def _ask_issuer(self, token: str) -> AccessToken:
         settings = self.settings
         if not settings.client_id or not settings.client_secret:
             raise TokenRefused("the token is not a JWT and no introspection client is configured")
@@ -181,8 +235,12 @@ class AccessTokenVerifier:
                 raise TokenRefused(f"the token is not valid yet ({name} is in the future)")
         client_id = claims.get("client_id") or claims.get("azp") or ""
         subject = claims.get("sub")
-        if not subject and not client_id:
-            raise TokenRefused("the token names neither a subject (sub) nor a client (client_id)")
+        if subject is not None and (not isinstance(subject, str) or not subject):
+            raise TokenRefused("the token names no subject (sub)")
+        if subject is None and (exp_required or not client_id):
+            # RFC 9068 §2.2 requires sub in a JWT access token; an introspected one (RFC 7662: sub
+            # optional) may name only its client, which then acts for itself (`principal_of`).
+            raise TokenRefused("the token names no subject (sub)")
         return AccessToken(
             token=token,
             client_id=str(client_id),
