@@ -440,9 +440,13 @@ class UserDispatcher:
     """ASGI: each request goes to the app of the principal it was verified for (see the module
     docstring). Requests without a principal are refused with auth_required."""
 
-    def __init__(self, build: UserAppFactory, *, live: int = 16) -> None:
+    def __init__(self, build: UserAppFactory, *, live: int = 16, stream_path: str = "/mcp") -> None:
         self.build = build
         self.live = live
+        self.stream_path = stream_path
+        """`GET` here is an MCP client's standing event stream: open for as long as the client is,
+        so it does not keep its user busy (a user holding only streams is closed like an idle one,
+        which ends the streams; the client reconnects and the user's servers are built again)."""
         self._users: OrderedDict[str, _Live] = OrderedDict()
         self._lock = anyio.Lock()
         self._tasks: anyio.abc.TaskGroup | None = None
@@ -473,17 +477,19 @@ class UserDispatcher:
             denied = AuthRequired("This server keeps each user's own data: send an access token that names you.")
             await _error(denied)(scope, receive, send)
             return
+        standing = scope.get("method") == "GET" and scope.get("path", "").rstrip("/") == self.stream_path
         try:
-            user = await self._user(principal)
+            user = await self._user(principal, busy=not standing)
         except DeskError as exc:
             await _error(exc)(scope, receive, send)
             return
         try:
             await user.app(scope, receive, send)
         finally:
-            user.busy -= 1
+            if not standing:
+                user.busy -= 1
 
-    async def _user(self, principal: Principal) -> _Live:
+    async def _user(self, principal: Principal, *, busy: bool = True) -> _Live:
         if self._tasks is None:
             raise RuntimeError("UserDispatcher.run() is not running")
         async with self._lock:
@@ -495,11 +501,11 @@ class UserDispatcher:
                 self._users[principal.key] = user
                 self._tasks.start_soon(self._serve, user, lifespan)
             self._users.move_to_end(principal.key)
-            user.busy += 1
+            user.busy += busy
             self._evict()
         await user.ready.wait()
         if user.failed is not None:
-            user.busy -= 1
+            user.busy -= busy
             raise user.failed
         return user
 

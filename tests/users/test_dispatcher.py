@@ -102,3 +102,67 @@ async def test_security_a_request_without_a_principal_reaches_no_users_app() -> 
     assert status == 401
     assert b"auth_required" in body
     assert recorder.built == []
+
+
+class Streaming(Recorder):
+    """A Recorder whose apps answer `GET /mcp` with a stream that lasts until that user's servers
+    close, as an MCP client's standing event stream does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams_ended: list[str] = []
+
+    def __call__(self, who: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
+        _app, lifespan = super().__call__(who)
+        closing = anyio.Event()
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"event: open\n\n", "more_body": True})
+            await closing.wait()
+            self.streams_ended.append(who.key)
+            await send({"type": "http.response.body", "body": b""})
+
+        @asynccontextmanager
+        async def closes_streams() -> AsyncIterator[None]:
+            async with lifespan():
+                try:
+                    yield
+                finally:
+                    closing.set()
+
+        return app, closes_streams
+
+
+async def stream(dispatcher: UserDispatcher, who: Principal, opened: anyio.Event) -> None:
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: Any) -> None:
+        if message.get("more_body"):
+            opened.set()
+
+    scope = {"type": "http", "method": "GET", "path": "/mcp", "headers": [], "query_string": b""}
+    with acting_for(who):
+        await dispatcher(scope, receive, send)
+
+
+@pytest.mark.anyio
+async def test_users_holding_only_event_streams_count_against_the_live_limit() -> None:
+    streaming = Streaming()
+    dispatcher = UserDispatcher(streaming, live=2)
+    people = [principal(name) for name in ("alice", "bob", "carol", "dave", "erin")]
+    with anyio.fail_after(30):
+        async with dispatcher.run(), anyio.create_task_group() as tasks:
+            for who in people:
+                opened = anyio.Event()
+                tasks.start_soon(stream, dispatcher, who, opened)
+                await opened.wait()
+            while len(streaming.streams_ended) < 3:
+                await anyio.wait_all_tasks_blocked()
+            running = dispatcher.running
+            tasks.cancel_scope.cancel()  # the two live users' streams stay open until their clients leave
+
+    assert running == [people[3].key, people[4].key]
+    assert streaming.streams_ended[:3] == [p.key for p in people[:3]]
