@@ -362,3 +362,68 @@ async def test_the_clone_cache_keeps_the_most_recently_used_clones_within_its_bo
         again = await call(client, "read_file", {"source": "git", "repo": urls[0], "path": "a.txt"})
     assert again["content"] == "a\n"  # evicted, then cloned again
     assert len([p for p in settings.git_cache.iterdir() if not p.name.startswith(".")]) == 2
+
+
+async def test_a_silent_remote_leaves_no_connection_open_after_its_timeout(
+    connect: Connect, silent: tuple[str, socket.socket]
+) -> None:
+    url, listener = silent
+    async with connect(git_timeout=1, **LOOPBACK_HTTP) as client:
+        with anyio.fail_after(60):
+            error = await fail(client, "list_files", {"source": "git", "repo": url})
+    assert error["error"] == "timeout", error
+
+    listener.setblocking(True)
+    listener.settimeout(5)
+    accepted = []
+    while True:
+        try:
+            conn, _ = listener.accept() if not accepted else _accept_waiting(listener)
+        except (TimeoutError, BlockingIOError):
+            break
+        accepted.append(conn)
+    assert accepted, "the clone connected to the silent remote"
+    for conn in accepted:
+        with conn:
+            conn.settimeout(5)
+            # The request, then b"": the clone's side closed its end (one left open times out here).
+            while conn.recv(4096):
+                pass
+
+
+def _accept_waiting(listener: socket.socket) -> tuple[socket.socket, Any]:
+    """The next connection already waiting on `listener`, or BlockingIOError."""
+    listener.setblocking(False)
+    try:
+        return listener.accept()
+    finally:
+        listener.setblocking(True)
+
+
+@pytest.fixture
+def not_git() -> Iterator[str]:
+    """An HTTP server on loopback answering every request 200 with a web page."""
+
+    def page(_environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
+        return [b"<!doctype html><title>Welcome</title><p>Nothing to clone here.</p>"]
+
+    server: WSGIServer = make_server("127.0.0.1", 0, page, handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/repo.git"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_an_allowed_host_answering_something_that_is_not_git_is_an_external_service_error(
+    connect: Connect, not_git: str
+) -> None:
+    async with connect(**LOOPBACK_HTTP) as client:
+        error = await fail(client, "list_files", {"source": "git", "repo": not_git})
+
+    assert error["error"] == "external_service_error", error
+    assert "not as a git repository" in error["message"], error
+    assert "info/refs" in error["details"]["answer"], error

@@ -181,6 +181,12 @@ class GitRepositories:
                     self._fetched[remote.key] = now
             except (GitProtocolError, HangupException, NotGitRepository, OSError, HTTPError) as exc:
                 raise _remote_failure(shown, exc, self.timeout) from exc
+            except ValueError as exc:  # dulwich reading an answer that is no git reference list
+                raise ExternalServiceError(
+                    f"{shown} answered, but not as a git repository ({exc}): a web page or another service "
+                    "may be at that address. Check the clone URL (e.g. https://host/owner/name.git).",
+                    {"repo": shown, "answer": str(exc)[:200]},
+                ) from exc
         with contextlib.suppress(OSError):
             (target / USED_MARKER).touch()
         return target

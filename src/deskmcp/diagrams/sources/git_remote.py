@@ -234,6 +234,12 @@ class TransferDeadline:
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
+        # The transfer is over, however it ended: no connection it opened outlives it (one a
+        # failed read left behind, or a pool kept for reuse, would stay open to a silent remote).
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _cut(sock)
 
     def remaining(self) -> float:
         return max(0.0, self._ends - time.monotonic())
