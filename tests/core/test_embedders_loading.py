@@ -15,7 +15,7 @@ from deskmcp.core.embedders import configured_embedder, default_store, open_embe
 from deskmcp.core.embedders.importing import import_model
 from deskmcp.core.embedders.store import Manifest, sha256_file, write_manifest
 from deskmcp.core.embedding import Embedder
-from deskmcp.core.errors import BadRequest, NotFound, ParseError
+from deskmcp.core.errors import BadRequest, NotFound, ParseError, PermissionDenied
 from tests.helpers.embedders import (
     add_static_model,
     add_tiny_bert,
@@ -222,3 +222,16 @@ def test_import_refuses_an_encoder_whose_config_disagrees_with_its_weights(tmp_p
             write_tiny_bert(tmp_path / "wide", config={"hidden_size": 64, "num_attention_heads": 4}), store=store
         )
     assert list(store.iterdir()) == []
+
+
+def test_security_import_refuses_a_model_file_linked_from_outside_its_folder(tmp_path: Path) -> None:
+    store = tmp_path / "models"
+    folder = write_static_model(tmp_path / "linked")
+    secret = tmp_path / "elsewhere" / "README.md"
+    secret.parent.mkdir()
+    secret.write_text("a file of this machine the model folder links to\n", encoding="utf-8")
+    (folder / "README.md").symlink_to(secret)
+
+    with pytest.raises(PermissionDenied, match="outside"):
+        import_model(folder, store=store)
+    assert not store.exists() or list(store.iterdir()) == []

@@ -25,7 +25,7 @@ from deskmcp.core.embedders.store import (
     staging_folder,
     write_manifest,
 )
-from deskmcp.core.errors import BadRequest, Conflict, DeskError, NotFound
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, NotFound, PermissionDenied
 
 STATIC_FILES = (WEIGHTS, "tokenizer.json", "config.json")
 BERT_FILES = (WEIGHTS, "tokenizer.json", "config.json")
@@ -50,10 +50,10 @@ def import_model(
     staged = staging_folder(name, store)
     try:
         for file in STATIC_FILES if kind == "static" else BERT_FILES:
-            shutil.copyfile(path / file, staged / file)
+            shutil.copyfile(own_file(path, file), staged / file)
         for file in OPTIONAL_FILES:
             if (path / file).is_file():
-                shutil.copyfile(path / file, staged / file)
+                shutil.copyfile(own_file(path, file), staged / file)
         manifest = Manifest(
             name=name,
             kind=kind,
@@ -68,6 +68,18 @@ def import_model(
         shutil.rmtree(staged, ignore_errors=True)
         raise
     return manifest
+
+
+def own_file(folder: Path, file: str) -> Path:
+    """`folder / file`, refused when it is a link leading out of `folder`: importing copies only
+    the model's own files, never another file of this machine that a link names."""
+    source = folder / file
+    if not source.resolve().is_relative_to(folder.resolve()):
+        raise PermissionDenied(
+            f"{source} is a link to a file outside {folder}; copy the model's files into the folder itself.",
+            {"path": str(source)},
+        )
+    return source
 
 
 def detect_kind(path: Path) -> ModelKind:
