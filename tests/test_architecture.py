@@ -40,6 +40,7 @@ SQL_ALLOWED = {
     "core/textindex.py",
     "core/vectors.py",
     "core/postgres.py",
+    "core/once.py",
     "vault/catalog.py",
     "meetings/catalog.py",
     "documents/catalog.py",
