@@ -4,14 +4,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
 
 class MeetingsSettings(WorkspaceSettings):
-    """Environment: `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
-    `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's."""
+    """Environment: `GRANOLA_API_KEY`, `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
+    `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
+    `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's.
+
+    With `GRANOLA_API_KEY` set, meetings come from Granola's public API (synced into the index);
+    else from the local cache."""
+
+    api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=env_alias("api_key", "GRANOLA_API_KEY"),
+        description="A Granola API key (grn_...; Settings -> Connectors -> API keys): meetings then come"
+        " from Granola's public API instead of the local cache.",
+    )
+    api_url: str = Field(
+        default="https://public-api.granola.ai",
+        validation_alias=env_alias("api_url", "GRANOLA_API_URL"),
+        description="Base URL of Granola's public API (tests and proxies point it elsewhere).",
+    )
+    api_sync_seconds: float = Field(
+        default=300.0,
+        ge=1,
+        validation_alias=env_alias("api_sync_seconds", "GRANOLA_API_SYNC_SECONDS"),
+        description="Seconds between two syncs of the public API's changes into the index.",
+    )
 
     cache_path: OptionalPath = Field(
         default=None,
