@@ -103,10 +103,12 @@ def make_note(rng: random.Random, index: int, start: datetime, *, transcript_lin
     }
 
 
-def make_notes(count: int, *, seed: int = 7, start: datetime | None = None) -> list[dict[str, Any]]:
+def make_notes(
+    count: int, *, seed: int = 7, start: datetime | None = None, transcript_lines: int = 6
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     first = start or datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
-    return [make_note(rng, i, first + timedelta(hours=7 * i)) for i in range(count)]
+    return [make_note(rng, i, first + timedelta(hours=7 * i), transcript_lines=transcript_lines) for i in range(count)]
 
 
 def cache_state(notes: list[dict[str, Any]]) -> dict[str, Any]:

@@ -4,6 +4,9 @@ answered by every tool as a plain cache holding the same meetings answers."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -438,4 +441,42 @@ def test_the_sync_loop_runs_in_the_background_and_close_stops_it(tmp_path: Path,
     listing = service.list_meetings(service.filters(), q=None, limit=5, cursor=None)
     assert listing.syncing is not None or listing.total == 40
     assert done.wait(30)
+    service.close()
+
+
+SYNC_IN_A_PROCESS = """
+from deskmcp.meetings.service import MeetingService
+from deskmcp.meetings.settings import MeetingsSettings
+service = MeetingService(MeetingsSettings())
+service.source.sync_once()
+"""
+
+
+def test_a_killed_sync_continues_where_it_stopped(tmp_path: Path, stub: GranolaStub):
+    env = {
+        **os.environ,
+        "GRANOLA_API_KEY": KEY,
+        "GRANOLA_API_URL": stub.url,
+        "DESKMCP_WORKSPACE": str(tmp_path / "ws"),
+    }
+    process = subprocess.Popen([sys.executable, "-c", SYNC_IN_A_PROCESS], env=env)
+
+    def kill_at_30(note_id: str) -> None:
+        if stub.hits["get"] == 30:  # the first 25 are written; the 30th is never answered
+            process.kill()
+            process.wait(timeout=60)
+
+    stub.on_get = kill_at_30
+    try:
+        assert process.wait(timeout=120) != 0
+    finally:
+        process.kill()
+    stub.on_get = None
+    service, source = on_api(api_settings(tmp_path, stub))
+    assert service.index.count() == 25
+    assert source.sync_once()
+    assert stub.hits["list"] == 2  # the listing had ended: not asked again
+    assert stub.hits["get"] == 30 + 15
+    assert all(stub.hits[n["id"]] == 1 for n in NOTES[-25:])
+    assert service.index.count() == 40
     service.close()

@@ -230,7 +230,7 @@ class ApiSource:
 
     def _fetch(self, sync_no: int) -> None:
         state = self.state
-        vanished = 0
+        vanished = written = 0
         while batch := state.pending(BATCH, sync_no):
             records: list[IndexRecord] = []
             gone: list[str] = []
@@ -262,10 +262,15 @@ class ApiSource:
                 if vanished:
                     state.set(vanished=int(state.get("vanished") or 0) + vanished)
                     vanished = 0
+            written += len(done)
             if self._progress is not None:
                 self._progress.done += len(done)
                 self._progress.total = max(self._progress.total, self._progress.done + state.pending_count())
         self.index.flush()
+        if written > BATCH:
+            # Many small transactions leave many small text segments: merged now (and the
+            # writer's memory released), searches are as fast as on an index built in one go.
+            self.index.settle()
 
     def _write_meta(self) -> None:
         import orjson

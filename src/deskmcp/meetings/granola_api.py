@@ -38,6 +38,10 @@ PAGE_SIZE = 30
 BURST = 25
 PER_SECOND = 5.0
 """The published rate limits: 25 requests in a burst (per 5 s), 5 per second sustained."""
+MARGIN = 0.98
+"""The share of the sustained rate kept to, with one request of the burst left unused: a request
+that reaches the service a few milliseconds later than the one after it would otherwise find
+the bucket empty and cost a 429 and a second's wait."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class GranolaApi:
             headers={"Authorization": f"Bearer {key}", "Accept": "application/json", "User-Agent": "deskmcp"},
             transport=transport,
         )
-        self.throttle = Throttle(concurrency=1, bucket=TokenBucket(BURST, PER_SECOND * rate, clock), clock=clock)
+        bucket = TokenBucket(BURST - 1, PER_SECOND * rate * MARGIN, clock)
+        self.throttle = Throttle(concurrency=1, bucket=bucket, clock=clock)
         # A background sync can wait out a long Retry-After; a tool call never waits on this.
         self.retry = RetryPolicy(attempts=8, base=1.0, cap=30.0, max_wait=600.0, clock=clock)
         self.requests = 0
