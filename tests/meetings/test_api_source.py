@@ -23,6 +23,7 @@ from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
 from tests.helpers.clock import ManualClock
 from tests.helpers.granola_api import KEY, Fault, GranolaStub, granola_api
+from tests.helpers.mail import fake_keyring
 from tests.helpers.tool_calls import call, fail
 
 from .api_notes_data import cache_state, make_notes
@@ -479,4 +480,17 @@ def test_a_killed_sync_continues_where_it_stopped(tmp_path: Path, stub: GranolaS
     assert stub.hits["get"] == 30 + 15
     assert all(stub.hits[n["id"]] == 1 for n in NOTES[-25:])
     assert service.index.count() == 40
+    service.close()
+
+
+def test_the_key_can_come_from_the_os_keyring_when_asked(
+    tmp_path: Path, stub: GranolaStub, monkeypatch: pytest.MonkeyPatch
+):
+    asked = fake_keyring(monkeypatch, {"granola:api": KEY})
+    plain = MeetingsSettings(workspace=tmp_path / "plain", cache_path=tmp_path / "none", api_url=stub.url)
+    assert plain.granola_api_key() is None and asked == []  # only when GRANOLA_OS_KEYRING says so
+    settings = plain.model_copy(update={"os_keyring": True, "workspace": tmp_path / "ws"})
+    service = MeetingService(settings)
+    assert service.source.name == "api"
+    assert asked == ["deskmcp/granola:api"]
     service.close()

@@ -10,6 +10,7 @@ import pytest
 
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.users import settings_of
+from tests.helpers.mail import fake_keyring
 from tests.helpers.principals import principal
 
 
@@ -40,3 +41,17 @@ def test_security_a_user_cannot_send_their_granola_key_elsewhere(tmp_path: Path)
         MeetingsSettings, "meetings", workspace_of(tmp_path, "alice"), values, principal=principal("alice")
     )
     assert alice.api_url == "https://public-api.granola.ai"
+
+
+def test_security_a_user_never_gets_the_machines_keyring_granola_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = fake_keyring(monkeypatch, {"granola:api": "grn_theownerskey00000"})
+    bob = settings_of(
+        MeetingsSettings,
+        "meetings",
+        workspace_of(tmp_path, "bob"),
+        {"GRANOLA_OS_KEYRING": "true"},
+        principal=principal("bob"),
+    )
+    assert bob.granola_api_key() is None and asked == []

@@ -83,15 +83,18 @@ class ApiSource:
         settings: MeetingsSettings,
         index: SearchIndex,
         *,
+        key: str | None = None,
         clock: Clock | None = None,
         transport: httpx2.BaseTransport | None = None,
         rate: float = 1.0,
         background: bool = True,
     ) -> None:
-        """`background` False: no sync runs unless `sync_once` is called (tests, benchmarks)."""
-        assert settings.api_key is not None
+        """`key`: the API key (default the settings'); `background` False: no sync runs unless
+        `sync_once` is called (tests, benchmarks)."""
+        key = key or settings.granola_api_key()
+        if key is None:
+            raise ValueError("an API source needs GRANOLA_API_KEY")
         self.background = background
-        key = settings.api_key.get_secret_value()
         self.url = settings.api_url.rstrip("/")
         self.interval = settings.api_sync_seconds
         self.index = index

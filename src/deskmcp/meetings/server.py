@@ -78,7 +78,7 @@ def create_service(settings: MeetingsSettings) -> MeetingService:
 def unavailable(settings: MeetingsSettings) -> str | None:
     """None when meetings can be had (an API key is set, or a Granola cache is found), else where
     the cache was looked for."""
-    if settings.api_key is not None:
+    if settings.granola_api_key() is not None:
         return None
     location = MeetingService.locate(settings)
     if location.path is None:

@@ -114,7 +114,8 @@ class MeetingService:
         on their own clock); by default the settings choose it (`_default_source`)."""
         self.settings = settings
         # Meetings from the API are another index: never mixed with a cache's.
-        name = "meetings-api.sqlite3" if settings.api_key is not None else "meetings.sqlite3"
+        self._api_key = settings.granola_api_key()
+        name = "meetings-api.sqlite3" if self._api_key is not None else "meetings.sqlite3"
         self.index_path = settings.index_folder / name
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
@@ -140,10 +141,10 @@ class MeetingService:
 
     def _default_source(self) -> MeetingSource:
         """The one place the source is chosen: Granola's API with a key, else the local cache."""
-        if self.settings.api_key is not None:
+        if self._api_key is not None:
             from deskmcp.meetings.api_source import ApiSource
 
-            return ApiSource(self.settings, self.index)
+            return ApiSource(self.settings, self.index, key=self._api_key)
         return CacheSource(self)
 
     def close(self) -> None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from pydantic import Field, SecretStr
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 
+log = logging.getLogger(__name__)
+
 
 class MeetingsSettings(WorkspaceSettings):
-    """Environment: `GRANOLA_API_KEY`, `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
+    """Environment: `GRANOLA_API_KEY`, `GRANOLA_OS_KEYRING`, `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
     `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
     `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's.
 
@@ -22,6 +25,13 @@ class MeetingsSettings(WorkspaceSettings):
         validation_alias=env_alias("api_key", "GRANOLA_API_KEY"),
         description="A Granola API key (grn_...; Settings -> Connectors -> API keys): meetings then come"
         " from Granola's public API instead of the local cache.",
+    )
+    os_keyring: bool = Field(
+        default=False,
+        validation_alias=env_alias("os_keyring", "GRANOLA_OS_KEYRING"),
+        description="Without GRANOLA_API_KEY, read the key from the OS keyring (service 'deskmcp', name"
+        " 'granola:api') when the optional keyring package is installed (never for a user of a multi-user"
+        " deployment).",
     )
     api_url: str = Field(
         default="https://public-api.granola.ai",
@@ -59,6 +69,23 @@ class MeetingsSettings(WorkspaceSettings):
         description="A first index of a cache of at least this many MiB runs in the background: search and"
         " list answer meanwhile from the meetings indexed so far, flagged with `indexing`.",
     )
+
+    def granola_api_key(self) -> str | None:
+        """The API key: `GRANOLA_API_KEY`, else (with `GRANOLA_OS_KEYRING`) the OS keyring's entry."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value() or None
+        if not self.os_keyring:
+            return None
+        try:
+            import keyring  # type: ignore[import-not-found]
+            import keyring.errors  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        try:
+            return keyring.get_password("deskmcp", "granola:api") or None
+        except keyring.errors.KeyringError as exc:
+            log.warning("the OS keyring could not be read: %s", type(exc).__name__)
+            return None
 
     @property
     def fallback_folders(self) -> list[Path]:
