@@ -213,12 +213,12 @@ class ApiSource:
         while True:
             self._stop_if_closing()
             page = self.api.list_page(updated_after=since, cursor=cursor)
-            self._contact.set()
             changed = [n for n in page.notes if not n.updated_at or listed_version(known.get(n.id)) != n.updated_at]
             high = max([high, *(n.updated_at for n in page.notes)])
             state.page_listed(changed, [n.id for n in page.notes] if full else [], cursor=page.cursor, high=high)
             if self._progress is not None:
                 self._progress.total = state.pending_count()
+            self._contact.set()
             if not page.has_more:
                 break
             cursor = page.cursor
@@ -296,13 +296,18 @@ class ApiSource:
         """Make sure the sync runs; on the very first call, wait briefly for the API's first
         answer. A wrong key or a plan without access is raised: no answer would be true."""
         del partial  # answers always come from what is synced; `syncing` says how far it is
+        self._first_contact()
+        error = self.last_error
+        if error is not None and not is_unreachable(error):
+            raise error
+
+    def _first_contact(self) -> None:
+        """Start the sync loop; the first time, with nothing synced yet, wait briefly for the
+        API's first answer (so a wrong key is said at once)."""
         first = self._thread is None and self.background
         self.start()
         if first and self.state.get("last_sync") is None:
             self._contact.wait(FIRST_CONTACT_WAIT)
-        error = self.last_error
-        if error is not None and not is_unreachable(error):
-            raise error
 
     def stale_since(self) -> str | None:
         return self._stale_since
@@ -320,6 +325,7 @@ class ApiSource:
         return None
 
     def status(self) -> CacheStatus:
+        self._first_contact()
         self.poke()
         error = self.last_error
         status = CacheStatus(

@@ -143,9 +143,6 @@ class TranscriptOutput(BaseModel):
     segments: list[TranscriptSegment]
     total_segments: int = Field(description="Segments in the whole transcript")
     truncated: bool = Field(default=False, description="True when max_chars cut the answer short")
-    unavailable: str | None = Field(
-        default=None, description="Why no transcript can be had from this source (e.g. the Granola plan), if so"
-    )
 
 
 class Folder(BaseModel):
