@@ -240,9 +240,8 @@ def register(server: DeskServer, service: MeetingService) -> None:
 
     @server.tool("granola.cache.status", annotations=READ_ONLY)
     def cache_status() -> CacheStatus:
-        """Where meetings come from (`source`: the local cache, or Granola's API with its last and
-        next sync, counts and last error; this starts a sync) and the index state. Call this first
-        when other tools fail."""
+        """Where meetings come from (the cache file, or Granola's API and its sync), counts, index
+        state. Call this first when other tools fail."""
         return service.status()
 
     # -- resources --------------------------------------------------------------------------
