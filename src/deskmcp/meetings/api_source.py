@@ -133,7 +133,10 @@ class ApiSource:
 
     def _run(self) -> None:
         while not self._closing.is_set():
-            self.sync_once()
+            try:
+                self.sync_once()
+            except Exception:  # the outermost handler of the thread: the next sync tries again
+                log.exception("syncing meetings from Granola's API failed unexpectedly")
             self.next_sync = time.time() + self.interval
             self._wake.wait(self.interval)
             self._wake.clear()
