@@ -19,13 +19,13 @@ Sources, field by field (docs.granola.ai, API reference, read 2026-11):
 - Rate limits ("Rate limits"): 25 requests per 5 seconds in a burst, 5 per second sustained,
   then 429 with `Retry-After`. Enforced here as a token bucket when `rate` is set.
 
-Compared with third-party readings of the same API: Airbyte's Granola connector reference
-lists the same note fields (id, object, title, owner, created_at, calendar_event, attendees
-[name, email], folder_membership [id, object, name], summary_text, summary_markdown,
-transcript [speaker, text, start_time, end_time]) and the listing's `cursor` / `hasMore`;
-arcade-granola's models (read, not used) have the same note and transcript shapes. Where the
-reference is silent, the stub chooses and says so: the cursor is opaque base64 of an offset; a
-403 (a plan without API access) answers `{"message": ...}`.
+Compared with a third-party reading of the same API: Airbyte's Granola connector reference
+(docs.airbyte.com, "Granola full reference") lists the same note fields (id, object, title,
+owner, created_at, calendar_event, attendees [name, email], folder_membership [id, object,
+name], summary_text, summary_markdown, transcript [speaker, text, start_time, end_time]) and
+the listing's cursor and has-more flag. (arcade-granola's models could not be found to compare
+with.) Where the reference is silent, the stub chooses and says so: the cursor is opaque base64
+of an offset; a 403 (a plan without API access) answers `{"message": ...}`.
 
 Faults the tests ask for: 429 with `Retry-After`, 5xx, a page or a note that is not JSON, a
 note deleted between the listing and its fetch, a forbidden key.
