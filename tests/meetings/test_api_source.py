@@ -16,7 +16,6 @@ import pytest
 from mcp import Client
 
 from deskmcp.core.clock import SYSTEM_CLOCK
-from deskmcp.meetings import api_source
 from deskmcp.meetings.api_source import ApiSource
 from deskmcp.meetings.server import create_server
 from deskmcp.meetings.service import MeetingService
@@ -247,7 +246,7 @@ def test_notes_no_longer_listed_leave_the_index_at_the_next_full_listing(
     stub.remove(NOTES[7]["id"])
     source.sync_once()  # an incremental listing does not see deletions
     assert api.index.count() == 40
-    monkeypatch.setattr(api_source, "FULL_LISTING_EVERY", 1)
+    monkeypatch.setattr(source, "full_every", 1)
     stub.hits.clear()
     assert source.sync_once()
     assert api.index.count() == 38

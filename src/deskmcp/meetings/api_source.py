@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from deskmcp.core.clock import Clock
 from deskmcp.core.dates import iso
@@ -34,7 +34,7 @@ from deskmcp.core.errors import DeskError, ParseError
 from deskmcp.core.index import IndexRecord, SearchIndex
 from deskmcp.meetings import catalog
 from deskmcp.meetings.api_notes import index_fields, listed_version
-from deskmcp.meetings.granola_api import GranolaApi, is_unreachable
+from deskmcp.meetings.granola_api import GranolaApi, NotePage, is_unreachable
 from deskmcp.meetings.models import CacheStatus, IndexingProgress, SyncProgress, SyncStatus
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.meetings.sync_state import SyncState
@@ -52,6 +52,22 @@ BATCH = 25
 FIRST_CONTACT_WAIT = 10.0
 """Seconds the first call waits for the API's first answer, so a wrong key is said at once."""
 FORMAT = "granola-api (v1)"
+
+
+class NoteClient(Protocol):
+    """What a sync asks of the service it syncs from (`GranolaApi`, `granola_mcp.GranolaMcp`)."""
+
+    requests: int
+    transcripts: str | None
+    """Why transcripts are not synced (the plan has none), when the service said so."""
+
+    def list_page(self, *, updated_after: str | None, cursor: str | None) -> NotePage: ...
+
+    def prefetch(self, note_ids: list[str]) -> None: ...
+
+    def get_note(self, note_id: str) -> dict[str, Any] | None: ...
+
+    def close(self) -> None: ...
 
 
 class SyncStopped(Exception):
@@ -77,6 +93,9 @@ class ApiSource:
     """Meetings from Granola's public API, synced into `index` in a thread of its own."""
 
     name = "api"
+    format = FORMAT
+    full_every = FULL_LISTING_EVERY
+    """Every this many syncs list every note (1: every sync lists all)."""
 
     def __init__(
         self,
@@ -94,25 +113,30 @@ class ApiSource:
         key = key or settings.granola_api_key()
         if key is None:
             raise ValueError("an API source needs GRANOLA_API_KEY")
+        self._setup(settings, index, url=settings.api_url.rstrip("/"), secret=key, background=background)
+        self.api: NoteClient = GranolaApi(
+            self.url, key, clock=clock or _StoppableClock(self._closing), rate=rate, transport=transport
+        )
+
+    def _setup(
+        self, settings: MeetingsSettings, index: SearchIndex, *, url: str, secret: str, background: bool
+    ) -> None:
         self.background = background
-        self.url = settings.api_url.rstrip("/")
+        self.url = url
         self.interval = settings.api_sync_seconds
         self.index = index
-        self.state = SyncState(settings.index_folder / "meetings-api.sync.sqlite3")
-        # Another key or another API is another set of notes: start again rather than mix them.
-        identity = hashlib.sha256(f"{self.url}\n{key}".encode()).hexdigest()
+        self.state = SyncState(settings.index_folder / f"meetings-{self.name}.sync.sqlite3")
+        # Another key or another service is another set of notes: start again rather than mix them.
+        identity = hashlib.sha256(f"{self.url}\n{secret}".encode()).hexdigest()
         if self.state.get("identity") != identity:
             if self.state.get("identity") is not None or index.count():
-                log.info("Granola's API key or URL changed: the meetings index is synced again from the start")
+                log.info("Granola's sign-in or URL changed: the meetings index is synced again from the start")
             index.clear()
             self.state.reset()
             self.state.set(identity=identity)
         self._closing = threading.Event()
         self._wake = threading.Event()
         self._contact = threading.Event()
-        self.api = GranolaApi(
-            self.url, key, clock=clock or _StoppableClock(self._closing), rate=rate, transport=transport
-        )
         self._sync_lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -185,7 +209,7 @@ class ApiSource:
         state = self.state
         sync_no = int(state.get("sync_no") or 0) + 1
         if state.get("phase") in (None, "idle"):
-            full = state.get("high_water") is None or int(state.get("since_full") or 0) + 1 >= FULL_LISTING_EVERY
+            full = state.get("high_water") is None or int(state.get("since_full") or 0) + 1 >= self.full_every
             state.begin_listing(full=full, since=None if full else state.get("high_water"), sync_no=sync_no)
         else:
             state.set(sync_no=sync_no)  # resumed: notes that failed before are tried again
@@ -238,6 +262,7 @@ class ApiSource:
         state = self.state
         vanished = written = 0
         while batch := state.pending(BATCH, sync_no):
+            self.api.prefetch([note_id for note_id, _ in batch])
             records: list[IndexRecord] = []
             gone: list[str] = []
             done: list[str] = []
@@ -285,7 +310,7 @@ class ApiSource:
         self.index.apply(
             meta={
                 "source": self.url,
-                "format": FORMAT,
+                "format": self.format,
                 "indexed_at": _now(),
                 "folders": orjson.dumps(folders).decode(),
                 "folder_count": str(len(folders)),
@@ -315,6 +340,9 @@ class ApiSource:
     def stale_since(self) -> str | None:
         return self._stale_since
 
+    def transcripts_missing(self) -> str | None:
+        return self.api.transcripts
+
     def indexing(self) -> IndexingProgress | None:
         return None  # a cache's first index: the API's progress is `syncing`
 
@@ -332,11 +360,11 @@ class ApiSource:
         self.poke()
         error = self.last_error
         status = CacheStatus(
-            source="api",
+            source="mcp" if self.name == "mcp" else "api",
             ok=error is None or is_unreachable(error),
             error=error.code if error is not None and not is_unreachable(error) else None,
             message=error.message if error is not None and not is_unreachable(error) else None,
-            format=FORMAT,
+            format=self.format,
             meetings=self.index.count(),
             index_path=str(self.index.path),
             indexed_at=self.index.get_meta("indexed_at"),
@@ -351,6 +379,7 @@ class ApiSource:
                 vanished=int(self.state.get("vanished") or 0),
                 pending=self.state.pending_count(),
                 last_error=error.to_dict() if error is not None else None,
+                transcripts=self.api.transcripts,
             ),
         )
         counted = self.index.get_meta("folder_count")

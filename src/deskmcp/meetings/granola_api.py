@@ -98,9 +98,14 @@ class GranolaApi:
         # A background sync can wait out a long Retry-After; a tool call never waits on this.
         self.retry = RetryPolicy(attempts=8, base=1.0, cap=30.0, max_wait=600.0, clock=clock)
         self.requests = 0
+        self.transcripts: str | None = None
+        """Every plan with API access has transcripts: never set."""
 
     def close(self) -> None:
         self.client.close()
+
+    def prefetch(self, note_ids: list[str]) -> None:
+        """Notes are fetched one by one (`get_note`): nothing to ask for ahead."""
 
     def _get(self, path: str, params: dict[str, Any]) -> bytes:
         self.requests += 1

@@ -143,6 +143,7 @@ class TranscriptOutput(BaseModel):
     segments: list[TranscriptSegment]
     total_segments: int = Field(description="Segments in the whole transcript")
     truncated: bool = Field(default=False, description="True when max_chars cut the answer short")
+    note: str | None = Field(default=None, description="Why there is no transcript (the Granola plan has none)")
 
 
 class Folder(BaseModel):
@@ -180,6 +181,7 @@ class SyncStatus(BaseModel):
     last_error: dict[str, object] | None = Field(
         default=None, description="The last sync's error (code, message), if it failed"
     )
+    transcripts: str | None = Field(default=None, description="Why transcripts are not synced (plan)")
 
 
 class CacheStatus(BaseModel):

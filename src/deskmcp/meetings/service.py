@@ -115,7 +115,8 @@ class MeetingService:
         self.settings = settings
         # Meetings from the API are another index: never mixed with a cache's.
         self._api_key = settings.granola_api_key()
-        name = "meetings-api.sqlite3" if self._api_key is not None else "meetings.sqlite3"
+        self._remote = settings.remote_source(self._api_key is not None)
+        name = f"meetings-{self._remote}.sqlite3" if self._remote else "meetings.sqlite3"
         self.index_path = settings.index_folder / name
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
@@ -140,11 +141,16 @@ class MeetingService:
         self.source: MeetingSource = source(self) if source is not None else self._default_source()
 
     def _default_source(self) -> MeetingSource:
-        """The one place the source is chosen: Granola's API with a key, else the local cache."""
-        if self._api_key is not None:
+        """The one place the source is chosen (`MeetingsSettings.remote_source`): Granola's API
+        with a key, its hosted MCP server when chosen or signed in to, else the local cache."""
+        if self._remote == "api" and self._api_key is not None:
             from deskmcp.meetings.api_source import ApiSource
 
             return ApiSource(self.settings, self.index, key=self._api_key)
+        if self._remote == "mcp":
+            from deskmcp.meetings.mcp_source import McpSource
+
+            return McpSource(self.settings, self.index)
         return CacheSource(self)
 
     def close(self) -> None:
@@ -534,6 +540,7 @@ class MeetingService:
             segments=chosen,
             total_segments=len(segments),
             truncated=truncated,
+            note=self.source.transcripts_missing() if not segments else None,
         )
 
     def export_markdown(

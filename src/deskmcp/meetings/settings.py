@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 
@@ -13,7 +14,8 @@ log = logging.getLogger(__name__)
 
 
 class MeetingsSettings(WorkspaceSettings):
-    """Environment: `GRANOLA_API_KEY`, `GRANOLA_OS_KEYRING`, `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
+    """Environment: `GRANOLA_SOURCE`, `GRANOLA_MCP_URL`, `GRANOLA_API_KEY`, `GRANOLA_OS_KEYRING`,
+    `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
     `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
     `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's.
 
@@ -43,6 +45,18 @@ class MeetingsSettings(WorkspaceSettings):
         ge=1,
         validation_alias=env_alias("api_sync_seconds", "GRANOLA_API_SYNC_SECONDS"),
         description="Seconds between two syncs of the public API's changes into the index.",
+    )
+
+    source: Literal["auto", "cache", "api", "mcp"] = Field(
+        default="auto",
+        validation_alias=env_alias("source", "GRANOLA_SOURCE"),
+        description="Where meetings come from: auto (the API with GRANOLA_API_KEY, else the hosted MCP"
+        " server once `deskmcp auth granola` signed in, else the cache), cache, api or mcp.",
+    )
+    mcp_url: str = Field(
+        default="https://mcp.granola.ai/mcp",
+        validation_alias=env_alias("mcp_url", "GRANOLA_MCP_URL"),
+        description="Granola's hosted MCP server (every plan; sign in with `deskmcp auth granola`).",
     )
 
     cache_path: OptionalPath = Field(
@@ -86,6 +100,19 @@ class MeetingsSettings(WorkspaceSettings):
         except keyring.errors.KeyringError as exc:
             log.warning("the OS keyring could not be read: %s", type(exc).__name__)
             return None
+
+    def remote_source(self, has_key: bool) -> Literal["api", "mcp"] | None:
+        """The remote source chosen, or None for the local cache. `auto`: the API with a key,
+        else the hosted MCP server when a sign-in left its token file."""
+        if self.source == "mcp":
+            return "mcp"
+        if self.source == "cache" or (self.source == "api" and not has_key):
+            return None
+        if has_key:
+            return "api"
+        from deskmcp.meetings.granola_mcp import signed_in_at, token_file_for
+
+        return "mcp" if signed_in_at(token_file_for(self.mcp_url)) else None
 
     @property
     def fallback_folders(self) -> list[Path]:

@@ -2,7 +2,8 @@
 
 Two sources feed the same index, and the tools never know which: Granola's local cache
 (`MeetingService` reads it, `CacheSource` is its face here) and Granola's public API
-(`api_source.ApiSource`, chosen by `GRANOLA_API_KEY`). `create_source` is the one place the
+(`api_source.ApiSource`, chosen by `GRANOLA_API_KEY`) and Granola's hosted MCP server
+(`mcp_source.McpSource`, chosen by `GRANOLA_SOURCE=mcp` or a sign-in). `_default_source` is the one place the
 source is chosen.
 """
 
@@ -20,7 +21,7 @@ class MeetingSource(Protocol):
     """What the service asks of a source of meetings."""
 
     name: str
-    """"cache" or "api": said in `granola.cache.status`."""
+    """"cache", "api" or "mcp": said in `granola.cache.status`."""
 
     def refresh(self, *, partial: bool = False) -> None:
         """Bring the index up to date, or start doing so. `partial` (search, list): answer from
@@ -38,6 +39,10 @@ class MeetingSource(Protocol):
 
     def stale_since(self) -> str | None:
         """Since when the remote source could not be reached (answers are the last sync's)."""
+        ...
+
+    def transcripts_missing(self) -> str | None:
+        """Why the source gives no transcripts (a Granola plan without them), or None."""
         ...
 
     def status(self) -> CacheStatus:
@@ -65,6 +70,9 @@ class CacheSource:
         return None
 
     def stale_since(self) -> str | None:
+        return None
+
+    def transcripts_missing(self) -> str | None:
         return None
 
     def status(self) -> CacheStatus:
