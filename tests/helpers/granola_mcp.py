@@ -6,8 +6,8 @@ Tools: `list_meetings` `{}`, `get_meetings` `{"meeting_ids": [...]}`, `get_meeti
 `{"meeting_id": ...}`. Answers are JSON text content (no structuredContent), the documented
 transport of the hosted server's answers: `{"meetings": [...]}` (each meeting with the public
 API's note fields, listed with id/title/created_at/updated_at only) and `{"transcript": [...]}`.
-`free_plan` refuses transcripts as an error result saying so; `garbled` answers a tool with text
-deskmcp cannot read.
+`structured` sends the same data as structuredContent instead. `free_plan` refuses transcripts
+as an error result saying so; `garbled` answers a tool with text deskmcp cannot read.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import TextContent
+from mcp.types import CallToolResult, TextContent
 
 from tests.helpers.authorization_server import CLIENT_SECRET, INTROSPECTOR, AuthorizationServer
 from tests.helpers.network import free_port, serving
@@ -32,6 +32,8 @@ class HostedGranola:
     notes: list[dict[str, Any]] = field(default_factory=list)
     free_plan: bool = False
     garbled: set[str] = field(default_factory=set)
+    structured: bool = False
+    """Send answers as structuredContent, with text that is not JSON beside them."""
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
 
@@ -46,7 +48,9 @@ class _ReadScope:
         return "read"
 
 
-def _text(tool: str, hosted: HostedGranola, data: Any) -> list[TextContent]:
+def _text(tool: str, hosted: HostedGranola, data: Any) -> Any:
+    if hosted.structured:
+        return CallToolResult(content=[TextContent(type="text", text="Meetings below.")], structured_content=data)
     text = "Here are your meetings:" if tool in hosted.garbled else orjson.dumps(data).decode()
     return [TextContent(type="text", text=text)]
 
@@ -62,19 +66,19 @@ def hosted_granola(issuer: AuthorizationServer) -> Iterator[HostedGranola]:
     server = MCPServer("granola")
 
     @server.tool("list_meetings")
-    def list_meetings() -> list[TextContent]:
+    def list_meetings() -> Any:
         hosted.calls.append(("list_meetings", None))
         listed = [{k: n[k] for k in ("id", "title", "created_at", "updated_at")} for n in hosted.notes]
         return _text("list_meetings", hosted, {"meetings": listed})
 
     @server.tool("get_meetings")
-    def get_meetings(meeting_ids: list[str]) -> list[TextContent]:
+    def get_meetings(meeting_ids: list[str]) -> Any:
         hosted.calls.append(("get_meetings", list(meeting_ids)))
         found = [{k: v for k, v in n.items() if k != "transcript"} for n in hosted.notes if n["id"] in meeting_ids]
         return _text("get_meetings", hosted, {"meetings": found})
 
     @server.tool("get_meeting_transcript")
-    def get_meeting_transcript(meeting_id: str) -> list[TextContent]:
+    def get_meeting_transcript(meeting_id: str) -> Any:
         hosted.calls.append(("get_meeting_transcript", meeting_id))
         if hosted.free_plan:
             raise ToolError("Transcripts are only available on paid Granola plans. Upgrade to access them.")

@@ -53,6 +53,7 @@ def hosted(hosted_server: HostedGranola) -> HostedGranola:
     hosted_server.notes = [dict(n) for n in SOME]
     hosted_server.free_plan = False
     hosted_server.garbled = set()
+    hosted_server.structured = False
     hosted_server.calls.clear()
     return hosted_server
 
@@ -223,3 +224,29 @@ def test_the_hosted_source_is_chosen_by_setting_or_by_a_sign_in(tmp_path: Path, 
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url).remote_source(False) == "mcp"
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url).remote_source(True) == "api", "a key comes first"
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url, source="cache").remote_source(False) is None
+
+
+def test_structured_content_is_read_before_the_text(tokens: Path, hosted: HostedGranola, make_mcp: Any):
+    hosted.structured = True
+    service, source = make_mcp(tokens)
+    assert source.sync_once()
+    assert service.index.count() == len(SOME)
+    assert service.get(SOME[2]["id"]).title == SOME[2]["title"]
+    assert len(service.transcript(SOME[2]["id"]).segments) == len(SOME[2]["transcript"])
+
+
+@pytest.mark.anyio
+async def test_a_token_granola_no_longer_accepts_is_auth_required_and_opens_no_browser(
+    tmp_path: Path, hosted: HostedGranola, make_mcp: Any
+):
+    folder = tmp_path / "stale"
+    path = token_file_for(hosted.url, folder)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"tokens": {"access_token": "revoked-token", "token_type": "Bearer"}}', encoding="utf-8")
+    service, source = make_mcp(folder)
+    assert not await anyio.to_thread.run_sync(source.sync_once)
+    async with Client(create_server(service.settings, service)) as client:
+        failed = await fail(client, "granola.meetings.search", {"q": "budget"})
+    assert failed["error"] == "auth_required" and "deskmcp auth granola" in failed["message"]
+    assert "revoked-token" not in failed["message"]
+    assert hosted.calls == []
