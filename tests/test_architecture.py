@@ -46,6 +46,7 @@ SQL_ALLOWED = {
     "documents/catalog.py",
     "mail/journal.py",
     "mail/journal_postgres.py",
+    "meetings/sync_state.py",
     "google/sealed_tokens.py",
     "mail/backends/maildir_store.py",
     "mail/backends/imap_store.py",

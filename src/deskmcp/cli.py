@@ -648,6 +648,26 @@ def auth_google(
     typer.echo(f"Authorised. Token saved to {settings.google_token_path}", err=True)
 
 
+@auth_app.command("granola")
+def auth_granola(workspace: WorkspaceOpt = None) -> None:
+    """Sign in to Granola's hosted MCP server (GRANOLA_MCP_URL) in the browser, for meetings
+    without an API key (every plan). The tokens are kept (0600) under your config folder and
+    refreshed; from then on the meetings server syncs from it (unless GRANOLA_API_KEY is set)."""
+    import anyio
+
+    from deskmcp.meetings.granola_mcp import sign_in, token_file_for
+    from deskmcp.meetings.settings import MeetingsSettings
+
+    setup_logging("WARNING")
+    settings = MeetingsSettings(workspace=workspace) if workspace else MeetingsSettings()
+    try:
+        tools = anyio.run(sign_in, settings.mcp_url)
+    except Exception as exc:  # the sign-in's boundary: said, not raised
+        typer.echo(f"Signing in to {settings.mcp_url} failed: {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"Signed in ({len(tools)} tools). Tokens saved to {token_file_for(settings.mcp_url)}", err=True)
+
+
 models_app = typer.Typer(
     help="The models search by meaning uses (DESKMCP_EMBEDDER names one): list, import, pull, distill, remove. "
     "The store is DESKMCP_MODELS_DIR, else the 'models' folder of your data folder; see docs/search.md.",

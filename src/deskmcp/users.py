@@ -275,6 +275,9 @@ def _settings_of(
         given["os_keyring"] = False
     if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
+    if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
+        given.pop("GRANOLA_API_URL", None)
+        given.pop("api_url", None)
     if name == "documents" and team_folders:
         given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
         given["read_only_roots"] = team_folders

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deskmcp.core.throttle import RateLimiter, Throttle
+from deskmcp.core.throttle import RateLimiter, Throttle, TokenBucket
 from tests.helpers.clock import ManualClock
 
 
@@ -37,3 +37,29 @@ def test_throttle_without_a_rate_limit_never_waits() -> None:
 def test_throttle_refuses_a_cap_below_one() -> None:
     with pytest.raises(ValueError):
         Throttle(concurrency=0)
+
+
+def test_token_bucket_allows_its_burst_then_the_sustained_rate() -> None:
+    clock = ManualClock()
+    bucket = TokenBucket(burst=25, per_second=5.0, clock=clock)
+    assert [bucket.reserve() for _ in range(25)] == [0.0] * 25
+    assert bucket.reserve() == pytest.approx(0.2)
+    assert bucket.reserve() == pytest.approx(0.4)
+
+
+def test_token_bucket_refills_while_idle() -> None:
+    clock = ManualClock()
+    bucket = TokenBucket(burst=2, per_second=1.0, clock=clock)
+    assert [bucket.reserve() for _ in range(2)] == [0.0, 0.0]
+    clock.advance(10.0)
+    assert [bucket.reserve() for _ in range(2)] == [0.0, 0.0]
+    assert bucket.reserve() == pytest.approx(1.0)
+
+
+def test_throttle_waits_on_a_token_bucket() -> None:
+    clock = ManualClock()
+    throttle = Throttle(concurrency=1, bucket=TokenBucket(burst=1, per_second=2.0, clock=clock), clock=clock)
+    for _ in range(3):
+        with throttle:
+            pass
+    assert clock.sleeps == [pytest.approx(0.5), pytest.approx(0.5)]

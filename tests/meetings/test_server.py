@@ -310,6 +310,7 @@ async def test_an_encrypted_cache_is_a_clear_error_not_stale_data(settings: Meet
         body = await error(client, "granola.meetings.list")
         status = await call(client, "granola.cache.status")
     assert body["error"] == "parse_error" and "encrypted" in body["message"]
+    assert "GRANOLA_API_KEY" in body["message"] and "Connect Granola" in body["message"]
     assert status["encrypted_newer"].endswith("cache-v6.json.enc")
     assert (status["ok"], status["error"], status["message"]) == (False, "parse_error", body["message"])
 

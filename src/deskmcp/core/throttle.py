@@ -1,4 +1,5 @@
-"""How many requests a client may have in flight, and how many it may start per minute."""
+"""How many requests a client may have in flight, and how many it may start per minute (or as a
+token bucket: a burst, then a sustained rate)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,31 @@ class RateLimiter:
             return max(0.0, tat - 60.0 - now)
 
 
+class TokenBucket:
+    """At most `burst` request starts at once, refilled at `per_second` (GCRA, the same shape as
+    `RateLimiter`): a service that publishes "25 requests per 5 s, 5 per second sustained" is
+    `TokenBucket(25, 5.0)`."""
+
+    def __init__(self, burst: int, per_second: float, clock: Clock = SYSTEM_CLOCK) -> None:
+        if burst < 1 or per_second <= 0:
+            raise ValueError("burst must be at least 1 and per_second above 0")
+        self.burst = burst
+        self.per_second = per_second
+        self.clock = clock
+        self._interval = 1.0 / per_second
+        self._tolerance = (burst - 1) * self._interval
+        self._tat = -math.inf
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Claim the next start; returns how long the caller must wait before starting."""
+        with self._lock:
+            now = self.clock.monotonic()
+            start = max(self._tat, now)
+            self._tat = start + self._interval
+            return max(0.0, start - self._tolerance - now)
+
+
 class Throttle:
     """A concurrency cap and an optional client-side rate limit, entered around each request.
 
@@ -36,11 +62,20 @@ class Throttle:
     clock) for the rate limit when one is set.
     """
 
-    def __init__(self, *, concurrency: int = 4, per_minute: int | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        *,
+        concurrency: int = 4,
+        per_minute: int | None = None,
+        bucket: TokenBucket | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
-        self.limiter = RateLimiter(per_minute, clock) if per_minute else None
+        self.limiter: RateLimiter | TokenBucket | None = bucket or (
+            RateLimiter(per_minute, clock) if per_minute else None
+        )
         self.clock = clock
         self._slots = threading.BoundedSemaphore(concurrency)
 

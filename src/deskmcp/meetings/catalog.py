@@ -107,3 +107,23 @@ def participants(index: SearchIndex, needle: str, limit: int) -> list[Participan
     with index.reader() as conn:
         rows = conn.execute(sql, ((needle, limit) if needle else (limit,))).fetchall()
     return [Participant(name, email, int(count), last) for name, email, count, last in rows]
+
+
+def folder_listing(index: SearchIndex) -> list[dict[str, Any]]:
+    """The folders the indexed meetings are in, as the service keeps them (`id`, `name`,
+    `description`, `meetings`: their keys), by name: for a source that names folders only on
+    the meetings in them (Granola's API)."""
+    sql = (
+        "SELECT f.folder_id, max(f.folder_name), d.key FROM folder_members f JOIN docs d ON d.id = f.doc_id"
+        " GROUP BY f.folder_id, d.key ORDER BY f.folder_id, d.key"
+    )
+    folders: dict[str, dict[str, Any]] = {}
+    with index.reader() as conn:
+        for folder_id, name, key in conn.execute(sql):
+            entry = folders.setdefault(folder_id, {"id": folder_id, "name": name, "description": None, "meetings": []})
+            entry["meetings"].append(key)
+    return sorted(folders.values(), key=lambda f: f["name"].lower())
+
+
+def transcript_count(index: SearchIndex) -> int:
+    return index.count(where="d.transcript_json IS NOT NULL")

@@ -164,8 +164,11 @@ def require_location(location: CacheLocation) -> Path:
     if location.encrypted_newer is not None:
         raise ParseError(
             f"Granola now keeps its cache encrypted ({location.encrypted_newer.name}), and the plain "
-            f"{location.path.name} is an older stub: serving it would show stale meetings. "
-            "Export from the Granola app, or point GRANOLA_CACHE_PATH at a plain cache.",
+            f"{location.path.name} is an older stub: serving it would show stale meetings. Take meetings "
+            "from Granola's public API instead: create a key in the Granola app (Settings -> Connectors -> "
+            "API keys; Business and Enterprise plans) and set GRANOLA_API_KEY to it; or, on any plan, run "
+            "`deskmcp auth granola` to sign in to Granola's hosted MCP server. Or point GRANOLA_CACHE_PATH "
+            "at a plain cache. The README's 'Connect Granola' says which fits which plan.",
             {"path": str(location.path), "encrypted": str(location.encrypted_newer)},
         )
     if not os.access(location.path, os.R_OK):

@@ -47,6 +47,7 @@ class Meeting(BaseModel):
     notes: str = Field(default="", description="The notes as Markdown (user notes, else AI panels)")
     has_transcript: bool = False
     transcript_segments: int = 0
+    web_url: str | None = Field(default=None, description="The note's page on Granola (public API source only)")
 
 
 class MeetingSummary(BaseModel):
@@ -69,11 +70,24 @@ class IndexingProgress(BaseModel):
     total: int = Field(description="Meetings to index (0 while the cache is still being read)")
 
 
+SYNCING = "Set while meetings are synced from Granola: results cover the meetings synced so far"
+STALE = "Set when Granola could not be reached since this time: results are from the last sync"
+
+
+class SyncProgress(BaseModel):
+    """A sync from Granola's API is under way: answers cover the meetings synced so far."""
+
+    done: int = Field(description="Notes fetched in this sync so far")
+    total: int = Field(description="Notes this sync fetches (grows while the notes are still being listed)")
+
+
 class ListMeetingsOutput(BaseModel):
     items: list[MeetingSummary]
     total: int = Field(description="How many meetings match the filters in all")
     next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; null on the last")
     indexing: IndexingProgress | None = Field(default=None, description=INDEXING)
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)
 
 
 class SearchHit(MeetingSummary):
@@ -97,6 +111,8 @@ class SearchMeetingsOutput(BaseModel):
         default=None,
         description="Meetings not embedded yet (a first index by meaning): the meaning side covers the rest",
     )
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)
 
 
 class ExportMarkdownOutput(BaseModel):
@@ -117,6 +133,8 @@ class StatsOutput(BaseModel):
     timezone: str
     total: int
     buckets: list[StatsBucket]
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)
 
 
 class TranscriptOutput(BaseModel):
@@ -125,6 +143,7 @@ class TranscriptOutput(BaseModel):
     segments: list[TranscriptSegment]
     total_segments: int = Field(description="Segments in the whole transcript")
     truncated: bool = Field(default=False, description="True when max_chars cut the answer short")
+    note: str | None = Field(default=None, description="Why there is no transcript (the Granola plan has none)")
 
 
 class Folder(BaseModel):
@@ -149,14 +168,35 @@ class ParticipantList(BaseModel):
     participants: list[ParticipantCount]
 
 
+class SyncStatus(BaseModel):
+    """How meetings are synced from Granola's public API (or hosted MCP server)."""
+
+    url: str = Field(description="The service synced from")
+    last_sync: str | None = Field(default=None, description="When the last complete sync ended (ISO 8601 UTC)")
+    next_sync: str | None = Field(default=None, description="When the next sync starts (ISO 8601 UTC)")
+    high_water: str | None = Field(default=None, description="Newest note update synced: the next sync asks after it")
+    notes: int = Field(default=0, description="Notes held in the index")
+    vanished: int = Field(default=0, description="Notes listed but gone before they could be fetched (skipped)")
+    pending: int = Field(default=0, description="Notes listed and not fetched yet (a sync resumes with them)")
+    last_error: dict[str, object] | None = Field(
+        default=None, description="The last sync's error (code, message), if it failed"
+    )
+    transcripts: str | None = Field(default=None, description="Why transcripts are not synced (plan)")
+
+
 class CacheStatus(BaseModel):
+    source: Literal["cache", "api", "mcp"] = Field(
+        default="cache", description="Where meetings come from: the local cache, the public API or the hosted MCP"
+    )
     ok: bool = Field(
         default=True, description="False when the other tools cannot read the cache; see error and message"
     )
     error: str | None = Field(default=None, description="The error code the other tools answer with, when not ok")
     message: str | None = Field(default=None, description="What is wrong and how to fix it, when not ok")
-    path: str | None = Field(description="The cache file in use (full path), or null when none was found")
-    exists: bool
+    path: str | None = Field(
+        default=None, description="The cache file in use (full path), or null when none was found or not the source"
+    )
+    exists: bool = Field(default=False, description="Whether the cache file exists (cache source)")
     format: str | None = Field(default=None, description="cache-v3 (string) / cache-v4 / cache-v6 (object)")
     size_bytes: int | None = None
     modified: str | None = None
@@ -171,3 +211,6 @@ class CacheStatus(BaseModel):
     last_sync_seconds: float | None = None
     indexing: IndexingProgress | None = Field(default=None, description=INDEXING)
     searched_locations: list[str] = []
+    sync: SyncStatus | None = Field(default=None, description="The sync from Granola (api and mcp sources)")
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)

@@ -76,7 +76,10 @@ def create_service(settings: MeetingsSettings) -> MeetingService:
 
 
 def unavailable(settings: MeetingsSettings) -> str | None:
-    """None when a Granola cache can be found, else where it was looked for."""
+    """None when meetings can be had (an API key is set, or a Granola cache is found), else where
+    the cache was looked for."""
+    if settings.granola_api_key() is not None:
+        return None
     location = MeetingService.locate(settings)
     if location.path is None:
         where = ", ".join(str(p) for p in location.searched)
@@ -237,7 +240,7 @@ def register(server: DeskServer, service: MeetingService) -> None:
 
     @server.tool("granola.cache.status", annotations=READ_ONLY)
     def cache_status() -> CacheStatus:
-        """The Granola cache in use (or where it was looked for): format, size, age, counts, index
+        """Where meetings come from (the cache file, or Granola's API and its sync), counts, index
         state. Call this first when other tools fail."""
         return service.status()
 

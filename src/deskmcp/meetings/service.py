@@ -65,6 +65,7 @@ from deskmcp.meetings.models import (
 )
 from deskmcp.meetings.normalize import transcript_segments
 from deskmcp.meetings.settings import MeetingsSettings
+from deskmcp.meetings.sources import CacheSource, MeetingSource
 from deskmcp.meetings.worker import WorkerRun, changes
 
 log = logging.getLogger(__name__)
@@ -102,9 +103,21 @@ def _segments(raw: bytes | None) -> list[dict[str, Any]]:
 class MeetingService:
     """Read-only access to Granola meetings, indexed. Thread-safe."""
 
-    def __init__(self, settings: MeetingsSettings, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: MeetingsSettings,
+        *,
+        embedder: Embedder | None = None,
+        source: Callable[[MeetingService], MeetingSource] | None = None,
+    ) -> None:
+        """`source` builds the source from the service (tests and benchmarks: an API source
+        on their own clock); by default the settings choose it (`_default_source`)."""
         self.settings = settings
-        self.index_path = settings.index_folder / "meetings.sqlite3"
+        # Meetings from the API are another index: never mixed with a cache's.
+        self._api_key = settings.granola_api_key()
+        self._remote = settings.remote_source(self._api_key is not None)
+        name = f"meetings-{self._remote}.sqlite3" if self._remote else "meetings.sqlite3"
+        self.index_path = settings.index_folder / name
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.vectors = VectorIndex(self.index, embedder, _passages) if embedder is not None else None
         self._sync_lock = threading.Lock()
@@ -125,8 +138,23 @@ class MeetingService:
         self.layout_path = settings.index_folder / "meetings.layout"
         """The layout, kept beside the index so that a server started again has it."""
         self._layout_read = False
+        self.source: MeetingSource = source(self) if source is not None else self._default_source()
+
+    def _default_source(self) -> MeetingSource:
+        """The one place the source is chosen (`MeetingsSettings.remote_source`): Granola's API
+        with a key, its hosted MCP server when chosen or signed in to, else the local cache."""
+        if self._remote == "api" and self._api_key is not None:
+            from deskmcp.meetings.api_source import ApiSource
+
+            return ApiSource(self.settings, self.index, key=self._api_key)
+        if self._remote == "mcp":
+            from deskmcp.meetings.mcp_source import McpSource
+
+            return McpSource(self.settings, self.index)
+        return CacheSource(self)
 
     def close(self) -> None:
+        self.source.close()
         self._closing.set()  # a first index under way stops after its current batch
         indexer = self._indexer
         if indexer is not None and indexer is not threading.current_thread():
@@ -143,6 +171,23 @@ class MeetingService:
         return self.locate(self.settings)
 
     def refresh(self, *, partial: bool = False) -> None:
+        """Bring the index up to date with the source (see `MeetingSource.refresh`)."""
+        self.source.refresh(partial=partial)
+
+    def indexing(self) -> IndexingProgress | None:
+        """How far a first index of a cache running in the background is, or None when none is."""
+        return self.source.indexing()
+
+    def status(self) -> CacheStatus:
+        """The source and index state. Never fails on what the other tools cannot read: it
+        reports why instead (ok=false, the error code and message they answer with)."""
+        return self.source.status()
+
+    def _flags(self) -> dict[str, Any]:
+        """What answers from the index say about a sync under way or a source out of reach."""
+        return {"syncing": self.source.syncing(), "stale_since": self.source.stale_since()}
+
+    def refresh_cache(self, *, partial: bool = False) -> None:
         """Bring the index up to date with the cache file, if the file changed.
 
         `partial` (search and list): a first index of a big cache is started in the background
@@ -178,7 +223,7 @@ class MeetingService:
 
     def _index_first(self) -> None:
         try:
-            self.refresh()
+            self.refresh_cache()
             self.index.settle()  # the writer's memory (about 100 MB) back now, not after a pause
             self.index.write_back()  # answers are complete already (see _reindex)
         except Exception:  # the outermost handler of the thread: the next call refreshes again
@@ -194,7 +239,7 @@ class MeetingService:
         indexer.join(timeout)
         return not indexer.is_alive()
 
-    def indexing(self) -> IndexingProgress | None:
+    def cache_indexing(self) -> IndexingProgress | None:
         """How far a first index running in the background is, or None when none is."""
         indexer = self._indexer
         if indexer is None or not indexer.is_alive():
@@ -360,8 +405,15 @@ class MeetingService:
             raise BadRequest("id is required. Call granola.meetings.list for valid ids.")
         hit = self.index.get(meeting_id.strip())
         if hit is None or hit.data is None:
+            syncing = self.source.syncing()
+            under_way = (
+                f" Meetings are still being synced from Granola ({syncing.done} of {syncing.total} notes so far)."
+                if syncing is not None
+                else ""
+            )
             raise NotFound(
-                f"No meeting {meeting_id!r}. Call granola.meetings.list or granola.meetings.search for valid ids.",
+                f"No meeting {meeting_id!r}. Call granola.meetings.list or granola.meetings.search for valid ids."
+                + under_way,
                 {"id": meeting_id},
             )
         return Meeting.model_validate_json(hit.data), unpack_transcript(hit.columns.get("transcript_json"))
@@ -394,7 +446,11 @@ class MeetingService:
             total = self.index.count(where=where, params=params)
         items = [_summary_of(h) for h in hits[:limit]]
         return ListMeetingsOutput(
-            items=items, total=total, next_cursor=page(offset, limit, len(hits), key), indexing=progress
+            items=items,
+            total=total,
+            next_cursor=page(offset, limit, len(hits), key),
+            indexing=progress,
+            **self._flags(),
         )
 
     def search(
@@ -421,6 +477,7 @@ class MeetingService:
             indexing=progress,
             mode=found.mode,
             semantic_pending=found.pending or None,
+            **self._flags(),
         )
 
     def related(self, meeting_id: str, filters: Filters, *, limit: int) -> SearchMeetingsOutput:
@@ -483,6 +540,7 @@ class MeetingService:
             segments=chosen,
             total_segments=len(segments),
             truncated=truncated,
+            note=self.source.transcripts_missing() if not segments else None,
         )
 
     def export_markdown(
@@ -515,6 +573,7 @@ class MeetingService:
             timezone=zone_label(self.zone),
             total=total,
             buckets=[StatsBucket(key=k, count=buckets[k].count, minutes=round(buckets[k].minutes, 1)) for k in ordered],
+            **self._flags(),
         )
 
     def folders(self) -> FolderList:
@@ -552,7 +611,7 @@ class MeetingService:
             ]
         )
 
-    def status(self) -> CacheStatus:
+    def cache_status(self) -> CacheStatus:
         """The cache and index state. Never fails on a cache the other tools cannot read: it
         reports why instead (ok=false, the error code and message they answer with, the path)."""
         location = self.location()
@@ -583,7 +642,7 @@ class MeetingService:
             index_path=index_path,
             searched_locations=searched,
         )
-        if not _report(status, lambda: self.refresh(partial=True)):
+        if not _report(status, lambda: self.refresh_cache(partial=True)):
             return status
         status.format = self.index.get_meta("format")
         status.meetings = self.index.count()
@@ -592,7 +651,7 @@ class MeetingService:
         status.transcripts = int(self.index.get_meta("transcripts") or 0)
         status.indexed_at = self.index.get_meta("indexed_at")
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
-        status.indexing = self.indexing()
+        status.indexing = self.cache_indexing()
         return status
 
 

@@ -1,0 +1,57 @@
+"""In a multi-user deployment a Granola API key in a user's own settings is theirs: it chooses
+the API source for that user alone, is never read from the server's environment, and is sent
+to Granola's own API only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deskmcp.meetings.settings import MeetingsSettings
+from deskmcp.users import settings_of
+from tests.helpers.mail import fake_keyring
+from tests.helpers.principals import principal
+
+
+def workspace_of(tmp_path: Path, name: str) -> Path:
+    workspace = tmp_path / "users" / name
+    workspace.mkdir(parents=True)
+    return workspace
+
+
+def test_a_users_granola_api_key_is_theirs_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRANOLA_API_KEY", "grn_theserversownkey0")
+    alice = settings_of(
+        MeetingsSettings,
+        "meetings",
+        workspace_of(tmp_path, "alice"),
+        {"GRANOLA_API_KEY": "grn_aliceskey00000000"},
+        principal=principal("alice"),
+    )
+    bob = settings_of(MeetingsSettings, "meetings", workspace_of(tmp_path, "bob"), {}, principal=principal("bob"))
+    assert alice.api_key is not None and alice.api_key.get_secret_value() == "grn_aliceskey00000000"
+    assert bob.api_key is None  # not the server's: bob reads his own cache folder
+    assert alice.index_folder.is_relative_to(tmp_path / "users" / "alice")
+
+
+def test_security_a_user_cannot_send_their_granola_key_elsewhere(tmp_path: Path) -> None:
+    values = {"GRANOLA_API_KEY": "grn_aliceskey00000000", "GRANOLA_API_URL": "http://169.254.169.254/latest"}
+    alice = settings_of(
+        MeetingsSettings, "meetings", workspace_of(tmp_path, "alice"), values, principal=principal("alice")
+    )
+    assert alice.api_url == "https://public-api.granola.ai"
+
+
+def test_security_a_user_never_gets_the_machines_keyring_granola_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = fake_keyring(monkeypatch, {"granola:api": "grn_theownerskey00000"})
+    bob = settings_of(
+        MeetingsSettings,
+        "meetings",
+        workspace_of(tmp_path, "bob"),
+        {"GRANOLA_OS_KEYRING": "true"},
+        principal=principal("bob"),
+    )
+    assert bob.granola_api_key() is None and asked == []
