@@ -39,7 +39,7 @@ def test_demo_client_configuration_gives_each_server_the_data_its_tour_used(tmp_
         assert len(owners) == 1, server.name
         env = owners[0]["env"]
         assert env["DESKMCP_WORKSPACE"] == str(workspace)
-        assert env["DESKMCP_TOOL_NAMES"] == "safe"
+        assert "DESKMCP_TOOL_NAMES" not in env  # safe names are the default
         for key, value in server.environment(workspace).items():
             assert env[key] == value, (server.name, key)
         seen.append(server.name)

@@ -91,7 +91,7 @@ def test_serve_all_over_stdio_lists_every_server_without_any_extra(tmp_path: Pat
                 return names, result.structured_content
 
     names, meetings = anyio.run(listed)
-    assert {"granola.meetings.list", "list_spreadsheets", "list_emails", "search_notes"} <= set(names)
+    assert {"granola_meetings_list", "list_spreadsheets", "list_emails", "search_notes"} <= set(names)
     assert [m["title"] for m in meetings["items"]] == ["Quarterly planning"]
 
 

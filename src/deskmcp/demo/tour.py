@@ -398,7 +398,7 @@ def client_config(workspace: Path, servers: list[DemoServer], command: list[str]
     config: dict[str, Any] = {"mcpServers": {}}
     for n, entry in enumerate(config_entries(workspace, servers)):
         key = "deskmcp" if n == 0 else f"deskmcp-{'-'.join(entry.servers)}"
-        env = {"DESKMCP_TOOL_NAMES": "safe", "DESKMCP_WORKSPACE": str(workspace), **entry.env}
+        env = {"DESKMCP_WORKSPACE": str(workspace), **entry.env}
         config["mcpServers"][key] = {
             "command": base[0],
             "args": [*base[1:], *_serve_args(entry.servers, every)],
@@ -412,8 +412,7 @@ def show_client_config(console: Console, workspace: Path, servers: list[DemoServ
         "To explore the demo data from your MCP client, paste this into its configuration (Claude "
         "Desktop: claude_desktop_config.json; Cursor: .cursor/mcp.json). The first entry runs the "
         "servers in one process; the triage gets its own, since its small mailbox and vault are not "
-        "the ones the mail and vault tours used. `serve NAME` runs one server alone. "
-        "DESKMCP_TOOL_NAMES=safe keeps tool names free of dots, which Claude Desktop requires:"
+        "the ones the mail and vault tours used. `serve NAME` runs one server alone:"
     )
     # Written as it is: rich would fold a long path inside a JSON string at the terminal's width.
     console.out(client_config(workspace, servers), highlight=False)
