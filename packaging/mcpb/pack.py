@@ -7,7 +7,7 @@ the deskmcp wheel built from this checkout, and a pyproject.toml with its uv.loc
 install that wheel and its dependencies when the host starts the bundle (server type `uv`). The
 manifest is validated and the bundle packed by the official CLI, `@anthropic-ai/mcpb` at the
 version pinned in packaging/mcpb/package-lock.json (`npm ci` in packaging/mcpb installs it).
-`--offline` resolves the lock from uv's cache only. Prints the bundle's path.
+`--offline` builds and resolves from uv's cache only. Prints the bundle's path.
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ def stage(folder: Path, version: str, *, offline: bool) -> None:
         shutil.copy2(HERE / name, folder / name)
     (folder / "server").mkdir()
     shutil.copy2(HERE / "server" / "main.py", folder / "server" / "main.py")
-    run([uv, "build", "--wheel", "--quiet", "--out-dir", str(folder / "wheels")], cwd=ROOT)
+    offline_flag = ["--offline"] if offline else []
+    run([uv, "build", "--wheel", "--quiet", *offline_flag, "--out-dir", str(folder / "wheels")], cwd=ROOT)
     wheel = next((folder / "wheels").glob("deskmcp-*.whl")).name
     template = (HERE / "bundle-pyproject.toml").read_text(encoding="utf-8")
     pyproject = template.replace('"VERSION"', f'"{version}"').replace("wheels/WHEEL", f"wheels/{wheel}")
     (folder / "pyproject.toml").write_text(pyproject, encoding="utf-8")
-    run([uv, "lock", "--quiet", *(["--offline"] if offline else [])], cwd=folder)
+    run([uv, "lock", "--quiet", *offline_flag], cwd=folder)
 
 
 def main() -> None:

@@ -51,7 +51,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if UV is None:
         pytest.skip("uv is not on PATH")
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([UV, "build", "--wheel", "--out-dir", str(out)], cwd=REPO, capture_output=True, check=True)
+    # --offline: the build backend (hatchling) comes from uv's cache too.
+    subprocess.run(
+        [UV, "build", "--offline", "--wheel", "--out-dir", str(out)], cwd=REPO, capture_output=True, check=True
+    )
     return next(out.glob("deskmcp-*.whl"))
 
 
