@@ -33,8 +33,8 @@ from mcp import Client
 
 HERE = Path(__file__).resolve().parent
 MODULES = HERE / "node_modules"
-CHEAP_TOOL = "granola.cache.status"
-SEARCH_TOOL = "granola.meetings.search"
+CHEAP_TOOL = "granola_cache_status"
+SEARCH_TOOL = "granola_meetings_search"
 
 sys.path.insert(0, str(HERE))
 from workspace import write_workspace  # noqa: E402

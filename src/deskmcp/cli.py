@@ -238,11 +238,19 @@ def serve(
 
 def _authorization() -> Any:
     """The OAuth resource server (`deskmcp.auth`) when DESKMCP_AUTH_ISSUER is set, else None; a bad
-    setting is one line and exit code 2."""
+    setting, or a missing `remote` extra, is one line and exit code 2."""
     from pydantic import ValidationError
 
-    from deskmcp.auth.gate import ResourceServer, authorization_from_environment
+    from deskmcp.core.extras import MissingExtra, needs_extra
 
+    if not os.environ.get("DESKMCP_AUTH_ISSUER"):
+        return None  # the resource server's libraries (joserfc) are the remote extra: not needed
+    try:
+        with needs_extra("remote", "DESKMCP_AUTH_ISSUER (an OAuth authorization server)"):
+            from deskmcp.auth.gate import ResourceServer, authorization_from_environment
+    except MissingExtra as exc:
+        typer.echo(f"deskmcp: {exc.message}", err=True)
+        raise typer.Exit(2) from None
     try:
         settings = authorization_from_environment()
     except ValidationError as exc:

@@ -127,8 +127,9 @@ class Composition:
 
 def _tool_names(name: str, module: ServerModule, settings: Any) -> list[str]:
     """The tools server `name` registers, learnt by registering it on a throwaway server: its
-    service is `Deferred`, so nothing is opened or created."""
-    probe = DeskServer(f"deskmcp-{name}")
+    service is `Deferred`, so nothing is opened or created. The names as specified (dotted), which
+    the caller withholds under both spellings."""
+    probe = DeskServer(f"deskmcp-{name}", tool_names="spec")
     module.register(probe, Deferred(module.create_service, settings))
     return list(probe.tool_toolsets)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -107,14 +108,31 @@ async def test_an_anticipated_error_is_not_logged_as_a_crash(caplog: pytest.LogC
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
+@pytest.mark.parametrize("setting", ["safe", None])
 async def test_deskmcp_tool_names_safe_makes_every_composed_tool_name_client_safe(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None
 ):
-    monkeypatch.setenv("DESKMCP_TOOL_NAMES", "safe")
+    # `safe` is the default: a client that accepts only ^[a-zA-Z0-9_-]{1,64}$ needs no setting.
+    if setting is None:
+        monkeypatch.delenv("DESKMCP_TOOL_NAMES", raising=False)
+    else:
+        monkeypatch.setenv("DESKMCP_TOOL_NAMES", setting)
     composition = compose(workspace=tmp_path, keep_unavailable=True)
     names = [t.name for t in await composition.server.list_tools()]
     assert "granola_meetings_list" in names
-    assert all("." not in n for n in names)
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
+
+
+async def test_deskmcp_tool_names_spec_keeps_the_dotted_names_for_clients_that_group_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("DESKMCP_TOOL_NAMES", "spec")
+    composition = compose(workspace=tmp_path, keep_unavailable=True)
+    async with Client(composition.server) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        listed = await client.call_tool("granola.meetings.list", {})
+    assert "granola.meetings.list" in names and "granola_meetings_list" not in names
+    assert "Unknown tool" not in listed.content[0].text  # type: ignore[union-attr]
 
 
 async def test_published_annotations_leave_out_only_what_the_specification_defaults_already_say():

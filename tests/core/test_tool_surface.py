@@ -130,12 +130,24 @@ async def test_safe_names_reach_parameter_descriptions_too() -> None:
 
 async def test_an_unknown_tool_is_named_as_the_client_wrote_it() -> None:
     async with Client(build(tool_names="safe")) as client:
+        unknown = await client.call_tool("demo.nothing", {"word": "a"})
+
+    error = error_of(unknown)
+    assert error["error"] == "not_found" and "'demo.nothing'" in error["message"], error
+
+
+async def test_a_tool_published_under_its_safe_name_answers_to_its_dotted_name_too() -> None:
+    # Clients configured before safe names became the default keep calling the dotted names.
+    async with Client(build(tool_names="safe")) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
         dotted = await client.call_tool("demo.count", {"word": "a"})
         published = await client.call_tool("demo_count", {"word": "a"})
+        refused = await client.call_tool("demo.count", {"letter": "a"})
 
-    error = error_of(dotted)
-    assert error["error"] == "not_found" and "'demo.count'" in error["message"], error
-    assert not published.is_error
+    assert "demo_count" in names and "demo.count" not in names
+    assert not dotted.is_error and not published.is_error
+    assert dotted.structured_content == published.structured_content
+    assert "demo_count" in error_of(refused)["message"]  # errors name the tool as it is listed
 
 
 async def test_a_tool_outside_the_enabled_toolsets_is_neither_listed_nor_callable() -> None:

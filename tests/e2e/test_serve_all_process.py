@@ -98,5 +98,5 @@ def test_serve_over_stdio_lists_and_calls_tools(tmp_path: Path, name: str) -> No
 
     names, title = anyio.run(session)
 
-    assert "granola.meetings.search" in names
+    assert "granola_meetings_search" in names
     assert title == "Quarterly planning"

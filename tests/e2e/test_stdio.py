@@ -36,7 +36,7 @@ async def test_serve_meetings_over_stdio_answers_a_real_client(tmp_path: Path):
             tools = {t.name for t in (await client.list_tools()).tools}
             found = await client.call_tool("granola.meetings.search", {"q": "budget"})
             missing = await client.call_tool("granola.meetings.get", {"id": "nope"})
-    assert "granola.meetings.search" in tools
+    assert "granola_meetings_search" in tools
     assert found.structured_content is not None
     assert [h["id"] for h in found.structured_content["items"]] == [ALPHA]
     assert missing.is_error

@@ -39,7 +39,7 @@ def test_demo_client_configuration_gives_each_server_the_data_its_tour_used(tmp_
         assert len(owners) == 1, server.name
         env = owners[0]["env"]
         assert env["DESKMCP_WORKSPACE"] == str(workspace)
-        assert env["DESKMCP_TOOL_NAMES"] == "safe"
+        assert "DESKMCP_TOOL_NAMES" not in env  # safe names are the default
         for key, value in server.environment(workspace).items():
             assert env[key] == value, (server.name, key)
         seen.append(server.name)
@@ -89,7 +89,7 @@ def test_demo_client_configuration_runs_the_installed_executable_outside_a_check
     assert server_command() == [str(executable.resolve())]
 
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert server_command() == [sys.executable, "-m", "deskmcp.cli"]
+    assert server_command() == [sys.executable, "-m", "deskmcp"]
     assert "uvx" not in json.dumps(client_config(tmp_path / "demo", demo_servers()))
 
 
@@ -104,10 +104,10 @@ def test_demo_client_configuration_in_a_checkout_runs_uv_by_its_full_path_in_the
     monkeypatch.setenv("PATH", str(uv.parent))
 
     # Clients do not read the shell's PATH: the command is uv's full path, found when printing.
-    assert server_command() == [str(uv), "run", "--directory", str(checkout), "deskmcp"]
+    assert server_command() == [str(uv), "run", "--no-dev", "--directory", str(checkout), "deskmcp"]
     config = json.loads(client_config(tmp_path / "demo", demo_servers()))
     assert config["mcpServers"]["deskmcp"]["command"] == str(uv)
     assert os.path.isfile(checkout / "pyproject.toml")
 
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert server_command() == [sys.executable, "-m", "deskmcp.cli"]
+    assert server_command() == [sys.executable, "-m", "deskmcp"]

@@ -26,7 +26,7 @@ def test_tools_prints_every_tool_with_a_one_line_description(workspace: Path) ->
     expected = {t.name for t in anyio.run(compose().server.list_tools)}
     assert {line.split()[0] for line in lines} == expected
     assert len(lines) == len(expected)
-    search = next(line for line in lines if line.startswith("granola.meetings.search "))
+    search = next(line for line in lines if line.startswith("granola_meetings_search "))
     assert "Search titles, notes, attendees" in search
 
 
@@ -36,16 +36,16 @@ def test_tools_json_gives_the_schemas_and_annotations(workspace: Path) -> None:
     assert result.exit_code == 0, result.output
     tools = json.loads(result.stdout)
     by_name = {t["name"]: t for t in tools}
-    assert by_name["granola.meetings.get"]["inputSchema"]["required"] == ["id"]
-    assert by_name["granola.meetings.get"]["annotations"]["readOnlyHint"] is True
-    assert "outputSchema" in by_name["granola.meetings.get"]
+    assert by_name["granola_meetings_get"]["inputSchema"]["required"] == ["id"]
+    assert by_name["granola_meetings_get"]["annotations"]["readOnlyHint"] is True
+    assert "outputSchema" in by_name["granola_meetings_get"]
 
 
 def test_tools_lists_an_unconfigured_server_too(empty_workspace: Path) -> None:
     result = runner.invoke(app, ["tools"])
 
     assert result.exit_code == 0, result.output
-    assert "granola.cache.status" in result.stdout
+    assert "granola_cache_status" in result.stdout
 
 
 def test_call_prints_the_structured_result_as_json(workspace: Path) -> None:
@@ -63,7 +63,7 @@ def test_call_reports_a_tool_error_as_json_on_stderr_with_exit_code_1(workspace:
     assert result.stdout == ""
     error = json.loads(result.stderr)
     assert error["error"] == "not_found"
-    assert "granola.meetings.list" in error["message"]
+    assert "granola_meetings_list" in error["message"]  # named as the client sees it
 
 
 def test_call_rejects_an_argument_without_equals_sign(workspace: Path) -> None:

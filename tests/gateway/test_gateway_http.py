@@ -54,11 +54,11 @@ async def test_tools_lists_every_tool_with_schemas_and_annotations(serve: Any, w
         tools = httpx2.get(base + "/tools", timeout=30).json()
 
     assert {t["name"] for t in tools} == set(expected)
-    search = next(t for t in tools if t["name"] == "granola.meetings.search")
+    search = next(t for t in tools if t["name"] == "granola_meetings_search")
     assert search["inputSchema"]["required"] == ["q"]
     assert "items" in search["outputSchema"]["properties"]
     assert search["annotations"]["readOnlyHint"] is True
-    assert search["description"] == expected["granola.meetings.search"].description
+    assert search["description"] == expected["granola_meetings_search"].description
 
 
 def test_tool_api_returns_the_structured_result(serve: Any, workspace: Path) -> None:

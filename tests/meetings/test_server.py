@@ -46,17 +46,18 @@ async def error(client: Client, tool: str, **args: Any) -> dict[str, Any]:
 async def test_tools_are_listed_with_read_only_annotations(settings: MeetingsSettings):
     async with Client(create_server(settings)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
+    # Published with the names every client accepts (DESKMCP_TOOL_NAMES=safe, the default).
     assert set(tools) == {
-        "granola.meetings.list",
-        "granola.meetings.search",
-        "granola.meetings.related",
-        "granola.meetings.get",
-        "granola.meetings.transcript",
-        "granola.meetings.export_markdown",
-        "granola.meetings.stats",
-        "granola.folders.list",
-        "granola.participants.list",
-        "granola.cache.status",
+        "granola_meetings_list",
+        "granola_meetings_search",
+        "granola_meetings_related",
+        "granola_meetings_get",
+        "granola_meetings_transcript",
+        "granola_meetings_export_markdown",
+        "granola_meetings_stats",
+        "granola_folders_list",
+        "granola_participants_list",
+        "granola_cache_status",
     }
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
@@ -405,7 +406,7 @@ async def test_prompts_are_described_and_name_the_tools_to_call(settings: Meetin
         person = await client.get_prompt("meetings_with", {"person": "Alice"})
     assert set(prompts) == {"summarize_week", "action_items", "meetings_with", "weekly_report"}
     assert all(p.description for p in prompts.values())
-    assert "granola.meetings.get" in rendered.messages[0].content.text  # type: ignore[union-attr]
+    assert "granola_meetings_get" in rendered.messages[0].content.text  # type: ignore[union-attr]
     assert "participants=['Alice']" in person.messages[0].content.text  # type: ignore[union-attr]
 
 

@@ -85,9 +85,10 @@ class WorkspaceSettings(BaseSettings):
         description="Longest text one tool answer carries (exports, transcripts, document text).",
     )
     tool_names: Literal["spec", "safe"] = Field(
-        default="spec",
+        default="safe",
         validation_alias=env_alias("tool_names", "DESKMCP_TOOL_NAMES"),
-        description="'safe' publishes dotted tool names with underscores, for clients that reject dots.",
+        description="'safe' publishes dotted tool names with underscores, which every client accepts (calls by "
+        "the dotted name are answered too); 'spec' publishes them as specified, with dots.",
     )
     toolsets: str = Field(
         default="default",

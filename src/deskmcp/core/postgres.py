@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from deskmcp.core.errors import IOFailure
+from deskmcp.core.extras import needs_extra
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -92,8 +93,11 @@ def _try_connecting(url: str) -> None:
 @contextmanager
 def connection(url: str, schema: LiteralString, *, unreachable: str) -> Iterator[Connection[Any]]:
     """A connection from `url`'s shared pool (`shared_pool`). A database that cannot be reached
-    is an io_error whose message is `unreachable` with `{exc}` standing for what psycopg said."""
-    import psycopg
+    is an io_error whose message is `unreachable` with `{exc}` standing for what psycopg said.
+    Without the `remote` extra (psycopg) it is `MissingExtra`, naming the command that adds it."""
+    with needs_extra("remote", "DESKMCP_DATABASE_URL (PostgreSQL)"):
+        import psycopg
+        import psycopg_pool  # noqa: F401  (the pool `shared_pool` opens)
 
     try:
         pool, conn = _live_connection(url, schema)

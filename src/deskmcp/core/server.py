@@ -11,7 +11,8 @@ Every server package builds its tools on a `DeskServer`. What it adds to the SDK
 - tool definitions are published compactly (`core.schema`), output schemas only on request;
 - tools belong to toolsets (`core.toolsets`) that configuration, or the client itself in
   dynamic mode, switches on and off;
-- client-safe names (`DESKMCP_TOOL_NAMES=safe`) wherever a tool name is shown;
+- client-safe names (`DESKMCP_TOOL_NAMES=safe`, the default) wherever a tool name is shown, and
+  calls by the dotted names still answered;
 - a person's confirmation through MCP elicitation (`ask_person`, `person_agreed`), for the
   tools whose action a person, not the model, must approve.
 """
@@ -213,9 +214,10 @@ def person_agreed(answer: Answer | AcceptedElicitation[Any], action: str, unaske
 
 
 ToolNames = Literal["spec", "safe"]
-"""`spec`: tool names as specified (`granola.meetings.list`). `safe`: dots become underscores
-(`granola_meetings_list`), for clients that accept only `^[a-zA-Z0-9_-]{1,64}$` (Claude Desktop,
-some CLIs), although the MCP specification allows dots."""
+"""`safe` (the default): dots become underscores (`granola_meetings_list`), the names every client
+accepts (`^[a-zA-Z0-9_-]{1,64}$`: Claude Desktop and some CLIs refuse others); a call by the
+dotted name is still answered. `spec`: tool names as specified (`granola.meetings.list`), which
+the MCP specification allows, for clients that show them grouped."""
 
 
 class ToolsetInfo(BaseModel):
@@ -246,7 +248,7 @@ class DeskServer(MCPServer[Any]):
         name: str,
         *,
         instructions: str | None = None,
-        tool_names: ToolNames = "spec",
+        tool_names: ToolNames = "safe",
         output_schemas: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -587,7 +589,8 @@ class DeskServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         """Run a tool. Every failure comes back here, once, as the taxonomy's error result (the
         same conversion the SDK applies to a `ToolError`), so MCP clients and the tool API see
-        the same body."""
+        the same body. A tool published under its safe name answers to its dotted name too."""
+        name = self._renamed.get(name, name)
         try:
             await self.check_arguments(name, arguments)
             result = await super().call_tool(name, arguments, context)

@@ -7,16 +7,21 @@ and driven with the SDK's client, so what the tour shows is what a client gets.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import os
 import random
+import re
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import anyio
 from rich.console import Console, Group, RenderableType
@@ -87,12 +92,25 @@ def generate(workspace: Path, servers: list[DemoServer], console: Console, *, me
         console.print(f"  [green]✓[/green] {server.name}: generated in {time.perf_counter() - started:.1f}s → {root}")
 
 
+class NothingToUse(Exception):
+    """A step names a part of the previous answer that is not there (a search that found nothing
+    in a small demo, or a previous step that was skipped)."""
+
+    def __init__(self, reference: str) -> None:
+        super().__init__(reference)
+        self.reference = reference
+
+
 def resolve(value: Any, last: Any) -> Any:
-    """Replace "$last.a.0.b" with that path in the previous step's result."""
+    """Replace "$last.a.0.b" with that path in the previous step's result; `NothingToUse` when
+    the result has no such path."""
     if isinstance(value, str) and value.startswith("$last."):
         current = last
-        for part in value.removeprefix("$last.").split("."):
-            current = current[int(part)] if isinstance(current, list) else current[part]
+        try:
+            for part in value.removeprefix("$last.").split("."):
+                current = current[int(part)] if isinstance(current, list) else current[part]
+        except (LookupError, TypeError, ValueError):
+            raise NothingToUse(value) from None
         return current
     if isinstance(value, dict):
         return {k: resolve(v, last) for k, v in value.items()}
@@ -227,8 +245,14 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
         last: Any = None
         person_steps = getattr(server.module, "PERSON_STEPS", {})
         for caption, tool, arguments in server.module.STEPS:
-            args = resolve(arguments, last)
             console.print(f"\n[bold cyan]›[/bold cyan] {escape(caption)}")
+            try:
+                args = resolve(arguments, last)
+            except NothingToUse as exc:
+                # Not a failure: with few generated items a search may find nothing to follow up.
+                console.print(f"  [dim]skipped: the previous answer has no {escape(exc.reference)}[/dim]")
+                last = None  # a step that follows up on this one is skipped too
+                continue
             if tool in person_steps:  # what the person does themselves, not through a tool
                 last = person_steps[tool](workspace, args)
                 console.print(result_panel(last, "done by you, not the assistant"))
@@ -251,20 +275,85 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
 
 
 def server_command() -> list[str]:
-    """How a client starts deskmcp from here, every program by its full path (clients do not
-    search the user's shell PATH): uv's `uv run` in a source checkout, else the installed `deskmcp`
-    executable, else this Python with `-m deskmcp.cli`."""
+    """How a client starts deskmcp the way this one was started, every program by its full path
+    (clients do not search the user's shell PATH):
+
+    - run by uvx (an environment in uv's cache): uvx, `--from` the same source with the extras
+      this environment has;
+    - in a source checkout with uv: `uv run --no-dev` in the checkout (the dev group, pytest and
+      the linters, is not installed for a client);
+    - installed (`uv tool install`, pip, pipx): the `deskmcp` executable;
+    - else this Python with `-m deskmcp`."""
+    uvx = _uvx_command()
+    if uvx is not None:
+        return uvx
     project = Path(__file__).resolve().parents[3]
     uv = shutil.which("uv")
     if uv and (project / "pyproject.toml").is_file() and (project / "src" / "deskmcp").is_dir():
-        return [str(Path(uv).absolute()), "run", "--directory", str(project), "deskmcp"]
+        return [str(Path(uv).absolute()), "run", "--no-dev", "--directory", str(project), "deskmcp"]
     launched = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if launched is not None and launched.stem == "deskmcp" and launched.is_file():
         return [str(launched.resolve())]
     found = shutil.which("deskmcp")
     if found:
         return [str(Path(found).resolve())]
-    return [sys.executable, "-m", "deskmcp.cli"]
+    return [sys.executable, "-m", "deskmcp"]
+
+
+def _uvx_command() -> list[str] | None:
+    """`uvx --from SOURCE deskmcp` when this Python is an environment in uv's cache (where uvx
+    makes them), else None. uv names itself to what it runs in the UV variable."""
+    uv = os.environ.get("UV")
+    if not uv or not Path(uv).is_file():
+        return None
+    cache = os.environ.get("UV_CACHE_DIR")
+    if not cache:
+        try:
+            done = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=30, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        cache = done.stdout.strip()
+    if not cache or not Path(sys.prefix).resolve().is_relative_to(Path(cache).resolve()):
+        return None
+    uvx = Path(uv).with_name("uvx")
+    runner = [str(uvx)] if uvx.is_file() else [uv, "tool", "run"]
+    return [*runner, "--from", uvx_source(), "deskmcp"]
+
+
+def uvx_source() -> str:
+    """What uvx installs: deskmcp from the file or address it came from (PEP 610's
+    direct_url.json), else from the package index, with the extras installed here."""
+    distribution = importlib.metadata.distribution("deskmcp")
+    extras = installed_extras(distribution)
+    name = f"deskmcp[{','.join(extras)}]" if extras else "deskmcp"
+    direct = distribution.read_text("direct_url.json")
+    url = str(json.loads(direct).get("url") or "") if direct else ""
+    if url.startswith("file://") and not extras:
+        return url2pathname(urlsplit(url).path)
+    return f"{name} @ {url}" if url else name
+
+
+def installed_extras(distribution: importlib.metadata.Distribution) -> list[str]:
+    """The extras of deskmcp whose every requirement is installed in this environment."""
+    found = []
+    for extra in distribution.metadata.get_all("Provides-Extra") or []:
+        marker = re.compile(rf"""extra\s*==\s*['"]{re.escape(extra)}['"]""")
+        names = [
+            re.match(r"[A-Za-z0-9_.-]+", requirement).group(0)  # type: ignore[union-attr]
+            for requirement in distribution.requires or []
+            if marker.search(requirement)
+        ]
+        if names and all(_installed(name) for name in names):
+            found.append(extra)
+    return found
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 @dataclass
@@ -309,7 +398,7 @@ def client_config(workspace: Path, servers: list[DemoServer], command: list[str]
     config: dict[str, Any] = {"mcpServers": {}}
     for n, entry in enumerate(config_entries(workspace, servers)):
         key = "deskmcp" if n == 0 else f"deskmcp-{'-'.join(entry.servers)}"
-        env = {"DESKMCP_TOOL_NAMES": "safe", "DESKMCP_WORKSPACE": str(workspace), **entry.env}
+        env = {"DESKMCP_WORKSPACE": str(workspace), **entry.env}
         config["mcpServers"][key] = {
             "command": base[0],
             "args": [*base[1:], *_serve_args(entry.servers, every)],
@@ -323,8 +412,7 @@ def show_client_config(console: Console, workspace: Path, servers: list[DemoServ
         "To explore the demo data from your MCP client, paste this into its configuration (Claude "
         "Desktop: claude_desktop_config.json; Cursor: .cursor/mcp.json). The first entry runs the "
         "servers in one process; the triage gets its own, since its small mailbox and vault are not "
-        "the ones the mail and vault tours used. `serve NAME` runs one server alone. "
-        "DESKMCP_TOOL_NAMES=safe keeps tool names free of dots, which Claude Desktop requires:"
+        "the ones the mail and vault tours used. `serve NAME` runs one server alone:"
     )
     # Written as it is: rich would fold a long path inside a JSON string at the terminal's width.
     console.out(client_config(workspace, servers), highlight=False)

@@ -6,8 +6,9 @@ user's own OAuth token kept in a `TokenStore` (a 0600 file by default) and refre
 silently, the refreshed token written back. A missing, revoked or expired grant becomes
 `AuthRequired` naming the command that fixes it: `deskmcp auth google`.
 
-google-auth, google-auth-oauthlib and google-api-python-client are imported inside the
-functions that need them, so importing this module costs nothing. The sign-in routes of the
+google-auth, google-auth-oauthlib and google-api-python-client (the `google` extra) are imported
+inside the functions that need them, so importing this module costs nothing, and without the
+extra those functions raise `MissingExtra` naming the command that adds it. The sign-in routes of the
 HTTP app are in `deskmcp.google.web`, the mapping of Google's errors in `deskmcp.google.errors`.
 """
 
@@ -23,6 +24,7 @@ from pydantic import Field, SecretStr
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, IOFailure, ParseError
+from deskmcp.core.extras import needs_extra
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_text
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ log = logging.getLogger("deskmcp.google")
 AUTH_COMMAND = "deskmcp auth google"
 AUTH_URI = "https://accounts.google.com/o/oauth2/auth"
 TOKEN_URI = "https://oauth2.googleapis.com/token"
+GOOGLE_FEATURE = "Google (Gmail, Google Sheets, `deskmcp auth google`)"
 
 # The narrowest scopes each server needs. gmail.modify reads, labels and drafts (not
 # permanent deletion); gmail.send sends. drive.file limits Drive to files deskmcp created or
@@ -242,7 +245,8 @@ def auth_required(why: str, **details: Any) -> AuthRequired:
 def credentials(settings: GoogleSettings, scopes: Sequence[str], *, store: TokenStore | None = None) -> Credentials:
     """Credentials for `scopes`: service account, ADC, or the stored user token (refreshed silently)."""
     if settings.google_service_account_file is not None:
-        from google.oauth2 import service_account
+        with needs_extra("google", GOOGLE_FEATURE):
+            from google.oauth2 import service_account
 
         try:
             sa = service_account.Credentials.from_service_account_file(
@@ -257,8 +261,9 @@ def credentials(settings: GoogleSettings, scopes: Sequence[str], *, store: Token
             sa = sa.with_subject(settings.google_delegated_user)
         return sa
     if settings.google_use_adc:
-        import google.auth
-        from google.auth.exceptions import DefaultCredentialsError
+        with needs_extra("google", GOOGLE_FEATURE):
+            import google.auth
+            from google.auth.exceptions import DefaultCredentialsError
 
         try:
             adc, _project = google.auth.default(scopes=list(scopes))
@@ -301,8 +306,9 @@ def _stored_credentials_class() -> Any:
     global _STORED
     if _STORED is not None:
         return _STORED
-    from google.auth.exceptions import RefreshError
-    from google.oauth2.credentials import Credentials as UserCredentials
+    with needs_extra("google", GOOGLE_FEATURE):
+        from google.auth.exceptions import RefreshError
+        from google.oauth2.credentials import Credentials as UserCredentials
 
     class StoredCredentials(UserCredentials):
         _store: TokenStore | None = None
@@ -368,9 +374,10 @@ def build_service(api: str, version: str, creds: Credentials, *, http: Any = Non
     `http` is the transport under the authorisation layer (tests pass an `HttpMockSequence`);
     401 answers refresh the credentials and retry once.
     """
-    import google_auth_httplib2
-    import httplib2
-    from googleapiclient.discovery import build
+    with needs_extra("google", GOOGLE_FEATURE):
+        import google_auth_httplib2
+        import httplib2
+        from googleapiclient.discovery import build
 
     transport = http if http is not None else httplib2.Http(timeout=60)
     authed = google_auth_httplib2.AuthorizedHttp(creds, http=transport)
@@ -384,7 +391,8 @@ def run_desktop_flow(
     settings: GoogleSettings, scopes: Sequence[str], *, open_browser: bool = True, port: int = 0
 ) -> dict[str, Any]:
     """Run the loopback OAuth flow in the user's browser and store the token. Returns it."""
-    from google_auth_oauthlib.flow import InstalledAppFlow
+    with needs_extra("google", GOOGLE_FEATURE):
+        from google_auth_oauthlib.flow import InstalledAppFlow
 
     config = client_config(settings)
     flow = InstalledAppFlow.from_client_config(config, list(scopes))

@@ -35,8 +35,9 @@ from deskmcp.core.errors import (
     RateLimited,
     Timeout,
 )
+from deskmcp.core.extras import needs_extra
 from deskmcp.core.retry import Retry, retry_after_seconds
-from deskmcp.google.auth import AUTH_COMMAND
+from deskmcp.google.auth import AUTH_COMMAND, GOOGLE_FEATURE
 
 # A 403 with one of these reasons is load, not a refusal: wait and try again.
 RATE_LIMIT_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded", "RATE_LIMIT_EXCEEDED"})
@@ -90,12 +91,13 @@ def parse_error_body(content: bytes | str | None, fallback: str = "") -> GoogleE
 
 def map_error(exc: BaseException, api: GoogleApi, *, clock: Clock = SYSTEM_CLOCK) -> DeskError | Retry:
     """The taxonomy error for a failure of a Google API call, wrapped in `Retry` when retrying may help."""
-    from google.auth.exceptions import DefaultCredentialsError, RefreshError, TransportError
-    from googleapiclient.errors import HttpError
-    from httplib2 import HttpLib2Error
-
     if isinstance(exc, DeskError):
         return exc
+    with needs_extra("google", GOOGLE_FEATURE):
+        from google.auth.exceptions import DefaultCredentialsError, RefreshError, TransportError
+        from googleapiclient.errors import HttpError
+        from httplib2 import HttpLib2Error
+
     if isinstance(exc, HttpError):
         return map_http_error(int(exc.resp.status), dict(exc.resp), exc.content, api, clock=clock, fallback=exc.reason)
     if isinstance(exc, RefreshError | DefaultCredentialsError):

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core.embedders.loading import SEMANTIC_EXTRA, open_folder
+from deskmcp.core.embedders.loading import open_folder
 from deskmcp.core.embedders.store import (
     WEIGHTS,
     Manifest,
@@ -26,6 +26,7 @@ from deskmcp.core.embedders.store import (
     write_manifest,
 )
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, NotFound, PermissionDenied
+from deskmcp.core.extras import MissingExtra
 
 STATIC_FILES = (WEIGHTS, "tokenizer.json", "config.json")
 BERT_FILES = (WEIGHTS, "tokenizer.json", "config.json")
@@ -133,7 +134,7 @@ def _tensor_names(weights: Path) -> set[str]:
         with safe_open(str(weights), framework="numpy") as opened:
             return set(opened.keys())
     except ImportError as exc:
-        raise BadRequest(f"Adding a model needs the semantic extra ({exc.name}): {SEMANTIC_EXTRA}.") from None
+        raise MissingExtra("semantic", "Adding a model", exc.name) from None
     except Exception as exc:  # safetensors raises its own undocumented errors
         raise BadRequest(f"{weights} is not a safetensors file ({exc}).", {"path": str(weights)}) from None
 

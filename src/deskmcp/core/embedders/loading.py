@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from deskmcp.core.embedders.store import WEIGHTS, Manifest, default_store, find_model, read_manifest, sha256_file
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, ParseError
+from deskmcp.core.extras import MissingExtra
 
 if TYPE_CHECKING:
     from deskmcp.core.config import WorkspaceSettings
     from deskmcp.core.embedding import Embedder
 
 PROBE = "Search by meaning: a probe sentence to check the model."
-SEMANTIC_EXTRA = "pip install 'deskmcp[semantic]' (or uv sync --extra semantic)"
 
 
 def open_embedder(name: str, *, store: Path | None = None) -> Embedder:
@@ -60,11 +60,8 @@ def _open_checked(folder: Path, manifest: Manifest) -> Embedder:
     try:
         embedder = _load(folder, manifest)
     except ImportError as exc:
-        raise BadRequest(
-            f"Model {manifest.name!r} needs the semantic extra, which is not installed ({exc.name or exc}): "
-            f"{SEMANTIC_EXTRA}.",
-            {"name": manifest.name},
-        ) from None
+        missing = MissingExtra("semantic", f"Model {manifest.name!r} (search by meaning)", exc.name)
+        raise BadRequest(missing.message, {"name": manifest.name, **missing.details}) from None
     except DeskError:
         raise
     except ValueError as exc:  # the backends' own checks say what is wrong

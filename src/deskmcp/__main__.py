@@ -1,0 +1,5 @@
+"""`python -m deskmcp`: the `deskmcp` command."""
+
+from deskmcp.launcher import main
+
+main()
