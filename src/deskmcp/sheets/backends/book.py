@@ -40,6 +40,7 @@ from deskmcp.sheets.xlsx.cellxml import (
     number_text,
     plain,
     string_count,
+    strings_unreadable,
     unreadable,
     xstring,
 )
@@ -173,10 +174,11 @@ def refuse_unreadable(
     data: bytes | bytearray,
     strings: Callable[[], int],
     rows: Collection[int] | None = None,
+    disorder: int | None = None,
 ) -> None:
     """Refuse, before anything is written, a change to a sheet the reader refuses (`cellxml.unreadable`):
     the write would answer ok and leave a file whose sheet still cannot be read."""
-    problem = unreadable(data, strings, rows)
+    problem = unreadable(data, strings, rows, disorder)
     if problem is not None:
         raise ParseError(
             f"Sheet {title!r} of {path.name} cannot be changed: its part {part} {problem}, so the sheet "
@@ -184,6 +186,23 @@ def refuse_unreadable(
             "Excel or LibreOffice to repair it, or copy the values you need into another sheet.",
             {"file": path.name, "sheet": title, "part": part},
         )
+
+
+def refuse_unreadable_strings(path: Path, zf: zipfile.ZipFile, part: str | None, checked: set[str]) -> None:
+    """Refuse, before anything is written, a change to a workbook whose shared strings the reader
+    refuses (`cellxml.strings_unreadable`: it then reads none of its sheets). `checked` holds the
+    parts already found readable (a part's name is never a sheet's title: those hold no `/`)."""
+    if not part or part in checked or part not in zf.namelist():
+        return
+    problem = strings_unreadable(read_part(zf, part, MAX_CELLS_PART_BYTES))
+    if problem is not None:
+        raise ParseError(
+            f"{path.name} cannot be changed: its shared strings part {part} {problem}, so the workbook "
+            "cannot be read, nor read back after a write. Nothing was written. Open and save the file in "
+            "Excel or LibreOffice to repair it, or copy the values you need into another workbook.",
+            {"file": path.name, "part": part},
+        )
+    checked.add(part)
 
 
 class PatchedBook:
@@ -212,7 +231,8 @@ class PatchedBook:
                     return 0
                 return string_count(read_part(package.zf, part, MAX_CELLS_PART_BYTES))
 
-            refuse_unreadable(package.path, sheet.title, sheet.part, sheet.data, strings, sheet.rows)
+            refuse_unreadable_strings(package.path, package.zf, package.where.shared_strings, self.checked)
+            refuse_unreadable(package.path, sheet.title, sheet.part, sheet.data, strings, sheet.rows, sheet.disorder)
             self.checked.add(sheet.title)
         return sheet
 

@@ -22,7 +22,13 @@ from xml.etree import ElementTree
 from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import Conflict, IOFailure, ParseError
 from deskmcp.sheets.a1 import quote_sheet
-from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_unreadable
+from deskmcp.sheets.backends.book import (
+    Book,
+    PatchedBook,
+    check_title,
+    refuse_unreadable,
+    refuse_unreadable_strings,
+)
 from deskmcp.sheets.backends.csv_files import csv_workbook, read_csv, save_csv
 from deskmcp.sheets.backends.file_guard import NO_FILE, FileChanged, write_atomically, write_bytes_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
@@ -152,6 +158,7 @@ class WorkbookWriter:
                         count.append(string_count(read_part(zf, part, MAX_CELLS_PART_BYTES)) if part and found else 0)
                     return count[0]
 
+                refuse_unreadable_strings(path, zf, where.shared_strings, set())
                 for title, part in where.sheets.items():
                     if part in names:
                         refuse_unreadable(path, title, part, read_part(zf, part, MAX_CELLS_PART_BYTES), strings)
