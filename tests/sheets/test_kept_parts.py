@@ -418,3 +418,56 @@ async def test_libreoffice_opens_the_rich_workbook_after_a_row_insert_with_the_r
     assert lines[0].startswith("top")
     assert lines[2].startswith("Item,Amount,Price,Total")
     assert lines[4].startswith("item3,20,5,100")
+
+
+def names_workbook(path: Path) -> Path:
+    """Sheet Data: amounts in B2:B6 named Amounts, the rate in E1 named TaxRate, and in E3
+    `=SUM(Amounts)*TaxRate` (1445), with its value as Excel saves it; an autofilter over A1:B6."""
+    from openpyxl import Workbook
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Data"
+    ws.append(["Item", "Amount", None, "rate", 0.5])
+    for i, amount in enumerate([500, 600, 700, 590, 500], start=2):
+        ws.append([f"item{i}", amount])
+    ws["D3"] = "total"
+    ws["E3"] = "=SUM(Amounts)*TaxRate"
+    ws.auto_filter.ref = "A1:B6"
+    wb.defined_names["Amounts"] = DefinedName("Amounts", attr_text="Data!$B$2:$B$6")
+    wb.defined_names["TaxRate"] = DefinedName("TaxRate", attr_text="Data!$E$1")
+    wb.save(path)
+    path.write_bytes(write_cached_values(path.read_bytes(), {"Data": {"E3": 1445}}))
+    return path
+
+
+async def test_insert_rows_above_the_data_keeps_defined_names_on_it_and_the_total_right(
+    root: Path, connect: Connect
+) -> None:
+    path = names_workbook(root / "names.xlsx")
+    sid = {"spreadsheet_id": "names.xlsx"}
+    async with connect() as c:
+        await call(c, "insert_rows", {**sid, "sheet": "Data", "at": 1, "count": 2})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Data!E5"]})
+        info = await call(c, "get_spreadsheet", sid)
+    assert shown["ranges"][0]["values"] == [[1445]]  # was 0: the names stayed on rows 2-6
+    assert {n["name"]: n["range"] for n in info["named_ranges"]} == {
+        "Amounts": "Data!$B$4:$B$8",
+        "TaxRate": "Data!$E$3",
+    }
+    workbook = part_text(path, "xl/workbook.xml")
+    assert "_xlnm._FilterDatabase" in workbook and "$A$3:$B$8" in workbook
+    assert '<autoFilter ref="A3:B8"/>' in part_text(path, "xl/worksheets/sheet1.xml")
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+async def test_libreoffice_shows_the_total_of_the_moved_names_after_a_row_insert(
+    root: Path, tmp_path: Path, connect: Connect
+) -> None:
+    path = names_workbook(root / "names.xlsx")
+    async with connect() as c:
+        await call(c, "insert_rows", {"spreadsheet_id": "names.xlsx", "sheet": "Data", "at": 1, "count": 2})
+    lines = await libreoffice_csv(path, tmp_path)
+    assert lines[4] == "item3,600,,total,1445"
