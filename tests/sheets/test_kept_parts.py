@@ -471,3 +471,40 @@ async def test_libreoffice_shows_the_total_of_the_moved_names_after_a_row_insert
         await call(c, "insert_rows", {"spreadsheet_id": "names.xlsx", "sheet": "Data", "at": 1, "count": 2})
     lines = await libreoffice_csv(path, tmp_path)
     assert lines[4] == "item3,600,,total,1445"
+
+
+async def test_insert_rows_through_openpyxl_moves_names_formats_validations_filter_and_merges_too(
+    root: Path, connect: Connect
+) -> None:
+    """A sheet part not in the plain form (single-quoted attributes) is moved by openpyxl instead of
+    in place: what points into the rows moves all the same."""
+    from openpyxl import load_workbook
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    path = names_workbook(root / "names.xlsx")
+    wb: Any = load_workbook(path)
+    ws = wb["Data"]
+    ws.conditional_formatting.add("B2:B6", CellIsRule(operator="greaterThan", formula=["$E$1*1000"]))
+    validation = DataValidation(type="whole", operator="greaterThan", formula1="0")
+    validation.add("B2:B6")
+    ws.add_data_validation(validation)
+    ws.merge_cells("A8:B8")
+    ws.print_area = "A1:B6"
+    wb.save(path)
+    path.write_bytes(write_cached_values(path.read_bytes(), {"Data": {"E3": 1445}}))
+    _rewrite(path, {"xl/worksheets/sheet1.xml": lambda t: re.sub(r'<c r="([A-Z]+[0-9]+)"', r"<c r='\1'", t)})
+    sid = {"spreadsheet_id": "names.xlsx"}
+    async with connect() as c:
+        await call(c, "insert_rows", {**sid, "sheet": "Data", "at": 1, "count": 2})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Data!E5"]})
+    assert shown["ranges"][0]["values"] == [[1445]]
+    assert "<c r='" not in part_text(path, "xl/worksheets/sheet1.xml")  # saved by openpyxl, as said
+    moved: Any = load_workbook(path)
+    ws = moved["Data"]
+    assert moved.defined_names["Amounts"].value == "Data!$B$4:$B$8"
+    assert [(str(cf.sqref), cf.rules[0].formula) for cf in ws.conditional_formatting] == [("B4:B8", ["$E$3*1000"])]
+    assert [str(v.sqref) for v in ws.data_validations.dataValidation] == ["B4:B8"]
+    assert ws.auto_filter.ref == "A3:B8"
+    assert [str(m) for m in ws.merged_cells.ranges] == ["A10:B10"]
+    assert ws.print_area == "'Data'!$A$3:$B$8"

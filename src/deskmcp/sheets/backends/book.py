@@ -46,6 +46,7 @@ from deskmcp.sheets.xlsx.cellxml import (
 )
 from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, read_part
 from deskmcp.sheets.xlsx.sheetdata import Styles, window
+from deskmcp.sheets.xlsx.structure import RowShift
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -348,6 +349,62 @@ class Book:
             for (r, c), cell in cells.items():
                 if cell.data_type == "f" and isinstance(cell.value, str) and (ws.title, r, c) not in self.literal:
                     cell.value = fn(cell.value, ws.title)
+
+    def move_references(self, title: str, at: int, delta: int) -> None:
+        """After openpyxl moved rows `at`.. of sheet `title` by `delta` (it moves cells, notes and
+        hyperlinks only): defined names, the print area, the autofilter, tables, conditional
+        formats, data validations and merged cells moved along (`xlsx.structure.RowShift`), or
+        `BadRequest` naming one a deletion would take whole."""
+        from openpyxl.formatting.formatting import ConditionalFormattingList
+        from openpyxl.worksheet.cell_range import MultiCellRange
+
+        shift = RowShift(title, at, delta)
+        ws: Any = self.sheet(title)
+
+        def kept(cells: str, what: str) -> str:
+            moved = shift.areas(cells)
+            if not moved:
+                raise BadRequest(
+                    f"Deleting these rows would remove all the cells of {what} of {title!r} ({cells}). Nothing was "
+                    "written. Remove it first, or delete fewer rows.",
+                    {"sheet": title, "element": what, "cells": cells},
+                )
+            return moved
+
+        for definition in self.wb.defined_names.values():
+            if definition.value:
+                definition.value = shift.formula(definition.value, "")
+        for sheet in self.wb.worksheets:
+            for definition in getattr(sheet, "defined_names", {}).values():
+                if definition.value:
+                    definition.value = shift.formula(definition.value, sheet.title)
+        if ws.print_area:
+            moved = shift.formula(ws.print_area, title)
+            ws.print_area = [part.rpartition("!")[2] for part in moved.split(",") if "#REF!" not in part] or None
+        if ws.auto_filter.ref:
+            ws.auto_filter.ref = kept(ws.auto_filter.ref, "the autofilter")
+        for table in ws.tables.values():
+            table.ref = kept(table.ref, f"the table {table.displayName!r}")
+            if table.autoFilter is not None and table.autoFilter.ref:
+                table.autoFilter.ref = shift.areas(table.autoFilter.ref) or table.ref
+        formats = ConditionalFormattingList()
+        for cf in ws.conditional_formatting:
+            cells = kept(str(cf.sqref), "a conditional format")
+            for rule in cf.rules:
+                rule.formula = [shift.formula(f, title) for f in rule.formula]
+                formats.add(cells, rule)
+        ws.conditional_formatting = formats
+        for validation in ws.data_validations.dataValidation:
+            validation.sqref = MultiCellRange(kept(str(validation.sqref), "a data validation"))
+            for attr in ("formula1", "formula2"):
+                if getattr(validation, attr):
+                    setattr(validation, attr, shift.formula(getattr(validation, attr), title))
+        merged = [str(r) for r in ws.merged_cells.ranges]
+        ws.merged_cells = MultiCellRange()
+        for cells in merged:
+            moved = shift.areas(cells)
+            if ":" in moved and moved.split(":")[0] != moved.split(":")[1]:
+                ws.merge_cells(moved)
 
     def compute(self, budget: CellBudget | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
         """The value to store for every formula (sheet -> cell -> value) and the cells left without one.

@@ -298,6 +298,7 @@ class LocalBackend:
             ws = book.sheet(sheet)
             ws.insert_rows(at, count)
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, count))
+            book.move_references(ws.title, at, count)
 
         structure = StructureEdit("insert_rows", sheet, at, count)
         return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]
@@ -307,6 +308,7 @@ class LocalBackend:
             ws = book.sheet(sheet)
             ws.delete_rows(at, count)
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
+            book.move_references(ws.title, at, -count)
 
         structure = StructureEdit("delete_rows", sheet, at, count)
         return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]

@@ -169,19 +169,15 @@ _R_ATTR = re.compile(r'(\sr=")([A-Z]{0,3})([0-9]+)(")')
 _ATTRS = re.compile(r'([\w:]+)="([^"]*)"')
 
 
-class RowMove:
-    """Rows `at`.. of sheet `title` moved by `delta` (negative: rows `at`..`at-delta-1` deleted),
-    and every reference into them moved along."""
+class RowShift:
+    """Rows `at`.. of sheet `title` moved by `delta` (negative: rows `at`..`at-delta-1` deleted):
+    where a row, a block of rows, an area list or a formula's references end up."""
 
-    def __init__(self, zf: zipfile.ZipFile, where: PackageMap, title: str, at: int, delta: int) -> None:
-        self.zf = zf
-        self.where = where
+    def __init__(self, title: str, at: int, delta: int) -> None:
         self.title = title
         self.at = at
         self.delta = delta
         self.last_gone = at - delta - 1 if delta < 0 else at - 1
-        self.out: Parts = {}
-        self.names = set(zf.namelist())
 
     # the arithmetic of rows
 
@@ -247,7 +243,16 @@ class RowMove:
             out.append(head if ":" not in token else f"{head}:{c1 or ''}{d1}{span[1]}")
         return " ".join(out)
 
-    # the parts
+
+class RowMove(RowShift):
+    """A `RowShift` made on a package: every part holding a reference into the moved rows rewritten."""
+
+    def __init__(self, zf: zipfile.ZipFile, where: PackageMap, title: str, at: int, delta: int) -> None:
+        super().__init__(title, at, delta)
+        self.zf = zf
+        self.where = where
+        self.out: Parts = {}
+        self.names = set(zf.namelist())
 
     def parts(self) -> Parts:
         part = self.where.sheets.get(self.title)
