@@ -508,3 +508,41 @@ async def test_insert_rows_through_openpyxl_moves_names_formats_validations_filt
     assert ws.auto_filter.ref == "A3:B8"
     assert [str(m) for m in ws.merged_cells.ranges] == ["A10:B10"]
     assert ws.print_area == "'Data'!$A$3:$B$8"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("rename_sheet", {"sheet": "Summary", "title": "Totals"}),
+        ("duplicate_sheet", {"sheet": "Data", "title": "Copy"}),
+        ("delete_sheet", {"sheet": "Summary"}),
+    ],
+)
+async def test_sheet_tools_that_need_a_whole_save_are_refused_naming_what_it_would_delete(
+    root: Path, connect: Connect, tool: str, args: dict[str, str]
+) -> None:
+    path = rich_workbook(root / "rich.xlsx")
+    before = path.read_bytes()
+    async with connect() as c:
+        err = await fail(c, tool, {**SID, **args})
+    assert err["error"] == "bad_request"
+    assert "charts" in err["message"] and "Nothing was written" in err["message"]
+    assert path.read_bytes() == before
+
+
+async def test_insert_rows_pushing_a_cell_past_the_last_row_is_refused_and_leaves_the_file(
+    root: Path, connect: Connect
+) -> None:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "S"
+    ws["A1"] = 1
+    ws["A1048575"] = "near the end"
+    wb.save(root / "end.xlsx")
+    before = (root / "end.xlsx").read_bytes()
+    async with connect() as c:
+        err = await fail(c, "insert_rows", {"spreadsheet_id": "end.xlsx", "sheet": "S", "at": 2, "count": 2})
+    assert err["error"] == "bad_request" and "1048575" in err["message"].replace(",", "")
+    assert (root / "end.xlsx").read_bytes() == before
