@@ -160,6 +160,9 @@ _ROW_RANGE = re.compile(
   | (?<![\w$.:!])(?:(?P<sheet>'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?(?P<r0>\$?\d+):(?P<r1>\$?\d+)(?![\w(.:])""",
     re.VERBOSE,
 )
+_EXTERNAL_REF = re.compile(
+    r"""(?:'\[[^\]]*\](?:[^']|'')*'|\[[^\]]*\][A-Za-z_][\w.]*)!\$?[A-Za-z]{0,3}\$?[0-9]*(?::\$?[A-Za-z]{0,3}\$?[0-9]*)?"""
+)
 _AREA = re.compile(r"^(\$?[A-Za-z]{1,3})?(\$?)(\d+)?(?::(\$?[A-Za-z]{1,3})?(\$?)(\d+)?)?$")
 _FORMULA_ELEMENT = re.compile(r"<((?:\w+:)?(?:formula[12]?|f))>([^<]*)</\1>")
 _ROW_ELEMENT = re.compile(r"<row\b([^>]*?)(?:/>|>(.*?)</row>)", re.S)
@@ -203,8 +206,20 @@ class RowShift:
     def formula(self, text: str, here: str) -> str:
         """A formula's text (unescaped) with its references into the moved rows moved; `here` is the
         sheet its unqualified references name ("" for none)."""
-        moved = shift_rows("=" + text, here, self.title, self.at, self.delta)[1:]
-        return _ROW_RANGE.sub(lambda m: self._row_range(m, here), moved)
+        # a reference into another workbook (`[1]Data!B2`, `'[1]My data'!B2:B9`) names its sheet,
+        # not this one, even when the names are alike: kept out of reach while the rest is moved
+        outside: list[str] = []
+
+        def hide(m: re.Match[str]) -> str:
+            outside.append(m.group(0))
+            return "\x01" + "\x02" * len(outside) + "\x01"
+
+        hidden = _EXTERNAL_REF.sub(hide, text) if "[" in text else text
+        moved = shift_rows("=" + hidden, here, self.title, self.at, self.delta)[1:]
+        moved = _ROW_RANGE.sub(lambda m: self._row_range(m, here), moved)
+        if outside:
+            moved = re.sub("\x01(\x02+)\x01", lambda m: outside[len(m.group(1)) - 1], moved)
+        return moved
 
     def _row_range(self, m: re.Match[str], here: str) -> str:
         if m.group("string"):
