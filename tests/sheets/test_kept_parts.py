@@ -546,3 +546,107 @@ async def test_insert_rows_pushing_a_cell_past_the_last_row_is_refused_and_leave
         err = await fail(c, "insert_rows", {"spreadsheet_id": "end.xlsx", "sheet": "S", "at": 2, "count": 2})
     assert err["error"] == "bad_request" and "1048575" in err["message"].replace(",", "")
     assert (root / "end.xlsx").read_bytes() == before
+
+
+PIVOT_MACRO = """Sub MakePivot
+  Dim hidden(0) As New com.sun.star.beans.PropertyValue
+  hidden(0).Name = "Hidden"
+  hidden(0).Value = True
+  doc = StarDesktop.loadComponentFromURL("{source}", "_blank", 0, hidden())
+  tables = doc.Sheets.getByName("Pivot").getDataPilotTables()
+  desc = tables.createDataPilotDescriptor()
+  Dim cells As New com.sun.star.table.CellRangeAddress
+  cells.Sheet = 0
+  cells.StartColumn = 0
+  cells.StartRow = 0
+  cells.EndColumn = 1
+  cells.EndRow = 4
+  desc.setSourceRange(cells)
+  region = desc.getDataPilotFields().getByIndex(0)
+  region.Orientation = com.sun.star.sheet.DataPilotFieldOrientation.ROW
+  amount = desc.getDataPilotFields().getByIndex(1)
+  amount.Orientation = com.sun.star.sheet.DataPilotFieldOrientation.DATA
+  amount.Function = com.sun.star.sheet.GeneralFunction.SUM
+  Dim at As New com.sun.star.table.CellAddress
+  at.Sheet = 1
+  at.Column = 0
+  at.Row = 2
+  tables.insertNewByName("Pivot1", at, desc)
+  Dim save(0) As New com.sun.star.beans.PropertyValue
+  save(0).Name = "FilterName"
+  save(0).Value = "Calc MS Excel 2007 XML"
+  doc.storeToURL("{target}", save())
+  doc.close(True)
+  StarDesktop.terminate()
+End Sub
+"""
+
+
+async def _libreoffice_pivot(workdir: Path) -> Path:
+    """A workbook whose pivot table LibreOffice made: a Basic macro (put in a fresh profile's Standard
+    library) builds a DataPilot of Data!A1:B5 (sum of Amount by Region) on sheet Pivot and saves it as
+    .xlsx; the test is skipped where LibreOffice is not installed."""
+    import html
+
+    from tests.helpers.workbooks import make_xlsx
+
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        pytest.skip("LibreOffice (soffice) is not on PATH")
+    source = make_xlsx(
+        workdir / "source.xlsx",
+        {
+            "Data": [["Region", "Amount"], ["North", 10], ["South", 20], ["North", 30], ["East", 5]],
+            "Pivot": [["by region"]],
+        },
+    )
+    target = workdir / "pivot.xlsx"
+    profile = workdir / "profile-macro"
+    with anyio.fail_after(120):
+        await anyio.run_process(
+            [soffice, f"-env:UserInstallation={profile.as_uri()}", "--headless", "--terminate_after_init"], check=True
+        )
+    macro = PIVOT_MACRO.format(source=source.as_uri(), target=target.as_uri())
+    (profile / "user" / "basic" / "Standard" / "Module1.xba").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE script:module PUBLIC "-//OpenOffice.org//DTD OfficeDocument '
+        '1.0//EN" "module.dtd">\n<script:module xmlns:script="http://openoffice.org/2000/script" script:name="Module1" '
+        f'script:language="StarBasic">{html.escape(macro, quote=False)}</script:module>',
+        encoding="utf-8",
+    )
+    with anyio.fail_after(120):
+        await anyio.run_process(
+            [
+                soffice,
+                f"-env:UserInstallation={profile.as_uri()}",
+                "--headless",
+                "--norestore",
+                "macro:///Standard.Module1.MakePivot",
+            ],
+            check=True,
+        )
+    assert any(n.startswith("xl/pivotTables/") for n in parts(target)), "LibreOffice made no pivot table"
+    return target
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+async def test_a_libreoffice_pivot_table_workbook_takes_a_write_and_a_row_insert(
+    root: Path, tmp_path: Path, connect: Connect
+) -> None:
+    path = root / "pivot.xlsx"
+    shutil.copy(await _libreoffice_pivot(tmp_path), path)
+    sid = {"spreadsheet_id": "pivot.xlsx"}
+    before = parts(path)
+    async with connect() as c:
+        await call(c, "update_values", {**sid, "range": "Data!B3", "values": [[25]]})
+        written = parts(path)
+        await call(c, "insert_rows", {**sid, "sheet": "Data", "at": 3, "count": 1})
+        await call(c, "update_values", {**sid, "range": "Data!A3:B3", "values": [["West", 7]]})
+    after = parts(path)
+    pivots = {n for n in before if "pivot" in n.lower()}
+    assert pivots and not (changed(before, written) & pivots)
+    cache = next(n for n in pivots if "pivotCacheDefinition" in n and "_rels" not in n)
+    assert 'ref="A1:B6"' in after[cache].decode("utf-8")  # the source grew with the inserted row
+    assert_well_formed(path)
+    lines = await libreoffice_csv(path, tmp_path)
+    assert lines[:6] == ["Region,Amount", "North,10", "West,7", "South,25", "North,30", "East,5"]
