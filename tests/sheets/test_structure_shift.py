@@ -45,3 +45,9 @@ def test_area_lists_move_drop_what_a_deletion_takes_and_keep_whole_columns() -> 
     assert shift.areas("A1:B2 C3:C4 D5 E:E") == "A1:B2 D3 E:E"
     assert shift.areas("C3:C4") == ""
     assert RowShift("Data", 1048575, 5).areas("A1048570:A1048576") == "A1048570:A1048576"
+
+
+def test_a_cell_formula_keeps_its_equals_sign_and_text_that_is_no_formula_stays() -> None:
+    shift = RowShift("Data", 2, 1)
+    assert shift.cell_formula("=[1]Data!B2+B2", "Data") == "=[1]Data!B2+B3"
+    assert shift.cell_formula("B2", "Data") == "B2"

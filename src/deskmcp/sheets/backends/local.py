@@ -27,7 +27,6 @@ from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_vers
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, kept_content, writability
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
-from deskmcp.sheets.formulas.engine import shift_rows
 from deskmcp.sheets.models import (
     Grid,
     InputMode,
@@ -38,7 +37,7 @@ from deskmcp.sheets.models import (
     Uncomputed,
     UpdatedRange,
 )
-from deskmcp.sheets.xlsx.structure import StructureEdit
+from deskmcp.sheets.xlsx.structure import RowShift, StructureEdit
 
 _T = TypeVar("_T")
 
@@ -297,7 +296,7 @@ class LocalBackend:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.insert_rows(at, count)
-            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, count))
+            book.rewrite_formulas(RowShift(ws.title, at, count).cell_formula)
             book.move_references(ws.title, at, count)
 
         structure = StructureEdit("insert_rows", sheet, at, count)
@@ -307,7 +306,7 @@ class LocalBackend:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.delete_rows(at, count)
-            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
+            book.rewrite_formulas(RowShift(ws.title, at, -count).cell_formula)
             book.move_references(ws.title, at, -count)
 
         structure = StructureEdit("delete_rows", sheet, at, count)

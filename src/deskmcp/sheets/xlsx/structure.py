@@ -221,6 +221,10 @@ class RowShift:
             moved = re.sub("\x01(\x02+)\x01", lambda m: outside[len(m.group(1)) - 1], moved)
         return moved
 
+    def cell_formula(self, formula: str, here: str) -> str:
+        """`formula` as a cell holds it (`=...`; other text is left as it is), moved."""
+        return "=" + self.formula(formula[1:], here) if formula.startswith("=") else formula
+
     def _row_range(self, m: re.Match[str], here: str) -> str:
         if m.group("string"):
             return m.group(0)
