@@ -7,7 +7,10 @@ stdio as an MCP client would, and measures at the client:
 - read_values of 1,000 rows at random offsets, p50 / p95;
 - find_in_spreadsheet of a value that occurs once (a scan of every cell), p50 / p95;
 - in a second server that has read nothing: update_values of one cell and append_rows of 1,000
-  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux).
+  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux);
+  with `--chart-and-pivot` the workbook holds a chart and a pivot table the writes must keep;
+- `--first-read`: read_values of A1:T100 in a fresh server (with its uncomputed and volatile
+  flags) and, with `--peer "excel-mcp-server stdio"`, the same window in a fresh excel-mcp-server.
 
 Baseline in the same run: openpyxl's streaming reader (read_only=True) reading the same
 1,000-row windows, and the ratio.
@@ -26,6 +29,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
 import argparse
+import os
 import random
 import tempfile
 import time
@@ -167,6 +171,113 @@ def generate(
     return count
 
 
+CHART_AND_PIVOT = {
+    "xl/drawings/drawing1.xml": (
+        '<xdr:wsDr xmlns:xdr="http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+        "<xdr:oneCellAnchor><xdr:from><xdr:col>5</xdr:col><xdr:colOff>0</xdr:colOff><xdr:row>1</xdr:row>"
+        '<xdr:rowOff>0</xdr:rowOff></xdr:from><xdr:ext cx="5400000" cy="2700000"/><xdr:graphicFrame macro="">'
+        '<xdr:nvGraphicFramePr><xdr:cNvPr id="2" name="Chart 1"/><xdr:cNvGraphicFramePr/></xdr:nvGraphicFramePr>'
+        '<xdr:xfrm><a:off x="0" y="0"/><a:ext cx="0" cy="0"/></xdr:xfrm><a:graphic>'
+        '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart">'
+        '<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" r:id="rId1"/>'
+        "</a:graphicData></a:graphic></xdr:graphicFrame><xdr:clientData/></xdr:oneCellAnchor></xdr:wsDr>"
+    ),
+    "xl/drawings/_rels/drawing1.xml.rels": (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/chart" '
+        'Target="../charts/chart1.xml"/></Relationships>'
+    ),
+    "xl/charts/chart1.xml": (
+        '<c:chartSpace xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart"><c:chart><c:plotArea>'
+        '<c:lineChart><c:grouping val="standard"/><c:ser><c:idx val="0"/><c:order val="0"/><c:val><c:numRef>'
+        "<c:f>Totals!$A$1:$A$1000</c:f></c:numRef></c:val></c:ser>"
+        '<c:axId val="1"/><c:axId val="2"/></c:lineChart><c:catAx><c:axId val="1"/><c:crossAx val="2"/></c:catAx>'
+        '<c:valAx><c:axId val="2"/><c:crossAx val="1"/></c:valAx></c:plotArea></c:chart></c:chartSpace>'
+    ),
+    "xl/worksheets/_rels/sheet2.xml.rels": (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/drawing" '
+        'Target="../drawings/drawing1.xml"/><Relationship Id="rId2" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/pivotTable" '
+        'Target="../pivotTables/pivotTable1.xml"/></Relationships>'
+    ),
+    "xl/pivotCache/pivotCacheDefinition1.xml": (
+        '<pivotCacheDefinition xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" r:id="rId1" '
+        'refreshOnLoad="1" recordCount="0"><cacheSource type="worksheet"><worksheetSource ref="A1:B100001" '
+        'sheet="Data"/></cacheSource><cacheFields count="2"><cacheField name="col1" numFmtId="0"><sharedItems/>'
+        '</cacheField><cacheField name="col2" numFmtId="0"><sharedItems containsNumber="1"/></cacheField>'
+        "</cacheFields></pivotCacheDefinition>"
+    ),
+    "xl/pivotCache/_rels/pivotCacheDefinition1.xml.rels": (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+        'pivotCacheRecords" Target="pivotCacheRecords1.xml"/></Relationships>'
+    ),
+    "xl/pivotCache/pivotCacheRecords1.xml": (
+        '<pivotCacheRecords xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="0"/>'
+    ),
+    "xl/pivotTables/pivotTable1.xml": (
+        '<pivotTableDefinition xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" name="P1" '
+        'cacheId="1" dataCaption="Values"><location ref="E40:F42" firstHeaderRow="1" firstDataRow="1" '
+        'firstDataCol="1"/><pivotFields count="2"><pivotField showAll="0"/><pivotField dataField="1" showAll="0"/>'
+        '</pivotFields><dataFields count="1"><dataField name="Sum of col2" fld="1"/></dataFields>'
+        "</pivotTableDefinition>"
+    ),
+    "xl/pivotTables/_rels/pivotTable1.xml.rels": (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+        'pivotCacheDefinition" Target="../pivotCache/pivotCacheDefinition1.xml"/></Relationships>'
+    ),
+}
+"""A line chart of the Totals and a pivot table of Data!A1:B100001 placed on Totals, their parts
+written by hand in the form Excel writes them (the pivot cache empty, refreshed on open): what a
+one-cell write must carry through unchanged."""
+
+
+def add_chart_and_pivot(path: Path) -> None:
+    """`path` (made by `generate`) with `CHART_AND_PIVOT` added to its Totals sheet."""
+    import zipfile
+
+    office = "application/vnd.openxmlformats-officedocument"
+    types = {
+        "drawings/drawing1.xml": f"{office}.drawing+xml",
+        "charts/chart1.xml": f"{office}.drawingml.chart+xml",
+        "pivotCache/pivotCacheDefinition1.xml": f"{office}.spreadsheetml.pivotCacheDefinition+xml",
+        "pivotCache/pivotCacheRecords1.xml": f"{office}.spreadsheetml.pivotCacheRecords+xml",
+        "pivotTables/pivotTable1.xml": f"{office}.spreadsheetml.pivotTable+xml",
+    }
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    moved = path.with_suffix(".tmp")
+    path.rename(moved)
+    with zipfile.ZipFile(moved) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == "[Content_Types].xml":
+                overrides = "".join(f'<Override PartName="/xl/{k}" ContentType="{v}"/>' for k, v in types.items())
+                body = body.replace(b"</Types>", overrides.encode() + b"</Types>")
+            elif info.filename == "xl/_rels/workbook.xml.rels":
+                body = body.replace(
+                    b"</Relationships>",
+                    f'<Relationship Id="rId90" Type="{rel}/pivotCacheDefinition" '
+                    'Target="pivotCache/pivotCacheDefinition1.xml"/></Relationships>'.encode(),
+                )
+            elif info.filename == "xl/workbook.xml":
+                body = body.replace(
+                    b"</sheets>", b'</sheets><pivotCaches><pivotCache cacheId="1" r:id="rId90"/></pivotCaches>'
+                )
+            elif info.filename == "xl/worksheets/sheet2.xml":
+                body = body.replace(b"<worksheet ", f'<worksheet xmlns:r="{rel}" '.encode(), 1).replace(
+                    b"</worksheet>", b'<drawing r:id="rId1"/></worksheet>'
+                )
+            dst.writestr(info, body)
+        for name, text in CHART_AND_PIVOT.items():
+            dst.writestr(name, text)
+    moved.unlink()
+
+
 def openpyxl_window(path: Path, start: int, count: int, cols: int) -> float:
     from openpyxl import load_workbook
 
@@ -225,6 +336,39 @@ async def measure(root: Path, rows: int, cols: int, samples: int) -> None:
     print(f"ratio openpyxl / deskmcp read_values p50: {ratio:.1f}x")
 
 
+async def measure_first_read(root: Path, cols: int, peer: str | None) -> None:
+    """read_values of A1:<last>100 of Data in a server that has read nothing, with its flags; the
+    same window in a fresh excel-mcp-server (`peer`: its command) when given, and the ratio."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from deskmcp.sheets.a1 import column_letters
+
+    window = f"A1:{column_letters(cols)}100"
+    env = {"SHEETS_PATH": str(root / "sheets"), "DESKMCP_WORKSPACE": str(root / "ws-first")}
+    params = stdio_params(["-m", "deskmcp.cli", "serve", "sheets"], env, root / "first.pid")
+    async with Client(params) as client:
+        started = time.perf_counter()
+        result = await client.call_tool("read_values", {"spreadsheet_id": "big.xlsx", "ranges": [f"Data!{window}"]})
+        ours = (time.perf_counter() - started) * 1000
+    grid = (result.structured_content or {})["ranges"][0]
+    flags = f"uncomputed {len(grid.get('uncomputed') or [])}, volatile {len(grid.get('volatile') or [])}"
+    print(f"first read_values {window}  {ours:9.1f} ms ({flags})")
+    if peer is None:
+        return
+    command, *args = peer.split()
+    peer_params = StdioServerParameters(
+        command=command, args=args, env={**os.environ, "EXCEL_FILES_PATH": str(root / "sheets")}
+    )
+    async with Client(peer_params) as client:
+        started = time.perf_counter()
+        await client.call_tool(
+            "read_range", {"path": str(root / "sheets" / "big.xlsx"), "sheet": "Data", "range": window}
+        )
+        theirs = (time.perf_counter() - started) * 1000
+    print(f"peer first read_range      {theirs:9.1f} ms  (ratio deskmcp / peer {ours / theirs:.1f}x)")
+
+
 async def measure_writes(root: Path, rows: int, cols: int) -> None:
     """One-cell update_values and append_rows of 1,000 rows in a server that has read nothing,
     so its peak RSS is what the writes cost."""
@@ -264,18 +408,31 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--writes-only", action="store_true", help="only the update and append measures")
     parser.add_argument("--shared", action="store_true", help="the formula columns as Excel's shared formulas")
+    parser.add_argument("--first-read", action="store_true", help="only the first read of A1:T100 in a fresh server")
+    parser.add_argument(
+        "--chart-and-pivot",
+        action="store_true",
+        help="a chart and a pivot table in the workbook (the writes keep them)",
+    )
+    parser.add_argument(
+        "--peer", help="command of excel-mcp-server over stdio, for --first-read (e.g. 'excel-mcp-server stdio')"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deskmcp-bench-sheets-") as tmp:
         root = Path(tmp)
         (root / "sheets").mkdir()
         started = time.perf_counter()
         count = generate(root / "sheets" / "big.xlsx", args.rows, args.cols, random.Random(2026), shared=args.shared)
+        if args.chart_and_pivot:
+            add_chart_and_pivot(root / "sheets" / "big.xlsx")
         size = (root / "sheets" / "big.xlsx").stat().st_size / 1e6
         print(
             f"workbook {args.rows:,} x {args.cols} ({count:,} formulas): {size:.1f} MB, "
             f"generated in {time.perf_counter() - started:.1f} s"
         )
-        if args.writes_only:
+        if args.first_read:
+            anyio.run(measure_first_read, root, args.cols, args.peer)
+        elif args.writes_only:
             anyio.run(measure_writes, root, args.rows, args.cols)
         else:
             anyio.run(measure, root, args.rows, args.cols, args.samples)

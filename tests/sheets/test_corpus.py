@@ -48,19 +48,6 @@ async def test_special_characters_and_types_read_as_excel_shows_them(corpus: Pat
     assert types[5] == "2016-10-20"
 
 
-async def test_pivot_workbook_reads_but_is_never_saved(corpus: Path, connect: Connect) -> None:
-    before = (corpus / "pivots.xlsx").read_bytes()
-    async with connect() as c:
-        data = await call(c, "read_values", {"spreadsheet_id": "pivots.xlsx", "ranges": ["DataSheet!A1:C2"]})
-        assert data["ranges"][0]["values"]
-        err = await fail(
-            c, "update_values", {"spreadsheet_id": "pivots.xlsx", "range": "DataSheet!A1", "values": [[1]]}
-        )
-    assert err["error"] == "permission_denied"
-    assert "pivot tables" in err["message"]
-    assert (corpus / "pivots.xlsx").read_bytes() == before
-
-
 async def test_strict_ooxml_reads_all_rows_and_refuses_edits(corpus: Path, connect: Connect) -> None:
     async with connect() as c:
         info = await call(c, "get_spreadsheet", {"spreadsheet_id": "strict_iso_paths.xlsx"})

@@ -179,3 +179,57 @@ def test_a_structure_change_computes_today_again_too(root: Path) -> None:
         backend.close()
     assert grid.values == [["2026-11-27", "2026-11-28", "2026-11-27T19:00:00", "", "", 5, 10]]
     assert flagged == ["S!D1", "S!E1"]
+
+
+def _chain_workbook(path: Path) -> Path:
+    """Report!A1 reads B500, which reads Settings!A300 (=NOW()); Report!B1 sums the whole column D,
+    where D900 is =RAND(); Report!C1 reads only plain numbers; all with values cached."""
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    settings: Any = wb.active
+    settings.title = "Settings"
+    settings["A300"] = "=NOW()"
+    report = wb.create_sheet("Report")
+    report["A1"] = "=B500+1"
+    report["B1"] = "=SUM(D:D)"
+    report["C1"] = "=E1+E2"
+    report["B500"] = "=Settings!A300*2"
+    report["D900"] = "=RAND()"
+    report["E1"], report["E2"] = 1, 2
+    wb.save(path)
+    cached = {"Settings": {"A300": 45000.5}, "Report": {"A1": 90002, "B1": 0.5, "C1": 3, "B500": 90001, "D900": 0.5}}
+    path.write_bytes(write_cached_values(path.read_bytes(), cached))
+    return path
+
+
+@pytest.mark.anyio
+async def test_a_first_read_of_the_top_rows_follows_what_they_read_down_the_sheet_and_across_sheets(
+    root: Path, connect: Connect
+) -> None:
+    """The first rows are flagged from the rows they reach (A1 through B500 to Settings!A300), and a
+    whole-column read (B1 over D:D) is answered from the whole sheet: both ways flag the same cells."""
+    _chain_workbook(root / "book.xlsx")
+    async with connect() as c:
+        near = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Report!A1"]})
+        whole = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Report!A1:C1"]})
+    async with connect() as c:
+        open_range = await call(c, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Report!A:C"]})
+    assert near["ranges"][0]["volatile"] == ["Report!A1"]
+    assert whole["ranges"][0]["volatile"] == ["Report!A1", "Report!B1"]
+    assert [c for c in open_range["ranges"][0]["volatile"] if c.endswith("1")] == ["Report!A1", "Report!B1"]
+
+
+def test_the_top_rows_are_flagged_without_scanning_the_whole_workbook(root: Path) -> None:
+    from deskmcp.sheets.backends.sheet_reader import SheetReader
+
+    path = _chain_workbook(root / "book.xlsx")
+    reader = SheetReader()
+    try:
+        assert reader.formula_cells(path, "Report", parse_a1("Report!A1")) == ([], ["A1"])
+        assert reader.formula_cells(path, "Report", parse_a1("Report!C1")) == ([], [])
+        assert not reader._formula_scans and not reader._volatiles  # nothing scanned whole
+        assert reader.formula_cells(path, "Report", parse_a1("Report!B1")) == ([], ["B1"])
+        assert reader._formula_scans  # D:D is read whole
+    finally:
+        reader.close()

@@ -332,35 +332,6 @@ async def test_writes_leave_no_temporary_files(budget: Path, root: Path, connect
     assert sorted(os.listdir(root)) == ["budget.xlsx"]
 
 
-async def test_saving_a_workbook_with_a_chart_is_refused_and_the_file_is_untouched(
-    root: Path, connect: Connect
-) -> None:
-    from openpyxl import Workbook
-    from openpyxl.chart import BarChart, Reference
-
-    wb = Workbook()
-    ws = wb.active
-    assert ws is not None
-    for i in range(1, 5):
-        ws.append([i])
-    chart = BarChart()
-    chart.add_data(Reference(ws, min_col=1, min_row=1, max_row=4))
-    ws.add_chart(chart, "C1")  # pyright: ignore[reportCallIssue] - openpyxl's stubs miss the anchor
-    path = root / "chart.xlsx"
-    wb.save(path)
-    assert any(n.startswith("xl/charts/") for n in zipfile.ZipFile(path).namelist())
-    before = path.read_bytes()
-    async with connect() as c:
-        info = await call(c, "get_spreadsheet", {"spreadsheet_id": "chart.xlsx"})
-        assert info["writable"] is False
-        err = await fail(c, "update_values", {"spreadsheet_id": "chart.xlsx", "range": "A1", "values": [[9]]})
-        read = await call(c, "read_values", {"spreadsheet_id": "chart.xlsx", "ranges": ["A1:A4"]})
-    assert err["error"] == "permission_denied"
-    assert "charts" in err["message"]
-    assert path.read_bytes() == before
-    assert read["ranges"][0]["values"] == [[1], [2], [3], [4]]
-
-
 async def test_spreadsheet_id_rejects_path_escape(root: Path, tmp_path: Path, connect: Connect) -> None:
     make_xlsx(tmp_path / "outside.xlsx", {"S": [[1]]})
     async with connect() as c:

@@ -226,6 +226,78 @@ async def test_a_write_to_a_sheet_the_reader_refuses_is_refused_and_leaves_the_f
     assert path.read_bytes() == before
 
 
+DISORDER = {
+    "row element twice": FIRST + '<row r="1"><c r="C1"><v>3</v></c></row>',
+    "rows out of order": FIRST + '<row r="3"><c r="A3"><v>5</v></c></row><row r="2"><c r="A2"><v>4</v></c></row>',
+}
+
+
+@pytest.mark.parametrize("damage", list(DISORDER))
+@pytest.mark.parametrize("cell", ["A1", "C1", "D2"])
+async def test_a_write_to_a_sheet_numbering_a_row_twice_is_refused_and_leaves_the_file_unchanged(
+    root: Path, connect: Connect, damage: str, cell: str
+) -> None:
+    path = _damaged(root / "t.xlsx", DISORDER[damage])
+    before = path.read_bytes()
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        errors = [
+            await fail(c, "update_values", {**sid, "range": f"S!{cell}", "values": [[5]]}),
+            await fail(c, "append_rows", {**sid, "range": "S", "values": [[5]]}),
+            await fail(c, "clear_values", {**sid, "ranges": [f"S!{cell}"]}),
+        ]
+    for error in errors:
+        assert error["error"] == "parse_error", error
+        assert error["details"]["part"] == "xl/worksheets/sheet1.xml"
+        assert "twice or out of order" in error["message"]
+    assert path.read_bytes() == before
+
+
+HOSTILE_STRINGS = {
+    "entity expansion": (
+        '<!DOCTYPE sst [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>',
+        "<si><t>&b;</t></si>",
+    ),
+    "external entity": ('<!DOCTYPE sst [<!ENTITY e SYSTEM "file:///etc/passwd">]>', "<si><t>&e;</t></si>"),
+}
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE_STRINGS))
+async def test_security_a_write_to_a_workbook_whose_shared_strings_the_reader_refuses_is_refused(
+    root: Path, connect: Connect, hostile: str
+) -> None:
+    path = _damaged(root / "t.xlsx", FIRST + '<row r="2"><c r="A2" t="s"><v>0</v></c></row>', 1)
+    doctype, items = HOSTILE_STRINGS[hostile]
+    with zipfile.ZipFile(path) as src:
+        parts = [(info, src.read(info)) for info in src.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in parts:
+            if info.filename == "xl/sharedStrings.xml":
+                data = (
+                    '<?xml version="1.0" encoding="UTF-8"?>'
+                    + doctype
+                    + '<sst xmlns="http://schemas.openxmlformats.org/'
+                    'spreadsheetml/2006/main">' + items + "</sst>"
+                ).encode("utf-8")
+            zf.writestr(info, data)
+    before = path.read_bytes()
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        read = await fail(c, "read_values", {**sid, "ranges": ["S!A1:B2"]})
+        errors = [
+            await fail(c, "update_values", {**sid, "range": "S!C1", "values": [[5]]}),
+            await fail(c, "append_rows", {**sid, "range": "S", "values": [[5]]}),
+            await fail(c, "clear_values", {**sid, "ranges": ["S!A1"]}),
+        ]
+    assert read["error"] == "parse_error"
+    for error in errors:
+        assert error["error"] == "parse_error", error
+        assert "passwd" not in error["message"] and "aaaa" not in error["message"]
+    # (append_rows may be refused by the read of the sheet it appends to, which comes first)
+    assert errors[0]["details"]["part"] == errors[2]["details"]["part"] == "xl/sharedStrings.xml"
+    assert path.read_bytes() == before
+
+
 @pytest.mark.slow
 @pytest.mark.e2e
 async def test_libreoffice_keeps_every_row_after_a_cell_holding_a_control_character(

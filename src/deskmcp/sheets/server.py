@@ -199,7 +199,7 @@ def register(server: DeskServer, service: SheetsService) -> None:
         at: Annotated[int, Field(ge=1, description="New rows start here; rows below move down")],
         count: Annotated[int, Field(ge=1, le=10_000)] = 1,
     ) -> RowsResult:
-        """Insert empty rows; formulas keep pointing at the same data."""
+        """Insert empty rows; formulas, names, charts, tables and formats keep pointing at the same data."""
         return service.insert_rows(spreadsheet_id, sheet, at, count)
 
     @server.tool("delete_rows", annotations=changes(destructive=True, idempotent=False), toolset="structure")
@@ -209,5 +209,5 @@ def register(server: DeskServer, service: SheetsService) -> None:
         at: Annotated[int, Field(ge=1, description="First row to delete")],
         count: Annotated[int, Field(ge=1, le=10_000)] = 1,
     ) -> RowsResult:
-        """Delete rows; rows below move up."""
+        """Delete rows; rows below move up. Refused when it would take a table's header, a note or pivot cells."""
         return service.delete_rows(spreadsheet_id, sheet, at, count)

@@ -40,11 +40,13 @@ from deskmcp.sheets.xlsx.cellxml import (
     number_text,
     plain,
     string_count,
+    strings_unreadable,
     unreadable,
     xstring,
 )
 from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, read_part
 from deskmcp.sheets.xlsx.sheetdata import Styles, window
+from deskmcp.sheets.xlsx.structure import RowShift
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -173,10 +175,11 @@ def refuse_unreadable(
     data: bytes | bytearray,
     strings: Callable[[], int],
     rows: Collection[int] | None = None,
+    disorder: int | None = None,
 ) -> None:
     """Refuse, before anything is written, a change to a sheet the reader refuses (`cellxml.unreadable`):
     the write would answer ok and leave a file whose sheet still cannot be read."""
-    problem = unreadable(data, strings, rows)
+    problem = unreadable(data, strings, rows, disorder)
     if problem is not None:
         raise ParseError(
             f"Sheet {title!r} of {path.name} cannot be changed: its part {part} {problem}, so the sheet "
@@ -184,6 +187,23 @@ def refuse_unreadable(
             "Excel or LibreOffice to repair it, or copy the values you need into another sheet.",
             {"file": path.name, "sheet": title, "part": part},
         )
+
+
+def refuse_unreadable_strings(path: Path, zf: zipfile.ZipFile, part: str | None, checked: set[str]) -> None:
+    """Refuse, before anything is written, a change to a workbook whose shared strings the reader
+    refuses (`cellxml.strings_unreadable`: it then reads none of its sheets). `checked` holds the
+    parts already found readable (a part's name is never a sheet's title: those hold no `/`)."""
+    if not part or part in checked or part not in zf.namelist():
+        return
+    problem = strings_unreadable(read_part(zf, part, MAX_CELLS_PART_BYTES))
+    if problem is not None:
+        raise ParseError(
+            f"{path.name} cannot be changed: its shared strings part {part} {problem}, so the workbook "
+            "cannot be read, nor read back after a write. Nothing was written. Open and save the file in "
+            "Excel or LibreOffice to repair it, or copy the values you need into another workbook.",
+            {"file": path.name, "part": part},
+        )
+    checked.add(part)
 
 
 class PatchedBook:
@@ -212,7 +232,8 @@ class PatchedBook:
                     return 0
                 return string_count(read_part(package.zf, part, MAX_CELLS_PART_BYTES))
 
-            refuse_unreadable(package.path, sheet.title, sheet.part, sheet.data, strings, sheet.rows)
+            refuse_unreadable_strings(package.path, package.zf, package.where.shared_strings, self.checked)
+            refuse_unreadable(package.path, sheet.title, sheet.part, sheet.data, strings, sheet.rows, sheet.disorder)
             self.checked.add(sheet.title)
         return sheet
 
@@ -328,6 +349,62 @@ class Book:
             for (r, c), cell in cells.items():
                 if cell.data_type == "f" and isinstance(cell.value, str) and (ws.title, r, c) not in self.literal:
                     cell.value = fn(cell.value, ws.title)
+
+    def move_references(self, title: str, at: int, delta: int) -> None:
+        """After openpyxl moved rows `at`.. of sheet `title` by `delta` (it moves cells, notes and
+        hyperlinks only): defined names, the print area, the autofilter, tables, conditional
+        formats, data validations and merged cells moved along (`xlsx.structure.RowShift`), or
+        `BadRequest` naming one a deletion would take whole."""
+        from openpyxl.formatting.formatting import ConditionalFormattingList
+        from openpyxl.worksheet.cell_range import MultiCellRange
+
+        shift = RowShift(title, at, delta)
+        ws: Any = self.sheet(title)
+
+        def kept(cells: str, what: str) -> str:
+            moved = shift.areas(cells)
+            if not moved:
+                raise BadRequest(
+                    f"Deleting these rows would remove all the cells of {what} of {title!r} ({cells}). Nothing was "
+                    "written. Remove it first, or delete fewer rows.",
+                    {"sheet": title, "element": what, "cells": cells},
+                )
+            return moved
+
+        for definition in self.wb.defined_names.values():
+            if definition.value:
+                definition.value = shift.formula(definition.value, "")
+        for sheet in self.wb.worksheets:
+            for definition in getattr(sheet, "defined_names", {}).values():
+                if definition.value:
+                    definition.value = shift.formula(definition.value, sheet.title)
+        if ws.print_area:
+            moved = shift.formula(ws.print_area, title)
+            ws.print_area = [part.rpartition("!")[2] for part in moved.split(",") if "#REF!" not in part] or None
+        if ws.auto_filter.ref:
+            ws.auto_filter.ref = kept(ws.auto_filter.ref, "the autofilter")
+        for table in ws.tables.values():
+            table.ref = kept(table.ref, f"the table {table.displayName!r}")
+            if table.autoFilter is not None and table.autoFilter.ref:
+                table.autoFilter.ref = shift.areas(table.autoFilter.ref) or table.ref
+        formats = ConditionalFormattingList()
+        for cf in ws.conditional_formatting:
+            cells = kept(str(cf.sqref), "a conditional format")
+            for rule in cf.rules:
+                rule.formula = [shift.formula(f, title) for f in rule.formula]
+                formats.add(cells, rule)
+        ws.conditional_formatting = formats
+        for validation in ws.data_validations.dataValidation:
+            validation.sqref = MultiCellRange(kept(str(validation.sqref), "a data validation"))
+            for attr in ("formula1", "formula2"):
+                if getattr(validation, attr):
+                    setattr(validation, attr, shift.formula(getattr(validation, attr), title))
+        merged = [str(r) for r in ws.merged_cells.ranges]
+        ws.merged_cells = MultiCellRange()
+        for cells in merged:
+            moved = shift.areas(cells)
+            if ":" in moved and moved.split(":")[0] != moved.split(":")[1]:
+                ws.merge_cells(moved)
 
     def compute(self, budget: CellBudget | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
         """The value to store for every formula (sheet -> cell -> value) and the cells left without one.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from deskmcp.core.errors import ParseError
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.backends.workbook_files import writability
+from deskmcp.sheets.backends.workbook_files import kept_content, writability
 from deskmcp.sheets.models import NamedRange, SheetInfo, SpreadsheetInfo
 from deskmcp.sheets.xlsx.parts import check_sizes, defined_names, sheet_head, sheet_parts
 
@@ -23,6 +23,11 @@ def describe(reader: SheetReader, spreadsheet_id: str, path: Path, fmt: str) -> 
     else:
         sheets = _loaded_sheets(reader, path, fmt, reader.sheet_names(path, fmt))
     writable, why = writability(path, fmt)
+    if writable and fmt == "xlsx" and (kept := kept_content(path)):
+        why = (
+            f"It holds {', '.join(kept)}: every write keeps them as they are (the file is patched in place); "
+            "a change that would need the whole workbook rewritten is refused instead."
+        )
     return SpreadsheetInfo(
         id=spreadsheet_id,
         title=path.stem,

@@ -7,8 +7,9 @@ the sheet XML: fast reads, one sheet at a time, cached while the file is unchang
 through openpyxl with computed formula values) and `csv_files` (a .csv as a one-sheet workbook).
 
 Saving never silently loses content: a workbook holding what openpyxl cannot carry through a
-save (charts, images, pivot tables, macros, external links) is refused, and formulas are
-computed and stored as the cell's cached value so any reader sees numbers, not blanks.
+save (charts, images, pivot tables, macros, external links) is only changed by patching its
+package in place, every such part copied unchanged; a change the patch cannot make is refused.
+Formulas are computed and stored as the cell's cached value so any reader sees numbers, not blanks.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from deskmcp.sheets.backends.book import Book, check_title, rename_refs
 from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, writability
+from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, kept_content, writability
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
-from deskmcp.sheets.formulas.engine import shift_rows
 from deskmcp.sheets.models import (
     Grid,
     InputMode,
@@ -37,6 +37,7 @@ from deskmcp.sheets.models import (
     Uncomputed,
     UpdatedRange,
 )
+from deskmcp.sheets.xlsx.structure import RowShift, StructureEdit
 
 _T = TypeVar("_T")
 
@@ -104,7 +105,13 @@ class LocalBackend:
     # -- changing ------------------------------------------------------------------------------------
 
     def edit(
-        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = False
+        self,
+        spreadsheet_id: str,
+        change: Callable[[Book], _T],
+        *,
+        escape_csv: bool = True,
+        cells_only: bool = False,
+        structure: StructureEdit | None = None,
     ) -> _T:
         """Load the workbook, apply `change`, compute formulas and save atomically; one writer at a
         time, in this process and (through `locks`) in every other deskmcp process. A file another
@@ -112,7 +119,10 @@ class LocalBackend:
         `save_attempts` such reads, `conflict` (nothing written).
 
         `cells_only`: `change` only writes and clears cells, so an xlsx is patched in place
-        (`xlsx/patch.py`) when it can be, instead of a whole openpyxl load and save."""
+        (`xlsx/patch.py`) when it can be, instead of a whole openpyxl load and save. `structure`:
+        the same change made on the package in place (`xlsx/structure.py`), tried first on an xlsx.
+        A workbook holding parts openpyxl would drop (charts, pivot tables...) is only ever patched:
+        a change the patch cannot make is refused (`bad_request`), never saved without them."""
         with self.files.write_lock:
             path, fmt = self.locate(spreadsheet_id)
             with self.locks.hold(path):
@@ -124,7 +134,7 @@ class LocalBackend:
                             raise PermissionDenied(
                                 f"{path.name} cannot be changed. {why}", {"spreadsheet_id": spreadsheet_id}
                             )
-                        return self._save_change(path, fmt, version, change, escape_csv, cells_only)
+                        return self._save_change(path, fmt, version, change, escape_csv, cells_only, structure)
                     except FileChanged:
                         continue
                     except (DeskError, OSError, ValueError, zipfile.BadZipFile):
@@ -146,12 +156,25 @@ class LocalBackend:
         change: Callable[[Book], _T],
         escape_csv: bool,
         cells_only: bool,
+        structure: StructureEdit | None = None,
     ) -> _T:
         """`change` applied to the file and saved over `version` only (`FileChanged` otherwise)."""
-        if cells_only and fmt == "xlsx" and self.fast_writes:
+        if fmt == "xlsx" and structure is not None:
+            done = self.writer.restructure(path, structure, version)
+            if done is not None:
+                return done[0]  # type: ignore[return-value]  # a structure edit answers what `change` does
+        if cells_only and fmt == "xlsx" and (self.fast_writes or kept_content(path, sheets=True)):
             done = self.writer.patch(path, change, version)
             if done is not None:
                 return done[0]
+        if fmt == "xlsx" and (kept := kept_content(path, sheets=True)):
+            raise BadRequest(
+                f"{path.name} holds {', '.join(kept)}; this change cannot be made by patching the file in place "
+                "(the log says why), and saving the whole workbook would delete them. Nothing was written. "
+                "Make this change in Excel or LibreOffice (or, for a cell write, write around a shared or array "
+                "formula's first cell).",
+                {"file": path.name, "kept": kept},
+            )
         book = self.writer.open(path, fmt)
         book.escape_csv = escape_csv
         result = change(book)
@@ -159,11 +182,19 @@ class LocalBackend:
         return result
 
     def edit_flagged(
-        self, spreadsheet_id: str, change: Callable[[Book], _T], *, escape_csv: bool = True, cells_only: bool = True
+        self,
+        spreadsheet_id: str,
+        change: Callable[[Book], _T],
+        *,
+        escape_csv: bool = True,
+        cells_only: bool = True,
+        structure: StructureEdit | None = None,
     ) -> tuple[_T, list[str]]:
         """`edit`, and the formulas the save left without a value (A1 cells, sheet named; with the
         reason when the formula budget stopped the computation)."""
         flagged = Uncomputed()
+        if structure is not None:
+            structure.report = flagged
 
         def run(book: Book) -> _T:
             result = change(book)
@@ -172,7 +203,8 @@ class LocalBackend:
             book.report = flagged
             return result
 
-        return self.edit(spreadsheet_id, run, escape_csv=escape_csv, cells_only=cells_only), flagged
+        done = self.edit(spreadsheet_id, run, escape_csv=escape_csv, cells_only=cells_only, structure=structure)
+        return done, flagged
 
     def create_spreadsheet(self, title: str, sheets: list[str]) -> SpreadsheetInfo:
         name = title if Path(title).suffix.lower() in (".xlsx", ".csv") else f"{title}.xlsx"
@@ -223,8 +255,9 @@ class LocalBackend:
             book.single_sheet_guard("add a sheet to")
             book.wb.create_sheet(check_title(title, book.wb.sheetnames))
 
-        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
-        return self._sheet_info(spreadsheet_id, title), flagged
+        structure = StructureEdit("add_sheet", title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)
+        return self._sheet_info(spreadsheet_id, structure.sheet), flagged
 
     def rename_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         def change(book: Book) -> None:
@@ -263,14 +296,18 @@ class LocalBackend:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.insert_rows(at, count)
-            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, count))
+            book.rewrite_formulas(RowShift(ws.title, at, count).cell_formula)
+            book.move_references(ws.title, at, count)
 
-        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
+        structure = StructureEdit("insert_rows", sheet, at, count)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         def change(book: Book) -> None:
             ws = book.sheet(sheet)
             ws.delete_rows(at, count)
-            book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
+            book.rewrite_formulas(RowShift(ws.title, at, -count).cell_formula)
+            book.move_references(ws.title, at, -count)
 
-        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
+        structure = StructureEdit("delete_rows", sheet, at, count)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]

@@ -23,7 +23,7 @@ from deskmcp.sheets.a1 import MAX_COLUMNS, MAX_ROWS, A1Range, cell_name, quote_s
 from deskmcp.sheets.backends.cell_values import as_json, blank, trim, value_at, within_range
 from deskmcp.sheets.backends.csv_files import csv_rows, csv_value
 from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
-from deskmcp.sheets.formulas.dependencies import depends_on
+from deskmcp.sheets.formulas.dependencies import InputReader, depends_on
 from deskmcp.sheets.formulas.engine import CellError
 from deskmcp.sheets.formulas.prefixes import without_prefixes
 from deskmcp.sheets.models import Grid, Render
@@ -41,6 +41,9 @@ from deskmcp.sheets.xlsx.sheetdata import Extent, Styles, extent, scan_formulas,
 
 log = logging.getLogger("deskmcp.sheets")
 
+NEAR_ROWS = 20_000
+"""A range ending above this row has its uncomputed and volatile formulas found from the rows it
+depends on (`SheetReader._near`), as long as those stay above it too; else the workbook is scanned."""
 STREAM_ROWS = 2_000
 """A first read ending above this row of a big, not yet loaded xlsx sheet is streamed."""
 STREAM_BYTES = 2_000_000
@@ -379,8 +382,94 @@ class SheetReader:
         a value (saved by a program that did not compute them), and the volatile ones: calling
         `TODAY`, `RAND`... or computed from such a cell, on any sheet (their stored value is that of
         the last save). Each sheet is scanned once per version of the file."""
+        key = (*stat_key(path), sheet)
+        with self._lock:
+            whole = key in self._formula_scans and key[:4] in self._volatiles
+        if not whole and (near := self._near(path, sheet, rng)) is not None:
+            return near
         valueless, _calls = self._scan(path, sheet)
         return _within(valueless, rng), _within(self._volatile(path).get(sheet, []), rng)
+
+    def _near(self, path: Path, sheet: str, rng: A1Range) -> tuple[list[str], list[str]] | None:
+        """`formula_cells` of a bounded range near the top, read from the rows it and what it reads
+        (through any chain, across sheets) reach, not from every formula of the workbook: a first
+        read of a big workbook costs what the range depends on. None when that reach is not
+        bounded (a whole column, an unknown name) or goes past `NEAR_ROWS`."""
+        if rng.end_row is None or rng.end_row > NEAR_ROWS:
+            return None
+        where, look = self.package(path)
+        seen: dict[str, tuple[int, dict[int, dict[int, str]], set[tuple[int, int]], set[tuple[int, int]]]] = {}
+
+        try:
+            with zipfile.ZipFile(path) as zf:
+                reader = InputReader(package_names(zf))
+
+                def rows_of(title: str, upto: int) -> dict[int, dict[int, str]] | None:
+                    """The formulas of a sheet's rows 1..upto by row and column (read again when more
+                    rows are needed than read so far); None past the bound."""
+                    if upto > NEAR_ROWS:
+                        return None
+                    known = seen.get(title)
+                    if known is not None and known[0] >= upto:
+                        return known[1]
+                    upto = max(upto, 2 * known[0] if known is not None else upto)
+                    part = where.sheets[title]
+                    cells = window(zf, part, 1, 1, upto, MAX_COLUMNS, shared_strings=None, look=look, formulas=True)
+                    by_row: dict[int, dict[int, str]] = {}
+                    for (r, c), v in cells.items():
+                        if isinstance(v, str) and v[:1] == "=":
+                            by_row.setdefault(r, {})[c] = v
+                    scan = scan_formulas(zf, part, upto)
+                    seen[title] = (upto, by_row, scan.valueless, scan.volatile)
+                    return by_row
+
+                r0, c0, r1 = rng.start_row or 1, rng.start_col or 1, rng.end_row
+                c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
+                top = rows_of(sheet, r1)
+                if top is None:
+                    return None
+                start = [(sheet, r, c) for r, row in top.items() if r0 <= r <= r1 for c in row if c0 <= c <= c1]
+                reads: dict[tuple[str, int, int], list[tuple[str, int, int]]] = {}
+                todo = list(start)
+                while todo:
+                    cell = todo.pop()
+                    if cell in reads:
+                        continue
+                    title, r, c = cell
+                    areas = reader.areas(seen[title][1][r][c], title)
+                    if areas is None:
+                        if (r, c) in seen[title][3]:
+                            reads[cell] = []  # volatile itself (OFFSET, INDIRECT...): what it reads does not matter
+                            continue
+                        return None
+                    found: list[tuple[str, int, int]] = []
+                    for area in areas:
+                        if area.sheet not in where.sheets:
+                            continue
+                        by_row = rows_of(area.sheet, area.row1)
+                        if by_row is None:
+                            return None
+                        for row in range(area.row0, area.row1 + 1):
+                            for col in by_row.get(row, ()):
+                                if area.col0 <= col <= area.col1:
+                                    found.append((area.sheet, row, col))
+                    reads[cell] = found
+                    todo.extend(found)
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+            log.info("formulas near %s of %s not read (%s): the sheet is scanned whole", rng.a1(), path.name, exc)
+            return None
+        volatile: dict[tuple[str, int, int], bool] = {}
+
+        def is_volatile(cell: tuple[str, int, int]) -> bool:
+            if cell not in volatile:
+                volatile[cell] = False  # a cycle reads as not volatile through itself
+                title, r, c = cell
+                volatile[cell] = (r, c) in seen[title][3] or any(is_volatile(x) for x in reads.get(cell, ()))
+            return volatile[cell]
+
+        valueless = sorted(k for k in seen[sheet][2] if r0 <= k[0] <= r1 and c0 <= k[1] <= c1)
+        flagged = sorted((r, c) for title, r, c in start if is_volatile((title, r, c)))
+        return [cell_name(r, c) for r, c in valueless], [cell_name(r, c) for r, c in flagged]
 
     def _scan(self, path: Path, sheet: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """(formulas stored without a value, formulas calling a volatile function) of a sheet, sorted."""

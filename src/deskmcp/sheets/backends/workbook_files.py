@@ -19,7 +19,7 @@ from typing import Any
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.paths import relative_posix, safe_join
 from deskmcp.sheets.models import SpreadsheetRef
-from deskmcp.sheets.xlsx.parts import dropped_content, read_part
+from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, dropped_content, read_part
 
 FORMATS = {".xlsx": "xlsx", ".xlsm": "xlsm", ".ods": "ods", ".xls": "xls", ".xlsb": "xlsb", ".csv": "csv"}
 WRITABLE = ("xlsx", "csv")
@@ -130,7 +130,6 @@ def writability(path: Path, fmt: str) -> tuple[bool, str | None]:
         )
     try:
         with zipfile.ZipFile(path) as zf:
-            dropped = dropped_content(zf.namelist())
             strict = b"purl.oclc.org/ooxml" in read_part(zf, "xl/workbook.xml")[:4096]
     except (OSError, KeyError, zipfile.BadZipFile):
         return False, "The file is not a valid xlsx package."
@@ -139,9 +138,26 @@ def writability(path: Path, fmt: str) -> tuple[bool, str | None]:
             "Read-only: it is Strict OOXML, which cannot be saved here without losing content. "
             "Copy the values to a new workbook to edit them."
         )
-    if dropped:
-        return False, (
-            f"Read-only: it holds {', '.join(dropped)}, which saving here would delete. "
-            "Edit it in Excel or LibreOffice, or copy the values to a new workbook."
-        )
     return True, None
+
+
+def kept_content(path: Path, *, sheets: bool = False) -> list[str]:
+    """What an .xlsx holds that a whole-workbook save (openpyxl) would drop (e.g. ['charts']): such
+    a workbook is only ever changed by patching its package, which copies those parts unchanged.
+    `sheets`: the worksheet parts are read too, for the extensions openpyxl drops with them
+    (sparklines, newer conditional formats and validations, slicer lists)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            found = dropped_content(zf.namelist())
+            if sheets:
+                for name in zf.namelist():
+                    if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                        continue
+                    data = read_part(zf, name, MAX_CELLS_PART_BYTES)
+                    if b"sparklineGroup" in data and "sparklines" not in found:
+                        found.append("sparklines")
+                    elif b"<extLst" in data and "sheet extensions" not in found:
+                        found.append("sheet extensions")
+    except (OSError, zipfile.BadZipFile):
+        return []
+    return found

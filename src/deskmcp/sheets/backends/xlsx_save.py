@@ -12,6 +12,7 @@ import datetime as dt
 import io
 import json
 import logging
+import shutil
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,11 +23,17 @@ from xml.etree import ElementTree
 from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import Conflict, IOFailure, ParseError
 from deskmcp.sheets.a1 import quote_sheet
-from deskmcp.sheets.backends.book import Book, PatchedBook, check_title, refuse_unreadable
+from deskmcp.sheets.backends.book import (
+    Book,
+    PatchedBook,
+    check_title,
+    refuse_unreadable,
+    refuse_unreadable_strings,
+)
 from deskmcp.sheets.backends.csv_files import csv_workbook, read_csv, save_csv
 from deskmcp.sheets.backends.file_guard import NO_FILE, FileChanged, write_atomically, write_bytes_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.backends.workbook_files import stat_key
+from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
 from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
@@ -34,15 +41,19 @@ from deskmcp.sheets.xlsx.cellxml import date_format, string_count
 from deskmcp.sheets.xlsx.parts import (
     MAX_CELLS_PART_BYTES,
     UNCOMPUTED_PROPERTY,
+    package_map,
     package_names,
     read_part,
+    sheet_parts,
     write_cached_values,
 )
+from deskmcp.sheets.xlsx.patch_xml import zip_entry
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
 
     from deskmcp.sheets.xlsx.patch_sheets import FormulaIndex
+    from deskmcp.sheets.xlsx.structure import StructureEdit
 
 log = logging.getLogger("deskmcp.sheets")
 
@@ -152,6 +163,7 @@ class WorkbookWriter:
                         count.append(string_count(read_part(zf, part, MAX_CELLS_PART_BYTES)) if part and found else 0)
                     return count[0]
 
+                refuse_unreadable_strings(path, zf, where.shared_strings, set())
                 for title, part in where.sheets.items():
                     if part in names:
                         refuse_unreadable(path, title, part, read_part(zf, part, MAX_CELLS_PART_BYTES), strings)
@@ -205,6 +217,75 @@ class WorkbookWriter:
                 self._formula_indexes.popitem(last=False)
         _report(book.report, uncomputed, budget)
         return (result,)
+
+    def restructure(self, path: Path, edit: StructureEdit, expect: tuple[Any, ...] | None = None) -> tuple[None] | None:
+        """`edit` made on the package in place (`xlsx/structure.py`), every part it does not touch
+        copied unchanged, then the formulas computed again when rows moved; None when it needs
+        openpyxl (nothing written). `expect`: the version of the file read."""
+        from deskmcp.sheets.xlsx.patch import PackageBook
+        from deskmcp.sheets.xlsx.patch_sheets import Fallback
+        from deskmcp.sheets.xlsx.structure import restructure
+
+        self.reader.verify(path)
+        self._refuse_unreadable(path)
+        where, look = self.reader.package(path)
+        staged = io.BytesIO()
+        try:
+            with zipfile.ZipFile(path) as zf:
+                if edit.kind == "add_sheet":
+                    edit.sheet = check_title(edit.sheet, [p.name for p in sheet_parts(zf)])
+                elif edit.sheet not in where.sheets:
+                    raise no_sheet(path, edit.sheet, list(where.sheets))
+                parts = restructure(zf, where, edit)
+                with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as out:
+                    for info in zf.infolist():
+                        if info.filename in parts:
+                            body = parts.pop(info.filename)
+                            if body is not None:
+                                out.writestr(zip_entry(info, len(body)), body)
+                            continue
+                        with zf.open(info) as src, out.open(zip_entry(info, info.file_size), "w") as dst:
+                            shutil.copyfileobj(src, dst, 1 << 20)
+                    for name, body in parts.items():
+                        if body is not None:
+                            out.writestr(name, body)
+            staged.seek(0)
+            with zipfile.ZipFile(staged) as zf:
+                where = package_map(zf)
+            staged.seek(0)
+        except Fallback as exc:
+            log.info("%s restructured through openpyxl: %s", path.name, exc)
+            return None
+        except (OSError, KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+        package = PackageBook(path, where, look, "xlsx", source=staged)
+        package.now = self.local_now
+        budget = CellBudget(self.formula_budget)
+        try:
+            try:
+                added = edit.kind == "add_sheet"  # a new sheet's cell: volatile formulas and any reading it
+                uncomputed = package.save(
+                    package_names(package.zf),
+                    None,
+                    budget,
+                    everything=not added,
+                    changed=[(edit.sheet, 1, 1)] if added else (),
+                )
+            except Fallback as exc:
+                log.info("%s restructured through openpyxl: %s", path.name, exc)
+                return None
+            try:
+                written = write_atomically(path, package.write, expect)
+            except OSError as exc:
+                raise IOFailure(f"{path.name} could not be saved: {exc}.", {"file": path.name}) from exc
+        finally:
+            package.close()
+        if package.formula_index is not None:
+            self._formula_indexes[str(path)] = (stat_key(path, written), package.formula_index)
+            while len(self._formula_indexes) > self.formula_index_count:
+                self._formula_indexes.popitem(last=False)
+        _report(edit.report, uncomputed, budget)
+        return (None,)
 
     def save(self, path: Path, fmt: str, book: Book, expect: tuple[Any, ...] | None = None) -> None:
         """Compute the formulas, then write the workbook atomically (over the version `expect` only);

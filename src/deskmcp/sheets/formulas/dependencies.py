@@ -378,6 +378,11 @@ class Dependents:
         self._key_cols.extend(cols)
         self._anything.extend(range(first, first + len(rows)))
 
+    def keys(self) -> set[Key]:
+        """The cell of every formula indexed (those overwritten since left out)."""
+        gone = self._gone
+        return {k for f in range(len(self._key_rows)) if (k := self._key(f)) not in gone or f >= gone[k]}
+
     def stale(self, changed: Iterable[Key]) -> set[Key]:
         """Every formula that reads a changed cell, or a formula that does, and so on."""
         todo = list(changed)

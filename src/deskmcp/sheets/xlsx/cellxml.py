@@ -31,23 +31,58 @@ PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
 # a patch would carry into the file it writes
 _UNDEFINED_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9A-Fa-f]+);)[^;&<\s]{0,30};?")
 _ROW_ZERO = re.compile(rb'<row\b[^>]*?\sr="0+"')
+_ROW_NUMBER = re.compile(rb'<row\b(?:[^>]*?\sr="([0-9]+)")?')
 _STRING_ITEM = re.compile(rb"<(?:\w+:)?si[\s>/]")
 
 
-def unreadable(data: bytes | bytearray, strings: Callable[[], int], rows: Collection[int] | None = None) -> str | None:
+def unreadable(
+    data: bytes | bytearray,
+    strings: Callable[[], int],
+    rows: Collection[int] | None = None,
+    disorder: int | None = None,
+) -> str | None:
     """Why the reader refuses this worksheet part, for the damage a write would carry along (an
-    undefined entity, a row numbered 0, a shared string past the table; `strings()` gives the
-    table's size, `rows` the row numbers when they are known); None when it has none of them."""
+    undefined entity, a row numbered 0, a row numbered twice or out of order, a shared string past
+    the table; `strings()` gives the table's size, `rows` the row numbers and `disorder` the first
+    row out of order when they are known); None when it has none of them."""
     if (m := _UNDEFINED_ENTITY.search(data)) is not None:
         return f"uses the undefined XML entity {bytes(m.group(0)).decode('utf-8', 'replace')!r}"
     if (0 in rows) if rows is not None else (_ROW_ZERO.search(data) is not None):
         return "numbers a row 0 (rows start at 1)"
+    if rows is None:
+        disorder = row_out_of_order(data)
+    if disorder is not None:
+        return (
+            f"holds row {disorder} twice or out of order (rows are written once each, in order; Excel "
+            "repairs such a file and a write could not tell which of the row's elements it changes)"
+        )
     if b't="s"' in data:
         count = strings()
         # one pass that stops at the first index past the table, without reading every index
         past = re.search(rb't="s"[^>]*>\s*<v>\s*0*(' + _at_least(count) + rb")\s*</v>", data)
         if past is not None:
             return f"refers to shared string {int(past.group(1))}, but the shared strings part holds {count}"
+    return None
+
+
+def row_out_of_order(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int | None:
+    """The first row of a worksheet part numbered at or before the row preceding it (a duplicated
+    `<row r="1">`), or None when every row comes after the one before."""
+    last = 0
+    for m in _ROW_NUMBER.finditer(data, start, len(data) if end is None else end):
+        number = int(m.group(1)) if m.group(1) else last + 1
+        if number <= last:
+            return number
+        last = number
+    return None
+
+
+def strings_unreadable(data: bytes | bytearray) -> str | None:
+    """Why the reader refuses a shared strings part (it then refuses the whole workbook): an entity
+    other than XML's own, which an entity declaration would expand (`&big;` of a billion laughs, or
+    an external `SYSTEM` one); None when it has none."""
+    if (m := _UNDEFINED_ENTITY.search(data)) is not None:
+        return f"uses the XML entity {bytes(m.group(0)).decode('utf-8', 'replace')!r}, which is not expanded here"
     return None
 
 

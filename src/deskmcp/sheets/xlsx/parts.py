@@ -22,7 +22,7 @@ from deskmcp.sheets.a1 import parse_cells
 from deskmcp.sheets.formulas.engine import CellError, Names, names_resolver
 from deskmcp.sheets.xlsx.cellxml import number_text, xml_text
 
-# Parts openpyxl does not carry through a load/save: saving would silently delete them.
+# Parts openpyxl does not carry through a load/save: a workbook holding one is only patched in place.
 DROPPED_PARTS: tuple[tuple[str, str], ...] = (
     ("xl/charts/", "charts"),
     ("xl/chartsheets/", "chart sheets"),
@@ -33,7 +33,10 @@ DROPPED_PARTS: tuple[tuple[str, str], ...] = (
     ("xl/vbaProject.bin", "macros"),
     ("xl/externalLinks/", "external links"),
     ("xl/slicers/", "slicers"),
+    ("xl/slicerCaches/", "slicers"),
     ("xl/timelines/", "timelines"),
+    ("xl/timelineCaches/", "timelines"),
+    ("xl/threadedComments/", "threaded comments"),
     ("xl/activeX/", "ActiveX controls"),
     ("xl/embeddings/", "embedded objects"),
 )

@@ -17,7 +17,7 @@ import datetime as dt
 import io
 import shutil
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -64,14 +64,14 @@ ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final
 class PackageBook:
     """The edits of one call (values written, cells cleared) on an xlsx, saved as a patch."""
 
-    def __init__(self, path: Path, where: PackageMap, look: Styles, fmt: str) -> None:
+    def __init__(self, path: Path, where: PackageMap, look: Styles, fmt: str, source: BinaryIO | None = None) -> None:
         self.now: Callable[[], dt.datetime] = dt.datetime.now
         """The local date and time TODAY() and NOW() answer."""
         self.path = path
         self.where = where
         self.look = look
         self.fmt = fmt
-        self.zf = zipfile.ZipFile(path)
+        self.zf = zipfile.ZipFile(source if source is not None else path)  # `source`: the package, when not at path
         self.sheets: dict[str, Sheet] = {}
         self.writes: dict[Key, Any] = {}  # None clears the cell
         self.literal: set[Key] = set()
@@ -190,13 +190,21 @@ class PackageBook:
         return Formula("=" + text, kind, anchor or kind == b"array", value)
 
     def save(
-        self, names: Any, known: FormulaIndex | None = None, budget: CellBudget | None = None
+        self,
+        names: Any,
+        known: FormulaIndex | None = None,
+        budget: CellBudget | None = None,
+        *,
+        everything: bool = False,
+        changed: Collection[Key] = (),
     ) -> dict[str, list[str]]:
         """Compute what the edits make stale and prepare the patch (`write` then streams it out);
         returns the formulas left uncomputed (sheet -> cells). `known`: the formula index of this
         version of the file (taken over: it is changed), so no sheet is scanned; `formula_index`
         is then the index of the version the patch writes. Formulas not computed when the `budget`
-        of cells read is spent are left without a value, as those that cannot be computed."""
+        of cells read is spent are left without a value, as those that cannot be computed.
+        `everything`: every formula is computed (after rows moved), not only those the edits make stale;
+        `changed`: cells changed besides the edits (a sheet added), whose readers are computed too."""
         if known is None:
             reader = InputReader(names)
             index = Dependents()
@@ -211,11 +219,13 @@ class PackageBook:
                 index.forget(key)
                 uncached.discard(key)
         needed = set(uncached)
+        if everything:  # cells moved: every formula's value is computed again
+            needed |= index.keys()
         for key, stored in self.writes.items():
             if isinstance(stored, str) and stored.startswith("=") and key not in self.literal:
                 index.add(key, reader.areas(stored, key[0]))
                 needed.add(key)
-        needed |= index.stale(self.writes)
+        needed |= index.stale([*self.writes, *changed])
 
         def raw(sheet: str, row: int, col: int) -> Any:
             key = (sheet, row, col)

@@ -66,6 +66,7 @@ class Sheet:
     parsed: dict[int, dict[int, Cell]] = field(default_factory=dict)
     max_column: int = 0
     max_row: int = 0
+    disorder: int | None = None  # the first row numbered twice or out of order (the patch refuses it)
 
     @classmethod
     def load(cls, title: str, part: str, data: bytes | bytearray) -> Sheet:
@@ -82,8 +83,10 @@ class Sheet:
         rows = sheet.rows
         for m in ROW_OPEN.finditer(data, start, end):
             ref = m.group(1)
-            number = int(ref) if ref else number + 1
-            rows[number] = m.start()
+            last, number = number, int(ref) if ref else number + 1
+            if number <= last and sheet.disorder is None:
+                sheet.disorder = number
+            rows.setdefault(number, m.start())
         sheet.max_row = max(rows, default=0)
         dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
         sheet.max_column = column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS

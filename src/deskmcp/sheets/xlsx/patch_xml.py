@@ -178,7 +178,8 @@ def record_uncomputed(
         pids = [int(p) for p in re.findall(r'\bpid="([0-9]+)"', text)]
         prop = (
             f'<property fmtid="{FMTID}" pid="{max([1, *pids]) + 1}" name="{UNCOMPUTED_PROPERTY}">'
-            f"<vt:lpwstr>{_esc(json.dumps(uncomputed))}</vt:lpwstr></property>"
+            # (vt declared here too: a part another program wrote may give that namespace another prefix)
+            f'<vt:lpwstr xmlns:vt="{VT_NS}">{_esc(json.dumps(uncomputed))}</vt:lpwstr></property>'
         )
         if "</Properties>" not in text:
             raise Fallback("custom properties in an unexpected form")

@@ -179,19 +179,33 @@ class FormulaScan:
     """Calling a function whose value changes without its inputs changing (`recalc.VOLATILE`)."""
 
 
-def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
+_LAST_ROW = re.compile(rb'<row\b[^>]*?\sr="([0-9]+)"')
+
+
+def scan_formulas(zf: zipfile.ZipFile, part: str, last_row: int | None = None) -> FormulaScan:
     """`FormulaScan` of a worksheet part, read in chunks. openpyxl writes a formula it did not
     compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
-    empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too."""
+    empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too. With
+    `last_row`, only the rows up to it (reading stops past it: rows come in order)."""
+    scan = _scan_blocks(zf, part, last_row)
+    if last_row is not None:
+        scan.valueless = {k for k in scan.valueless if k[0] <= last_row}
+        scan.volatile = {k for k in scan.volatile if k[0] <= last_row}
+    return scan
+
+
+def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None) -> FormulaScan:
     from deskmcp.sheets.formulas.dependencies import calls_volatile
     from deskmcp.sheets.xlsx.cellxml import plain
 
     scan = FormulaScan(set(), set())
     volatile_ids: set[bytes] = set()
     tail = b""
+    size = CHUNK // 4 if last_row is not None else 4 * CHUNK  # a few rows: small blocks first
     with zf.open(part) as handle:
         while True:
-            block = handle.read(4 * CHUNK)
+            block = handle.read(size)
+            size = min(2 * size, 4 * CHUNK)
             data = tail + block
             cut = data.rfind(b"<c ") if block else len(data)  # a cell may go on in the next block
             body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
@@ -221,6 +235,11 @@ def scan_formulas(zf: zipfile.ZipFile, part: str) -> FormulaScan:
                     scan.volatile.add((int(cell.group(2)), column_index(cell.group(1).decode("ascii"))))
             if not block:
                 return scan
+            if last_row is not None:
+                at = body.rfind(b"<row")
+                last = _LAST_ROW.match(body, at) if at >= 0 else None
+                if last is not None and int(last.group(1)) > last_row:
+                    return scan
 
 
 def _scan_elements(zf: zipfile.ZipFile, part: str) -> FormulaScan:
@@ -261,13 +280,43 @@ def _scan_elements(zf: zipfile.ZipFile, part: str) -> FormulaScan:
     return scan
 
 
-def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:
-    from openpyxl.styles.numbers import BUILTIN_FORMATS, is_date_format, is_timedelta_format
+# The built-in number formats that show a date or a time (ECMA-376 Part 1, 18.8.30), by id; 46 is
+# an elapsed time (`[h]:mm:ss`). Read here without importing openpyxl: a first read pays no import.
+BUILTIN_DATES = {
+    14: "mm-dd-yy",
+    15: "d-mmm-yy",
+    16: "d-mmm",
+    17: "mmm-yy",
+    18: "h:mm AM/PM",
+    19: "h:mm:ss AM/PM",
+    20: "h:mm",
+    21: "h:mm:ss",
+    22: "m/d/yy h:mm",
+    45: "mm:ss",
+    46: "[h]:mm:ss",
+    47: "mmss.0",
+}
+# Text in quotes, and bracketed sections other than elapsed hours, minutes or seconds (a colour, a
+# condition, a locale), say nothing of dates; a letter d, m, y, h or s elsewhere does, unless it is
+# escaped (`\d`) or the width of a space (`_d`). Only the first section (before `;`) counts.
+_FORMAT_NOISE = re.compile(r'".*?"|\[(?!hh?\]|mm?\]|ss?\])[^\]]*\]')
+_DATE_LETTER = re.compile(r"(?<![_\\])[dmhysDMHYS]")
+_ELAPSED = re.compile(r"\[hh?\](:mm(:ss(\.0*)?)?)?|\[mm?\](:ss(\.0*)?)?|\[ss?\](\.0*)?", re.I)
 
+
+def is_date_format(code: str) -> bool:
+    return _DATE_LETTER.search(_FORMAT_NOISE.sub("", code.split(";")[0])) is not None
+
+
+def is_duration_format(code: str) -> bool:
+    return _ELAPSED.search(code.split(";")[0]) is not None
+
+
+def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:
     epoch = dt.datetime(1904, 1, 1) if date1904 else dt.datetime(1899, 12, 30)
     if not part or part not in zf.namelist():
         return Styles(frozenset(), frozenset(), epoch)
-    formats: dict[int, str] = dict(BUILTIN_FORMATS)
+    formats: dict[int, str] = dict(BUILTIN_DATES)
     dates: set[int] = set()
     durations: set[int] = set()
     in_xfs = False
@@ -289,7 +338,7 @@ def styles(zf: zipfile.ZipFile, part: str | None, date1904: bool) -> Styles:
                     code = formats.get(int(element.get("numFmtId", "0")), "")
                 except ValueError:
                     code = ""
-                if code and is_timedelta_format(code):
+                if code and is_duration_format(code):
                     durations.add(index)
                 elif code and is_date_format(code):
                     dates.add(index)
