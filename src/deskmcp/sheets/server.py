@@ -10,8 +10,12 @@ from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.sheets.models import (
+    Borders,
+    CellFormat,
     ClearResult,
     FindResult,
+    FormatResult,
+    Horizontal,
     InputMode,
     Render,
     RowsResult,
@@ -20,6 +24,7 @@ from deskmcp.sheets.models import (
     SpreadsheetList,
     UpdateResult,
     ValuesResult,
+    Vertical,
 )
 from deskmcp.sheets.service import SheetsService
 from deskmcp.sheets.settings import SheetsSettings
@@ -36,6 +41,7 @@ TOOLSETS: dict[str, str] = {
     "read": "list, describe, read and search spreadsheets",
     "write": "create spreadsheets; write, append and clear values",
     "structure": "add, rename, duplicate and delete sheets; insert and delete rows",
+    "format": "format cells; column widths, row heights, frozen panes and merges; charts; cell notes",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
@@ -211,3 +217,36 @@ def register(server: DeskServer, service: SheetsService) -> None:
     ) -> RowsResult:
         """Delete rows; rows below move up."""
         return service.delete_rows(spreadsheet_id, sheet, at, count)
+
+    @server.tool("format_range", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def format_range(
+        spreadsheet_id: Id,
+        range: Range,
+        bold: bool | None = None,
+        italic: bool | None = None,
+        underline: bool | None = None,
+        font_size: Annotated[float | None, Field(ge=1, le=409)] = None,
+        font_color: Annotated[str | None, Field(description="'#RRGGBB' or a name: red, light_gray...")] = None,
+        fill_color: Annotated[str | None, Field(description="Background, as font_color")] = None,
+        number_format: Annotated[str | None, Field(description="e.g. '#,##0.00', '0%', 'yyyy-mm-dd'")] = None,
+        horizontal: Horizontal | None = None,
+        vertical: Vertical | None = None,
+        wrap: bool | None = None,
+        borders: Borders | None = None,
+    ) -> FormatResult:
+        """Format cells; what is left out stays as it is. borders: {sides: [all|outer|top|bottom|left|right|
+        inner_horizontal|inner_vertical], style: thin|medium|thick|dashed|dotted|double|none, color}."""
+        fmt = CellFormat(
+            bold=bold,
+            italic=italic,
+            underline=underline,
+            font_size=font_size,
+            font_color=font_color,
+            fill_color=fill_color,
+            number_format=number_format,
+            horizontal=horizontal,
+            vertical=vertical,
+            wrap=wrap,
+            borders=borders,
+        )
+        return service.format_range(spreadsheet_id, range, fmt)

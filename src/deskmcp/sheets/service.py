@@ -11,9 +11,12 @@ from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.sheets.a1 import A1Range, cell_name, check_in_grid, parse_a1
 from deskmcp.sheets.backends.base import SheetsBackend
+from deskmcp.sheets.colors import parse_color
 from deskmcp.sheets.models import (
+    CellFormat,
     ClearResult,
     FindResult,
+    FormatResult,
     InputMode,
     Match,
     Render,
@@ -354,6 +357,33 @@ class SheetsService:
             uncomputed=flagged or None,
             uncomputed_reason=_reason(flagged),
         )
+
+    # -- formatting, layout, charts and notes ----------------------------------------------------
+
+    def format_range(self, spreadsheet_id: str, range: str, fmt: CellFormat) -> FormatResult:
+        backend = self._writer()
+        if fmt.is_empty():
+            raise BadRequest(
+                "Give at least one thing to change: bold, italic, underline, font_size, font_color, fill_color, "
+                "number_format, horizontal, vertical, wrap or borders.",
+                {},
+            )
+        rng = self._ranges(spreadsheet_id, [range])[0]
+        return backend.format_range(spreadsheet_id, rng, _colours(fmt))
+
+
+def _colours(fmt: CellFormat) -> CellFormat:
+    """`fmt` with its colours as `RRGGBB` (`bad_request` naming an unknown one)."""
+    changes: dict[str, Any] = {}
+    for field in ("font_color", "fill_color"):
+        value = getattr(fmt, field)
+        if value is not None:
+            changes[field] = parse_color(value, field)
+    if fmt.borders is not None:
+        changes["borders"] = fmt.borders.model_copy(update={"color": parse_color(fmt.borders.color, "borders.color")})
+    if fmt.number_format is not None and any(ord(ch) < 32 for ch in fmt.number_format):
+        raise BadRequest("number_format holds a control character.", {"number_format": fmt.number_format})
+    return fmt.model_copy(update=changes)
 
 
 _TRUNCATED = "\x00truncated"

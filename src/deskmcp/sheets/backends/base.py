@@ -6,6 +6,8 @@ from typing import Any, Protocol
 
 from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.models import (
+    CellFormat,
+    FormatResult,
     Grid,
     InputMode,
     Render,
@@ -70,5 +72,9 @@ class SheetsBackend(Protocol):
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]: ...
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]: ...
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        """Apply a format (colours already `RRGGBB`) to the cells of a range, in one request/save."""
+        ...
 
     def close(self) -> None: ...

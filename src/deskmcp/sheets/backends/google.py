@@ -22,7 +22,10 @@ from deskmcp.core.ttlcache import TTLCache
 from deskmcp.google.auth import SCOPES, TokenStore, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
+from deskmcp.sheets.backends.google_requests import format_requests
 from deskmcp.sheets.models import (
+    CellFormat,
+    FormatResult,
     Grid,
     InputMode,
     NamedRange,
@@ -314,6 +317,29 @@ class GoogleBackend:
         dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
         self._batch(spreadsheet_id, [{"deleteDimension": {"range": dims}}], idempotent=False)
         return []
+
+    # -- formatting, layout, charts and notes (`google_requests`) ---------------------------------
+
+    def _sheet_of(self, spreadsheet_id: str, rng: A1Range) -> dict[str, Any]:
+        """The properties of the sheet a range is on (the first sheet when it names none)."""
+        sheet_id = self._sheet_id(spreadsheet_id, rng.sheet) if rng.sheet is not None else None
+        for sheet in self._spreadsheet(spreadsheet_id).get("sheets", []):
+            props = sheet.get("properties", {})
+            if sheet_id is None or int(props.get("sheetId", 0)) == sheet_id:
+                return props
+        return {"sheetId": sheet_id or 0, "title": rng.sheet or ""}
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        props = self._sheet_of(spreadsheet_id, rng)
+        sheet_id, title = int(props.get("sheetId", 0)), str(props.get("title", ""))
+        grid = props.get("gridProperties", {})
+        r0, c0, r1, c1 = rng.bounds(int(grid.get("rowCount", 0)), int(grid.get("columnCount", 0)))
+        self._batch(spreadsheet_id, format_requests(sheet_id, rng, fmt), idempotent=True)
+        return FormatResult(
+            spreadsheet_id=spreadsheet_id,
+            range=rng.a1(default_sheet=title),
+            cells=max(r1 - r0 + 1, 0) * max(c1 - c0 + 1, 0),
+        )
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -25,9 +25,12 @@ from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, writability
+from deskmcp.sheets.backends.workbook_format import PackageChanges
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
 from deskmcp.sheets.formulas.engine import shift_rows
 from deskmcp.sheets.models import (
+    CellFormat,
+    FormatResult,
     Grid,
     InputMode,
     Render,
@@ -69,6 +72,7 @@ class LocalBackend:
         # every deskmcp process given the same folder takes the same locks (the server's is in
         # the workspace); made at the first save
         self.locks = FileLocks(lock_folder or self.files.roots[""] / ".deskmcp" / "locks")
+        self.package_changes = PackageChanges(self.files, self.locks, self.reader)
 
     @property
     def roots(self) -> dict[str, Path]:
@@ -274,3 +278,8 @@ class LocalBackend:
             book.rewrite_formulas(lambda f, s: shift_rows(f, s, ws.title, at, -count))
 
         return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
+
+    # -- formatting, layout, charts and notes (patched into the package: `workbook_format`) ----------
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        return self.package_changes.format_range(spreadsheet_id, rng, fmt)

@@ -1,0 +1,126 @@
+"""The `spreadsheets.batchUpdate` requests of the format tools on Google Sheets (Sheets API v4):
+`repeatCell` and `updateBorders` for formats, `updateDimensionProperties`,
+`updateSheetProperties` (frozen rows and columns), `mergeCells`/`unmergeCells`, `addChart`, and
+`repeatCell` of `note` for notes. Plain data: `google.py` sends them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskmcp.sheets.a1 import A1Range
+from deskmcp.sheets.models import CellFormat
+
+BORDER_STYLES = {
+    "thin": "SOLID",
+    "medium": "SOLID_MEDIUM",
+    "thick": "SOLID_THICK",
+    "dashed": "DASHED",
+    "dotted": "DOTTED",
+    "double": "DOUBLE",
+    "none": "NONE",
+}
+BORDER_SIDES = {
+    "top": ("top",),
+    "bottom": ("bottom",),
+    "left": ("left",),
+    "right": ("right",),
+    "inner_horizontal": ("innerHorizontal",),
+    "inner_vertical": ("innerVertical",),
+    "outer": ("top", "bottom", "left", "right"),
+    "all": ("top", "bottom", "left", "right", "innerHorizontal", "innerVertical"),
+}
+
+
+def grid_range(sheet_id: int, rng: A1Range) -> dict[str, Any]:
+    """A GridRange: zero-based, end exclusive, open sides left out (to the sheet's edge)."""
+    out: dict[str, Any] = {"sheetId": sheet_id}
+    if rng.start_row is not None:
+        out["startRowIndex"] = rng.start_row - 1
+    if rng.end_row is not None:
+        out["endRowIndex"] = rng.end_row
+    if rng.start_col is not None:
+        out["startColumnIndex"] = rng.start_col - 1
+    if rng.end_col is not None:
+        out["endColumnIndex"] = rng.end_col
+    return out
+
+
+def color(rrggbb: str) -> dict[str, float]:
+    """A Color (components from 0 to 1) for `RRGGBB`."""
+    return {
+        "red": int(rrggbb[0:2], 16) / 255,
+        "green": int(rrggbb[2:4], 16) / 255,
+        "blue": int(rrggbb[4:6], 16) / 255,
+    }
+
+
+def number_format_type(pattern: str) -> str:
+    """The NumberFormatType Google asks beside a pattern, read from the pattern."""
+    bare = "".join(part for i, part in enumerate(pattern.split('"')) if i % 2 == 0).lower()
+    if pattern == "@":
+        return "TEXT"
+    has_date = any(ch in bare for ch in "yd") or "mmm" in bare
+    has_time = any(ch in bare for ch in "hs")
+    if has_date and has_time:
+        return "DATE_TIME"
+    if has_date:
+        return "DATE"
+    if has_time:
+        return "TIME"
+    if "%" in bare:
+        return "PERCENT"
+    if "e+" in bare or "e-" in bare:
+        return "SCIENTIFIC"
+    if any(sym in pattern for sym in ("$", "€", "£", "¥")):
+        return "CURRENCY"
+    return "NUMBER"
+
+
+def format_requests(sheet_id: int, rng: A1Range, fmt: CellFormat) -> list[dict[str, Any]]:
+    """`repeatCell` of the cell format asked (only its fields, so the rest stays) and `updateBorders`."""
+    grid = grid_range(sheet_id, rng)
+    cell: dict[str, Any] = {}
+    fields: list[str] = []
+    text: dict[str, Any] = {}
+    for name, key in (("bold", "bold"), ("italic", "italic"), ("underline", "underline")):
+        value = getattr(fmt, name)
+        if value is not None:
+            text[key] = value
+    if fmt.font_size is not None:
+        text["fontSize"] = fmt.font_size
+    if fmt.font_color is not None:
+        text["foregroundColor"] = color(fmt.font_color)
+    for key in text:
+        fields.append(f"userEnteredFormat.textFormat.{key}")
+    if text:
+        cell["textFormat"] = text
+    if fmt.fill_color is not None:
+        cell["backgroundColor"] = color(fmt.fill_color)
+        fields.append("userEnteredFormat.backgroundColor")
+    if fmt.number_format is not None:
+        cell["numberFormat"] = {"type": number_format_type(fmt.number_format), "pattern": fmt.number_format}
+        fields.append("userEnteredFormat.numberFormat")
+    if fmt.horizontal is not None:
+        cell["horizontalAlignment"] = fmt.horizontal.upper()
+        fields.append("userEnteredFormat.horizontalAlignment")
+    if fmt.vertical is not None:
+        cell["verticalAlignment"] = fmt.vertical.upper()
+        fields.append("userEnteredFormat.verticalAlignment")
+    if fmt.wrap is not None:
+        cell["wrapStrategy"] = "WRAP" if fmt.wrap else "OVERFLOW_CELL"
+        fields.append("userEnteredFormat.wrapStrategy")
+    requests: list[dict[str, Any]] = []
+    if fields:
+        requests.append(
+            {"repeatCell": {"range": grid, "cell": {"userEnteredFormat": cell}, "fields": ",".join(fields)}}
+        )
+    if fmt.borders is not None:
+        line: dict[str, Any] = {"style": BORDER_STYLES[fmt.borders.style]}
+        if fmt.borders.style != "none":
+            line["color"] = color(fmt.borders.color)
+        borders: dict[str, Any] = {"range": grid}
+        for side in fmt.borders.sides:
+            for key in BORDER_SIDES[side]:
+                borders[key] = line
+        requests.append({"updateBorders": borders})
+    return requests

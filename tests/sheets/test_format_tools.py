@@ -1,0 +1,267 @@
+"""The format tools on local workbooks, through the in-memory MCP client: formats, layout, notes and
+charts patched into the .xlsx in place, read back with openpyxl, every other part unchanged."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.helpers.corpora import shared_corpus
+from tests.helpers.tool_calls import Connect, call, fail
+from tests.helpers.workbooks import assert_well_formed, make_xlsx
+
+pytestmark = pytest.mark.anyio
+
+BUDGET = {
+    "Costs": [
+        ["item", "amount", "date"],
+        ["rent", 1000, "2026-01-31"],
+        ["food", 300.5, None],
+        ["total", "=SUM(B2:B3)"],
+    ],
+    "My Sheet": [["note"], ["it's here"]],
+}
+
+
+@pytest.fixture
+def budget(root: Path) -> Path:
+    return make_xlsx(root / "budget.xlsx", BUDGET)
+
+
+def parts(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+def assert_untouched(before: dict[str, bytes], after: dict[str, bytes], changed: set[str]) -> None:
+    """Every part of `before` but `changed` is in `after` byte for byte."""
+    for name, body in before.items():
+        if name not in changed:
+            assert after.get(name) == body, f"{name} changed"
+
+
+def section(styles: bytes, name: str) -> bytes:
+    m = re.search(rb"<" + name.encode() + rb"\b[^>]*>(.*?)</" + name.encode() + rb">", styles, re.S)
+    assert m is not None, name
+    return m.group(1)
+
+
+async def libreoffice_pdf(path: Path, workdir: Path) -> bytes:
+    """The PDF LibreOffice (soffice, headless) renders of `path`; the test is skipped where
+    LibreOffice is not installed."""
+    import shutil
+
+    import anyio
+
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        pytest.skip("LibreOffice (soffice) is not on PATH: the rendering is not checked")
+    out = workdir / "pdf"
+    command = [
+        soffice,
+        f"-env:UserInstallation={(workdir / 'profile').as_uri()}",
+        "--headless",
+        "--norestore",
+        "--convert-to",
+        "pdf",
+        "--outdir",
+        str(out),
+        str(path),
+    ]
+    with anyio.fail_after(180):
+        await anyio.run_process(command, check=True)
+    pdf = out / f"{path.stem}.pdf"
+    assert pdf.is_file(), f"LibreOffice made no PDF of {path.name}"
+    return pdf.read_bytes()
+
+
+def load(path: Path) -> Any:
+    from openpyxl import load_workbook
+
+    return load_workbook(path)
+
+
+async def test_format_range_sets_font_fill_number_format_alignment_and_borders(budget: Path, client: Any) -> None:
+    before = parts(budget)
+    out = await call(
+        client,
+        "format_range",
+        {
+            "spreadsheet_id": "budget.xlsx",
+            "range": "Costs!A1:C1",
+            "bold": True,
+            "italic": True,
+            "underline": True,
+            "font_size": 14,
+            "font_color": "#1F4E79",
+            "fill_color": "light_gray",
+            "horizontal": "center",
+            "vertical": "middle",
+            "wrap": True,
+            "borders": {"sides": ["outer"], "style": "medium", "color": "red"},
+        },
+    )
+    assert out["range"] == "Costs!A1:C1"
+    assert out["cells"] == 3
+    await call(
+        client, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B2:B4", "number_format": "$#,##0.00"}
+    )
+    ws = load(budget)["Costs"]
+    for ref in ("A1", "B1", "C1"):
+        cell = ws[ref]
+        assert (cell.font.b, cell.font.i, cell.font.u, cell.font.sz) == (True, True, "single", 14)
+        assert cell.font.color.rgb == "FF1F4E79"
+        assert cell.fill.fill_type == "solid" and cell.fill.fgColor.rgb == "FFD9D9D9"
+        assert (cell.alignment.horizontal, cell.alignment.vertical, cell.alignment.wrap_text) == (
+            "center",
+            "center",
+            True,
+        )
+        assert cell.border.top.style == "medium" and cell.border.bottom.style == "medium"
+        assert cell.border.top.color.rgb == "FFFF0000"
+    # outer: the left line on the first cell only, the right line on the last only
+    assert (ws["A1"].border.left.style, ws["A1"].border.right.style) == ("medium", None)
+    assert (ws["B1"].border.left.style, ws["B1"].border.right.style) == (None, None)
+    assert (ws["C1"].border.left.style, ws["C1"].border.right.style) == (None, "medium")
+    assert [ws[f"B{r}"].number_format for r in (2, 3, 4)] == ["$#,##0.00"] * 3
+    assert ws["A2"].font.b is not True and ws["A2"].fill.fill_type is None  # outside the range: as it was
+    # values and formulas kept
+    assert [ws["A1"].value, ws["B2"].value, ws["B3"].value, ws["B4"].value] == ["item", 1000, 300.5, "=SUM(B2:B3)"]
+    after = parts(budget)
+    assert_untouched(before, after, {"xl/styles.xml", "xl/worksheets/sheet1.xml"})
+    assert_well_formed(budget)
+
+
+async def test_styles_are_appended_never_rewritten_and_equal_ones_reused(budget: Path, client: Any) -> None:
+    old = parts(budget)["xl/styles.xml"]
+    args = {"spreadsheet_id": "budget.xlsx", "range": "Costs!A1:B1", "bold": True, "fill_color": "#FFFF00"}
+    first = await call(client, "format_range", args)
+    assert first["styles_added"] == 1
+    new = parts(budget)["xl/styles.xml"]
+    for name in ("fonts", "fills", "borders", "cellXfs"):
+        assert section(new, name).startswith(section(old, name)), name  # every old entry kept at its index
+    # the same format again: nothing added, the style sheet byte for byte as it was
+    again = await call(client, "format_range", {**args, "range": "Costs!A2"})
+    assert again["styles_added"] == 0
+    assert parts(budget)["xl/styles.xml"] == new
+    ws = load(budget)["Costs"]
+    assert ws["A1"].style_id == ws["B1"].style_id == ws["A2"].style_id
+
+
+async def test_format_range_keeps_what_each_cell_had(budget: Path, client: Any) -> None:
+    await call(client, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B2", "number_format": "0.0%"})
+    await call(client, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!A2:B2", "bold": True})
+    ws = load(budget)["Costs"]
+    assert ws["B2"].number_format == "0.0%" and ws["B2"].font.b is True
+    assert ws["A2"].number_format == "General" and ws["A2"].font.b is True
+    await call(client, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!B2", "bold": False})
+    ws = load(budget)["Costs"]
+    assert ws["B2"].font.b is False and ws["B2"].number_format == "0.0%"
+
+
+async def test_format_range_gives_empty_cells_a_format(budget: Path, client: Any) -> None:
+    await call(client, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!E7:F8", "fill_color": "green"})
+    ws = load(budget)["Costs"]
+    assert ws["F8"].fill.fgColor.rgb == "FF00B050"
+    assert ws["F8"].value is None
+    assert ws.max_row == 8 and ws.max_column == 6  # the dimension covers them
+    read = await call(client, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C2"]})
+    assert read["ranges"][0]["values"] == [["item", "amount", "date"], ["rent", 1000, "2026-01-31"]]
+
+
+async def test_format_range_keeps_charts_images_and_other_parts_byte_for_byte(root: Path, client: Any) -> None:
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.comments import Comment
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Data"
+    for row in [["month", "sales"], ["jan", 10], ["feb", 20], ["mar", 15]]:
+        ws.append(row)
+    chart = BarChart()
+    chart.add_data(Reference(ws, min_col=2, min_row=1, max_row=4), titles_from_data=True)
+    ws.add_chart(chart, "D2")
+    ws["A1"].comment = Comment("the months", "me")
+    wb.save(root / "chart.xlsx")
+    before = parts(root / "chart.xlsx")
+    assert any(n.startswith("xl/charts/") for n in before)
+    await call(client, "format_range", {"spreadsheet_id": "chart.xlsx", "range": "Data!A1:B1", "bold": True})
+    after = parts(root / "chart.xlsx")
+    assert set(after) == set(before)
+    assert_untouched(before, after, {"xl/styles.xml", "xl/worksheets/sheet1.xml"})
+    assert load(root / "chart.xlsx")["Data"]["B1"].font.b is True
+
+
+async def test_format_range_refuses_bad_input_and_writes_nothing(budget: Path, root: Path, client: Any) -> None:
+    before = await anyio.Path(budget).read_bytes()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"range": "Costs!A1", "fill_color": "ultraviolet"}, "not a colour"),
+        ({"range": "Costs!A1", "font_color": "#12345"}, "not a colour"),
+        ({"range": "Costs!A1", "borders": {"sides": ["all"], "color": "nope"}}, "borders.color"),
+        ({"range": "Costs!A1:XFE2", "bold": True}, "XFD"),
+        ({"range": "Costs!A1"}, "at least one"),
+        ({"range": "Nowhere!A1", "bold": True}, "Nowhere"),
+        ({"range": "Costs!A1:Z100000", "bold": True}, "at most"),
+    ]
+    for args, words in cases:
+        error = await fail(client, "format_range", {"spreadsheet_id": "budget.xlsx", **args})
+        assert error["error"] in ("bad_request", "not_found"), error
+        assert words in error["message"], error
+    assert await anyio.Path(budget).read_bytes() == before
+    (root / "plain.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    csv_error = await fail(client, "format_range", {"spreadsheet_id": "plain.csv", "range": "A1", "bold": True})
+    assert csv_error["error"] == "bad_request" and "cannot hold formatting" in csv_error["message"]
+    assert await anyio.Path(root / "plain.csv").read_text(encoding="utf-8") == "a,b\n1,2\n"
+
+
+async def test_format_range_refuses_an_ods_workbook(root: Path, client: Any) -> None:
+    ods = shared_corpus("spreadsheets") / "calamine" / "issues.ods"
+    target = root / "book.ods"
+    target.write_bytes(await anyio.Path(ods).read_bytes())
+    error = await fail(client, "format_range", {"spreadsheet_id": "book.ods", "range": "A1", "bold": True})
+    assert error["error"] == "bad_request" and ".ods" in error["message"]
+    assert await anyio.Path(target).read_bytes() == await anyio.Path(ods).read_bytes()
+
+
+async def test_format_tools_are_off_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskmcp.gateway import compose
+    from deskmcp.servers import get_spec
+
+    (tmp_path / "sheets").mkdir()
+    monkeypatch.setenv("SHEETS_PATH", str(tmp_path / "sheets"))
+    default = {t.name for t in await compose([get_spec("sheets")], workspace=tmp_path).server.list_tools()}
+    assert "read_values" in default and "format_range" not in default
+    chosen = compose([get_spec("sheets")], workspace=tmp_path, toolsets="default,sheets.format")
+    assert "format_range" in {t.name for t in await chosen.server.list_tools()}
+
+
+async def test_format_range_over_a_sheet_read_only_setting_is_refused(budget: Path, connect: Connect) -> None:
+    before = await anyio.Path(budget).read_bytes()
+    async with connect(read_only=True) as c:
+        error = await fail(c, "format_range", {"spreadsheet_id": "budget.xlsx", "range": "Costs!A1", "bold": True})
+    assert error["error"] == "permission_denied"
+    assert await anyio.Path(budget).read_bytes() == before
+
+
+async def test_libreoffice_renders_a_formatted_workbook(budget: Path, client: Any, tmp_path: Path) -> None:
+    await call(
+        client,
+        "format_range",
+        {
+            "spreadsheet_id": "budget.xlsx",
+            "range": "Costs!A1:C4",
+            "bold": True,
+            "fill_color": "yellow",
+            "number_format": "#,##0.00",
+            "borders": {"sides": ["all"]},
+        },
+    )
+    pdf = await libreoffice_pdf(budget, tmp_path)
+    assert pdf.startswith(b"%PDF")
+    assert b"/Type /Page" in pdf or b"/Type/Page" in pdf

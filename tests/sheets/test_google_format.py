@@ -1,0 +1,97 @@
+"""The format tools on Google Sheets, at the HTTP layer: the `spreadsheets.batchUpdate` requests
+they send (Sheets API v4), with the discovery documents the client ships."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.tool_calls import call, fail
+from tests.sheets.test_google_backend import META, SID, Harness, ok
+
+pytestmark = pytest.mark.anyio
+
+
+def batch_bodies(h: Harness) -> list[dict[str, Any]]:
+    return [r["body"] for r in h.http.requests if r["path"].endswith(":batchUpdate")]
+
+
+async def test_format_range_sends_repeat_cell_with_only_the_fields_asked_and_update_borders(tmp_path: Path) -> None:
+    h = Harness(tmp_path, [ok(META), ok({"replies": [{}, {}]})])
+    async with h.client as c:
+        out = await call(
+            c,
+            "format_range",
+            {
+                "spreadsheet_id": SID,
+                "range": "'My Sheet'!A1:C2",
+                "bold": True,
+                "font_size": 12,
+                "font_color": "#FF0000",
+                "fill_color": "light_gray",
+                "number_format": "$#,##0.00",
+                "horizontal": "center",
+                "vertical": "middle",
+                "wrap": True,
+                "borders": {"sides": ["outer", "inner_horizontal"], "style": "thick", "color": "black"},
+            },
+        )
+    assert out["range"] == "'My Sheet'!A1:C2" and out["cells"] == 6
+    (body,) = batch_bodies(h)
+    repeat, borders = body["requests"]
+    grid = {"sheetId": 77, "startRowIndex": 0, "endRowIndex": 2, "startColumnIndex": 0, "endColumnIndex": 3}
+    assert repeat["repeatCell"]["range"] == grid
+    fmt = repeat["repeatCell"]["cell"]["userEnteredFormat"]
+    assert fmt["textFormat"] == {
+        "bold": True,
+        "fontSize": 12,
+        "foregroundColor": {"red": 1.0, "green": 0.0, "blue": 0.0},
+    }
+    assert fmt["backgroundColor"] == {"red": 217 / 255, "green": 217 / 255, "blue": 217 / 255}
+    assert fmt["numberFormat"] == {"type": "CURRENCY", "pattern": "$#,##0.00"}
+    assert (fmt["horizontalAlignment"], fmt["verticalAlignment"], fmt["wrapStrategy"]) == ("CENTER", "MIDDLE", "WRAP")
+    assert set(repeat["repeatCell"]["fields"].split(",")) == {
+        "userEnteredFormat.textFormat.bold",
+        "userEnteredFormat.textFormat.fontSize",
+        "userEnteredFormat.textFormat.foregroundColor",
+        "userEnteredFormat.backgroundColor",
+        "userEnteredFormat.numberFormat",
+        "userEnteredFormat.horizontalAlignment",
+        "userEnteredFormat.verticalAlignment",
+        "userEnteredFormat.wrapStrategy",
+    }
+    line = {"style": "SOLID_THICK", "color": {"red": 0.0, "green": 0.0, "blue": 0.0}}
+    assert borders["updateBorders"] == {
+        "range": grid,
+        "top": line,
+        "bottom": line,
+        "left": line,
+        "right": line,
+        "innerHorizontal": line,
+    }
+
+
+async def test_format_range_with_one_field_leaves_the_others_alone(tmp_path: Path) -> None:
+    h = Harness(tmp_path, [ok(META), ok({"replies": [{}]})])
+    async with h.client as c:
+        out = await call(c, "format_range", {"spreadsheet_id": SID, "range": "Costs!B2:B", "number_format": "0.00%"})
+    assert out["cells"] == 999  # rows 2 to 1,000 of the sheet's grid
+    (body,) = batch_bodies(h)
+    (request,) = body["requests"]
+    assert request == {
+        "repeatCell": {
+            "range": {"sheetId": 0, "startRowIndex": 1, "startColumnIndex": 1, "endColumnIndex": 2},
+            "cell": {"userEnteredFormat": {"numberFormat": {"type": "PERCENT", "pattern": "0.00%"}}},
+            "fields": "userEnteredFormat.numberFormat",
+        }
+    }
+
+
+async def test_format_range_refuses_an_unknown_colour_before_any_request(tmp_path: Path) -> None:
+    h = Harness(tmp_path, [])
+    async with h.client as c:
+        error = await fail(c, "format_range", {"spreadsheet_id": SID, "range": "Costs!A1", "fill_color": "sky"})
+    assert error["error"] == "bad_request" and "not a colour" in error["message"]
+    assert h.http.requests == []
