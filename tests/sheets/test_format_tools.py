@@ -265,3 +265,103 @@ async def test_libreoffice_renders_a_formatted_workbook(budget: Path, client: An
     pdf = await libreoffice_pdf(budget, tmp_path)
     assert pdf.startswith(b"%PDF")
     assert b"/Type /Page" in pdf or b"/Type/Page" in pdf
+
+
+async def test_set_layout_sets_widths_heights_freezes_and_merges(budget: Path, client: Any) -> None:
+    before = parts(budget)
+    out = await call(
+        client,
+        "set_layout",
+        {
+            "spreadsheet_id": "budget.xlsx",
+            "sheet": "Costs",
+            "column_widths": {"A": 24, "B:C": 12.5},
+            "row_heights": {"1": 30, "6:7": 20},
+            "freeze_rows": 1,
+            "freeze_columns": 1,
+            "merge": ["A6:C6"],
+        },
+    )
+    assert out["changed"] == [
+        "column A width 24",
+        "columns B:C width 12.5",
+        "row 1 height 30",
+        "rows 6:7 height 20",
+        "froze 1 row and 1 column",
+        "merged A6:C6",
+    ]
+    ws = load(budget)["Costs"]
+    assert ws.column_dimensions["A"].width == 24
+    b = ws.column_dimensions["B"]  # openpyxl keeps a span under its first column
+    assert (b.min, b.max, b.width) == (2, 3, 12.5)
+    assert ws.row_dimensions[1].height == 30 and ws.row_dimensions[7].height == 20
+    assert ws.freeze_panes == "B2"
+    assert [str(r) for r in ws.merged_cells.ranges] == ["A6:C6"]
+    assert ws["A1"].value == "item" and ws["B4"].value == "=SUM(B2:B3)"
+    assert_untouched(before, parts(budget), {"xl/worksheets/sheet1.xml"})
+    info = await call(client, "get_spreadsheet", {"spreadsheet_id": "budget.xlsx"})
+    costs = next(s for s in info["sheets"] if s["title"] == "Costs")
+    assert (costs["frozen_rows"], costs["frozen_columns"]) == (1, 1)
+    # a second call changes only what it names: rows stay frozen, the merge goes
+    await call(
+        client,
+        "set_layout",
+        {
+            "spreadsheet_id": "budget.xlsx",
+            "sheet": "Costs",
+            "freeze_columns": 0,
+            "unmerge": ["B6"],
+            "column_widths": {"B": 30},
+        },
+    )
+    ws = load(budget)["Costs"]
+    assert ws.freeze_panes == "A2"
+    assert list(ws.merged_cells.ranges) == []
+    b, c = ws.column_dimensions["B"], ws.column_dimensions["C"]
+    assert (b.min, b.max, b.width) == (2, 2, 30) and (c.min, c.max, c.width) == (3, 3, 12.5)
+    await call(client, "set_layout", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "freeze_rows": 0})
+    assert load(budget)["Costs"].freeze_panes is None
+    assert_well_formed(budget)
+
+
+async def test_set_layout_refuses_overlapping_merges_and_hidden_values(budget: Path, client: Any) -> None:
+    await call(client, "set_layout", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "merge": ["D1:E2"]})
+    before = await anyio.Path(budget).read_bytes()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"merge": ["E2:F3"]}, "overlaps the merged cells D1:E2"),
+        ({"merge": ["G1:H1", "H1:I1"]}, "overlap"),
+        ({"merge": ["A1:B1"]}, "would hide the values of B1"),
+        ({"merge": ["G1"]}, "one cell"),
+        ({"unmerge": ["K1:K9"]}, "nothing to unmerge"),
+        ({"column_widths": {"A1": 10}}, "not a span of columns"),
+        ({"column_widths": {"A": 300}}, "0 to 255"),
+        ({"row_heights": {"B": 10}}, "not a span of rows"),
+        ({"merge": ["'My Sheet'!A1:B1"]}, "another sheet"),
+        ({}, "at least one"),
+    ]
+    for args, words in cases:
+        error = await fail(client, "set_layout", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", **args})
+        assert error["error"] == "bad_request", error
+        assert words in error["message"], error
+    error = await fail(client, "set_layout", {"spreadsheet_id": "budget.xlsx", "sheet": "Nope", "freeze_rows": 1})
+    assert error["error"] == "not_found"
+    assert await anyio.Path(budget).read_bytes() == before
+
+
+async def test_set_layout_keeps_the_styles_of_columns_it_resizes(root: Path, client: Any) -> None:
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "S"
+    ws.append(["a", "b", "c", "d"])
+    ws.column_dimensions.group("A", "D", hidden=False)
+    ws.column_dimensions["A"].font = Font(bold=True)
+    ws.column_dimensions["A"].width = 9
+    wb.save(root / "cols.xlsx")
+    styled = load(root / "cols.xlsx")["S"].column_dimensions["A"].font.b
+    await call(client, "set_layout", {"spreadsheet_id": "cols.xlsx", "sheet": "S", "column_widths": {"B": 15}})
+    ws = load(root / "cols.xlsx")["S"]
+    assert ws.column_dimensions["B"].width == 15
+    assert ws.column_dimensions["A"].font.b == styled

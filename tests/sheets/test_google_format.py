@@ -95,3 +95,78 @@ async def test_format_range_refuses_an_unknown_colour_before_any_request(tmp_pat
         error = await fail(c, "format_range", {"spreadsheet_id": SID, "range": "Costs!A1", "fill_color": "sky"})
     assert error["error"] == "bad_request" and "not a colour" in error["message"]
     assert h.http.requests == []
+
+
+async def test_set_layout_sends_dimension_freeze_and_merge_requests(tmp_path: Path) -> None:
+    values = {"valueRanges": [{"range": "Costs!A1:C1", "values": [["Title"]]}]}
+    h = Harness(tmp_path, [ok(values), ok(META), ok({"replies": [{}] * 6})])
+    async with h.client as c:
+        out = await call(
+            c,
+            "set_layout",
+            {
+                "spreadsheet_id": SID,
+                "sheet": "Costs",
+                "column_widths": {"A:B": 20},
+                "row_heights": {"1": 30},
+                "freeze_rows": 1,
+                "merge": ["A1:C1"],
+                "unmerge": ["E1:F2"],
+            },
+        )
+    assert out["changed"][-1] == "merged A1:C1"
+    (body,) = batch_bodies(h)
+    assert body["requests"] == [
+        {
+            "updateDimensionProperties": {
+                "range": {"sheetId": 0, "dimension": "COLUMNS", "startIndex": 0, "endIndex": 2},
+                "properties": {"pixelSize": 145},
+                "fields": "pixelSize",
+            }
+        },
+        {
+            "updateDimensionProperties": {
+                "range": {"sheetId": 0, "dimension": "ROWS", "startIndex": 0, "endIndex": 1},
+                "properties": {"pixelSize": 40},
+                "fields": "pixelSize",
+            }
+        },
+        {
+            "updateSheetProperties": {
+                "properties": {"sheetId": 0, "gridProperties": {"frozenRowCount": 1}},
+                "fields": "gridProperties.frozenRowCount",
+            }
+        },
+        {
+            "unmergeCells": {
+                "range": {
+                    "sheetId": 0,
+                    "startRowIndex": 0,
+                    "endRowIndex": 2,
+                    "startColumnIndex": 4,
+                    "endColumnIndex": 6,
+                }
+            }
+        },
+        {
+            "mergeCells": {
+                "range": {
+                    "sheetId": 0,
+                    "startRowIndex": 0,
+                    "endRowIndex": 1,
+                    "startColumnIndex": 0,
+                    "endColumnIndex": 3,
+                },
+                "mergeType": "MERGE_ALL",
+            }
+        },
+    ]
+
+
+async def test_set_layout_refuses_a_merge_hiding_values_read_first(tmp_path: Path) -> None:
+    values = {"valueRanges": [{"range": "Costs!A1:C1", "values": [["Title", "", "kept"]]}]}
+    h = Harness(tmp_path, [ok(values)])
+    async with h.client as c:
+        error = await fail(c, "set_layout", {"spreadsheet_id": SID, "sheet": "Costs", "merge": ["A1:C1"]})
+    assert error["error"] == "bad_request" and "C1" in error["message"]
+    assert not batch_bodies(h)

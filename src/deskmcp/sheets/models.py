@@ -239,3 +239,14 @@ class NotesResult(Result):
     sheet: str
     written: list[str]
     removed: list[str] = Field(default_factory=list)
+
+
+class Layout(BaseModel):
+    """A layout change of one sheet, parsed: spans are 1-based and inclusive."""
+
+    columns: list[tuple[int, int, float]] = Field(default_factory=list)  # first, last, width in characters
+    rows: list[tuple[int, int, float]] = Field(default_factory=list)  # first, last, height in points
+    freeze_rows: int | None = None
+    freeze_columns: int | None = None
+    merge: list[tuple[int, int, int, int]] = Field(default_factory=list)  # r0, c0, r1, c1
+    unmerge: list[tuple[int, int, int, int]] = Field(default_factory=list)

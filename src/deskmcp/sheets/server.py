@@ -17,6 +17,7 @@ from deskmcp.sheets.models import (
     FormatResult,
     Horizontal,
     InputMode,
+    LayoutResult,
     Render,
     RowsResult,
     SheetResult,
@@ -250,3 +251,21 @@ def register(server: DeskServer, service: SheetsService) -> None:
             borders=borders,
         )
         return service.format_range(spreadsheet_id, range, fmt)
+
+    @server.tool("set_layout", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def set_layout(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        column_widths: Annotated[
+            dict[str, float] | None, Field(description="{'A': 20, 'C:E': 12}: widths in characters")
+        ] = None,
+        row_heights: Annotated[dict[str, float] | None, Field(description="{'1': 30, '2:5': 18}: in points")] = None,
+        freeze_rows: Annotated[int | None, Field(ge=0, description="Rows kept in view at the top; 0 unfreezes")] = None,
+        freeze_columns: Annotated[int | None, Field(ge=0, description="Columns kept in view at the left")] = None,
+        merge: Annotated[list[str] | None, Field(description="Ranges to merge, e.g. ['A1:D1']")] = None,
+        unmerge: Annotated[list[str] | None, Field(description="Merged cells overlapping these are unmerged")] = None,
+    ) -> LayoutResult:
+        """Column widths, row heights, frozen rows and columns, merged cells of one sheet."""
+        return service.set_layout(
+            spreadsheet_id, sheet, column_widths, row_heights, freeze_rows, freeze_columns, merge, unmerge
+        )

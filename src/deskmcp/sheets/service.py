@@ -9,7 +9,7 @@ from typing import Any
 from deskmcp.core.dates import resolve_zone
 from deskmcp.core.errors import BadRequest, NotFound, PermissionDenied
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.sheets.a1 import A1Range, cell_name, check_in_grid, parse_a1
+from deskmcp.sheets.a1 import GRID_COLUMNS, GRID_ROWS, A1Range, cell_name, check_in_grid, parse_a1, parse_cells
 from deskmcp.sheets.backends.base import SheetsBackend
 from deskmcp.sheets.colors import parse_color
 from deskmcp.sheets.models import (
@@ -18,6 +18,8 @@ from deskmcp.sheets.models import (
     FindResult,
     FormatResult,
     InputMode,
+    Layout,
+    LayoutResult,
     Match,
     Render,
     RowsResult,
@@ -370,6 +372,90 @@ class SheetsService:
             )
         rng = self._ranges(spreadsheet_id, [range])[0]
         return backend.format_range(spreadsheet_id, rng, _colours(fmt))
+
+    def set_layout(
+        self,
+        spreadsheet_id: str,
+        sheet: str,
+        column_widths: dict[str, float] | None = None,
+        row_heights: dict[str, float] | None = None,
+        freeze_rows: int | None = None,
+        freeze_columns: int | None = None,
+        merge: list[str] | None = None,
+        unmerge: list[str] | None = None,
+    ) -> LayoutResult:
+        backend = self._writer()
+        layout = Layout(freeze_rows=freeze_rows, freeze_columns=freeze_columns)
+        for key, width in (column_widths or {}).items():
+            first, last = _span(key, "column_widths", columns=True)
+            if not 0 <= width <= 255:
+                raise BadRequest(f"column_widths[{key!r}]: a width is 0 to 255 characters.", {"width": width})
+            layout.columns.append((first, last, float(width)))
+        for key, height in (row_heights or {}).items():
+            first, last = _span(key, "row_heights", columns=False)
+            if not 0 <= height <= 409:
+                raise BadRequest(f"row_heights[{key!r}]: a height is 0 to 409 points.", {"height": height})
+            layout.rows.append((first, last, float(height)))
+        for name, count, limit in (("freeze_rows", freeze_rows, GRID_ROWS), ("freeze_columns", freeze_columns, 1000)):
+            if count is not None and not 0 <= count <= limit:
+                raise BadRequest(f"{name} is 0 (none) to {limit:,}.", {name: count})
+        layout.merge = [_box(text, sheet, "merge") for text in merge or []]
+        layout.unmerge = [_box(text, sheet, "unmerge") for text in unmerge or []]
+        for i, box in enumerate(layout.merge):
+            if box[0] == box[2] and box[1] == box[3]:
+                raise BadRequest(f"merge: {merge and merge[i]!r} is one cell; merge two or more.", {})
+            for other in layout.merge[i + 1 :]:
+                if not (box[2] < other[0] or other[2] < box[0] or box[3] < other[1] or other[3] < box[1]):
+                    raise BadRequest("merge: two of the ranges given overlap; merge each cell once.", {})
+        if not (layout.columns or layout.rows or layout.merge or layout.unmerge) and (
+            freeze_rows is None and freeze_columns is None
+        ):
+            raise BadRequest(
+                "Give at least one of column_widths, row_heights, freeze_rows, freeze_columns, merge, unmerge.", {}
+            )
+        if layout.merge:  # a merged range shows its top-left cell only: refuse to hide values
+            grids = backend.read(spreadsheet_id, [A1Range(sheet, *box) for box in layout.merge], "shown")
+            for box, grid in zip(layout.merge, grids, strict=True):
+                hidden = [
+                    cell_name(box[0] + r, box[1] + c)
+                    for r, row in enumerate(grid.values)
+                    for c, value in enumerate(row)
+                    if (r, c) != (0, 0) and value not in (None, "")
+                ]
+                if hidden:
+                    raise BadRequest(
+                        f"Merging {A1Range(None, *box).cells()} would hide the values of {', '.join(hidden[:10])}: "
+                        "a merged range shows its top-left cell only. Move or clear them first.",
+                        {"range": A1Range(sheet, *box).a1(), "cells": hidden[:50]},
+                    )
+        return backend.set_layout(spreadsheet_id, sheet, layout)
+
+
+def _span(key: str, field: str, *, columns: bool) -> tuple[int, int]:
+    """The first and last column (`A`, `A:C`) or row (`1`, `2:5`) a key of `field` names."""
+    what = "columns as 'A' or 'A:C'" if columns else "rows as '1' or '2:5'"
+    try:
+        r0, c0, r1, c1 = parse_cells(key.strip().upper(), key)
+    except BadRequest:
+        r0 = c0 = r1 = c1 = None
+    first, last = (c0, c1) if columns else (r0, r1)
+    other = (r0, r1) if columns else (c0, c1)
+    if first is None or last is None or other != (None, None):
+        raise BadRequest(f"{field}: {key!r} is not a span of {what}.", {"key": key})
+    if last > (GRID_COLUMNS if columns else GRID_ROWS):
+        raise BadRequest(f"{field}: {key!r} reaches past the last {'column (XFD)' if columns else 'row'}.", {})
+    return first, last
+
+
+def _box(text: str, sheet: str, field: str) -> tuple[int, int, int, int]:
+    """The bounded cells of a range on `sheet` (a sheet named in it must be that one)."""
+    rng = parse_a1(text)
+    if rng.sheet is not None and rng.sheet != sheet:
+        raise BadRequest(f"{field}: {text!r} is on another sheet than {sheet!r}.", {"range": text})
+    if None in (rng.start_row, rng.start_col, rng.end_row, rng.end_col):
+        raise BadRequest(f"{field}: {text!r} must name its corner cells, e.g. 'A1:C1'.", {"range": text})
+    check_in_grid(rng)
+    return rng.start_row, rng.start_col, rng.end_row, rng.end_col  # type: ignore[return-value]
 
 
 def _colours(fmt: CellFormat) -> CellFormat:

@@ -10,6 +10,8 @@ from deskmcp.sheets.models import (
     FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -75,6 +77,10 @@ class SheetsBackend(Protocol):
 
     def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
         """Apply a format (colours already `RRGGBB`) to the cells of a range, in one request/save."""
+        ...
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        """Column widths, row heights, frozen panes and merges of one sheet, in one request/save."""
         ...
 
     def close(self) -> None: ...

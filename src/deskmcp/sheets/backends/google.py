@@ -22,12 +22,14 @@ from deskmcp.core.ttlcache import TTLCache
 from deskmcp.google.auth import SCOPES, TokenStore, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
-from deskmcp.sheets.backends.google_requests import format_requests
+from deskmcp.sheets.backends.google_requests import format_requests, layout_requests
 from deskmcp.sheets.models import (
     CellFormat,
     FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
     NamedRange,
     Render,
     SheetInfo,
@@ -340,6 +342,11 @@ class GoogleBackend:
             range=rng.a1(default_sheet=title),
             cells=max(r1 - r0 + 1, 0) * max(c1 - c0 + 1, 0),
         )
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        requests, said = layout_requests(self._sheet_id(spreadsheet_id, sheet), layout)
+        self._batch(spreadsheet_id, requests, idempotent=True)
+        return LayoutResult(spreadsheet_id=spreadsheet_id, sheet=sheet, changed=said)
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

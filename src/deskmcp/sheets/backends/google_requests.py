@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from deskmcp.sheets.a1 import A1Range
-from deskmcp.sheets.models import CellFormat
+from deskmcp.sheets.models import CellFormat, Layout
 
 BORDER_STYLES = {
     "thin": "SOLID",
@@ -124,3 +124,58 @@ def format_requests(sheet_id: int, rng: A1Range, fmt: CellFormat) -> list[dict[s
                 borders[key] = line
         requests.append({"updateBorders": borders})
     return requests
+
+
+def column_pixels(width: float) -> int:
+    """Pixels of a column `width` characters wide as Excel counts them (7 pixels a character of the
+    default font, and 5 of padding)."""
+    return round(width * 7 + 5) if width > 0 else 0
+
+
+def row_pixels(points: float) -> int:
+    return round(points * 4 / 3)
+
+
+def layout_requests(sheet_id: int, layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+    """The requests of a layout change and, in order, what each does (for the answer)."""
+    requests: list[dict[str, Any]] = []
+    said: list[str] = []
+    for kind, spans, pixels in (("COLUMNS", layout.columns, column_pixels), ("ROWS", layout.rows, row_pixels)):
+        for first, last, size in spans:
+            requests.append(
+                {
+                    "updateDimensionProperties": {
+                        "range": {"sheetId": sheet_id, "dimension": kind, "startIndex": first - 1, "endIndex": last},
+                        "properties": {"pixelSize": pixels(size)},
+                        "fields": "pixelSize",
+                    }
+                }
+            )
+            what = "column" if kind == "COLUMNS" else "row"
+            said.append(
+                f"{what}s {first}:{last} {pixels(size)} pixels"
+                if last != first
+                else f"{what} {first} {pixels(size)} pixels"
+            )
+    grid: dict[str, int] = {}
+    if layout.freeze_rows is not None:
+        grid["frozenRowCount"] = layout.freeze_rows
+    if layout.freeze_columns is not None:
+        grid["frozenColumnCount"] = layout.freeze_columns
+    if grid:
+        requests.append(
+            {
+                "updateSheetProperties": {
+                    "properties": {"sheetId": sheet_id, "gridProperties": grid},
+                    "fields": ",".join(f"gridProperties.{k}" for k in grid),
+                }
+            }
+        )
+        said.append(", ".join(f"{k} {v}" for k, v in grid.items()))
+    for box in layout.unmerge:
+        requests.append({"unmergeCells": {"range": grid_range(sheet_id, A1Range(None, *box))}})
+        said.append(f"unmerged {A1Range(None, *box).cells()}")
+    for box in layout.merge:
+        requests.append({"mergeCells": {"range": grid_range(sheet_id, A1Range(None, *box)), "mergeType": "MERGE_ALL"}})
+        said.append(f"merged {A1Range(None, *box).cells()}")
+    return requests, said

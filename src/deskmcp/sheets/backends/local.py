@@ -33,6 +33,8 @@ from deskmcp.sheets.models import (
     FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -283,3 +285,6 @@ class LocalBackend:
 
     def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
         return self.package_changes.format_range(spreadsheet_id, rng, fmt)
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        return self.package_changes.set_layout(spreadsheet_id, sheet, layout)

@@ -17,8 +17,9 @@ from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version, write_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WorkbookFolders
-from deskmcp.sheets.models import CellFormat, FormatResult
+from deskmcp.sheets.models import CellFormat, FormatResult, Layout, LayoutResult
 from deskmcp.sheets.xlsx.cell_format import format_range
+from deskmcp.sheets.xlsx.layout import apply_layout
 from deskmcp.sheets.xlsx.package_edit import PackageEdit
 from deskmcp.sheets.xlsx.parts import read_part
 
@@ -103,3 +104,10 @@ class PackageChanges:
             )
 
         return self.change(spreadsheet_id, "formatting", change)
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        def change(edit: PackageEdit) -> LayoutResult:
+            ws = edit.worksheet(sheet)
+            return LayoutResult(spreadsheet_id=spreadsheet_id, sheet=ws.title, changed=apply_layout(ws, layout))
+
+        return self.change(spreadsheet_id, "a layout", change)
