@@ -365,3 +365,90 @@ async def test_set_layout_keeps_the_styles_of_columns_it_resizes(root: Path, cli
     ws = load(root / "cols.xlsx")["S"]
     assert ws.column_dimensions["B"].width == 15
     assert ws.column_dimensions["A"].font.b == styled
+
+
+async def test_set_notes_adds_comments_and_vml_and_read_values_shows_them(budget: Path, client: Any) -> None:
+    before = parts(budget)
+    out = await call(
+        client,
+        "set_notes",
+        {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "notes": {"B2": "Paid on the 1st", "A4": "Sum <of> B & C"}},
+    )
+    assert (out["written"], out["removed"]) == (["B2", "A4"], [])
+    after = parts(budget)
+    new = set(after) - set(before)
+    assert new == {"xl/comments1.xml", "xl/drawings/vmlDrawing1.vml", "xl/worksheets/_rels/sheet1.xml.rels"}
+    assert_untouched(
+        before, after, {"xl/worksheets/sheet1.xml", "[Content_Types].xml", "xl/worksheets/_rels/sheet1.xml.rels"}
+    )
+    assert b"<legacyDrawing " in after["xl/worksheets/sheet1.xml"]
+    assert b'Extension="vml"' in after["[Content_Types].xml"] and b"/xl/comments1.xml" in after["[Content_Types].xml"]
+    ws = load(budget)["Costs"]
+    assert ws["B2"].comment.text == "Paid on the 1st"
+    assert ws["A4"].comment.text == "Sum <of> B & C"
+    assert ws["A1"].comment is None
+    read = await call(
+        client,
+        "read_values",
+        {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C4", "Costs!B1:B2"], "notes": True},
+    )
+    assert read["ranges"][0]["notes"] == {"B2": "Paid on the 1st", "A4": "Sum <of> B & C"}
+    assert read["ranges"][1]["notes"] == {"B2": "Paid on the 1st"}
+    plain = await call(client, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C4"]})
+    assert "notes" not in plain["ranges"][0] or plain["ranges"][0]["notes"] is None
+    # a page of rows shows the notes of its rows only
+    page = await call(
+        client, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C4"], "notes": True, "limit": 1}
+    )
+    assert page["ranges"][0]["notes"] == {}
+    # changed and removed in the parts made before; the values stay
+    again = await call(
+        client, "set_notes", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "notes": {"B2": "Paid", "A4": ""}}
+    )
+    assert (again["written"], again["removed"]) == (["B2"], ["A4"])
+    ws = load(budget)["Costs"]
+    assert ws["B2"].comment.text == "Paid" and ws["A4"].comment is None and ws["B2"].value == 1000
+    vml = parts(budget)["xl/drawings/vmlDrawing1.vml"]
+    assert vml.count(b"<v:shape ") == 1
+    assert_well_formed(budget)
+
+
+async def test_set_notes_adds_to_the_comments_a_workbook_already_has(root: Path, client: Any, tmp_path: Path) -> None:
+    from openpyxl import Workbook
+    from openpyxl.comments import Comment
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "S"
+    ws.append(["a", "b"])
+    ws["A1"].comment = Comment("from openpyxl", "someone")
+    wb.save(root / "noted.xlsx")
+    before = parts(root / "noted.xlsx")
+    await call(client, "set_notes", {"spreadsheet_id": "noted.xlsx", "sheet": "S", "notes": {"B1": "added"}})
+    after = parts(root / "noted.xlsx")
+    assert set(after) == set(before)  # the sheet's own comments and drawing parts were used
+    ws = load(root / "noted.xlsx")["S"]
+    assert (ws["A1"].comment.text, ws["B1"].comment.text) == ("from openpyxl", "added")
+    read = await call(client, "read_values", {"spreadsheet_id": "noted.xlsx", "ranges": ["S"], "notes": True})
+    assert read["ranges"][0]["notes"] == {"A1": "from openpyxl", "B1": "added"}
+    pdf = await libreoffice_pdf(root / "noted.xlsx", tmp_path)
+    assert pdf.startswith(b"%PDF")
+
+
+async def test_set_notes_refuses_bad_cells_and_formats(budget: Path, root: Path, client: Any) -> None:
+    before = await anyio.Path(budget).read_bytes()
+    for notes, words in (
+        ({"A1:B2": "x"}, "not one cell"),
+        ({"'My Sheet'!A1": "x"}, "not one cell"),
+        ({"A1": "bell\x07"}, "cannot store"),
+        ({"A1": "x" * 40_000}, "32,767"),
+        ({}, "Give notes"),
+    ):
+        error = await fail(client, "set_notes", {"spreadsheet_id": "budget.xlsx", "sheet": "Costs", "notes": notes})
+        assert error["error"] == "bad_request" and words in error["message"], error
+    assert await anyio.Path(budget).read_bytes() == before
+    await anyio.Path(root / "plain.csv").write_text("a,b\n", encoding="utf-8")
+    error = await fail(client, "set_notes", {"spreadsheet_id": "plain.csv", "sheet": "plain", "notes": {"A1": "x"}})
+    assert error["error"] == "bad_request" and "cannot hold notes" in error["message"]
+    read = await call(client, "read_values", {"spreadsheet_id": "plain.csv", "ranges": ["A1:B1"], "notes": True})
+    assert read["ranges"][0]["notes"] == {}

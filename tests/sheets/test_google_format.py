@@ -170,3 +170,61 @@ async def test_set_layout_refuses_a_merge_hiding_values_read_first(tmp_path: Pat
         error = await fail(c, "set_layout", {"spreadsheet_id": SID, "sheet": "Costs", "merge": ["A1:C1"]})
     assert error["error"] == "bad_request" and "C1" in error["message"]
     assert not batch_bodies(h)
+
+
+async def test_set_notes_sends_a_repeat_cell_of_note_per_cell(tmp_path: Path) -> None:
+    h = Harness(tmp_path, [ok(META), ok({"replies": [{}, {}]})])
+    async with h.client as c:
+        out = await call(
+            c, "set_notes", {"spreadsheet_id": SID, "sheet": "My Sheet", "notes": {"C3": "", "B2": "Checked"}}
+        )
+    assert (out["written"], out["removed"]) == (["B2"], ["C3"])
+    (body,) = batch_bodies(h)
+    assert body["requests"] == [
+        {
+            "repeatCell": {
+                "range": {
+                    "sheetId": 77,
+                    "startRowIndex": 1,
+                    "endRowIndex": 2,
+                    "startColumnIndex": 1,
+                    "endColumnIndex": 2,
+                },
+                "cell": {"note": "Checked"},
+                "fields": "note",
+            }
+        },
+        {
+            "repeatCell": {
+                "range": {
+                    "sheetId": 77,
+                    "startRowIndex": 2,
+                    "endRowIndex": 3,
+                    "startColumnIndex": 2,
+                    "endColumnIndex": 3,
+                },
+                "cell": {"note": ""},
+                "fields": "note",
+            }
+        },
+    ]
+
+
+async def test_read_values_with_notes_asks_for_the_notes_of_the_same_ranges(tmp_path: Path) -> None:
+    values = {"valueRanges": [{"range": "Costs!A1:B3", "values": [["item", "amount"], ["rent", "1,000"]]}]}
+    notes = {
+        "sheets": [
+            {
+                "properties": {"title": "Costs"},
+                "data": [{"rowData": [{"values": [{}, {"note": "EUR"}]}, {}, {"values": [{"note": "last"}]}]}],
+            }
+        ]
+    }
+    h = Harness(tmp_path, [ok(values), ok(notes)])
+    async with h.client as c:
+        out = await call(c, "read_values", {"spreadsheet_id": SID, "ranges": ["Costs!A1:B3"], "notes": True})
+    assert out["ranges"][0]["notes"] == {"B1": "EUR", "A3": "last"}
+    get = h.http.requests[1]
+    assert get["method"] == "GET" and get["path"].endswith(f"/spreadsheets/{SID}")
+    assert get["query"]["ranges"] == ["Costs!A1:B3"]
+    assert get["query"]["fields"] == ["sheets(properties(title),data(startRow,startColumn,rowData(values(note))))"]

@@ -18,6 +18,7 @@ from deskmcp.sheets.models import (
     Horizontal,
     InputMode,
     LayoutResult,
+    NotesResult,
     Render,
     RowsResult,
     SheetResult,
@@ -50,7 +51,7 @@ Id = Annotated[str, Field(description="From list_spreadsheets")]
 Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
 Sheet = Annotated[str, Field(description="Sheet title (get_spreadsheet)")]
 Rows = Annotated[list[list[Any]], Field(description="Rows of values; null keeps a cell")]
-Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW keeps text")]
+Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12'; RAW keeps text")]
 
 
 class Edit(BaseModel):
@@ -108,15 +109,16 @@ def register(server: DeskServer, service: SheetsService) -> None:
     @server.tool("read_values", annotations=READ_ONLY, toolset="read")
     def read_values(
         spreadsheet_id: Id,
-        ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges, read in one call")],
-        render: Annotated[Render, Field(description="shown, raw (unformatted) or formula")] = "shown",
-        header: Annotated[bool, Field(description="First row as keys: rows come back as objects")] = False,
+        ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges")],
+        render: Annotated[Render, Field(description="raw: unformatted")] = "shown",
+        header: Annotated[bool, Field(description="First row as keys; rows as objects")] = False,
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
         cursor: CursorArg = None,
+        notes: Annotated[bool, Field(description="With cell notes")] = False,
     ) -> ValuesResult:
         """Values of A1 ranges, trailing blanks trimmed; next_cursor pages one range. `uncomputed`: formulas
-        with no value; `volatile`: cells on TODAY, NOW, RAND... (or on those), valued as last saved."""
-        return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
+        with no value; `volatile`: cells on TODAY, RAND... (or on those), as last saved."""
+        return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor, notes)
 
     @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")
     def find_in_spreadsheet(
@@ -269,3 +271,12 @@ def register(server: DeskServer, service: SheetsService) -> None:
         return service.set_layout(
             spreadsheet_id, sheet, column_widths, row_heights, freeze_rows, freeze_columns, merge, unmerge
         )
+
+    @server.tool("set_notes", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def set_notes(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        notes: Annotated[dict[str, str], Field(description="{'B2': 'Checked by Ann'}; '' removes the note")],
+    ) -> NotesResult:
+        """Cell notes (comments shown on hover); read them with read_values(notes=true)."""
+        return service.set_notes(spreadsheet_id, sheet, notes)

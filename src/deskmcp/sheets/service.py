@@ -21,6 +21,7 @@ from deskmcp.sheets.models import (
     Layout,
     LayoutResult,
     Match,
+    NotesResult,
     Render,
     RowsResult,
     SheetResult,
@@ -117,6 +118,7 @@ class SheetsService:
         header: bool = False,
         limit: int = 500,
         cursor: str | None = None,
+        notes: bool = False,
     ) -> ValuesResult:
         if not ranges:
             raise BadRequest("Give at least one range, e.g. 'Sheet1!A1:D20' (sheet names: get_spreadsheet).", {})
@@ -135,9 +137,12 @@ class SheetsService:
                 body = A1Range(rng.sheet, (rng.start_row or 1) + 1, rng.start_col, rng.end_row, rng.end_col)
             windows.append(body.rows_window(offset, limit + 1))
         grids = self.backend.read(spreadsheet_id, windows, render)
+        if notes:  # the notes of the rows this page holds (the header row's too)
+            for grid, found in zip(grids, self.backend.read_notes(spreadsheet_id, windows), strict=True):
+                grid.notes = found
         out: list[ValueRange] = []
         i = 0
-        for _rng in parsed:
+        for rng in parsed:
             keys: list[str] | None = None
             if header:
                 head = grids[i].values[0] if grids[i].values else []
@@ -155,6 +160,11 @@ class SheetsService:
                 errors=grid.errors or None,
                 volatile=grid.volatile or None,
             )
+            if notes:
+                item.notes = {**(grids[i - 2].notes or {} if header else {}), **(grid.notes or {})}
+                if more:  # the row read past the page is the next page's
+                    last = (rng.start_row or 1) + (1 if header else 0) + offset + limit - 1
+                    item.notes = {k: v for k, v in item.notes.items() if _row_of(k) <= last}
             if keys is not None:
                 item.rows = [_keyed(keys, row) for row in values]
             else:
@@ -429,6 +439,36 @@ class SheetsService:
                         {"range": A1Range(sheet, *box).a1(), "cells": hidden[:50]},
                     )
         return backend.set_layout(spreadsheet_id, sheet, layout)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[str, str]) -> NotesResult:
+        backend = self._writer()
+        if not notes:
+            raise BadRequest("Give notes as {cell: text}, e.g. {'B2': 'Checked'}; empty text removes a note.", {})
+        cells: dict[tuple[int, int], str] = {}
+        for ref, text in notes.items():
+            rng = parse_a1(ref)
+            if not rng.is_cell or (rng.sheet is not None and rng.sheet != sheet):
+                raise BadRequest(f"notes: {ref!r} is not one cell of {sheet!r}, e.g. 'B2'.", {"cell": ref})
+            check_in_grid(rng)
+            if len(text) > MAX_NOTE_CHARS:
+                raise BadRequest(f"The note of {ref} is over {MAX_NOTE_CHARS:,} characters.", {"cell": ref})
+            if any(
+                (ord(ch) < 32 and ch not in "\n\t") or 0xD800 <= ord(ch) <= 0xDFFF or ch in "\ufffe\uffff"
+                for ch in text
+            ):
+                raise BadRequest(
+                    f"The note of {ref} holds a character a note cannot store (a control character).", {"cell": ref}
+                )
+            cells[(rng.start_row, rng.start_col)] = text  # type: ignore[index]
+        return backend.set_notes(spreadsheet_id, sheet, cells)
+
+
+MAX_NOTE_CHARS = 32_767
+"""The most characters of a note (as of a cell's text in Excel)."""
+
+
+def _row_of(cell: str) -> int:
+    return int(re.sub(r"[^0-9]", "", cell) or 0)
 
 
 def _span(key: str, field: str, *, columns: bool) -> tuple[int, int]:

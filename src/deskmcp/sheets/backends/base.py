@@ -12,6 +12,7 @@ from deskmcp.sheets.models import (
     InputMode,
     Layout,
     LayoutResult,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -81,6 +82,14 @@ class SheetsBackend(Protocol):
 
     def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
         """Column widths, row heights, frozen panes and merges of one sheet, in one request/save."""
+        ...
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        """Notes of cells of one sheet ((row, column) -> text; empty text removes the note)."""
+        ...
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        """The notes of each range's cells, by cell (`B2`), in order."""
         ...
 
     def close(self) -> None: ...

@@ -21,8 +21,14 @@ from deskmcp.core.throttle import Throttle
 from deskmcp.core.ttlcache import TTLCache
 from deskmcp.google.auth import SCOPES, TokenStore, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
-from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
-from deskmcp.sheets.backends.google_requests import format_requests, layout_requests
+from deskmcp.sheets.a1 import A1Range, cell_name, column_letters, quote_sheet
+from deskmcp.sheets.backends.google_requests import (
+    NOTES_FIELDS,
+    format_requests,
+    layout_requests,
+    note_requests,
+    notes_found,
+)
 from deskmcp.sheets.models import (
     CellFormat,
     FormatResult,
@@ -31,6 +37,7 @@ from deskmcp.sheets.models import (
     Layout,
     LayoutResult,
     NamedRange,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -347,6 +354,34 @@ class GoogleBackend:
         requests, said = layout_requests(self._sheet_id(spreadsheet_id, sheet), layout)
         self._batch(spreadsheet_id, requests, idempotent=True)
         return LayoutResult(spreadsheet_id=spreadsheet_id, sheet=sheet, changed=said)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        self._batch(spreadsheet_id, note_requests(self._sheet_id(spreadsheet_id, sheet), notes), idempotent=True)
+        ordered = sorted(notes.items())
+        return NotesResult(
+            spreadsheet_id=spreadsheet_id,
+            sheet=sheet,
+            written=[cell_name(r, c) for (r, c), text in ordered if text],
+            removed=[cell_name(r, c) for (r, c), text in ordered if not text],
+        )
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        data = self.execute(
+            self.sheets.spreadsheets().get(
+                spreadsheetId=spreadsheet_id, ranges=[r.a1() for r in ranges], fields=NOTES_FIELDS
+            )
+        )
+        found = notes_found(data)
+        first = next(iter(found), "")
+        out = []
+        for rng in ranges:
+            notes = found.get(rng.sheet or first, {})
+            r0, c0 = rng.start_row or 1, rng.start_col or 1
+            r1, c1 = rng.end_row or 1 << 30, rng.end_col or 1 << 30
+            out.append(
+                {cell_name(r, c): text for (r, c), text in sorted(notes.items()) if r0 <= r <= r1 and c0 <= c <= c1}
+            )
+        return out
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

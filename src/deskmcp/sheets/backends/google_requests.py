@@ -179,3 +179,37 @@ def layout_requests(sheet_id: int, layout: Layout) -> tuple[list[dict[str, Any]]
         requests.append({"mergeCells": {"range": grid_range(sheet_id, A1Range(None, *box)), "mergeType": "MERGE_ALL"}})
         said.append(f"merged {A1Range(None, *box).cells()}")
     return requests, said
+
+
+def note_requests(sheet_id: int, notes: dict[tuple[int, int], str]) -> list[dict[str, Any]]:
+    """One `repeatCell` of `note` per cell (an empty note removes it)."""
+    return [
+        {
+            "repeatCell": {
+                "range": grid_range(sheet_id, A1Range(None, row, col, row, col)),
+                "cell": {"note": text},
+                "fields": "note",
+            }
+        }
+        for (row, col), text in sorted(notes.items())
+    ]
+
+
+NOTES_FIELDS = "sheets(properties(title),data(startRow,startColumn,rowData(values(note))))"
+"""The fields of `spreadsheets.get` that hold the notes of the ranges asked."""
+
+
+def notes_found(data: dict[str, Any]) -> dict[str, dict[tuple[int, int], str]]:
+    """sheet title -> (row, column) -> note, from a `spreadsheets.get` of `NOTES_FIELDS`."""
+    out: dict[str, dict[tuple[int, int], str]] = {}
+    for sheet in data.get("sheets", []):
+        title = str(sheet.get("properties", {}).get("title", ""))
+        found = out.setdefault(title, {})
+        for grid in sheet.get("data", []):
+            r0, c0 = int(grid.get("startRow", 0)), int(grid.get("startColumn", 0))
+            for r, row in enumerate(grid.get("rowData", [])):
+                for c, value in enumerate(row.get("values", [])):
+                    note = value.get("note")
+                    if note:
+                        found[(r0 + r + 1, c0 + c + 1)] = str(note)
+    return out

@@ -35,6 +35,7 @@ from deskmcp.sheets.models import (
     InputMode,
     Layout,
     LayoutResult,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -288,3 +289,9 @@ class LocalBackend:
 
     def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
         return self.package_changes.set_layout(spreadsheet_id, sheet, layout)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        return self.package_changes.set_notes(spreadsheet_id, sheet, notes)
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        return self.package_changes.read_notes(spreadsheet_id, ranges)

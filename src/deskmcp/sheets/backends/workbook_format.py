@@ -17,11 +17,12 @@ from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version, write_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WorkbookFolders
-from deskmcp.sheets.models import CellFormat, FormatResult, Layout, LayoutResult
+from deskmcp.sheets.models import CellFormat, FormatResult, Layout, LayoutResult, NotesResult
 from deskmcp.sheets.xlsx.cell_format import format_range
+from deskmcp.sheets.xlsx.comments import notes_in, read_notes, set_notes
 from deskmcp.sheets.xlsx.layout import apply_layout
 from deskmcp.sheets.xlsx.package_edit import PackageEdit
-from deskmcp.sheets.xlsx.parts import read_part
+from deskmcp.sheets.xlsx.parts import package_map, read_part
 
 _T = TypeVar("_T")
 
@@ -111,3 +112,39 @@ class PackageChanges:
             return LayoutResult(spreadsheet_id=spreadsheet_id, sheet=ws.title, changed=apply_layout(ws, layout))
 
         return self.change(spreadsheet_id, "a layout", change)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        def change(edit: PackageEdit) -> NotesResult:
+            ws = edit.worksheet(sheet)
+            written, removed = set_notes(edit, ws, notes)
+            return NotesResult(spreadsheet_id=spreadsheet_id, sheet=ws.title, written=written, removed=removed)
+
+        return self.change(spreadsheet_id, "notes", change)
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        """The notes of each range (a .csv has none; an .ods or .xls is refused: its notes are not read)."""
+        path, fmt = self.files.locate(spreadsheet_id)
+        if fmt == "csv":
+            return [{} for _ in ranges]
+        if fmt not in ("xlsx", "xlsm"):
+            raise BadRequest(
+                f"Notes of {fmt} workbooks are not read here; call read_values without notes.", {"format": fmt}
+            )
+        self.reader.verify(path)
+        try:
+            with zipfile.ZipFile(path) as zf:
+                where = package_map(zf)
+                first = next(iter(where.sheets), None)
+                by_part: dict[str, dict[str, str]] = {}
+                out = []
+                for rng in ranges:
+                    part = where.sheets.get(rng.sheet or first or "")
+                    if part is None:
+                        out.append({})
+                        continue
+                    if part not in by_part:
+                        by_part[part] = read_notes(zf, part)
+                    out.append(notes_in(by_part[part], rng))
+                return out
+        except (KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
+            raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc

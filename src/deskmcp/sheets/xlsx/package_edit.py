@@ -99,6 +99,23 @@ def with_attribute(element: bytes, name: bytes, value: bytes | None) -> bytes:
     return b"<" + m.group(1) + attrs + m.group(3) + b">" + element[m.end() :]
 
 
+def relationships_of(data: bytes, part: str) -> list[tuple[str, str, str]]:
+    """(id, type, target part) of each relationship in the relationships part `data` of `part`
+    (external targets left as written)."""
+    found = []
+    for m in re.finditer(rb"<Relationship\b[^>]*>", data):
+        attrs = dict(re.findall(rb'(\w+)="([^"]*)"', m.group(0)))
+        target = attrs.get(b"Target", b"").decode("utf-8")
+        if attrs.get(b"TargetMode") != b"External":
+            target = (
+                target.lstrip("/")
+                if target.startswith("/")
+                else posixpath.normpath(posixpath.join(posixpath.dirname(part), target))
+            )
+        found.append((attrs.get(b"Id", b"").decode(), attrs.get(b"Type", b"").decode(), target))
+    return found
+
+
 class WorksheetEdit:
     """The changes of one worksheet part: rows (cells and row attributes) and the elements before
     and after the cell data."""
@@ -354,20 +371,7 @@ class PackageEdit:
     def relationships(self, part: str) -> list[tuple[str, str, str]]:
         """(id, type, target part) of each relationship of `part` (external targets left as written)."""
         name = self.rels_name(part)
-        if not self.exists(name):
-            return []
-        found = []
-        for m in re.finditer(rb"<Relationship\b[^>]*>", self.read(name)):
-            attrs = dict(re.findall(rb'(\w+)="([^"]*)"', m.group(0)))
-            target = attrs.get(b"Target", b"").decode("utf-8")
-            if attrs.get(b"TargetMode") != b"External":
-                target = (
-                    target.lstrip("/")
-                    if target.startswith("/")
-                    else posixpath.normpath(posixpath.join(posixpath.dirname(part), target))
-                )
-            found.append((attrs.get(b"Id", b"").decode(), attrs.get(b"Type", b"").decode(), target))
-        return found
+        return relationships_of(self.read(name), part) if self.exists(name) else []
 
     def relate(self, source: str, kind: str, target: str) -> str:
         """Add a relationship from part `source` to part `target`; its new id."""
