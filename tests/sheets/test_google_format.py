@@ -228,3 +228,68 @@ async def test_read_values_with_notes_asks_for_the_notes_of_the_same_ranges(tmp_
     assert get["method"] == "GET" and get["path"].endswith(f"/spreadsheets/{SID}")
     assert get["query"]["ranges"] == ["Costs!A1:B3"]
     assert get["query"]["fields"] == ["sheets(properties(title),data(startRow,startColumn,rowData(values(note))))"]
+
+
+async def test_add_chart_sends_add_chart_with_domain_series_and_anchor(tmp_path: Path) -> None:
+    values = {
+        "valueRanges": [{"range": "Costs!A1:C3", "values": [["month", "north", "south"], ["jan", 10, 7], ["feb", 20]]}]
+    }
+    added = {"replies": [{"addChart": {"chart": {"chartId": 1234}}}]}
+    h = Harness(tmp_path, [ok(values), ok(META), ok(added)])
+    async with h.client as c:
+        out = await call(
+            c,
+            "add_chart",
+            {"spreadsheet_id": SID, "range": "Costs!A1:C3", "kind": "column", "anchor": "'My Sheet'!E2", "title": "Q1"},
+        )
+    assert (out["chart_id"], out["sheet"], out["anchor"], out["series"]) == (1234, "My Sheet", "E2", ["north", "south"])
+    (body,) = batch_bodies(h)
+
+    def column(c: int) -> dict[str, Any]:
+        grid = {"sheetId": 0, "startRowIndex": 0, "endRowIndex": 3, "startColumnIndex": c, "endColumnIndex": c + 1}
+        return {"sourceRange": {"sources": [grid]}}
+
+    assert body["requests"] == [
+        {
+            "addChart": {
+                "chart": {
+                    "spec": {
+                        "title": "Q1",
+                        "basicChart": {
+                            "chartType": "COLUMN",
+                            "legendPosition": "RIGHT_LEGEND",
+                            "headerCount": 1,
+                            "domains": [{"domain": column(0)}],
+                            "series": [
+                                {"series": column(1), "targetAxis": "LEFT_AXIS"},
+                                {"series": column(2), "targetAxis": "LEFT_AXIS"},
+                            ],
+                        },
+                    },
+                    "position": {
+                        "overlayPosition": {
+                            "anchorCell": {"sheetId": 77, "rowIndex": 1, "columnIndex": 4},
+                            "widthPixels": 512,
+                            "heightPixels": 300,
+                        }
+                    },
+                }
+            }
+        }
+    ]
+
+
+async def test_add_chart_of_a_pie_and_of_an_empty_range(tmp_path: Path) -> None:
+    values = {"valueRanges": [{"range": "Costs!A1:B3", "values": [["item", "amount"], ["rent", 1000], ["food", 300]]}]}
+    empty = {"valueRanges": [{"range": "Costs!H1:I3", "values": [["a", "b"]]}]}
+    h = Harness(tmp_path, [ok(values), ok(META), ok({"replies": [{"addChart": {"chart": {"chartId": 9}}}]}), ok(empty)])
+    async with h.client as c:
+        await call(c, "add_chart", {"spreadsheet_id": SID, "range": "Costs!A1:B3", "kind": "pie", "anchor": "D1"})
+        error = await fail(
+            c, "add_chart", {"spreadsheet_id": SID, "range": "Costs!H1:I3", "kind": "line", "anchor": "D1"}
+        )
+    assert error["error"] == "bad_request" and "no numbers" in error["message"]
+    (body,) = batch_bodies(h)
+    pie = body["requests"][0]["addChart"]["chart"]["spec"]["pieChart"]
+    assert pie["domain"]["sourceRange"]["sources"][0]["startColumnIndex"] == 0
+    assert pie["series"]["sourceRange"]["sources"][0]["startColumnIndex"] == 1

@@ -250,3 +250,20 @@ class Layout(BaseModel):
     freeze_columns: int | None = None
     merge: list[tuple[int, int, int, int]] = Field(default_factory=list)  # r0, c0, r1, c1
     unmerge: list[tuple[int, int, int, int]] = Field(default_factory=list)
+
+
+class ChartSpec(BaseModel):
+    """A chart to add, as the service has read and checked it: the data range (its first row the
+    series names, its first column the categories, or the x values of a scatter chart)."""
+
+    kind: ChartKind
+    sheet: str
+    box: tuple[int, int, int, int]  # r0, c0, r1, c1 of the data, header row included
+    anchor_sheet: str
+    anchor: tuple[int, int]  # row, column of the chart's top-left corner
+    title: str | None = None
+    names: list[str]
+    categories: list[Any] = Field(default_factory=list)
+    series: list[list[float | None]]
+    columns: int = 8  # the chart's size in cells
+    rows: int = 15

@@ -12,6 +12,8 @@ from deskmcp.servers import SERVERS
 from deskmcp.sheets.models import (
     Borders,
     CellFormat,
+    ChartKind,
+    ChartResult,
     ClearResult,
     FindResult,
     FormatResult,
@@ -280,3 +282,16 @@ def register(server: DeskServer, service: SheetsService) -> None:
     ) -> NotesResult:
         """Cell notes (comments shown on hover); read them with read_values(notes=true)."""
         return service.set_notes(spreadsheet_id, sheet, notes)
+
+    @server.tool("add_chart", annotations=changes(destructive=False, idempotent=False), toolset="format")
+    def add_chart(
+        spreadsheet_id: Id,
+        range: Annotated[
+            str, Field(description="The data: series names in the first row, categories in the first column")
+        ],
+        kind: ChartKind,
+        anchor: Annotated[str, Field(description="Cell of the chart's top-left corner, e.g. 'E2' or 'Charts!A1'")],
+        title: str | None = None,
+    ) -> ChartResult:
+        """Add a chart (line, bar, column, pie, scatter, area) over a range; scatter: first column is x."""
+        return service.add_chart(spreadsheet_id, range, kind, anchor, title)

@@ -14,6 +14,9 @@ from deskmcp.sheets.backends.base import SheetsBackend
 from deskmcp.sheets.colors import parse_color
 from deskmcp.sheets.models import (
     CellFormat,
+    ChartKind,
+    ChartResult,
+    ChartSpec,
     ClearResult,
     FindResult,
     FormatResult,
@@ -461,6 +464,58 @@ class SheetsService:
                 )
             cells[(rng.start_row, rng.start_col)] = text  # type: ignore[index]
         return backend.set_notes(spreadsheet_id, sheet, cells)
+
+    def add_chart(
+        self, spreadsheet_id: str, data: str, kind: ChartKind, anchor: str, title: str | None = None
+    ) -> ChartResult:
+        backend = self._writer()
+        rng = self._ranges(spreadsheet_id, [data])[0]
+        if None in (rng.start_row, rng.start_col, rng.end_row, rng.end_col):
+            raise BadRequest(f"{data!r}: give the data's corner cells, e.g. 'Sheet1!A1:C13'.", {"range": data})
+        sheet = rng.sheet or self.backend.get_spreadsheet(spreadsheet_id).sheets[0].title
+        at = parse_a1(anchor)
+        if not at.is_cell:
+            raise BadRequest(f"anchor {anchor!r} is not one cell, e.g. 'E2'.", {"anchor": anchor})
+        check_in_grid(at)
+        r0, c0, r1, c1 = rng.start_row, rng.start_col, rng.end_row, rng.end_col
+        assert r0 is not None and c0 is not None and r1 is not None and c1 is not None
+        if r1 - r0 > 10_000 or c1 - c0 > 50:
+            raise BadRequest("A chart takes at most 10,000 rows and 50 series.", {"range": data})
+        values = backend.read(spreadsheet_id, [rng.on(sheet)], "raw")[0].values
+        width = c1 - c0 + 1
+        rows = [[*row, *[None] * (width - len(row))][:width] for row in values]
+        rows += [[None] * width for _ in range(r1 - r0 + 1 - len(rows))]
+        header, body = rows[0], rows[1:]
+        first = 1 if width > 1 else 0
+        series = [[_number(row[c]) for row in body] for c in range(first, width)]
+        if not body or not any(v is not None for s in series for v in s):
+            raise BadRequest(
+                f"{rng.a1(default_sheet=sheet)} holds no numbers to chart below its first row (the series names). "
+                "Give the range of a table: names in the first row, categories in the first column, numbers below.",
+                {"range": rng.a1(default_sheet=sheet)},
+            )
+        names = [
+            _text(header[c]).strip() if header[c] not in (None, "") else f"Series {i + 1}"
+            for i, c in enumerate(range(first, width))
+        ]
+        spec = ChartSpec(
+            kind=kind,
+            sheet=sheet,
+            box=(r0, c0, r1, c1),
+            anchor_sheet=at.sheet or sheet,
+            anchor=(at.start_row, at.start_col),  # type: ignore[arg-type]
+            title=title.strip() if title and title.strip() else None,
+            names=names,
+            categories=[row[0] for row in body] if first else [],
+            series=series,
+        )
+        return backend.add_chart(spreadsheet_id, spec)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 MAX_NOTE_CHARS = 32_767

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.models import (
     CellFormat,
+    ChartResult,
+    ChartSpec,
     FormatResult,
     Grid,
     InputMode,
@@ -90,6 +92,10 @@ class SheetsBackend(Protocol):
 
     def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
         """The notes of each range's cells, by cell (`B2`), in order."""
+        ...
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        """A chart over a range whose values the service has read and checked."""
         ...
 
     def close(self) -> None: ...

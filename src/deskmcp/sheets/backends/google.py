@@ -24,6 +24,7 @@ from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
 from deskmcp.sheets.a1 import A1Range, cell_name, column_letters, quote_sheet
 from deskmcp.sheets.backends.google_requests import (
     NOTES_FIELDS,
+    chart_request,
     format_requests,
     layout_requests,
     note_requests,
@@ -31,6 +32,8 @@ from deskmcp.sheets.backends.google_requests import (
 )
 from deskmcp.sheets.models import (
     CellFormat,
+    ChartResult,
+    ChartSpec,
     FormatResult,
     Grid,
     InputMode,
@@ -382,6 +385,21 @@ class GoogleBackend:
                 {cell_name(r, c): text for (r, c), text in sorted(notes.items()) if r0 <= r <= r1 and c0 <= c <= c1}
             )
         return out
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        sheet_id = self._sheet_id(spreadsheet_id, spec.sheet)
+        anchor_id = self._sheet_id(spreadsheet_id, spec.anchor_sheet)
+        # not repeated after an unclear failure: a second chart would be added
+        out = self._batch(spreadsheet_id, [chart_request(sheet_id, anchor_id, spec)], idempotent=False)
+        chart = ((out.get("replies") or [{}])[0] or {}).get("addChart", {}).get("chart", {})
+        return ChartResult(
+            spreadsheet_id=spreadsheet_id,
+            sheet=spec.anchor_sheet,
+            chart=str(chart.get("chartId", "")),
+            chart_id=chart.get("chartId"),
+            anchor=cell_name(*spec.anchor),
+            series=spec.names[:1] if spec.kind == "pie" else spec.names,
+        )
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from deskmcp.sheets.a1 import A1Range
-from deskmcp.sheets.models import CellFormat, Layout
+from deskmcp.sheets.models import CellFormat, ChartSpec, Layout
 
 BORDER_STYLES = {
     "thin": "SOLID",
@@ -213,3 +213,58 @@ def notes_found(data: dict[str, Any]) -> dict[str, dict[tuple[int, int], str]]:
                     if note:
                         found[(r0 + r + 1, c0 + c + 1)] = str(note)
     return out
+
+
+CHART_TYPES = {"line": "LINE", "bar": "BAR", "column": "COLUMN", "area": "AREA", "scatter": "SCATTER"}
+
+
+def chart_request(sheet_id: int, anchor_sheet_id: int, spec: ChartSpec) -> dict[str, Any]:
+    """An `addChart`: a basic chart (or a pie chart) over the columns of the data range, its first
+    row as the series names (`headerCount` 1), its first column the domain."""
+    r0, c0, r1, c1 = spec.box
+
+    def column(col: int) -> dict[str, Any]:
+        return {
+            "sourceRange": {
+                "sources": [
+                    {
+                        "sheetId": sheet_id,
+                        "startRowIndex": r0 - 1,
+                        "endRowIndex": r1,
+                        "startColumnIndex": col - 1,
+                        "endColumnIndex": col,
+                    }
+                ]
+            }
+        }
+
+    first_series = c0 + 1 if c1 > c0 else c0
+    chart: dict[str, Any]
+    if spec.kind == "pie":
+        chart = {"pieChart": {"legendPosition": "RIGHT_LEGEND", "series": column(first_series)}}
+        if c1 > c0:
+            chart["pieChart"]["domain"] = column(c0)
+    else:
+        basic: dict[str, Any] = {
+            "chartType": CHART_TYPES[spec.kind],
+            "legendPosition": "RIGHT_LEGEND",
+            "headerCount": 1,
+            "series": [
+                {"series": column(col), "targetAxis": "BOTTOM_AXIS" if spec.kind == "bar" else "LEFT_AXIS"}
+                for col in range(first_series, c1 + 1)
+            ],
+        }
+        if c1 > c0:
+            basic["domains"] = [{"domain": column(c0)}]
+        chart = {"basicChart": basic}
+    if spec.title:
+        chart["title"] = spec.title
+    row, col = spec.anchor
+    position = {
+        "overlayPosition": {
+            "anchorCell": {"sheetId": anchor_sheet_id, "rowIndex": row - 1, "columnIndex": col - 1},
+            "widthPixels": column_pixels(8.43) * spec.columns,
+            "heightPixels": row_pixels(15) * spec.rows,
+        }
+    }
+    return {"addChart": {"chart": {"spec": chart, "position": position}}}

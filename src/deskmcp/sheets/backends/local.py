@@ -30,6 +30,8 @@ from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
 from deskmcp.sheets.formulas.engine import shift_rows
 from deskmcp.sheets.models import (
     CellFormat,
+    ChartResult,
+    ChartSpec,
     FormatResult,
     Grid,
     InputMode,
@@ -295,3 +297,6 @@ class LocalBackend:
 
     def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
         return self.package_changes.read_notes(spreadsheet_id, ranges)
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        return self.package_changes.add_chart(spreadsheet_id, spec)

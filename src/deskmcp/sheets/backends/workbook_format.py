@@ -13,12 +13,21 @@ from typing import TypeVar
 from xml.etree import ElementTree
 
 from deskmcp.core.errors import BadRequest, Conflict, ParseError, PermissionDenied
-from deskmcp.sheets.a1 import A1Range
+from deskmcp.sheets.a1 import A1Range, cell_name
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version, write_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WorkbookFolders
-from deskmcp.sheets.models import CellFormat, FormatResult, Layout, LayoutResult, NotesResult
+from deskmcp.sheets.models import (
+    CellFormat,
+    ChartResult,
+    ChartSpec,
+    FormatResult,
+    Layout,
+    LayoutResult,
+    NotesResult,
+)
 from deskmcp.sheets.xlsx.cell_format import format_range
+from deskmcp.sheets.xlsx.charts import add_chart
 from deskmcp.sheets.xlsx.comments import notes_in, read_notes, set_notes
 from deskmcp.sheets.xlsx.layout import apply_layout
 from deskmcp.sheets.xlsx.package_edit import PackageEdit
@@ -148,3 +157,17 @@ class PackageChanges:
                 return out
         except (KeyError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
             raise ParseError(f"{path.name} is not a readable xlsx package: {exc}.", {"file": path.name}) from exc
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        def change(edit: PackageEdit) -> ChartResult:
+            ws = edit.worksheet(spec.anchor_sheet)
+            part = add_chart(edit, ws, spec)
+            return ChartResult(
+                spreadsheet_id=spreadsheet_id,
+                sheet=ws.title,
+                chart=part,
+                anchor=cell_name(*spec.anchor),
+                series=spec.names[:1] if spec.kind == "pie" else spec.names,
+            )
+
+        return self.change(spreadsheet_id, "charts", change)
