@@ -7,7 +7,10 @@ stdio as an MCP client would, and measures at the client:
 - read_values of 1,000 rows at random offsets, p50 / p95;
 - find_in_spreadsheet of a value that occurs once (a scan of every cell), p50 / p95;
 - in a second server that has read nothing: update_values of one cell and append_rows of 1,000
-  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux).
+  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux);
+- in a third server (`sheets.format` enabled): format_range over 10,000 cells (bold, fill,
+  number format and borders), the same again on the next 10,000 (the cell formats made by the
+  first reused), and that server's peak RSS.
 
 Baseline in the same run: openpyxl's streaming reader (read_only=True) reading the same
 1,000-row windows, and the ratio.
@@ -218,6 +221,7 @@ async def measure(root: Path, rows: int, cols: int, samples: int) -> None:
         rss = peak_rss_mb(pidfile)
         print(f"server peak RSS (reads)   {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
     await measure_writes(root, rows, cols)
+    await measure_format(root)
     path = root / "sheets" / "big.xlsx"
     baseline = [openpyxl_window(path, s, 1000, cols) for s in starts[: max(3, samples // 4)]]
     print(f"openpyxl read_only window {summary(baseline)}")
@@ -257,6 +261,31 @@ async def measure_writes(root: Path, rows: int, cols: int) -> None:
         print(f"server peak RSS (writes)  {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
 
 
+async def measure_format(root: Path) -> None:
+    """format_range over 10,000 cells (A2:J1001), then over the next 10,000, in a server of its own."""
+    from mcp import Client
+
+    pidfile = root / "formatter.pid"
+    env = {
+        "SHEETS_PATH": str(root / "sheets"),
+        "DESKMCP_WORKSPACE": str(root / "ws"),
+        "DESKMCP_TOOLSETS": "default,sheets.format",
+    }
+    params = stdio_params(["-m", "deskmcp.cli", "serve", "sheets"], env, pidfile)
+    look = {"bold": True, "fill_color": "light_yellow", "number_format": "#,##0.00", "borders": {"sides": ["all"]}}
+    async with Client(params) as client:
+        for label, cells in (
+            ("format_range 10,000 cells", "Data!A2:J1001"),
+            ("again, formats reused   ", "Data!A1002:J2001"),
+        ):
+            took = await timed_call(
+                client, "format_range", {"spreadsheet_id": "big.xlsx", "range": cells, **look}, validate=False
+            )
+            print(f"{label} {took:9.1f} ms")
+        rss = peak_rss_mb(pidfile)
+        print(f"server peak RSS (format)  {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
@@ -264,6 +293,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--writes-only", action="store_true", help="only the update and append measures")
     parser.add_argument("--shared", action="store_true", help="the formula columns as Excel's shared formulas")
+    parser.add_argument("--format-only", action="store_true", help="only the format_range measures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deskmcp-bench-sheets-") as tmp:
         root = Path(tmp)
@@ -277,6 +307,8 @@ def main() -> None:
         )
         if args.writes_only:
             anyio.run(measure_writes, root, args.rows, args.cols)
+        elif args.format_only:
+            anyio.run(measure_format, root)
         else:
             anyio.run(measure, root, args.rows, args.cols, args.samples)
 
