@@ -336,6 +336,7 @@ async def test_set_layout_refuses_overlapping_merges_and_hidden_values(budget: P
         ({"column_widths": {"A1": 10}}, "not a span of columns"),
         ({"column_widths": {"A": 300}}, "0 to 255"),
         ({"row_heights": {"B": 10}}, "not a span of rows"),
+        ({"row_heights": {"1:1048576": 10}}, "more than 100,000 rows"),
         ({"merge": ["'My Sheet'!A1:B1"]}, "another sheet"),
         ({}, "at least one"),
     ]
@@ -607,3 +608,38 @@ async def test_a_workbook_takes_formats_layout_notes_and_a_chart_and_libreoffice
     assert again.column_dimensions["A"].width > 17
     assert len(again._charts) == 1
     assert [again[f"B{r}"].value for r in (2, 3, 4)] == [10, 20, 15]
+
+
+def _without_styles(path: Path) -> None:
+    """`path` rewritten without its styles part (as some generators write packages)."""
+    data = parts(path)
+    del data["xl/styles.xml"]
+    data["[Content_Types].xml"] = re.sub(
+        rb'<Override PartName="/xl/styles.xml"[^>]*/>', b"", data["[Content_Types].xml"]
+    )
+    data["xl/_rels/workbook.xml.rels"] = re.sub(
+        rb'<Relationship\b[^>]*Target="[^"]*styles.xml"[^>]*/>', b"", data["xl/_rels/workbook.xml.rels"]
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, body in data.items():
+            zf.writestr(name, body)
+
+
+async def test_format_range_gives_a_package_without_styles_a_style_sheet(root: Path, client: Any) -> None:
+    path = make_xlsx(root / "bare.xlsx", {"S": [["a", 1]]})
+    _without_styles(path)
+    assert "xl/styles.xml" not in parts(path)
+    await call(client, "format_range", {"spreadsheet_id": "bare.xlsx", "range": "S!A1:B1", "italic": True})
+    after = parts(path)
+    assert b"/xl/styles.xml" in after["[Content_Types].xml"]
+    assert b"styles.xml" in after["xl/_rels/workbook.xml.rels"]
+    ws = load(path)["S"]
+    assert ws["A1"].font.i is True and ws["B1"].value == 1
+
+
+async def test_format_tools_refuse_xlsm_workbooks_as_read_only(root: Path, client: Any) -> None:
+    path = make_xlsx(root / "macro.xlsm", {"S": [["a"]]})
+    before = await anyio.Path(path).read_bytes()
+    error = await fail(client, "format_range", {"spreadsheet_id": "macro.xlsm", "range": "S!A1", "bold": True})
+    assert error["error"] == "permission_denied" and "read-only" in error["message"]
+    assert await anyio.Path(path).read_bytes() == before

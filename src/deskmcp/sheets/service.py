@@ -409,6 +409,8 @@ class SheetsService:
             if not 0 <= height <= 409:
                 raise BadRequest(f"row_heights[{key!r}]: a height is 0 to 409 points.", {"height": height})
             layout.rows.append((first, last, float(height)))
+        if sum(last - first + 1 for first, last, _h in layout.rows) > MAX_LAYOUT_ROWS:
+            raise BadRequest(f"row_heights covers more than {MAX_LAYOUT_ROWS:,} rows; give fewer.", {})
         for name, count, limit in (("freeze_rows", freeze_rows, GRID_ROWS), ("freeze_columns", freeze_columns, 1000)):
             if count is not None and not 0 <= count <= limit:
                 raise BadRequest(f"{name} is 0 (none) to {limit:,}.", {name: count})
@@ -518,6 +520,8 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+MAX_LAYOUT_ROWS = 100_000
+"""The most rows one set_layout call gives a height (each is a row of the sheet part)."""
 MAX_NOTE_CHARS = 32_767
 """The most characters of a note (as of a cell's text in Excel)."""
 
