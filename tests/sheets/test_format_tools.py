@@ -643,3 +643,21 @@ async def test_format_tools_refuse_xlsm_workbooks_as_read_only(root: Path, clien
     error = await fail(client, "format_range", {"spreadsheet_id": "macro.xlsm", "range": "S!A1", "bold": True})
     assert error["error"] == "permission_denied" and "read-only" in error["message"]
     assert await anyio.Path(path).read_bytes() == before
+
+
+async def test_format_range_refuses_a_sheet_part_it_cannot_patch_and_writes_nothing(root: Path, client: Any) -> None:
+    path = make_xlsx(root / "prefixed.xlsx", {"S": [["a", 1]]})
+    data = parts(path)
+    sheet = data["xl/worksheets/sheet1.xml"]
+    sheet = sheet.replace(
+        b"<worksheet ", b'<worksheet xmlns:x="http://schemas.openxmlformats.org/spreadsheetml/2006/main" ', 1
+    )
+    data["xl/worksheets/sheet1.xml"] = sheet.replace(b"<c r=", b"<x:c r=").replace(b"</c>", b"</x:c>")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, body in data.items():
+            zf.writestr(name, body)
+    before = await anyio.Path(path).read_bytes()
+    error = await fail(client, "format_range", {"spreadsheet_id": "prefixed.xlsx", "range": "S!A1", "bold": True})
+    assert error["error"] == "bad_request" and "cannot be changed in place" in error["message"]
+    assert error["details"]["part"] == "xl/worksheets/sheet1.xml"
+    assert await anyio.Path(path).read_bytes() == before
