@@ -11,6 +11,9 @@ stdio as an MCP client would, and measures at the client:
   with `--chart-and-pivot` the workbook holds a chart and a pivot table the writes must keep;
 - `--first-read`: read_values of A1:T100 in a fresh server (with its uncomputed and volatile
   flags) and, with `--peer "excel-mcp-server stdio"`, the same window in a fresh excel-mcp-server.
+- in a third server (`sheets.format` enabled): format_range over 10,000 cells (bold, fill,
+  number format and borders), the same again on the next 10,000 (the cell formats made by the
+  first reused), and that server's peak RSS.
 
 Baseline in the same run: openpyxl's streaming reader (read_only=True) reading the same
 1,000-row windows, and the ratio.
@@ -329,6 +332,7 @@ async def measure(root: Path, rows: int, cols: int, samples: int) -> None:
         rss = peak_rss_mb(pidfile)
         print(f"server peak RSS (reads)   {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
     await measure_writes(root, rows, cols)
+    await measure_format(root)
     path = root / "sheets" / "big.xlsx"
     baseline = [openpyxl_window(path, s, 1000, cols) for s in starts[: max(3, samples // 4)]]
     print(f"openpyxl read_only window {summary(baseline)}")
@@ -401,6 +405,31 @@ async def measure_writes(root: Path, rows: int, cols: int) -> None:
         print(f"server peak RSS (writes)  {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
 
 
+async def measure_format(root: Path) -> None:
+    """format_range over 10,000 cells (A2:J1001), then over the next 10,000, in a server of its own."""
+    from mcp import Client
+
+    pidfile = root / "formatter.pid"
+    env = {
+        "SHEETS_PATH": str(root / "sheets"),
+        "DESKMCP_WORKSPACE": str(root / "ws"),
+        "DESKMCP_TOOLSETS": "default,sheets.format",
+    }
+    params = stdio_params(["-m", "deskmcp.cli", "serve", "sheets"], env, pidfile)
+    look = {"bold": True, "fill_color": "light_yellow", "number_format": "#,##0.00", "borders": {"sides": ["all"]}}
+    async with Client(params) as client:
+        for label, cells in (
+            ("format_range 10,000 cells", "Data!A2:J1001"),
+            ("again, formats reused   ", "Data!A1002:J2001"),
+        ):
+            took = await timed_call(
+                client, "format_range", {"spreadsheet_id": "big.xlsx", "range": cells, **look}, validate=False
+            )
+            print(f"{label} {took:9.1f} ms")
+        rss = peak_rss_mb(pidfile)
+        print(f"server peak RSS (format)  {rss:9.1f} MiB" if rss is not None else "server peak RSS           n/a")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
@@ -417,6 +446,7 @@ def main() -> None:
     parser.add_argument(
         "--peer", help="command of excel-mcp-server over stdio, for --first-read (e.g. 'excel-mcp-server stdio')"
     )
+    parser.add_argument("--format-only", action="store_true", help="only the format_range measures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="deskmcp-bench-sheets-") as tmp:
         root = Path(tmp)
@@ -434,6 +464,8 @@ def main() -> None:
             anyio.run(measure_first_read, root, args.cols, args.peer)
         elif args.writes_only:
             anyio.run(measure_writes, root, args.rows, args.cols)
+        elif args.format_only:
+            anyio.run(measure_format, root)
         else:
             anyio.run(measure, root, args.rows, args.cols, args.samples)
 

@@ -72,6 +72,8 @@ class Grid(Result):
     uncomputed: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     volatile: list[str] = Field(default_factory=list)
+    notes: dict[str, str] | None = None
+    """Notes of the range's cells by A1 cell, when asked for (None: not asked)."""
 
 
 class ValueRange(Result):
@@ -90,6 +92,7 @@ class ValueRange(Result):
         description="Cells whose formula calls TODAY, NOW, RAND, OFFSET, INDIRECT... or is computed from "
         "such a cell: the value shown is the one computed at the file's last save, not now.",
     )
+    notes: dict[str, str] | None = Field(default=None, description="Cell notes by A1 cell, when asked for.")
 
 
 class ValuesResult(Result):
@@ -166,3 +169,101 @@ class FindResult(Result):
     matches: list[Match]
     next_cursor: str | None = None
     truncated: bool = Field(default=False, description="True when a sheet was too large to search whole.")
+
+
+# -- formatting, layout, charts and notes (the `format` toolset) ------------------------------------
+
+BorderSide = Literal["top", "bottom", "left", "right", "inner_horizontal", "inner_vertical", "outer", "all"]
+BorderStyle = Literal["thin", "medium", "thick", "dashed", "dotted", "double", "none"]
+Horizontal = Literal["left", "center", "right"]
+Vertical = Literal["top", "middle", "bottom"]
+ChartKind = Literal["line", "bar", "column", "pie", "scatter", "area"]
+
+
+class Borders(BaseModel):
+    """Lines drawn around or inside a range; `none` removes them."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_untitled)
+    sides: list[BorderSide] = Field(default_factory=lambda: ["all"], min_length=1)
+    style: BorderStyle = "thin"
+    color: str = "000000"
+
+
+class CellFormat(BaseModel):
+    """What a format changes; a field left out keeps the cells' own. Colours are `#RRGGBB` or a
+    name (black, white, red, green, blue, yellow, orange, purple, gray, light_gray...)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_untitled)
+    bold: bool | None = None
+    italic: bool | None = None
+    underline: bool | None = None
+    font_size: float | None = Field(default=None, ge=1, le=409)
+    font_color: str | None = None
+    fill_color: str | None = None
+    number_format: str | None = Field(default=None, min_length=1, max_length=255)
+    horizontal: Horizontal | None = None
+    vertical: Vertical | None = None
+    wrap: bool | None = None
+    borders: Borders | None = None
+
+    def is_empty(self) -> bool:
+        return all(getattr(self, name) is None for name in type(self).model_fields)
+
+
+class FormatResult(Result):
+    spreadsheet_id: str
+    range: str
+    cells: int
+    styles_added: int | None = Field(
+        default=None, description="Cell formats the workbook's style sheet gained (local files)."
+    )
+
+
+class LayoutResult(Result):
+    spreadsheet_id: str
+    sheet: str
+    changed: list[str]
+
+
+class ChartResult(Result):
+    spreadsheet_id: str
+    sheet: str
+    chart: str
+    anchor: str
+    series: list[str]
+    chart_id: int | None = None
+
+
+class NotesResult(Result):
+    spreadsheet_id: str
+    sheet: str
+    written: list[str]
+    removed: list[str] = Field(default_factory=list)
+
+
+class Layout(BaseModel):
+    """A layout change of one sheet, parsed: spans are 1-based and inclusive."""
+
+    columns: list[tuple[int, int, float]] = Field(default_factory=list)  # first, last, width in characters
+    rows: list[tuple[int, int, float]] = Field(default_factory=list)  # first, last, height in points
+    freeze_rows: int | None = None
+    freeze_columns: int | None = None
+    merge: list[tuple[int, int, int, int]] = Field(default_factory=list)  # r0, c0, r1, c1
+    unmerge: list[tuple[int, int, int, int]] = Field(default_factory=list)
+
+
+class ChartSpec(BaseModel):
+    """A chart to add, as the service has read and checked it: the data range (its first row the
+    series names, its first column the categories, or the x values of a scatter chart)."""
+
+    kind: ChartKind
+    sheet: str
+    box: tuple[int, int, int, int]  # r0, c0, r1, c1 of the data, header row included
+    anchor_sheet: str
+    anchor: tuple[int, int]  # row, column of the chart's top-left corner
+    title: str | None = None
+    names: list[str]
+    categories: list[Any] = Field(default_factory=list)
+    series: list[list[float | None]]
+    columns: int = 8  # the chart's size in cells
+    rows: int = 15

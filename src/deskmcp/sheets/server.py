@@ -10,9 +10,17 @@ from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.sheets.models import (
+    Borders,
+    CellFormat,
+    ChartKind,
+    ChartResult,
     ClearResult,
     FindResult,
+    FormatResult,
+    Horizontal,
     InputMode,
+    LayoutResult,
+    NotesResult,
     Render,
     RowsResult,
     SheetResult,
@@ -20,6 +28,7 @@ from deskmcp.sheets.models import (
     SpreadsheetList,
     UpdateResult,
     ValuesResult,
+    Vertical,
 )
 from deskmcp.sheets.service import SheetsService
 from deskmcp.sheets.settings import SheetsSettings
@@ -36,6 +45,7 @@ TOOLSETS: dict[str, str] = {
     "read": "list, describe, read and search spreadsheets",
     "write": "create spreadsheets; write, append and clear values",
     "structure": "add, rename, duplicate and delete sheets; insert and delete rows",
+    "format": "format cells; column widths, row heights, frozen panes and merges; charts; cell notes",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
 
@@ -43,7 +53,7 @@ Id = Annotated[str, Field(description="From list_spreadsheets")]
 Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
 Sheet = Annotated[str, Field(description="Sheet title (get_spreadsheet)")]
 Rows = Annotated[list[list[Any]], Field(description="Rows of values; null keeps a cell")]
-Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12', 'TRUE'; RAW keeps text")]
+Mode = Annotated[InputMode, Field(description="USER_ENTERED parses '=A1*2', '12'; RAW keeps text")]
 
 
 class Edit(BaseModel):
@@ -101,15 +111,16 @@ def register(server: DeskServer, service: SheetsService) -> None:
     @server.tool("read_values", annotations=READ_ONLY, toolset="read")
     def read_values(
         spreadsheet_id: Id,
-        ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges, read in one call")],
-        render: Annotated[Render, Field(description="shown, raw (unformatted) or formula")] = "shown",
-        header: Annotated[bool, Field(description="First row as keys: rows come back as objects")] = False,
+        ranges: Annotated[list[str], Field(min_length=1, description="A1 ranges")],
+        render: Annotated[Render, Field(description="raw: unformatted")] = "shown",
+        header: Annotated[bool, Field(description="First row as keys; rows as objects")] = False,
         limit: Annotated[int, Field(ge=1, le=5000, description="Rows per range")] = 500,
         cursor: CursorArg = None,
+        notes: Annotated[bool, Field(description="With cell notes")] = False,
     ) -> ValuesResult:
         """Values of A1 ranges, trailing blanks trimmed; next_cursor pages one range. `uncomputed`: formulas
-        with no value; `volatile`: cells on TODAY, NOW, RAND... (or on those), valued as last saved."""
-        return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor)
+        with no value; `volatile`: cells on TODAY, RAND... (or on those), as last saved."""
+        return service.read_values(spreadsheet_id, ranges, render, header, limit, cursor, notes)
 
     @server.tool("find_in_spreadsheet", annotations=READ_ONLY, toolset="read")
     def find_in_spreadsheet(
@@ -211,3 +222,76 @@ def register(server: DeskServer, service: SheetsService) -> None:
     ) -> RowsResult:
         """Delete rows; rows below move up. Refused when it would take a table's header, a note or pivot cells."""
         return service.delete_rows(spreadsheet_id, sheet, at, count)
+
+    @server.tool("format_range", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def format_range(
+        spreadsheet_id: Id,
+        range: Range,
+        bold: bool | None = None,
+        italic: bool | None = None,
+        underline: bool | None = None,
+        font_size: Annotated[float | None, Field(ge=1, le=409)] = None,
+        font_color: Annotated[str | None, Field(description="'#RRGGBB' or a name: red, light_gray...")] = None,
+        fill_color: Annotated[str | None, Field(description="Background, as font_color")] = None,
+        number_format: Annotated[str | None, Field(description="e.g. '#,##0.00', '0%', 'yyyy-mm-dd'")] = None,
+        horizontal: Horizontal | None = None,
+        vertical: Vertical | None = None,
+        wrap: bool | None = None,
+        borders: Borders | None = None,
+    ) -> FormatResult:
+        """Format cells; what is left out stays as it is. borders: {sides: [all|outer|top|bottom|left|right|
+        inner_horizontal|inner_vertical], style: thin|medium|thick|dashed|dotted|double|none, color}."""
+        fmt = CellFormat(
+            bold=bold,
+            italic=italic,
+            underline=underline,
+            font_size=font_size,
+            font_color=font_color,
+            fill_color=fill_color,
+            number_format=number_format,
+            horizontal=horizontal,
+            vertical=vertical,
+            wrap=wrap,
+            borders=borders,
+        )
+        return service.format_range(spreadsheet_id, range, fmt)
+
+    @server.tool("set_layout", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def set_layout(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        column_widths: Annotated[
+            dict[str, float] | None, Field(description="{'A': 20, 'C:E': 12}: widths in characters")
+        ] = None,
+        row_heights: Annotated[dict[str, float] | None, Field(description="{'1': 30, '2:5': 18}: in points")] = None,
+        freeze_rows: Annotated[int | None, Field(ge=0, description="Rows kept in view at the top; 0 unfreezes")] = None,
+        freeze_columns: Annotated[int | None, Field(ge=0, description="Columns kept in view at the left")] = None,
+        merge: Annotated[list[str] | None, Field(description="Ranges to merge, e.g. ['A1:D1']")] = None,
+        unmerge: Annotated[list[str] | None, Field(description="Merged cells overlapping these are unmerged")] = None,
+    ) -> LayoutResult:
+        """Column widths, row heights, frozen rows and columns, merged cells of one sheet."""
+        return service.set_layout(
+            spreadsheet_id, sheet, column_widths, row_heights, freeze_rows, freeze_columns, merge, unmerge
+        )
+
+    @server.tool("set_notes", annotations=changes(destructive=False, idempotent=True), toolset="format")
+    def set_notes(
+        spreadsheet_id: Id,
+        sheet: Sheet,
+        notes: Annotated[dict[str, str], Field(description="{'B2': 'Checked by Ann'}; '' removes the note")],
+    ) -> NotesResult:
+        """Cell notes (comments shown on hover); read them with read_values(notes=true)."""
+        return service.set_notes(spreadsheet_id, sheet, notes)
+
+    @server.tool("add_chart", annotations=changes(destructive=False, idempotent=False), toolset="format")
+    def add_chart(
+        spreadsheet_id: Id,
+        range: Annotated[
+            str, Field(description="The data: series names in the first row, categories in the first column")
+        ],
+        kind: ChartKind,
+        anchor: Annotated[str, Field(description="Cell of the chart's top-left corner, e.g. 'E2' or 'Charts!A1'")],
+        title: str | None = None,
+    ) -> ChartResult:
+        """Add a chart (line, bar, column, pie, scatter, area) over a range; scatter: first column is x."""
+        return service.add_chart(spreadsheet_id, range, kind, anchor, title)

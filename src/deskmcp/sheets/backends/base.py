@@ -6,8 +6,15 @@ from typing import Any, Protocol
 
 from deskmcp.sheets.a1 import A1Range
 from deskmcp.sheets.models import (
+    CellFormat,
+    ChartResult,
+    ChartSpec,
+    FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -70,5 +77,25 @@ class SheetsBackend(Protocol):
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]: ...
 
     def delete_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]: ...
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        """Apply a format (colours already `RRGGBB`) to the cells of a range, in one request/save."""
+        ...
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        """Column widths, row heights, frozen panes and merges of one sheet, in one request/save."""
+        ...
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        """Notes of cells of one sheet ((row, column) -> text; empty text removes the note)."""
+        ...
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        """The notes of each range's cells, by cell (`B2`), in order."""
+        ...
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        """A chart over a range whose values the service has read and checked."""
+        ...
 
     def close(self) -> None: ...

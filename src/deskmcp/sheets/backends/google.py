@@ -21,11 +21,26 @@ from deskmcp.core.throttle import Throttle
 from deskmcp.core.ttlcache import TTLCache
 from deskmcp.google.auth import SCOPES, TokenStore, build_service, credentials
 from deskmcp.google.errors import GoogleApi, map_error, may_have_applied
-from deskmcp.sheets.a1 import A1Range, column_letters, quote_sheet
+from deskmcp.sheets.a1 import A1Range, cell_name, column_letters, quote_sheet
+from deskmcp.sheets.backends.google_requests import (
+    NOTES_FIELDS,
+    chart_request,
+    format_requests,
+    layout_requests,
+    note_requests,
+    notes_found,
+)
 from deskmcp.sheets.models import (
+    CellFormat,
+    ChartResult,
+    ChartSpec,
+    FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
     NamedRange,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -314,6 +329,77 @@ class GoogleBackend:
         dims = {"sheetId": sheet_id, "dimension": "ROWS", "startIndex": at - 1, "endIndex": at - 1 + count}
         self._batch(spreadsheet_id, [{"deleteDimension": {"range": dims}}], idempotent=False)
         return []
+
+    # -- formatting, layout, charts and notes (`google_requests`) ---------------------------------
+
+    def _sheet_of(self, spreadsheet_id: str, rng: A1Range) -> dict[str, Any]:
+        """The properties of the sheet a range is on (the first sheet when it names none)."""
+        sheet_id = self._sheet_id(spreadsheet_id, rng.sheet) if rng.sheet is not None else None
+        for sheet in self._spreadsheet(spreadsheet_id).get("sheets", []):
+            props = sheet.get("properties", {})
+            if sheet_id is None or int(props.get("sheetId", 0)) == sheet_id:
+                return props
+        return {"sheetId": sheet_id or 0, "title": rng.sheet or ""}
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        props = self._sheet_of(spreadsheet_id, rng)
+        sheet_id, title = int(props.get("sheetId", 0)), str(props.get("title", ""))
+        grid = props.get("gridProperties", {})
+        r0, c0, r1, c1 = rng.bounds(int(grid.get("rowCount", 0)), int(grid.get("columnCount", 0)))
+        self._batch(spreadsheet_id, format_requests(sheet_id, rng, fmt), idempotent=True)
+        return FormatResult(
+            spreadsheet_id=spreadsheet_id,
+            range=rng.a1(default_sheet=title),
+            cells=max(r1 - r0 + 1, 0) * max(c1 - c0 + 1, 0),
+        )
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        requests, said = layout_requests(self._sheet_id(spreadsheet_id, sheet), layout)
+        self._batch(spreadsheet_id, requests, idempotent=True)
+        return LayoutResult(spreadsheet_id=spreadsheet_id, sheet=sheet, changed=said)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        self._batch(spreadsheet_id, note_requests(self._sheet_id(spreadsheet_id, sheet), notes), idempotent=True)
+        ordered = sorted(notes.items())
+        return NotesResult(
+            spreadsheet_id=spreadsheet_id,
+            sheet=sheet,
+            written=[cell_name(r, c) for (r, c), text in ordered if text],
+            removed=[cell_name(r, c) for (r, c), text in ordered if not text],
+        )
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        data = self.execute(
+            self.sheets.spreadsheets().get(
+                spreadsheetId=spreadsheet_id, ranges=[r.a1() for r in ranges], fields=NOTES_FIELDS
+            )
+        )
+        found = notes_found(data)
+        first = next(iter(found), "")
+        out = []
+        for rng in ranges:
+            notes = found.get(rng.sheet or first, {})
+            r0, c0 = rng.start_row or 1, rng.start_col or 1
+            r1, c1 = rng.end_row or 1 << 30, rng.end_col or 1 << 30
+            out.append(
+                {cell_name(r, c): text for (r, c), text in sorted(notes.items()) if r0 <= r <= r1 and c0 <= c <= c1}
+            )
+        return out
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        sheet_id = self._sheet_id(spreadsheet_id, spec.sheet)
+        anchor_id = self._sheet_id(spreadsheet_id, spec.anchor_sheet)
+        # not repeated after an unclear failure: a second chart would be added
+        out = self._batch(spreadsheet_id, [chart_request(sheet_id, anchor_id, spec)], idempotent=False)
+        chart = ((out.get("replies") or [{}])[0] or {}).get("addChart", {}).get("chart", {})
+        return ChartResult(
+            spreadsheet_id=spreadsheet_id,
+            sheet=spec.anchor_sheet,
+            chart=str(chart.get("chartId", "")),
+            chart_id=chart.get("chartId"),
+            anchor=cell_name(*spec.anchor),
+            series=spec.names[:1] if spec.kind == "pie" else spec.names,
+        )
 
 
 def _reply(out: dict[str, Any], kind: str) -> dict[str, Any]:

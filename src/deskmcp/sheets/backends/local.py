@@ -26,10 +26,18 @@ from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version
 from deskmcp.sheets.backends.sheet_reader import SheetReader
 from deskmcp.sheets.backends.workbook_files import WRITABLE, WorkbookFolders, kept_content, writability
+from deskmcp.sheets.backends.workbook_format import PackageChanges
 from deskmcp.sheets.backends.xlsx_save import WorkbookWriter
 from deskmcp.sheets.models import (
+    CellFormat,
+    ChartResult,
+    ChartSpec,
+    FormatResult,
     Grid,
     InputMode,
+    Layout,
+    LayoutResult,
+    NotesResult,
     Render,
     SheetInfo,
     SpreadsheetInfo,
@@ -70,6 +78,7 @@ class LocalBackend:
         # every deskmcp process given the same folder takes the same locks (the server's is in
         # the workspace); made at the first save
         self.locks = FileLocks(lock_folder or self.files.roots[""] / ".deskmcp" / "locks")
+        self.package_changes = PackageChanges(self.files, self.locks, self.reader)
 
     @property
     def roots(self) -> dict[str, Path]:
@@ -311,3 +320,20 @@ class LocalBackend:
 
         structure = StructureEdit("delete_rows", sheet, at, count)
         return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]
+
+    # -- formatting, layout, charts and notes (patched into the package: `workbook_format`) ----------
+
+    def format_range(self, spreadsheet_id: str, rng: A1Range, fmt: CellFormat) -> FormatResult:
+        return self.package_changes.format_range(spreadsheet_id, rng, fmt)
+
+    def set_layout(self, spreadsheet_id: str, sheet: str, layout: Layout) -> LayoutResult:
+        return self.package_changes.set_layout(spreadsheet_id, sheet, layout)
+
+    def set_notes(self, spreadsheet_id: str, sheet: str, notes: dict[tuple[int, int], str]) -> NotesResult:
+        return self.package_changes.set_notes(spreadsheet_id, sheet, notes)
+
+    def read_notes(self, spreadsheet_id: str, ranges: list[A1Range]) -> list[dict[str, str]]:
+        return self.package_changes.read_notes(spreadsheet_id, ranges)
+
+    def add_chart(self, spreadsheet_id: str, spec: ChartSpec) -> ChartResult:
+        return self.package_changes.add_chart(spreadsheet_id, spec)
