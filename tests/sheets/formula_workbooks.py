@@ -661,6 +661,166 @@ EDGE_CALLS: dict[str, list[str]] = {
     "DATEDIF": ['DATEDIF({x},Inputs!D1,"d")', "DATEDIF(Inputs!D1,Inputs!D2,{x})"],
     "NETWORKDAYS": ["NETWORKDAYS({x},Inputs!D1)", "NETWORKDAYS(Inputs!D1,Inputs!D2,{x})"],
     "WORKDAY": ["WORKDAY({x},1)", "WORKDAY(Inputs!D1,{x})"],
+    # more dates
+    "WEEKNUM": [
+        "WEEKNUM({x})",
+        "WEEKNUM(Inputs!D1,{x})",
+        "WEEKNUM(DATE(2024,1,6))",
+        "WEEKNUM(DATE(2024,1,7))",
+        "WEEKNUM(DATE(2024,1,7),2)",
+        "WEEKNUM(DATE(2023,1,1),21)",
+        "WEEKNUM(DATE(2024,12,31),15)",
+        "WEEKNUM(Inputs!D1,4)",
+    ],
+    "ISOWEEKNUM": [
+        "ISOWEEKNUM({x})",
+        "ISOWEEKNUM(DATE(2021,1,1))",
+        "ISOWEEKNUM(DATE(2024,12,30))",
+        "ISOWEEKNUM(Inputs!D1)",
+    ],
+    "DAYS360": [
+        "DAYS360({x},Inputs!D1)",
+        "DAYS360(Inputs!D1,Inputs!D2,{x})",
+        "DAYS360(DATE(2024,1,30),DATE(2024,2,1))",
+        "DAYS360(DATE(2024,1,31),DATE(2024,3,31))",
+        "DAYS360(DATE(2024,1,31),DATE(2024,3,31),TRUE)",
+        "DAYS360(DATE(2023,2,28),DATE(2023,3,31))",
+        "DAYS360(DATE(2024,2,29),DATE(2025,2,28))",
+        "DAYS360(DATE(2024,3,15),DATE(2024,1,1))",
+    ],
+    "YEARFRAC": [
+        "YEARFRAC({x},Inputs!D1)",
+        "YEARFRAC(Inputs!D1,Inputs!D2,{x})",
+        "YEARFRAC(DATE(2012,1,1),DATE(2012,7,30))",
+        "YEARFRAC(DATE(2012,1,1),DATE(2012,7,30),1)",
+        "YEARFRAC(DATE(2012,1,1),DATE(2012,7,30),3)",
+        "YEARFRAC(DATE(2023,3,1),DATE(2024,2,29),1)",
+        "YEARFRAC(DATE(2021,6,15),DATE(2024,2,10),1)",
+        "YEARFRAC(DATE(2024,1,31),DATE(2024,2,29),0)",
+        "YEARFRAC(DATE(2024,1,31),DATE(2024,2,29),4)",
+        "YEARFRAC(DATE(2024,5,1),DATE(2023,1,1),2)",
+        "YEARFRAC(Inputs!D1,Inputs!D2,5)",
+    ],
+    "NETWORKDAYS.INTL": [
+        "NETWORKDAYS.INTL({x},Inputs!D2)",
+        "NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,{x})",
+        "NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,7)",
+        "NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,11)",
+        'NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,"0000110")',
+        "NETWORKDAYS.INTL(Inputs!D2,Inputs!D1,1,Inputs!D1)",
+        "NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,9)",
+        'NETWORKDAYS.INTL(Inputs!D1,Inputs!D2,"111")',
+    ],
+    "WORKDAY.INTL": [
+        "WORKDAY.INTL({x},5)",
+        "WORKDAY.INTL(Inputs!D1,{x})",
+        "WORKDAY.INTL(Inputs!D1,10,7)",
+        'WORKDAY.INTL(Inputs!D1,-4,"1000001")',
+        "WORKDAY.INTL(Inputs!D1,3,1,Inputs!D1:D2)",
+        "WORKDAY.INTL(Inputs!D1,3,12)",
+    ],
+    "TIMEVALUE": [
+        "TIMEVALUE({x})",
+        'TIMEVALUE("18:45")',
+        'TIMEVALUE("6:45 PM")',
+        'TIMEVALUE("2024-03-15 06:30")',
+        'TIMEVALUE("x")',
+    ],
+    # more text
+    "UNICHAR": ["UNICHAR({x})", "UNICHAR(66)", "UNICHAR(8364)", "UNICHAR(128512)"],
+    "UNICODE": ["UNICODE({x})", 'UNICODE("€uro")', 'UNICODE("B")'],
+    "T": ["T({x})", "T(12)", 'T("x")'],
+    "FIXED": [
+        "FIXED({x})",
+        "FIXED(1234.567,{x})",
+        "FIXED(1234.567,1)",
+        "FIXED(1234.567,-1)",
+        "FIXED(-1234.567,-1,TRUE)",
+        "FIXED(44.332)",
+        "FIXED(0.005,2)",
+    ],
+    "DOLLAR": ["DOLLAR({x})", "DOLLAR(1234.567,{x})", "DOLLAR(1234.567)", "DOLLAR(1234.567,-2)", "DOLLAR(0.123,4)"],
+    "NUMBERVALUE": [
+        "NUMBERVALUE({x})",
+        'NUMBERVALUE("2.500,27",",",".")',
+        'NUMBERVALUE("3.5%")',
+        'NUMBERVALUE(" 1 234 ")',
+        'NUMBERVALUE("1,2,3",",",".")',
+        'NUMBERVALUE("1.5",{x})',
+    ],
+    # more information
+    "ISEVEN": ["ISEVEN({x})", "ISEVEN(3)", "ISEVEN(2.5)"],
+    "ISODD": ["ISODD({x})", "ISODD(3)", "ISODD(-1)"],
+    "ISNONTEXT": ["ISNONTEXT({x})", 'ISNONTEXT("x")'],
+    "ISREF": ["ISREF({x})", "ISREF(1)", "ISREF(Inputs!B1:B3)"],
+    "TYPE": ["TYPE({x})", "TYPE(TRUE)", 'TYPE("x")', "TYPE(Inputs!B1:B3)", "TYPE(1)"],
+    "N": ["N({x})", "N(TRUE)", 'N("7")', "N(Inputs!D1)"],
+    "ERROR.TYPE": [
+        "ERROR.TYPE({x})",
+        "ERROR.TYPE(NA())",
+        "ERROR.TYPE(1/0)",
+        'ERROR.TYPE("a"+1)',
+        "ERROR.TYPE(SQRT(-1))",
+    ],
+    # more lookup
+    "LOOKUP": [
+        "LOOKUP({x},Inputs!B1:B5,Inputs!C1:C5)",
+        "LOOKUP(3.5,Inputs!B1:B5,Inputs!C1:C5)",
+        "LOOKUP(9,Inputs!B1:B5)",
+        "LOOKUP(0,Inputs!B1:B5)",
+        "LOOKUP(3,Inputs!E1:I2)",
+        "LOOKUP(4,Inputs!B1:C5)",
+        'LOOKUP("c",Inputs!C1:C5,Inputs!B1:B5)',
+        "LOOKUP(2,Inputs!B1:B5,Inputs!E2:I2)",
+    ],
+    "ADDRESS": [
+        "ADDRESS({x},2)",
+        "ADDRESS(2,{x})",
+        "ADDRESS(2,3)",
+        "ADDRESS(2,3,2)",
+        "ADDRESS(2,3,3)",
+        "ADDRESS(2,3,4)",
+        "ADDRESS(2,3,1,FALSE)",
+        "ADDRESS(2,3,4,FALSE)",
+        'ADDRESS(2,3,1,TRUE,"Data")',
+        'ADDRESS(2,3,1,TRUE,"My Sheet")',
+        "ADDRESS(2,28)",
+        "ADDRESS(1,16385)",
+        "ADDRESS(2,3,5)",
+    ],
+    "HYPERLINK": [
+        "HYPERLINK({x})",
+        'HYPERLINK("https://example.com",{x})',
+        'HYPERLINK("https://example.com")',
+        'HYPERLINK("https://example.com","Example")',
+    ],
+    "OFFSET": [
+        "OFFSET(Inputs!B1,{x},1)",
+        "OFFSET(Inputs!B1,1,{x})",
+        "SUM(OFFSET(Inputs!B1,1,0,3,1))",
+        "OFFSET(Inputs!B1:C2,2,0,1,1)",
+        "SUM(OFFSET(Inputs!B1,0,0,2,2))",
+        "OFFSET(Inputs!B1,-1,0)",
+        "OFFSET(Inputs!B1,0,0,0,1)",
+        "ROWS(OFFSET(Inputs!B1,0,0,4,2))",
+        "OFFSET(Inputs!B3,-2,1)",
+    ],
+    "INDIRECT": [
+        "INDIRECT({x})",
+        'INDIRECT("Inputs!B"&3)',
+        'SUM(INDIRECT("Inputs!B1:B5"))',
+        "INDIRECT(\"'Inputs'!C2\")",
+        'INDIRECT("Inputs!"&ADDRESS(4,2))',
+        'INDIRECT("")',
+        'COLUMNS(INDIRECT("Inputs!E1:I2"))',
+    ],
+    "TRANSPOSE": [
+        "SUMPRODUCT(TRANSPOSE({x}))",
+        "SUMPRODUCT(TRANSPOSE(Inputs!B1:B5)*Inputs!E1:I1)",
+        "INDEX(TRANSPOSE(Inputs!B1:C5),2,3)",
+        "TRANSPOSE(7)",
+    ],
+    "AREAS": ["AREAS({x})", "AREAS(Inputs!B1:C5)"],
     # more math
     "EXP": ["EXP({x})", "EXP(710)"],
     "LN": ["LN({x})", "LN(2.5)"],
@@ -1168,10 +1328,22 @@ EDGE_CALLS: dict[str, list[str]] = {
 EDGE_EXEMPT = {"XLOOKUP"}
 
 
-def functions() -> dict[str, Sheet]:
-    """`EDGE_CALLS`, one row per call and one column per edge input."""
+# Excel stores these two with `_xlfn.`, which LibreOffice 7 does not read (#NAME?): the
+# workbooks hold them as LibreOffice reads them, so it computes them.
+LIBREOFFICE_UNPREFIXED = ("NETWORKDAYS.INTL", "WORKDAY.INTL")
+
+
+def _as_stored(formula: str) -> str:
     from deskmcp.sheets.formulas.prefixes import excel_prefixes
 
+    stored = excel_prefixes(formula)
+    for name in LIBREOFFICE_UNPREFIXED:
+        stored = stored.replace(f"_xlfn.{name}(", f"{name}(")
+    return stored
+
+
+def functions() -> dict[str, Sheet]:
+    """`EDGE_CALLS`, one row per call and one column per edge input."""
     inputs: Sheet = {"A1": -2.5, "A2": 0, "A3": "abc", "A5": "=1/0"}
     _rows(inputs, "B1", [[1, "a"], [2, "b"], [3, "c"], [4, "d"], [5, "e"]])
     _rows(inputs, "E1", [[1, 2, 3, 4, 5], ["a", "b", "c", "d", "e"]])
@@ -1189,10 +1361,10 @@ def functions() -> dict[str, Sheet]:
         for template in EDGE_CALLS[name]:
             calls[f"A{row}"] = template
             if "{x}" not in template:
-                calls[f"B{row}"] = excel_prefixes("=" + template)
+                calls[f"B{row}"] = _as_stored("=" + template)
             else:
                 for i, ref in enumerate(EDGE_INPUTS.values()):
-                    calls[f"{_letters(2 + i)}{row}"] = excel_prefixes("=" + template.replace("{x}", ref))
+                    calls[f"{_letters(2 + i)}{row}"] = _as_stored("=" + template.replace("{x}", ref))
             row += 1
     return {"Calls": calls, "Inputs": inputs}
 

@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from deskmcp.sheets.formulas.values import (
     NA,
     NAME,
     NUM,
+    REF,
     VALUE,
     Area,
     CellError,
@@ -326,6 +327,21 @@ class _Evaluator:
         cells = [[self.lookup(sheet, r, c) for c in range(ref.col0, ref.col1 + 1)] for r in range(r0, r1 + 1)]
         return Area(cells, ref=True, sheet=sheet, row=r0, column=ref.col0)
 
+    def read_area(self, sheet: str, row0: int, col0: int, row1: int, col1: int) -> Area:
+        """The cells of a rectangle a function computed (OFFSET)."""
+        return self.area(Ref(sheet, row0, col0, row1, col1, row0 == row1 and col0 == col1))
+
+    def refer(self, written: str) -> Any:
+        """The cells a reference written as text names (INDIRECT): `B2`, `'My Sheet'!A1:C9`, a name."""
+        tokens = tokenize(written)
+        if len(tokens) != 1 or tokens[0][0] not in ("ref", "name"):
+            raise Uncomputable(f"INDIRECT of {written!r}")
+        kind, token = tokens[0]
+        if kind == "ref":
+            return self.area(_reference(token))
+        found = self.name(token.upper(), False)
+        return found if isinstance(found, Area) and found.ref else REF
+
     def name(self, name: str, arrays: bool) -> Any:
         if self.names is None:
             raise Uncomputable(f"the name {name} is not known here")
@@ -446,8 +462,10 @@ def evaluate(
 ) -> Any:
     """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`)."""
     ctx = Context(sheet=sheet, row=row, column=column, now=now)
+    evaluator = _Evaluator(ctx, lookup, extent, names)
+    evaluator.ctx = replace(ctx, read=evaluator.read_area, refer=evaluator.refer)
     try:
-        return _result(_Evaluator(ctx, lookup, extent, names).value(parse(formula)))
+        return _result(evaluator.value(parse(formula)))
     except RecursionError as exc:
         raise Uncomputable("the formula nests too deeply") from exc
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:

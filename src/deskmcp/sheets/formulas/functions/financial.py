@@ -166,8 +166,8 @@ def _newton(f: Callable[[float], float], df: Callable[[float], float], guess: fl
     for _ in range(steps):
         try:
             value, slope = f(x), df(x)
-        except (OverflowError, ZeroDivisionError, ValueError) as exc:
-            raise Raised(NUM) from exc
+        except (OverflowError, ZeroDivisionError, ValueError, TypeError) as exc:
+            raise Raised(NUM) from exc  # TypeError: a negative base to a fractional power is complex
         if isinstance(value, complex) or isinstance(slope, complex):
             raise Raised(NUM)
         if not (math.isfinite(value) and math.isfinite(slope)) or slope == 0:

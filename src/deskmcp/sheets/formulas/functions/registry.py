@@ -38,6 +38,10 @@ class Context:
     row: int
     column: int
     now: Callable[[], dt.datetime]
+    read: Callable[[str, int, int, int, int], Area] | None = None
+    """(sheet, first row, first column, last row, last column) -> the cells there (OFFSET)."""
+    refer: Callable[[str], Any] | None = None
+    """A reference written as text (`B2`, `Data!A1:C9`, a defined name) -> its cells (INDIRECT)."""
 
 
 class Raised(Exception):
