@@ -1324,8 +1324,109 @@ EDGE_CALLS: dict[str, list[str]] = {
     ],
     "DOLLARFR": ["DOLLARFR({x},16)", "DOLLARFR(1.125,{x})", "DOLLARFR(1.125,16)", "DOLLARFR(1.125,32)"],
 }
-# LibreOffice 7 lacks XLOOKUP (it came in 24.8): its cases are in the sales report with Excel's values.
-EDGE_EXEMPT = {"XLOOKUP"}
+# LibreOffice 7 lacks XLOOKUP, XMATCH and the dynamic array functions (they came in 24.8 and
+# 25.8): their cases are in the sales report and in arrays.xlsx, with Excel's values.
+EDGE_EXEMPT = {
+    "XLOOKUP",
+    "XMATCH",
+    "FILTER",
+    "UNIQUE",
+    "SORT",
+    "SORTBY",
+    "SEQUENCE",
+    "RANDARRAY",
+    "TOCOL",
+    "TOROW",
+    "CHOOSECOLS",
+    "CHOOSEROWS",
+    "VSTACK",
+    "HSTACK",
+    "TAKE",
+    "DROP",
+    "EXPAND",
+    "WRAPROWS",
+    "WRAPCOLS",
+    "TEXTSPLIT",
+    "TEXTBEFORE",
+    "TEXTAFTER",
+    "VALUETOTEXT",
+}
+
+# Dynamic arrays used inside other functions, as Excel stores them, with Excel's values
+# (worked out from Microsoft's documentation of each function; LibreOffice 7 shows #NAME?).
+ARRAY_CALLS: list[tuple[str, Any]] = [
+    ('=SUM(_xlfn._xlws.FILTER(C2:C7,A2:A7="North"))', 19.0),
+    ("=ROWS(_xlfn._xlws.FILTER(A2:D7,C2:C7>5))", 4.0),
+    ('=_xlfn._xlws.FILTER(C2:C7,A2:A7="Central","none")', "none"),
+    ('=INDEX(_xlfn._xlws.FILTER(B2:B7,A2:A7="South"),2)', "fiona"),
+    ("=ROWS(_xlfn.UNIQUE(A2:A7))", 4.0),
+    ("=ROWS(_xlfn.UNIQUE(B2:B7))", 4.0),
+    ('=_xlfn.TEXTJOIN(",",TRUE,_xlfn.UNIQUE(A2:A7))', "North,South,East,West"),
+    ("=ROWS(_xlfn.UNIQUE(A2:A7,FALSE,TRUE))", 2.0),
+    ("=INDEX(_xlfn._xlws.SORT(C2:C7),1)", 1.0),
+    ("=INDEX(_xlfn._xlws.SORT(C2:C7,1,-1),1)", 20.0),
+    ("=INDEX(_xlfn._xlws.SORT(A2:D7,3,-1),1,2)", "Alice"),
+    ("=INDEX(_xlfn.SORTBY(B2:B7,C2:C7,1),1)", "fiona"),
+    ("=INDEX(_xlfn.SORTBY(B2:B7,A2:A7,1,C2:C7,-1),2)", "Fiona"),
+    ("=SUM(_xlfn.SEQUENCE(4))", 10.0),
+    ("=SUM(_xlfn.SEQUENCE(2,3,10,5))", 135.0),
+    ("=INDEX(_xlfn.SEQUENCE(3,3,0,2),3,2)", 14.0),
+    ('=_xlfn.XMATCH("East",A2:A7)', 4.0),
+    ("=_xlfn.XMATCH(10,C2:C7,1)", 1.0),
+    ("=_xlfn.XMATCH(10,C2:C7,-1)", 3.0),
+    ('=_xlfn.XMATCH("Bob",B2:B7,0,-1)', 6.0),
+    ('=_xlfn.XMATCH("Zed",A2:A7)', {"error": "#N/A"}),
+    ("=_xlfn.LET(_xlpm.x,C2*2,_xlpm.x+1)", 25.0),
+    (
+        "=_xlfn.LET(_xlpm.big,_xlfn._xlws.FILTER(C2:C7,C2:C7>10),SUM(_xlpm.big)/COUNT(_xlpm.big))",
+        47 / 3,
+    ),
+    ("=SUM(_xlfn.TAKE(C2:C7,2))", 15.0),
+    ("=SUM(_xlfn.TAKE(C2:C7,-2))", 16.0),
+    ("=SUM(_xlfn.DROP(C2:C7,4))", 16.0),
+    ("=ROWS(_xlfn.VSTACK(A2:A3,A5:A7))", 5.0),
+    ("=COLUMNS(_xlfn.HSTACK(A2:B7,C2:C7))", 3.0),
+    ("=SUM(_xlfn.CHOOSECOLS(C2:D3,1))", 15.0),
+    ("=INDEX(_xlfn.CHOOSEROWS(B2:B7,-1),1)", "Bob"),
+    ("=COUNTA(_xlfn.TOCOL(A2:B3))", 4.0),
+    ("=INDEX(_xlfn.TOROW(A2:B3),1,2)", "Fiona"),
+    ("=INDEX(_xlfn.TOROW(A2:B3,0,TRUE),1,2)", "South"),
+    ('=_xlfn.TEXTBEFORE("john.smith@example.com","@")', "john.smith"),
+    ('=_xlfn.TEXTAFTER("john.smith@example.com",".",-1)', "com"),
+    ('=_xlfn.TEXTAFTER("a-b-c","-",2)', "c"),
+    ('=_xlfn.TEXTBEFORE("abc","x")', {"error": "#N/A"}),
+    ('=_xlfn.TEXTBEFORE("abc","x",,,,"none")', "none"),
+    ('=INDEX(_xlfn.TEXTSPLIT("a,b,c;d,e",",",";"),2,2)', "e"),
+    ('=INDEX(_xlfn.TEXTSPLIT("a,b,c;d,e",",",";"),2,3)', {"error": "#N/A"}),
+    ('=COLUMNS(_xlfn.TEXTSPLIT("a,,b",",",,TRUE))', 2.0),
+    ('=_xlfn.VALUETOTEXT("x",1)', '"x"'),
+    ("=_xlfn.VALUETOTEXT(12.5)", "12.5"),
+    ("=SUM(_xlfn.EXPAND(C2:C3,3,1,0))", 15.0),
+    ("=ROWS(_xlfn.WRAPROWS(C2:C7,4))", 2.0),
+    ("=INDEX(_xlfn.WRAPCOLS(C2:C7,4),2,2)", 15.0),
+    ("=SUM(_xlfn.RANDARRAY(3,1,5,5))", 15.0),
+    ("=COUNT(_xlfn.RANDARRAY(2,2))", 4.0),
+]
+
+
+def arrays() -> dict[str, Sheet]:
+    orders: Sheet = {}
+    _rows(
+        orders,
+        "A1",
+        [
+            ["Region", "Rep", "Units", "Price"],
+            ["North", "Fiona", 12, 19.99],
+            ["South", "Bob", 3, 149.5],
+            ["North", "Frank", 7, 19.99],
+            ["East", "Alice", 20, 5.25],
+            ["South", "fiona", 1, 149.5],
+            ["West", "Bob", 15, 18.5],
+        ],
+    )
+    for i, (formula, _value) in enumerate(ARRAY_CALLS, start=10):
+        orders[f"F{i}"] = formula
+    return {"Orders": orders}
 
 
 # Excel stores these two with `_xlfn.`, which LibreOffice 7 does not read (#NAME?): the
@@ -1376,6 +1477,7 @@ WORKBOOKS = {
     "timesheet.xlsx": timesheet,
     "edges.xlsx": edges,
     "functions.xlsx": functions,
+    "arrays.xlsx": arrays,
 }
 
 NAMES = {"budget.xlsx": {"Q1Total": "Costs!$E$9", "TaxRate": "Plan!$B$4"}, "timesheet.xlsx": {"Rate": "Settings!$B$1"}}
@@ -1386,6 +1488,7 @@ NAMES = {"budget.xlsx": {"Q1Total": "Costs!$E$9", "TaxRate": "Plan!$B$4"}, "time
 # after numbers and write TRUE as text. Excel also gives #REF! for a VLOOKUP column past the
 # table and writes exponents with two digits.
 EXCEL_VALUES: dict[str, dict[str, Any]] = {
+    "arrays.xlsx": {f"Orders!F{i}": value for i, (_formula, value) in enumerate(ARRAY_CALLS, start=10)},
     "sales.xlsx": {
         "Report!B6": {"error": "#REF!"},
         "Report!B19": 5.25,
@@ -1545,7 +1648,9 @@ def compare(expected: dict[str, dict[str, Any]], folder: Path) -> Iterator[tuple
 
 
 def functions_of(formula: str) -> list[str]:
-    names = {n.upper().removeprefix("_XLFN.") for n in re.findall(r"([A-Za-z_][\w.]*)\s*\(", formula)}
+    names = {
+        n.upper().removeprefix("_XLFN.").removeprefix("_XLWS.") for n in re.findall(r"([A-Za-z_][\w.]*)\s*\(", formula)
+    }
     return sorted(names) or ["(operators)"]
 
 

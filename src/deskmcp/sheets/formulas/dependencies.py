@@ -98,6 +98,8 @@ def inputs(formula: str, sheet: str, names: Names | None = None, depth: int = 0)
             if _function(token) in DYNAMIC:
                 return None
         elif kind == "name":
+            if token.upper().startswith("_XLPM."):
+                continue  # a name LET binds inside the formula, not a defined name
             definition = names(sheet, token.upper()) if names is not None else None
             if definition is None or depth > 20:
                 return None

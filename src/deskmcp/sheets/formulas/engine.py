@@ -222,7 +222,7 @@ class _Parser:
         if kind == "ref":
             return _reference(tok)
         if kind == "name":
-            return NameRef(tok.upper())
+            return NameRef(tok.upper().removeprefix("_XLPM."))
         if kind == "func":
             return self.call(tok.rstrip("( \t").upper())
         if kind == "op" and tok == "(":
@@ -296,6 +296,7 @@ class _Evaluator:
         self.extent = extent
         self.names = names
         self.name_depth = 0
+        self.scopes: list[dict[str, Any]] = []  # the names LET binds, innermost last
 
     def value(self, node: Node, arrays: bool = False) -> Any:
         if isinstance(node, Const):
@@ -343,6 +344,9 @@ class _Evaluator:
         return found if isinstance(found, Area) and found.ref else REF
 
     def name(self, name: str, arrays: bool) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
         if self.names is None:
             raise Uncomputable(f"the name {name} is not known here")
         definition = self.names(self.ctx.sheet, name)
@@ -356,7 +360,25 @@ class _Evaluator:
         finally:
             self.name_depth -= 1
 
+    def let(self, args: tuple[Any, ...], arrays: bool) -> Any:
+        """LET(name, value, ..., calculation): each value computed once, in order, then the calculation."""
+        if len(args) < 3 or len(args) % 2 == 0:
+            raise Uncomputable("LET takes (name, value) pairs and a calculation")
+        scope: dict[str, Any] = {}
+        self.scopes.append(scope)
+        try:
+            for i in range(0, len(args) - 1, 2):
+                bound = args[i]
+                if not isinstance(bound, NameRef):
+                    raise Uncomputable("LET names a value with something that is not a name")
+                scope[bound.name] = self.value(args[i + 1], True)
+            return self.value(args[-1], arrays)
+        finally:
+            self.scopes.pop()
+
     def call(self, node: Call, arrays: bool) -> Any:
+        if node.name == "LET":
+            return self.let(node.args, arrays)
         fn = FUNCTIONS.get(node.name)
         if fn is None:
             raise Uncomputable(f"the function {node.name} is not supported")

@@ -3,6 +3,7 @@ filled by the modules of this package as they are imported (`registry.register`)
 
 from deskmcp.sheets.formulas.functions import (
     arithmetic,
+    arrays,
     dates,
     financial,
     logic,
@@ -17,6 +18,7 @@ __all__ = [
     "FUNCTIONS",
     "Context",
     "arithmetic",
+    "arrays",
     "dates",
     "financial",
     "logic",

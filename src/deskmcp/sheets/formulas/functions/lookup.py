@@ -152,31 +152,51 @@ def _xlookup(
     out = area(result)
     if (out.height if down else out.width) != len(values):
         return VALUE
-    mode, search = integer(match_mode, 0), integer(search_mode, 1)
-    if search not in (1, -1):
-        raise Uncomputable("XLOOKUP's binary search modes")
-    last = search == -1
-    if mode in (0, 2):
-        pos = _exact(key, values, wildcards=mode == 2, last=last)
-    elif mode in (-1, 1):
-        pos = _exact(key, values, wildcards=False, last=last)
-        if pos is None:
-            best: tuple[int, Any] | None = None
-            for i, v in enumerate(values):
-                if not same_kind(key, v) or compare("<" if mode == -1 else ">", v, key) is not True:
-                    continue
-                better = best is None or compare(">" if mode == -1 else "<", v, best[1]) is True
-                if better or (last and best is not None and compare("=", v, best[1]) is True):
-                    best = (i, v)
-            pos = None if best is None else best[0]
-    else:
+    found = _position(key, values, integer(match_mode, 0), integer(search_mode, 1))
+    if found is VALUE:
         return VALUE
+    pos = found if isinstance(found, int) else None
     if pos is None:
         return NA if missing is MISSING else missing
     rows = [out.rows[pos]] if down else [[row[pos]] for row in out.rows]
     return Area(
         rows, ref=out.ref, sheet=out.sheet, row=out.row + (pos if down else 0), column=out.column + (0 if down else pos)
     )
+
+
+def _position(key: Any, values: list[Any], mode: int, search: int) -> int | CellError | None:
+    """Where XLOOKUP and XMATCH find `key`: exact (0), exact or next smaller (-1) or larger (1),
+    wildcards (2); searching from the first (1) or the last (-1) value. #VALUE! for other modes."""
+    if search not in (1, -1):
+        if search in (2, -2):
+            raise Uncomputable("XLOOKUP's and XMATCH's binary search modes")
+        return VALUE
+    last = search == -1
+    if mode in (0, 2):
+        return _exact(key, values, wildcards=mode == 2, last=last)
+    if mode not in (-1, 1):
+        return VALUE
+    pos = _exact(key, values, wildcards=False, last=last)
+    if pos is not None:
+        return pos
+    best: tuple[int, Any] | None = None
+    for i, v in enumerate(values):
+        if not same_kind(key, v) or compare("<" if mode == -1 else ">", v, key) is not True:
+            continue
+        better = best is None or compare(">" if mode == -1 else "<", v, best[1]) is True
+        if better or (last and best is not None and compare("=", v, best[1]) is True):
+            best = (i, v)
+    return None if best is None else best[0]
+
+
+@register("XMATCH")
+def _xmatch(wanted: Any, lookup: Any, match_mode: Any = MISSING, search_mode: Any = MISSING) -> Any:
+    key = _lookup_value(wanted)
+    _block, values, _down = _vector(lookup)
+    found = _position(key, values, integer(match_mode, 0), integer(search_mode, 1))
+    if isinstance(found, CellError):
+        return found
+    return NA if found is None else float(found + 1)
 
 
 @register("CHOOSE", lazy=True)
