@@ -661,6 +661,40 @@ EDGE_CALLS: dict[str, list[str]] = {
     "DATEDIF": ['DATEDIF({x},Inputs!D1,"d")', "DATEDIF(Inputs!D1,Inputs!D2,{x})"],
     "NETWORKDAYS": ["NETWORKDAYS({x},Inputs!D1)", "NETWORKDAYS(Inputs!D1,Inputs!D2,{x})"],
     "WORKDAY": ["WORKDAY({x},1)", "WORKDAY(Inputs!D1,{x})"],
+    # subtotals (Inputs has no hidden rows; totals.xlsx has some)
+    "SUBTOTAL": [
+        "SUBTOTAL(9,{x})",
+        "SUBTOTAL({x},Inputs!B1:B5)",
+        "SUBTOTAL(1,Inputs!B1:B5)",
+        "SUBTOTAL(2,Inputs!A1:C5)",
+        "SUBTOTAL(3,Inputs!A1:C5)",
+        "SUBTOTAL(4,Inputs!K1:K8)",
+        "SUBTOTAL(5,Inputs!K1:K8)",
+        "SUBTOTAL(6,Inputs!B1:B5)",
+        "SUBTOTAL(7,Inputs!K1:K8)",
+        "SUBTOTAL(8,Inputs!K1:K8)",
+        "SUBTOTAL(10,Inputs!K1:K8)",
+        "SUBTOTAL(11,Inputs!K1:K8)",
+        "SUBTOTAL(109,Inputs!B1:B5,Inputs!K1:K8)",
+        "SUBTOTAL(12,Inputs!B1:B5)",
+    ],
+    "AGGREGATE": [
+        "AGGREGATE(9,6,{x})",
+        "AGGREGATE({x},6,Inputs!B1:B5)",
+        "AGGREGATE(9,{x},Inputs!B1:B5)",
+        "AGGREGATE(9,6,Inputs!A1:A5)",
+        "AGGREGATE(4,2,Inputs!A1:B5)",
+        "AGGREGATE(14,6,Inputs!K1:K8,2)",
+        "AGGREGATE(15,6,Inputs!K1:K8,3)",
+        "AGGREGATE(16,6,Inputs!K1:K8,0.3)",
+        "AGGREGATE(17,6,Inputs!K1:K8,1)",
+        "AGGREGATE(18,6,Inputs!K1:K8,0.25)",
+        "AGGREGATE(19,6,Inputs!K1:K8,3)",
+        "AGGREGATE(12,4,Inputs!K1:K8)",
+        "AGGREGATE(1,4,Inputs!K1:K8)",
+        "AGGREGATE(3,0,Inputs!A1:C5)",
+        "AGGREGATE(20,0,Inputs!B1:B5)",
+    ],
     # more dates
     "WEEKNUM": [
         "WEEKNUM({x})",
@@ -1409,6 +1443,47 @@ ARRAY_CALLS: list[tuple[str, Any]] = [
 ]
 
 
+def totals() -> dict[str, Sheet]:
+    """A list with subtotals in it and hidden rows (`HIDDEN_ROWS`): what SUBTOTAL and AGGREGATE leave out."""
+    sales: Sheet = {}
+    _rows(
+        sales,
+        "A1",
+        [
+            ["Item", "Amount"],
+            ["a", 10],
+            ["b", 20],
+            ["Sub", "=SUBTOTAL(109,B2:B3)"],
+            ["c", 5],
+            ["d", "=1/0"],
+            ["e", 7],
+            ["Sub", "=_xlfn.AGGREGATE(9,6,B5:B7)"],
+            ["f", 100],
+        ],
+    )
+    _rows(
+        sales,
+        "D1",
+        [
+            ["=SUBTOTAL(109,B2:B9)"],
+            ["=SUBTOTAL(102,B2:B9)"],
+            ["=SUBTOTAL(103,A2:A9)"],
+            ["=SUBTOTAL(104,B2:B5)"],
+            ["=SUBTOTAL(101,B2:B5)"],
+            ["=_xlfn.AGGREGATE(9,7,B2:B9)"],
+            ["=_xlfn.AGGREGATE(9,3,B2:B9)"],
+            ["=_xlfn.AGGREGATE(9,6,B2:B9)"],
+            ["=_xlfn.AGGREGATE(2,5,B2:B9)"],
+            ["=_xlfn.AGGREGATE(4,1,B2:B5)"],
+            ["=_xlfn.AGGREGATE(14,7,B2:B9,1)"],
+            ["=_xlfn.AGGREGATE(9,5,B2:B9)"],
+            ["=SUBTOTAL(9,B2:B3)"],
+            ["=SUBTOTAL(9,B5:B5)"],
+        ],
+    )
+    return {"Sales": sales}
+
+
 def arrays() -> dict[str, Sheet]:
     orders: Sheet = {}
     _rows(
@@ -1478,7 +1553,10 @@ WORKBOOKS = {
     "edges.xlsx": edges,
     "functions.xlsx": functions,
     "arrays.xlsx": arrays,
+    "totals.xlsx": totals,
 }
+
+HIDDEN_ROWS = {"totals.xlsx": {"Sales": [3, 9]}}
 
 NAMES = {"budget.xlsx": {"Q1Total": "Costs!$E$9", "TaxRate": "Plan!$B$4"}, "timesheet.xlsx": {"Rate": "Settings!$B$1"}}
 
@@ -1536,6 +1614,9 @@ def build(folder: Path) -> list[Path]:
                     ws[ref].number_format = "yyyy-mm-dd"
                 elif isinstance(value, dt.time):
                     ws[ref].number_format = "hh:mm"
+        for title, hidden in HIDDEN_ROWS.get(filename, {}).items():
+            for r in hidden:
+                wb[title].row_dimensions[r].hidden = True
         for name, target in NAMES.get(filename, {}).items():
             wb.defined_names[name] = DefinedName(name, attr_text=target)
         wb.calculation.fullCalcOnLoad = True

@@ -481,9 +481,12 @@ def evaluate(
     row: int = 0,
     column: int = 0,
     now: Callable[[], dt.datetime] = dt.datetime.now,
+    formula_text: Callable[[str, int, int], str | None] | None = None,
+    hidden_rows: Callable[[str], frozenset[int]] | None = None,
 ) -> Any:
-    """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`)."""
-    ctx = Context(sheet=sheet, row=row, column=column, now=now)
+    """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`).
+    `formula_text` and `hidden_rows` tell SUBTOTAL and AGGREGATE what they leave out."""
+    ctx = Context(sheet=sheet, row=row, column=column, now=now, formula_text=formula_text, hidden_rows=hidden_rows)
     evaluator = _Evaluator(ctx, lookup, extent, names)
     evaluator.ctx = replace(ctx, read=evaluator.read_area, refer=evaluator.refer)
     try:
@@ -500,6 +503,8 @@ class WorkbookCalculator:
     """Evaluates every formula of a workbook given its raw cells, memoised, cycles detected.
 
     `names` resolves defined names; `workbook_names(wb)` builds it from an openpyxl workbook.
+    `formula_text` (the formula a cell holds, or None) and `hidden_rows` (a sheet's hidden rows)
+    let SUBTOTAL and AGGREGATE compute; without them they are flagged.
     """
 
     def __init__(
@@ -509,8 +514,12 @@ class WorkbookCalculator:
         is_text: Callable[[str, int, int], bool] = lambda _s, _r, _c: False,
         names: Names | None = None,
         now: Callable[[], dt.datetime] = dt.datetime.now,
+        formula_text: Callable[[str, int, int], str | None] | None = None,
+        hidden_rows: Callable[[str], frozenset[int]] | None = None,
     ) -> None:
         self.raw = raw
+        self.formula_text = formula_text
+        self.hidden_rows = hidden_rows
         self.extent = extent
         self.is_text = is_text
         self.names = names
@@ -532,7 +541,18 @@ class WorkbookCalculator:
             raise Uncomputable("the formula refers to itself (circular reference)")
         self.active.add(key)
         try:
-            result = evaluate(cell, sheet, self.value, self.extent, self.names, row=row, column=column, now=self.now)
+            result = evaluate(
+                cell,
+                sheet,
+                self.value,
+                self.extent,
+                self.names,
+                row=row,
+                column=column,
+                now=self.now,
+                formula_text=self.formula_text,
+                hidden_rows=self.hidden_rows,
+            )
         except Uncomputable as exc:
             self.failed[key] = exc
             raise

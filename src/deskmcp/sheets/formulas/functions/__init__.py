@@ -2,6 +2,7 @@
 filled by the modules of this package as they are imported (`registry.register`)."""
 
 from deskmcp.sheets.formulas.functions import (
+    aggregates,
     arithmetic,
     arrays,
     dates,
@@ -17,6 +18,7 @@ from deskmcp.sheets.formulas.functions.registry import FUNCTIONS, Context
 __all__ = [
     "FUNCTIONS",
     "Context",
+    "aggregates",
     "arithmetic",
     "arrays",
     "dates",

@@ -42,6 +42,10 @@ class Context:
     """(sheet, first row, first column, last row, last column) -> the cells there (OFFSET)."""
     refer: Callable[[str], Any] | None = None
     """A reference written as text (`B2`, `Data!A1:C9`, a defined name) -> its cells (INDIRECT)."""
+    formula_text: Callable[[str, int, int], str | None] | None = None
+    """(sheet, row, column) -> the formula the cell holds, or None (SUBTOTAL leaves out its own kind)."""
+    hidden_rows: Callable[[str], frozenset[int]] | None = None
+    """sheet -> the rows hidden in it (SUBTOTAL 101-111, AGGREGATE); None: not known, flagged."""
 
 
 class Raised(Exception):
