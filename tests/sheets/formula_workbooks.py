@@ -796,6 +796,8 @@ EDGE_CALLS: dict[str, list[str]] = {
         'ERROR.TYPE("a"+1)',
         "ERROR.TYPE(SQRT(-1))",
     ],
+    "ISFORMULA": ["ISFORMULA({x})", "ISFORMULA(Inputs!B1)", "ISFORMULA(Calls!B2)"],
+    "FORMULATEXT": ["FORMULATEXT({x})", "FORMULATEXT(Inputs!B1)", "FORMULATEXT(Calls!B3)"],
     # more lookup
     "LOOKUP": [
         "LOOKUP({x},Inputs!B1:B5,Inputs!C1:C5)",

@@ -20,7 +20,8 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from deskmcp.sheets.a1 import MAX_ROWS, column_index
-from deskmcp.sheets.formulas.engine import _TOKEN, Names, tokenize
+from deskmcp.sheets.formulas.engine import Names
+from deskmcp.sheets.formulas.tokens import _TOKEN, tokenize
 from deskmcp.sheets.formulas.values import Uncomputable
 
 Key = tuple[str, int, int]

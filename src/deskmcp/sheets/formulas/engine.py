@@ -19,6 +19,7 @@ from typing import Any
 
 from deskmcp.sheets.a1 import column_index
 from deskmcp.sheets.formulas.functions import FUNCTIONS, Context
+from deskmcp.sheets.formulas.tokens import tokenize
 from deskmcp.sheets.formulas.values import (
     DIV0,
     MISSING,
@@ -53,21 +54,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_TOKEN = re.compile(
-    r"""\s*(?:
-    (?P<string>"(?:[^"]|"")*")
-  | (?P<ref>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?
-        (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(.!])
-  | (?P<func>[A-Za-z_][\w.]*)\s*\(
-  | (?P<bool>TRUE|FALSE)(?![\w(.])
-  | (?P<name>[A-Za-z_\\][\w.]*)(?![\w(!])
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
-  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!))
-  | (?P<op><>|<=|>=|[-+*/^&=<>%(),;])
-    )""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
 Lookup = Callable[[str, int, int], Any]
 """(sheet, row, column) -> the cell's value, evaluating its formula if it has one."""
 Extent = Callable[[str], tuple[int, int]]
@@ -76,20 +62,6 @@ Names = Callable[[str, str], str | None]
 """(sheet, NAME in upper case) -> what the defined name refers to (e.g. "Rates!$B$2:$B$9"), or None."""
 
 MAX_RANGE_CELLS = 2_000_000
-
-
-def tokenize(text: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    pos = 0
-    text = text.rstrip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise Uncomputable(f"cannot read the formula near {text[pos : pos + 12]!r}")
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out
 
 
 # -- the formula tree ---------------------------------------------------------------------------

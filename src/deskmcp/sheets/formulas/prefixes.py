@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from deskmcp.sheets.formulas.tokens import _TOKEN
+
 # Functions Excel added after 2007, stored with `_xlfn.` (`_xlfn._xlws.` for FILTER and SORT);
 # without it Excel and LibreOffice read an unknown function and show #NAME?.
 NEW_FUNCTIONS = frozenset(
@@ -190,8 +192,6 @@ def _let_names(formula: str) -> str:
     """`formula` with the names its LET calls bind written `_xlpm.name`, wherever they are used."""
     if "LET" not in formula.upper():
         return formula
-    from deskmcp.sheets.formulas.engine import _TOKEN
-
     body_at = 1 if formula.startswith("=") else 0
     spans: list[tuple[str, str, int, int]] = []
     pos = body_at

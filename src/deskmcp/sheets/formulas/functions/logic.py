@@ -7,12 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from deskmcp.sheets.formulas.functions.registry import (
+    Context,
     Raised,
     cells,
     register,
     same_kind,
     value_of,
 )
+from deskmcp.sheets.formulas.prefixes import without_prefixes
 from deskmcp.sheets.formulas.values import (
     MISSING,
     NA,
@@ -250,3 +252,26 @@ def _error_type(value: Any) -> Any:
     if isinstance(v, CellError) and v.code in _ERROR_NUMBERS:
         return float(_ERROR_NUMBERS[v.code])
     return NA
+
+
+def _formula_of(ctx: Context, ref: Any) -> str | None:
+    if not isinstance(ref, Area) or not ref.ref:
+        raise Raised(VALUE)
+    if ctx.formula_text is None:
+        raise Uncomputable("which cells hold formulas is not known here")
+    return ctx.formula_text(ref.sheet, ref.row, ref.column)
+
+
+@register("ISFORMULA", context=True)
+def _isformula(ctx: Context, ref: Any) -> Any:
+    return _formula_of(ctx, ref) is not None
+
+
+@register("FORMULATEXT", context=True)
+def _formulatext(ctx: Context, ref: Any) -> Any:
+    written = _formula_of(ctx, ref)
+    if written is None:
+        return NA
+    if "!" in written:
+        raise Uncomputable("FORMULATEXT of a reference to another sheet: LibreOffice writes it its own way")
+    return without_prefixes(written if written.startswith("=") else "=" + written)
