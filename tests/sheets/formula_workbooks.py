@@ -511,6 +511,7 @@ def edges() -> dict[str, Sheet]:
         "=(1+2)%",
         "=1E3+1",
         "=.5*2",
+        '=SUM({1,2;3,4},{"a",TRUE})',
     ]
     for i, formula in enumerate(formulas, start=5):
         e[f"H{i}"] = formula
@@ -530,7 +531,6 @@ EDGE_INPUTS = {
 }
 EDGE_CALLS: dict[str, list[str]] = {
     # math
-    "SUM": ["SUM({x})", "SUM({x},1)"],
     "AVERAGE": ["AVERAGE({x},1)"],
     "MIN": ["MIN({x},1)"],
     "MAX": ["MAX({x},-5)"],
@@ -577,7 +577,6 @@ EDGE_CALLS: dict[str, list[str]] = {
         "FLOOR.MATH(-5.5,2,1)",
         "FLOOR.MATH(24.3,5)",
     ],
-    "SUMPRODUCT": ["SUMPRODUCT({x},Inputs!B1)"],
     "RANK": ["RANK({x},Inputs!B1:B5)", "RANK(3,Inputs!B1:B5,{x})"],
     "RANK.EQ": ["RANK.EQ({x},Inputs!A1:A5)", "RANK.EQ(3,Inputs!B1:B5,{x})"],
     # conditional aggregates
@@ -592,8 +591,13 @@ EDGE_CALLS: dict[str, list[str]] = {
     # lookup
     "VLOOKUP": ["VLOOKUP({x},Inputs!A1:B5,2,FALSE)", "VLOOKUP(2,Inputs!B1:C5,{x},FALSE)"],
     "HLOOKUP": ["HLOOKUP({x},Inputs!E1:I2,2,FALSE)", "HLOOKUP(2,Inputs!E1:I2,{x},FALSE)"],
-    "MATCH": ["MATCH({x},Inputs!A1:A5,0)", "MATCH(3,Inputs!B1:B5,{x})"],
-    "INDEX": ["INDEX(Inputs!B1:C5,{x},1)", "INDEX(Inputs!B1:C5,2,{x})"],
+    "MATCH": ['MATCH("b",{"a","b","c"},0)', "MATCH({x},Inputs!A1:A5,0)", "MATCH(3,Inputs!B1:B5,{x})"],
+    "INDEX": [
+        "INDEX({1,2;3,4},2,1)",
+        'INDEX({"a","b","c"},3)',
+        "INDEX(Inputs!B1:C5,{x},1)",
+        "INDEX(Inputs!B1:C5,2,{x})",
+    ],
     "CHOOSE": ['CHOOSE({x},"a","b")', 'CHOOSE(1,{x},"b")'],
     "ROW": ["ROW({x})", "ROW()"],
     "COLUMN": ["COLUMN({x})", "COLUMN()"],
@@ -695,6 +699,9 @@ EDGE_CALLS: dict[str, list[str]] = {
         "AGGREGATE(3,0,Inputs!A1:C5)",
         "AGGREGATE(20,0,Inputs!B1:B5)",
     ],
+    # array constants written in formulas
+    "SUMPRODUCT": ["SUMPRODUCT({x},Inputs!B1)", "SUMPRODUCT({1,2,3},{4,5,6})", "SUMPRODUCT({1;2}*{3;4})"],
+    "SUM": ["SUM({x})", "SUM({x},1)", 'SUM({1,2;3,4},{"a","b"})', "SUM({-1.5,2E2})"],
     # more dates
     "WEEKNUM": [
         "WEEKNUM({x})",
@@ -800,6 +807,8 @@ EDGE_CALLS: dict[str, list[str]] = {
     "FORMULATEXT": ["FORMULATEXT({x})", "FORMULATEXT(Inputs!B1)", "FORMULATEXT(Calls!B3)"],
     # more lookup
     "LOOKUP": [
+        'LOOKUP(15,{0,10,20},{"a","b","c"})',
+        'LOOKUP(25,{0,"x";10,"y";20,"z"})',
         "LOOKUP({x},Inputs!B1:B5,Inputs!C1:C5)",
         "LOOKUP(3.5,Inputs!B1:B5,Inputs!C1:C5)",
         "LOOKUP(9,Inputs!B1:B5)",
@@ -1592,6 +1601,7 @@ EXCEL_VALUES: dict[str, dict[str, Any]] = {
         "Edges!H73": "TRUE",
         "Edges!H74": "xTRUE",
         "Edges!H75": "1042TRUE",
+        "Edges!H101": 10.0,  # SUM skips booleans in an array constant
     },
 }
 

@@ -77,3 +77,24 @@ def test_offset_and_indirect_reads_are_known_only_by_computing_them() -> None:
     assert inputs('=INDIRECT("A"&B1)', "S") is None
     assert calc("=SUM(OFFSET(A1,1,0,2,1))") == 3.0
     assert calc('=INDIRECT("B"&A1)') == "c"
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [
+        ("=SUM({1,2;3,4})", 10.0),
+        ('=INDEX({"a","b";"c","d"},2,2)', "d"),
+        ('=SUM({1,"2",TRUE})', 1.0),  # text and booleans in an array are skipped, as in a range
+        ('=LOOKUP(7,{0,5,10},{"low","mid","high"})', "mid"),
+        ("=ROWS({1;2;3})", 3.0),
+        ("=INDEX({-1.5,2E2,#N/A},3)", CellError("#N/A")),
+    ],
+)
+def test_array_constants_written_in_formulas_compute(formula: str, expected: Any) -> None:
+    assert calc(formula) == expected
+
+
+@pytest.mark.parametrize("formula", ["=SUM({1,2;3})", "=SUM({1,,2})", "=SUM({A1,2})"])
+def test_array_constants_that_are_not_well_formed_are_flagged(formula: str) -> None:
+    with pytest.raises(Uncomputable):
+        calc(formula)

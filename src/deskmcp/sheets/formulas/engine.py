@@ -22,6 +22,7 @@ from deskmcp.sheets.formulas.functions import FUNCTIONS, Context
 from deskmcp.sheets.formulas.tokens import tokenize
 from deskmcp.sheets.formulas.values import (
     DIV0,
+    ERROR_CODES,
     MISSING,
     NA,
     NAME,
@@ -193,6 +194,8 @@ class _Parser:
             return Const(CellError(tok.upper()))
         if kind == "ref":
             return _reference(tok)
+        if kind == "array":
+            return Const(_array_constant(tok))
         if kind == "name":
             return NameRef(tok.upper().removeprefix("_XLPM."))
         if kind == "func":
@@ -220,6 +223,45 @@ class _Parser:
         for prefix in ("_XLFN.", "_XLWS."):
             name = name.removeprefix(prefix)
         return Call(name, tuple(args))
+
+
+_ARRAY_ITEM = re.compile(r'"(?:[^"]|"")*"|[^,;"]+|[,;]')
+
+
+def _array_constant(tok: str) -> Area:
+    """An array written in a formula, `{1,2;3,4}`: `,` between columns, `;` between rows."""
+    rows: list[list[Any]] = [[]]
+    expect_item = True
+    for m in _ARRAY_ITEM.finditer(tok[1:-1]):
+        item = m.group(0).strip()
+        if item in (",", ";"):
+            if expect_item:
+                raise Uncomputable("an empty item in an array constant")
+            if item == ";":
+                rows.append([])
+            expect_item = True
+            continue
+        if not expect_item:
+            raise Uncomputable(f"cannot read the array constant {tok}")
+        rows[-1].append(_array_item(item))
+        expect_item = False
+    if expect_item or any(len(row) != len(rows[0]) for row in rows):
+        raise Uncomputable(f"cannot read the array constant {tok}")
+    return Area(rows)
+
+
+def _array_item(item: str) -> Any:
+    if item.startswith('"'):
+        return item[1:-1].replace('""', '"')
+    upper = item.upper()
+    if upper in ("TRUE", "FALSE"):
+        return upper == "TRUE"
+    if upper in ERROR_CODES:
+        return CellError(upper)
+    try:
+        return float(item)
+    except ValueError as exc:
+        raise Uncomputable(f"cannot read {item!r} in an array constant") from exc
 
 
 def _reference(tok: str) -> Ref:

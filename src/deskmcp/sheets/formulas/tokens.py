@@ -10,6 +10,7 @@ from deskmcp.sheets.formulas.values import Uncomputable
 _TOKEN = re.compile(
     r"""\s*(?:
     (?P<string>"(?:[^"]|"")*")
+  | (?P<array>\{(?:"(?:[^"]|"")*"|[^{}"])*\})
   | (?P<ref>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?
         (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(.!])
   | (?P<func>[A-Za-z_][\w.]*)\s*\(
