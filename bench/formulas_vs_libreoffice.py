@@ -1,7 +1,8 @@
 """deskmcp's formula evaluator against LibreOffice, per function (not a test: it prints what it finds).
 
 It writes the workbook set of tests/sheets/formula_workbooks.py (budget, invoice, sales report
-with lookups, timesheet, edge cases), has LibreOffice headless recompute them, computes them as
+with lookups, timesheet, edge cases, subtotals with hidden rows, every function with edge inputs,
+dynamic arrays with Excel's values), has LibreOffice headless recompute them, computes them as
 deskmcp does when it saves, and prints for each function how many formula cells using it came out
 right, wrong (a different value, unflagged) or flagged as uncomputed.
 

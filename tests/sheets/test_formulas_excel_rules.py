@@ -180,7 +180,7 @@ def test_lookup_logic_text_and_math_functions_compute(formula: str, expected: An
 @pytest.mark.parametrize(
     "formula",
     [
-        "=OFFSET(A1,1,0)",  # not implemented
+        '=CONVERT(1,"m","ft")',  # not implemented
         "=A1:A3*2",  # would spill or intersect with the formula's row
         "=UPPER(C1:C3)",
         "=VLOOKUP(4,D1:D3,1)",  # approximate match over unsorted data

@@ -23,11 +23,14 @@ from tests.sheets import formula_workbooks as fw
 # time-of-day cells, once flagged, are handed to the evaluator by the local backend.)
 KNOWN_FLAGGED = {
     "edges.xlsx": {"Edges!H41"},  # COUNTIF(text "42", 42): Excel and LibreOffice disagree
+    # SUBTOTAL 1-11 over a sheet with hidden rows: rows a filter hides would not count, and which
+    # rows a filter hid is not told apart from rows hidden by hand
+    "totals.xlsx": {"Sales!D13", "Sales!D14"},
 }
 # functions.xlsx calls every function with edge inputs; where Excel and LibreOffice differ there
 # (negative dates, #NUM! against #VALUE!, an error as criterion...) deskmcp flags the cell, and at
 # least this many cells of it must come out right.
-EDGE_RIGHT_AT_LEAST = 680
+EDGE_RIGHT_AT_LEAST = 2410
 
 
 @pytest.fixture(scope="session")

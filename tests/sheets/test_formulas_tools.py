@@ -18,7 +18,12 @@ async def test_formulas_written_with_update_values_read_back_as_excel_computes_t
     make_xlsx(root / "team.xlsx", {"People": [["name", "hours"], ["Fiona", 10], ["Frank", "42"], ["bob", 5]]})
     formulas = [
         ['=COUNTIF(A:A,"F*")', "=SUM(B3)", '=COUNTIF(B:B,">4")', "=ROUND(1.005,2)"],
-        ['=VLOOKUP("frank",A2:B4,2,FALSE)', '=TEXT(DATE(2024,3,15),"d mmm yyyy")', "=0.1+0.2=0.3", "=OFFSET(A1,1,1)"],
+        [
+            '=VLOOKUP("frank",A2:B4,2,FALSE)',
+            '=TEXT(DATE(2024,3,15),"d mmm yyyy")',
+            "=0.1+0.2=0.3",
+            '=CONVERT(1,"m","cm")',
+        ],
     ]
     async with connect() as c:
         await call(c, "update_values", {"spreadsheet_id": "team.xlsx", "range": "People!D1", "values": formulas})

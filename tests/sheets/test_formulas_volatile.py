@@ -69,10 +69,13 @@ def test_a_write_computes_today_and_now_again_in_the_servers_time_zone(
         backend.close()
     assert ("edited through openpyxl" in caplog.text) is False
     day_after = (dt.date.fromisoformat(today) + dt.timedelta(days=1)).isoformat()
-    # RAND and RANDBETWEEN are not computed here: stored without a value and flagged, never the old draw
-    assert grid.values == [[today, day_after, now, "", "", 5, 10]]
-    assert flagged == ["S!D1", "S!E1"]
-    assert grid.uncomputed == ["S!D1", "S!E1"]
+    # RAND and RANDBETWEEN draw again at the write, as Excel draws again at every change
+    row = grid.values[0]
+    assert [row[0], row[1], row[2], row[5], row[6]] == [today, day_after, now, 5, 10]
+    assert isinstance(row[3], float) and 0 <= row[3] < 1 and row[3] != 0.25
+    assert row[4] in (1, 2, 3, 4, 5, 6)
+    assert flagged == []
+    assert not grid.uncomputed
 
 
 def test_the_time_zone_setting_is_the_one_today_uses_at_a_write(tmp_path: Path, root: Path) -> None:
@@ -177,8 +180,11 @@ def test_a_structure_change_computes_today_again_too(root: Path) -> None:
         grid = backend.read("book.xlsx", [parse_a1("S!A1:G1")], "shown")[0]
     finally:
         backend.close()
-    assert grid.values == [["2026-11-27", "2026-11-28", "2026-11-27T19:00:00", "", "", 5, 10]]
-    assert flagged == ["S!D1", "S!E1"]
+    row = grid.values[0]
+    assert [row[0], row[1], row[2], row[5], row[6]] == ["2026-11-27", "2026-11-28", "2026-11-27T19:00:00", 5, 10]
+    assert isinstance(row[3], float) and 0 <= row[3] < 1
+    assert row[4] in (1, 2, 3, 4, 5, 6)
+    assert flagged == []
 
 
 def _chain_workbook(path: Path) -> Path:

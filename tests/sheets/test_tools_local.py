@@ -166,7 +166,7 @@ async def test_formula_that_cannot_be_computed_is_reported(budget: Path, connect
         await call(
             c,
             "update_values",
-            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [["=OFFSET(A1,1,1)"]]},
+            {"spreadsheet_id": "budget.xlsx", "range": "Costs!C2", "values": [['=CONVERT(1,"m","cm")']]},
         )
         out = await call(c, "read_values", {"spreadsheet_id": "budget.xlsx", "ranges": ["Costs!A1:C3"]})
     assert out["ranges"][0]["uncomputed"] == ["Costs!C2"]

@@ -55,8 +55,8 @@ def connect(
 
 
 def invoice(path: Path) -> Path:
-    """An invoice as Excel would save it: formulas with their cached results. B2 and D2 use
-    LOOKUP, which deskmcp does not compute; E2 holds a date, F2 an error, G2 TODAY()."""
+    """An invoice as Excel would save it: formulas with their cached results. B2, D2 and F2 use
+    CONVERT, which deskmcp does not compute; E2 holds a date, F2 an error, G2 TODAY()."""
     from openpyxl import Workbook
 
     wb = Workbook()
@@ -69,11 +69,11 @@ def invoice(path: Path) -> Path:
     ws.append(
         [
             "P-100",
-            "=LOOKUP(A2,Prices!A1:A3,Prices!B1:B3)",
+            '=CONVERT(VLOOKUP(A2,Prices!A1:B3,2,FALSE),"m","m")',
             "=B2*2",
-            '=LOOKUP("S-010",Prices!A1:A3,Prices!B1:B3)',
+            '=CONVERT(VLOOKUP("S-010",Prices!A1:B3,2,FALSE),"m","m")',
             "=EOMONTH(DATE(2024,1,15),0)",
-            '=LOOKUP("none",Prices!A1:A3,Prices!B1:B3)',
+            '=CONVERT(VLOOKUP("none",Prices!A1:B3,2,FALSE),"m","m")',
             "=TODAY()",
             "=COUNTA(A2:A5)",
         ]
@@ -169,7 +169,9 @@ async def test_read_values_keeps_the_uncomputed_flag_of_a_trailing_cell_trimmed_
     make_xlsx(root / "t.xlsx", {"S": [[1, 2]]})
     async with connect() as c:
         await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!C1", "values": [["=A1+B1"]]})
-        await call(c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!D2", "values": [["=OFFSET(A1,0,0)"]]})
+        await call(
+            c, "update_values", {"spreadsheet_id": "t.xlsx", "range": "S!D2", "values": [['=CONVERT(1,"m","cm")']]}
+        )
         out = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A1:D2"]})
         row = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A2:D2"]})
         outside = await call(c, "read_values", {"spreadsheet_id": "t.xlsx", "ranges": ["S!A1:C2"]})
@@ -219,8 +221,8 @@ async def test_libreoffice_computes_the_new_functions_deskmcp_saved_instead_of_s
 
     path = make_xlsx(root / "new.xlsx", {"S": [["x", 9]]})
     async with connect() as c:
-        # OFFSET is not computed here: the file then asks the app to compute everything on open.
-        row = [*NEW_FUNCTIONS[:5], "=OFFSET(A1,0,1)"]
+        # CONVERT is not computed here: the file then asks the app to compute everything on open.
+        row = [*NEW_FUNCTIONS[:5], '=CONVERT(B1,"m","m")']
         await call(c, "update_values", {"spreadsheet_id": "new.xlsx", "range": "S!A2", "values": [row]})
     assert 'fullCalcOnLoad="1"' in workbook_xml(path)
     lines = await libreoffice_csv(path, tmp_path)

@@ -457,7 +457,28 @@ class Book:
             cell = worksheets[sheet]._cells.get((row, column))  # type: ignore[attr-defined]
             return cell is not None and cell.data_type != "f"
 
-        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names, now=self.now)
+        def formula_text(sheet: str, row: int, column: int) -> str | None:
+            ws = worksheets.get(sheet)
+            cell = ws._cells.get((row, column)) if ws is not None else None  # type: ignore[attr-defined]
+            if cell is None or cell.data_type != "f" or not isinstance(cell.value, str):
+                return None
+            return None if (sheet, row, column) in self.literal else from_xstring(cell.value)
+
+        def hidden_rows(sheet: str) -> frozenset[int]:
+            ws = worksheets.get(sheet)
+            if ws is None:
+                raise Uncomputable(f"no sheet {sheet}")
+            return frozenset(r for r, dim in ws.row_dimensions.items() if dim.hidden)
+
+        calc = WorkbookCalculator(
+            (budget or CellBudget()).counted(raw),
+            extent,
+            is_text,
+            names=names,
+            now=self.now,
+            formula_text=formula_text,
+            hidden_rows=hidden_rows,
+        )
         values: dict[str, dict[str, Any]] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(formulas, key=lambda k: (k[0], k[1], k[2])):

@@ -20,7 +20,8 @@ from itertools import pairwise
 from typing import NamedTuple
 
 from deskmcp.sheets.a1 import MAX_ROWS, column_index
-from deskmcp.sheets.formulas.engine import _TOKEN, Names, tokenize
+from deskmcp.sheets.formulas.engine import Names
+from deskmcp.sheets.formulas.tokens import _TOKEN, tokenize
 from deskmcp.sheets.formulas.values import Uncomputable
 
 Key = tuple[str, int, int]
@@ -98,6 +99,8 @@ def inputs(formula: str, sheet: str, names: Names | None = None, depth: int = 0)
             if _function(token) in DYNAMIC:
                 return None
         elif kind == "name":
+            if token.upper().startswith("_XLPM."):
+                continue  # a name LET binds inside the formula, not a defined name
             definition = names(sheet, token.upper()) if names is not None else None
             if definition is None or depth > 20:
                 return None

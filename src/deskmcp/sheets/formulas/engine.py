@@ -13,18 +13,21 @@ import datetime as dt
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from deskmcp.sheets.a1 import column_index
 from deskmcp.sheets.formulas.functions import FUNCTIONS, Context
+from deskmcp.sheets.formulas.tokens import tokenize
 from deskmcp.sheets.formulas.values import (
     DIV0,
+    ERROR_CODES,
     MISSING,
     NA,
     NAME,
     NUM,
+    REF,
     VALUE,
     Area,
     CellError,
@@ -52,21 +55,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_TOKEN = re.compile(
-    r"""\s*(?:
-    (?P<string>"(?:[^"]|"")*")
-  | (?P<ref>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?
-        (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(.!])
-  | (?P<func>[A-Za-z_][\w.]*)\s*\(
-  | (?P<bool>TRUE|FALSE)(?![\w(.])
-  | (?P<name>[A-Za-z_\\][\w.]*)(?![\w(!])
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
-  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!))
-  | (?P<op><>|<=|>=|[-+*/^&=<>%(),;])
-    )""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
 Lookup = Callable[[str, int, int], Any]
 """(sheet, row, column) -> the cell's value, evaluating its formula if it has one."""
 Extent = Callable[[str], tuple[int, int]]
@@ -75,20 +63,6 @@ Names = Callable[[str, str], str | None]
 """(sheet, NAME in upper case) -> what the defined name refers to (e.g. "Rates!$B$2:$B$9"), or None."""
 
 MAX_RANGE_CELLS = 2_000_000
-
-
-def tokenize(text: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    pos = 0
-    text = text.rstrip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise Uncomputable(f"cannot read the formula near {text[pos : pos + 12]!r}")
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out
 
 
 # -- the formula tree ---------------------------------------------------------------------------
@@ -220,8 +194,10 @@ class _Parser:
             return Const(CellError(tok.upper()))
         if kind == "ref":
             return _reference(tok)
+        if kind == "array":
+            return Const(_array_constant(tok))
         if kind == "name":
-            return NameRef(tok.upper())
+            return NameRef(tok.upper().removeprefix("_XLPM."))
         if kind == "func":
             return self.call(tok.rstrip("( \t").upper())
         if kind == "op" and tok == "(":
@@ -247,6 +223,45 @@ class _Parser:
         for prefix in ("_XLFN.", "_XLWS."):
             name = name.removeprefix(prefix)
         return Call(name, tuple(args))
+
+
+_ARRAY_ITEM = re.compile(r'"(?:[^"]|"")*"|[^,;"]+|[,;]')
+
+
+def _array_constant(tok: str) -> Area:
+    """An array written in a formula, `{1,2;3,4}`: `,` between columns, `;` between rows."""
+    rows: list[list[Any]] = [[]]
+    expect_item = True
+    for m in _ARRAY_ITEM.finditer(tok[1:-1]):
+        item = m.group(0).strip()
+        if item in (",", ";"):
+            if expect_item:
+                raise Uncomputable("an empty item in an array constant")
+            if item == ";":
+                rows.append([])
+            expect_item = True
+            continue
+        if not expect_item:
+            raise Uncomputable(f"cannot read the array constant {tok}")
+        rows[-1].append(_array_item(item))
+        expect_item = False
+    if expect_item or any(len(row) != len(rows[0]) for row in rows):
+        raise Uncomputable(f"cannot read the array constant {tok}")
+    return Area(rows)
+
+
+def _array_item(item: str) -> Any:
+    if item.startswith('"'):
+        return item[1:-1].replace('""', '"')
+    upper = item.upper()
+    if upper in ("TRUE", "FALSE"):
+        return upper == "TRUE"
+    if upper in ERROR_CODES:
+        return CellError(upper)
+    try:
+        return float(item)
+    except ValueError as exc:
+        raise Uncomputable(f"cannot read {item!r} in an array constant") from exc
 
 
 def _reference(tok: str) -> Ref:
@@ -295,6 +310,7 @@ class _Evaluator:
         self.extent = extent
         self.names = names
         self.name_depth = 0
+        self.scopes: list[dict[str, Any]] = []  # the names LET binds, innermost last
 
     def value(self, node: Node, arrays: bool = False) -> Any:
         if isinstance(node, Const):
@@ -326,7 +342,25 @@ class _Evaluator:
         cells = [[self.lookup(sheet, r, c) for c in range(ref.col0, ref.col1 + 1)] for r in range(r0, r1 + 1)]
         return Area(cells, ref=True, sheet=sheet, row=r0, column=ref.col0)
 
+    def read_area(self, sheet: str, row0: int, col0: int, row1: int, col1: int) -> Area:
+        """The cells of a rectangle a function computed (OFFSET)."""
+        return self.area(Ref(sheet, row0, col0, row1, col1, row0 == row1 and col0 == col1))
+
+    def refer(self, written: str) -> Any:
+        """The cells a reference written as text names (INDIRECT): `B2`, `'My Sheet'!A1:C9`, a name."""
+        tokens = tokenize(written)
+        if len(tokens) != 1 or tokens[0][0] not in ("ref", "name"):
+            raise Uncomputable(f"INDIRECT of {written!r}")
+        kind, token = tokens[0]
+        if kind == "ref":
+            return self.area(_reference(token))
+        found = self.name(token.upper(), False)
+        return found if isinstance(found, Area) and found.ref else REF
+
     def name(self, name: str, arrays: bool) -> Any:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
         if self.names is None:
             raise Uncomputable(f"the name {name} is not known here")
         definition = self.names(self.ctx.sheet, name)
@@ -340,7 +374,25 @@ class _Evaluator:
         finally:
             self.name_depth -= 1
 
+    def let(self, args: tuple[Any, ...], arrays: bool) -> Any:
+        """LET(name, value, ..., calculation): each value computed once, in order, then the calculation."""
+        if len(args) < 3 or len(args) % 2 == 0:
+            raise Uncomputable("LET takes (name, value) pairs and a calculation")
+        scope: dict[str, Any] = {}
+        self.scopes.append(scope)
+        try:
+            for i in range(0, len(args) - 1, 2):
+                bound = args[i]
+                if not isinstance(bound, NameRef):
+                    raise Uncomputable("LET names a value with something that is not a name")
+                scope[bound.name] = self.value(args[i + 1], True)
+            return self.value(args[-1], arrays)
+        finally:
+            self.scopes.pop()
+
     def call(self, node: Call, arrays: bool) -> Any:
+        if node.name == "LET":
+            return self.let(node.args, arrays)
         fn = FUNCTIONS.get(node.name)
         if fn is None:
             raise Uncomputable(f"the function {node.name} is not supported")
@@ -443,11 +495,16 @@ def evaluate(
     row: int = 0,
     column: int = 0,
     now: Callable[[], dt.datetime] = dt.datetime.now,
+    formula_text: Callable[[str, int, int], str | None] | None = None,
+    hidden_rows: Callable[[str], frozenset[int]] | None = None,
 ) -> Any:
-    """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`)."""
-    ctx = Context(sheet=sheet, row=row, column=column, now=now)
+    """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`).
+    `formula_text` and `hidden_rows` tell SUBTOTAL and AGGREGATE what they leave out."""
+    ctx = Context(sheet=sheet, row=row, column=column, now=now, formula_text=formula_text, hidden_rows=hidden_rows)
+    evaluator = _Evaluator(ctx, lookup, extent, names)
+    evaluator.ctx = replace(ctx, read=evaluator.read_area, refer=evaluator.refer)
     try:
-        return _result(_Evaluator(ctx, lookup, extent, names).value(parse(formula)))
+        return _result(evaluator.value(parse(formula)))
     except RecursionError as exc:
         raise Uncomputable("the formula nests too deeply") from exc
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
@@ -460,6 +517,8 @@ class WorkbookCalculator:
     """Evaluates every formula of a workbook given its raw cells, memoised, cycles detected.
 
     `names` resolves defined names; `workbook_names(wb)` builds it from an openpyxl workbook.
+    `formula_text` (the formula a cell holds, or None) and `hidden_rows` (a sheet's hidden rows)
+    let SUBTOTAL and AGGREGATE compute; without them they are flagged.
     """
 
     def __init__(
@@ -469,8 +528,12 @@ class WorkbookCalculator:
         is_text: Callable[[str, int, int], bool] = lambda _s, _r, _c: False,
         names: Names | None = None,
         now: Callable[[], dt.datetime] = dt.datetime.now,
+        formula_text: Callable[[str, int, int], str | None] | None = None,
+        hidden_rows: Callable[[str], frozenset[int]] | None = None,
     ) -> None:
         self.raw = raw
+        self.formula_text = formula_text
+        self.hidden_rows = hidden_rows
         self.extent = extent
         self.is_text = is_text
         self.names = names
@@ -492,7 +555,18 @@ class WorkbookCalculator:
             raise Uncomputable("the formula refers to itself (circular reference)")
         self.active.add(key)
         try:
-            result = evaluate(cell, sheet, self.value, self.extent, self.names, row=row, column=column, now=self.now)
+            result = evaluate(
+                cell,
+                sheet,
+                self.value,
+                self.extent,
+                self.names,
+                row=row,
+                column=column,
+                now=self.now,
+                formula_text=self.formula_text,
+                hidden_rows=self.hidden_rows,
+            )
         except Uncomputable as exc:
             self.failed[key] = exc
             raise

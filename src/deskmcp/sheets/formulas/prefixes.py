@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from deskmcp.sheets.formulas.tokens import _TOKEN
+
 # Functions Excel added after 2007, stored with `_xlfn.` (`_xlfn._xlws.` for FILTER and SORT);
 # without it Excel and LibreOffice read an unknown function and show #NAME?.
 NEW_FUNCTIONS = frozenset(
@@ -181,11 +183,50 @@ def _prefixed(m: re.Match[str]) -> str:
 
 
 def excel_prefixes(formula: str) -> str:
-    """`formula` as Excel stores it: functions newer than Excel 2007 carry `_xlfn.` (`=_xlfn.CONCAT(A1,B1)`)."""
-    return _FUNCTION.sub(_prefixed, formula)
+    """`formula` as Excel stores it: functions newer than Excel 2007 carry `_xlfn.` (`=_xlfn.CONCAT(A1,B1)`),
+    and the names LET binds `_xlpm.` (`=_xlfn.LET(_xlpm.x,2,_xlpm.x*3)`)."""
+    return _let_names(_FUNCTION.sub(_prefixed, formula))
 
 
-_PREFIX = re.compile(r'"(?:[^"]|"")*"|_xlfn\.(?:_xlws\.)?', re.IGNORECASE)
+def _let_names(formula: str) -> str:
+    """`formula` with the names its LET calls bind written `_xlpm.name`, wherever they are used."""
+    if "LET" not in formula.upper():
+        return formula
+    body_at = 1 if formula.startswith("=") else 0
+    spans: list[tuple[str, str, int, int]] = []
+    pos = body_at
+    while pos < len(formula.rstrip()):
+        m = _TOKEN.match(formula, pos)
+        if not m or m.end() == pos:
+            return formula  # not a formula the evaluator reads: left as written
+        kind = m.lastgroup or ""
+        spans.append((kind, m.group(kind), m.start(kind), m.end(kind)))
+        pos = m.end()
+    bound: set[str] = set()
+    stack: list[list[int]] = []  # per open call: [is LET, argument index]
+    for kind, token, _start, _end in spans:
+        if kind == "func":
+            name = token.rstrip("( \t").upper().removeprefix("_XLFN.")
+            stack.append([name == "LET", 0])
+        elif kind == "op" and token == "(":
+            stack.append([False, 0])
+        elif kind == "op" and token == ")":
+            if stack:
+                stack.pop()
+        elif kind == "op" and token in (",", ";"):
+            if stack:
+                stack[-1][1] += 1
+        elif kind == "name" and stack and stack[-1][0] and stack[-1][1] % 2 == 0:
+            bound.add(token.upper())
+    out, last = [], 0
+    for kind, token, start, end in spans:
+        if kind == "name" and token.upper() in bound:
+            out.append(formula[last:start] + "_xlpm." + token)
+            last = end
+    return "".join(out) + formula[last:]
+
+
+_PREFIX = re.compile(r'"(?:[^"]|"")*"|_xlfn\.(?:_xlws\.)?|_xlpm\.', re.IGNORECASE)
 
 
 def without_prefixes(formula: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 import shutil
 import zipfile
 from collections.abc import Callable, Collection
@@ -59,6 +60,9 @@ from deskmcp.sheets.xlsx.patch_xml import (
 from deskmcp.sheets.xlsx.sheetdata import Styles, read_shared_strings
 
 ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
+
+HIDDEN_ROW = re.compile(rb'<row\b[^>]*\bhidden="(?:1|true)"')
+"""A `<row>` start tag hiding its row (SUBTOTAL 101-111 and AGGREGATE leave such rows out)."""
 
 
 class PackageBook:
@@ -256,7 +260,25 @@ class PackageBook:
                 return key not in needed
             return True  # plain values are never formulas
 
-        calc = WorkbookCalculator((budget or CellBudget()).counted(raw), extent, is_text, names=names, now=self.now)
+        def formula_text(sheet: str, row: int, col: int) -> str | None:
+            f = self.formula((sheet, row, col))
+            return None if f is None else f.text
+
+        def hidden_rows(sheet: str) -> frozenset[int]:
+            if sheet not in self.where.sheets:
+                raise Uncomputable(f"no sheet {sheet}")
+            s = self.sheet(sheet)
+            return frozenset(r for r, at in s.rows.items() if HIDDEN_ROW.match(s.data, at))
+
+        calc = WorkbookCalculator(
+            (budget or CellBudget()).counted(raw),
+            extent,
+            is_text,
+            names=names,
+            now=self.now,
+            formula_text=formula_text,
+            hidden_rows=hidden_rows,
+        )
         results: dict[Key, Any] = {}
         uncomputed: dict[str, list[str]] = {}
         for key in sorted(needed):

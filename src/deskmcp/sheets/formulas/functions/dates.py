@@ -11,6 +11,7 @@ from deskmcp.sheets.formulas.functions.registry import (
     Context,
     Raised,
     cells,
+    flag,
     integer,
     num,
     register,
@@ -245,3 +246,151 @@ def _workday(start: Any, days: Any, holidays: Any = MISSING) -> Any:
         if day.weekday() < 5 and day not in off:
             remaining -= 1
     return _dated(day)
+
+
+# -- weeks, year fractions, weekends of one's own -------------------------------------------------
+
+_WEEK_STARTS = {1: 7, 2: 1, 11: 1, 12: 2, 13: 3, 14: 4, 15: 5, 16: 6, 17: 7}
+"""WEEKNUM's return types: the ISO weekday (Monday 1 .. Sunday 7) its weeks start on."""
+
+
+@register("WEEKNUM", num_disputed=True)
+def _weeknum(value: Any, kind: Any = MISSING) -> Any:
+    day, k = day_of(value), integer(kind, 1)
+    if k == 21:
+        return float(day.isocalendar()[1])
+    start = _WEEK_STARTS.get(k)
+    if start is None:
+        return NUM
+    if k >= 12:
+        raise Uncomputable("WEEKNUM with weeks from Tuesday to Saturday: LibreOffice counts the last days differently")
+    first = dt.date(day.year, 1, 1)
+    offset = (first.isoweekday() - start) % 7
+    return float(((day - first).days + offset) // 7 + 1)
+
+
+@register("ISOWEEKNUM", num_disputed=True)
+def _isoweeknum(value: Any) -> Any:
+    return float(day_of(value).isocalendar()[1])
+
+
+def _last_of_february(day: dt.date) -> bool:
+    return day.month == 2 and day.day == calendar.monthrange(day.year, 2)[1]
+
+
+def _days360(a: dt.date, b: dt.date, european: bool, february_end: bool) -> int:
+    """Days between two dates counting 30-day months; the US method moves the last day of February
+    to the 30th for a start date (and, with `february_end`, for an end date after one)."""
+    d1, d2 = a.day, b.day
+    if european:
+        d1, d2 = min(d1, 30), min(d2, 30)
+    else:
+        if february_end and _last_of_february(a) and _last_of_february(b):
+            d2 = 30
+        if _last_of_february(a):
+            d1 = 30
+        if d2 == 31 and d1 >= 30:
+            d2 = 30
+        if d1 == 31:
+            d1 = 30
+    return (b.year - a.year) * 360 + (b.month - a.month) * 30 + d2 - d1
+
+
+@register("DAYS360", num_disputed=True)
+def _days360_fn(start: Any, end: Any, method: Any = MISSING) -> Any:
+    european = flag(method, False)
+    a, b = day_of(start), day_of(end)
+    return float(_days360(a, b, european, february_end=False))
+
+
+@register("YEARFRAC", num_disputed=True)
+def _yearfrac(start: Any, end: Any, basis: Any = MISSING) -> Any:
+    a, b, k = day_of(start), day_of(end), integer(basis, 0)
+    if not 0 <= k <= 4:
+        return NUM
+    if a > b:
+        a, b = b, a
+    if k == 0:
+        return _days360(a, b, european=False, february_end=True) / 360
+    if k == 4:
+        return _days360(a, b, european=True, february_end=False) / 360
+    days = (b - a).days
+    if k == 2:
+        return days / 360
+    if k == 3:
+        return days / 365
+    return days / _year_length(a, b)
+
+
+def _year_length(a: dt.date, b: dt.date) -> float:
+    """The year YEARFRAC's actual/actual basis divides by."""
+    if a.year == b.year:
+        return 366.0 if calendar.isleap(a.year) else 365.0
+    within_a_year = b.year == a.year + 1 and (a.month, a.day) >= (b.month, b.day)
+    if within_a_year:
+        leap = (calendar.isleap(a.year) and (a.month, a.day) <= (2, 29)) or (
+            calendar.isleap(b.year) and (b.month, b.day) >= (2, 29)
+        )
+        return 366.0 if leap else 365.0
+    years = range(a.year, b.year + 1)
+    return sum(366 if calendar.isleap(y) else 365 for y in years) / len(years)
+
+
+def _weekend(arg: Any) -> set[int]:
+    """The weekdays (Monday 0 .. Sunday 6) a weekend code or mask names."""
+    if arg is MISSING:
+        return {5, 6}
+    v = value_of(arg)
+    if v is None:
+        raise Uncomputable("a weekend given by a blank cell: Excel takes the default, LibreOffice #VALUE!")
+    if isinstance(v, str):
+        if len(v) != 7 or any(ch not in "01" for ch in v) or v == "1111111":
+            raise Raised(VALUE)
+        return {i for i, ch in enumerate(v) if ch == "1"}
+    code = integer(v)
+    if 1 <= code <= 7:
+        # 1: Saturday and Sunday, 2: Sunday and Monday ... 7: Friday and Saturday
+        return {(code + 4) % 7, (code + 5) % 7}
+    if 11 <= code <= 17:
+        return {(code - 12) % 7}
+    raise Raised(NUM)
+
+
+@register("NETWORKDAYS.INTL", num_disputed=True)
+def _networkdays_intl(start: Any, end: Any, weekend: Any = MISSING, holidays: Any = MISSING) -> Any:
+    a, b, off, rest = day_of(start), day_of(end), _holidays(holidays), _weekend(weekend)
+    sign = 1
+    if a > b:
+        a, b, sign = b, a, -1
+    if (b - a).days > 200_000:
+        return NUM
+    count = 0
+    day = a
+    while day <= b:
+        if day.weekday() not in rest and day not in off:
+            count += 1
+        day += dt.timedelta(days=1)
+    return float(sign * count)
+
+
+@register("WORKDAY.INTL", num_disputed=True)
+def _workday_intl(start: Any, days: Any, weekend: Any = MISSING, holidays: Any = MISSING) -> Any:
+    day, n, off, rest = day_of(start), integer(days), _holidays(holidays), _weekend(weekend)
+    step = 1 if n >= 0 else -1
+    remaining = abs(n)
+    if remaining > 100_000:
+        return NUM
+    while remaining:
+        day += dt.timedelta(days=step)
+        if day.weekday() not in rest and day not in off:
+            remaining -= 1
+    return _dated(day)
+
+
+@register("TIMEVALUE")
+def _timevalue(value: Any) -> Any:
+    v = value_of(value)
+    if not isinstance(v, str):
+        return VALUE
+    n = num(v)
+    return n - math.floor(n)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from deskmcp.sheets.formulas.functions.registry import (
+    Context,
     Raised,
     cells,
     register,
     same_kind,
     value_of,
 )
+from deskmcp.sheets.formulas.prefixes import without_prefixes
 from deskmcp.sheets.formulas.values import (
     MISSING,
     NA,
@@ -180,3 +183,95 @@ def _isna(value: Any) -> Any:
 @register("NA")
 def _na() -> Any:
     return NA
+
+
+def _whole(value: Any) -> int:
+    v = _first(value)
+    if isinstance(v, CellError):
+        raise Raised(v)
+    if isinstance(v, bool | str):
+        raise Raised(VALUE)
+    if v is None:
+        raise Uncomputable("ISEVEN or ISODD of a blank cell: Excel takes 0, LibreOffice answers #VALUE!")
+    n = float(v)
+    return math.trunc(n)
+
+
+@register("ISEVEN")
+def _iseven(value: Any) -> Any:
+    return _whole(value) % 2 == 0
+
+
+@register("ISODD")
+def _isodd(value: Any) -> Any:
+    return _whole(value) % 2 == 1
+
+
+@register("ISNONTEXT")
+def _isnontext(value: Any) -> Any:
+    return not isinstance(_first(value), str)
+
+
+@register("ISREF")
+def _isref(value: Any) -> Any:
+    return isinstance(value, Area) and value.ref
+
+
+@register("TYPE")
+def _type(value: Any) -> Any:
+    if isinstance(value, Area) and (value.height != 1 or value.width != 1):
+        raise Uncomputable("TYPE of a range: 64 in Excel, #VALUE! in LibreOffice")
+    v = _first(value)
+    if isinstance(v, bool):
+        raise Uncomputable("TYPE of a boolean: 4 in Excel, 1 in LibreOffice (it has no booleans)")
+    if isinstance(v, str):
+        return 2.0
+    if isinstance(v, CellError):
+        return 16.0
+    return 1.0
+
+
+@register("N")
+def _n(value: Any) -> Any:
+    v = _first(value)
+    if isinstance(v, CellError):
+        return v
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if is_number(v):
+        return float(v)
+    return 0.0
+
+
+_ERROR_NUMBERS = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
+
+
+@register("ERROR.TYPE")
+def _error_type(value: Any) -> Any:
+    v = _first(value)
+    if isinstance(v, CellError) and v.code in _ERROR_NUMBERS:
+        return float(_ERROR_NUMBERS[v.code])
+    return NA
+
+
+def _formula_of(ctx: Context, ref: Any) -> str | None:
+    if not isinstance(ref, Area) or not ref.ref:
+        raise Raised(VALUE)
+    if ctx.formula_text is None:
+        raise Uncomputable("which cells hold formulas is not known here")
+    return ctx.formula_text(ref.sheet, ref.row, ref.column)
+
+
+@register("ISFORMULA", context=True)
+def _isformula(ctx: Context, ref: Any) -> Any:
+    return _formula_of(ctx, ref) is not None
+
+
+@register("FORMULATEXT", context=True)
+def _formulatext(ctx: Context, ref: Any) -> Any:
+    written = _formula_of(ctx, ref)
+    if written is None:
+        return NA
+    if "!" in written:
+        raise Uncomputable("FORMULATEXT of a reference to another sheet: LibreOffice writes it its own way")
+    return without_prefixes(written if written.startswith("=") else "=" + written)

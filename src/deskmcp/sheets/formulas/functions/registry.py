@@ -17,6 +17,7 @@ from typing import Any
 
 from deskmcp.sheets.formulas.values import (
     MISSING,
+    NUM,
     TIME_TEXT,
     Area,
     CellError,
@@ -37,6 +38,14 @@ class Context:
     row: int
     column: int
     now: Callable[[], dt.datetime]
+    read: Callable[[str, int, int, int, int], Area] | None = None
+    """(sheet, first row, first column, last row, last column) -> the cells there (OFFSET)."""
+    refer: Callable[[str], Any] | None = None
+    """A reference written as text (`B2`, `Data!A1:C9`, a defined name) -> its cells (INDIRECT)."""
+    formula_text: Callable[[str, int, int], str | None] | None = None
+    """(sheet, row, column) -> the formula the cell holds, or None (SUBTOTAL leaves out its own kind)."""
+    hidden_rows: Callable[[str], frozenset[int]] | None = None
+    """sheet -> the rows hidden in it (SUBTOTAL 101-111, AGGREGATE); None: not known, flagged."""
 
 
 class Raised(Exception):
@@ -64,7 +73,12 @@ class Function:
 FUNCTIONS: dict[str, Function] = {}
 
 
-def register(*names: str, lazy: bool = False, arrays: bool = False, context: bool = False) -> Callable[..., Any]:
+def register(
+    *names: str, lazy: bool = False, arrays: bool = False, context: bool = False, num_disputed: bool = False
+) -> Callable[..., Any]:
+    """Register `fn` under `names`. `num_disputed`: where the function itself answers `#NUM!` (an
+    argument outside its domain), LibreOffice answers `#VALUE!`; the cell is flagged, not guessed."""
+
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         params = list(inspect.signature(fn).parameters.values())[1 if context else 0 :]
         variadic = any(p.kind == p.VAR_POSITIONAL for p in params)
@@ -73,9 +87,14 @@ def register(*names: str, lazy: bool = False, arrays: bool = False, context: boo
 
         def run(*args: Any) -> Any:
             try:
-                return fn(*args)
+                result = fn(*args)
             except Raised as raised:
-                return raised.error
+                result = raised.error
+            if num_disputed and result is NUM:  # this function's own #NUM!, not an input's error
+                raise Uncomputable(
+                    f"{names[0]} of an argument outside its domain: #NUM! in Excel, #VALUE! in LibreOffice"
+                )
+            return result
 
         for name in names:
             FUNCTIONS[name] = Function(run, lazy, arrays, context, required, maximum)

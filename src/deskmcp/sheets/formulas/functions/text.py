@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from deskmcp.sheets.formulas.formatting import format_value
 from deskmcp.sheets.formulas.functions.registry import (
+    Raised,
     cells,
     flag,
     integer,
@@ -16,10 +19,13 @@ from deskmcp.sheets.formulas.functions.registry import (
 )
 from deskmcp.sheets.formulas.values import (
     MISSING,
+    NUM,
     VALUE,
+    Area,
     CellError,
     Uncomputable,
     is_number,
+    significant,
     text,
     wildcard_pattern,
 )
@@ -214,3 +220,96 @@ def _code(value: Any) -> Any:
     if ord(s[0]) > 127:
         raise Uncomputable("CODE of a character above 127")
     return float(ord(s[0]))
+
+
+# -- more text ------------------------------------------------------------------------------------
+
+
+@register("UNICHAR")
+def _unichar(code: Any) -> Any:
+    n = integer(code)
+    if n == 0:
+        raise Uncomputable("UNICHAR(0): #VALUE! in Excel, a NUL character in LibreOffice")
+    if not 1 <= n <= 0x10FFFF or 0xD800 <= n <= 0xDFFF:
+        return VALUE
+    return chr(n)
+
+
+@register("UNICODE")
+def _unicode(value: Any) -> Any:
+    if value_of(value) is None:
+        raise Uncomputable("UNICODE of a blank cell: Excel and LibreOffice answer differently")
+    s = txt(value)
+    return VALUE if not s else float(ord(s[0]))
+
+
+@register("T")
+def _t(value: Any) -> Any:
+    v = value.rows[0][0] if isinstance(value, Area) and value.height == 1 and value.width == 1 else value_of(value)
+    if isinstance(v, CellError):
+        return v
+    return v if isinstance(v, str) else ""
+
+
+def _grouped(n: float, decimals: int, commas: bool) -> str:
+    if not math.isfinite(n):
+        raise Raised(NUM)
+    exact = Decimal(repr(significant(n)))
+    rounded = exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP) if decimals > -16 else Decimal(0)
+    shown = max(decimals, 0)
+    body = f"{abs(rounded):,.{shown}f}" if commas else f"{abs(rounded):.{shown}f}"
+    return ("-" if rounded < 0 else "") + body
+
+
+def _places(arg: Any) -> int:
+    n = num(arg, 2.0)
+    if n < 0 and not n.is_integer():
+        raise Uncomputable("a negative fraction of decimals: Excel truncates it, LibreOffice rounds it down")
+    return math.trunc(n)
+
+
+@register("FIXED")
+def _fixed(value: Any, decimals: Any = MISSING, no_commas: Any = MISSING) -> Any:
+    d = _places(decimals)
+    if d > 127:
+        return VALUE
+    return _grouped(num(value), d, not flag(no_commas, False))
+
+
+@register("DOLLAR")
+def _dollar(value: Any, decimals: Any = MISSING) -> Any:
+    d = _places(decimals)
+    if d > 127:
+        return VALUE
+    shown = _grouped(num(value), d, True)
+    if shown.startswith("-"):
+        raise Uncomputable("DOLLAR of a negative amount: its sign depends on the locale")
+    return "$" + shown
+
+
+@register("NUMBERVALUE")
+def _numbervalue(value: Any, decimal: Any = MISSING, group: Any = MISSING) -> Any:
+    if not isinstance(value_of(value), str):
+        raise Uncomputable("NUMBERVALUE of a number or a blank: Excel reads it, LibreOffice answers #VALUE!")
+    s, d, g = txt(value), txt(decimal, "."), txt(group, ",")
+    if len(d) != 1 or len(g) != 1 or d.isdigit() or g.isdigit():
+        raise Uncomputable("NUMBERVALUE's separators other than one character: Excel takes the first")
+    if "%" in s:
+        raise Uncomputable("NUMBERVALUE of a percentage: Excel reads it, LibreOffice answers #VALUE!")
+    d, g = d[0], g[0]
+    if d == g:
+        return VALUE
+    s = "".join(s.split())
+    if not s:
+        return 0.0
+    percent = len(s) - len(s.rstrip("%"))
+    s = s.rstrip("%")
+    head, sep, tail = s.partition(d)
+    if d in tail or (sep and g in tail):
+        return VALUE
+    head = head.replace(g, "")
+    try:
+        n = float(f"{head}.{tail}" if sep else head)
+    except ValueError:
+        return VALUE
+    return n / 100**percent
