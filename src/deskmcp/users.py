@@ -249,6 +249,22 @@ def settings_of(
         return _settings_of(cls, name, workspace, values, team_folders, principal)
 
 
+def _granola_source(values: dict[str, str]) -> dict[str, str]:
+    """A user's meetings come from their own API key or their own cache folder: the hosted Granola
+    MCP server's sign-in is kept in this machine's folder, so it is its OS user's, never a user's."""
+    chosen = next((values[k] for k in ("GRANOLA_SOURCE", "source") if k in values), "auto").strip().lower()
+    if chosen == "mcp":
+        raise PermissionDenied(
+            f"GRANOLA_SOURCE=mcp in {SETTINGS_FILE} is not offered on a shared server: its sign-in would be "
+            "this machine's. Set GRANOLA_API_KEY (a key from Granola's Settings -> API) instead.",
+            {"setting": "GRANOLA_SOURCE", "file": SETTINGS_FILE},
+        )
+    if chosen == "auto":
+        has_key = any(values.get(k, "").strip() for k in ("GRANOLA_API_KEY", "api_key"))
+        return {"source": "api" if has_key else "cache"}
+    return {}
+
+
 def _settings_of(
     cls: type[Any],
     name: str,
@@ -278,6 +294,9 @@ def _settings_of(
     if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
         given.pop("GRANOLA_API_URL", None)
         given.pop("api_url", None)
+        if source := _granola_source(values):
+            given.pop("GRANOLA_SOURCE", None)
+            given.update(source)
     if name == "documents" and team_folders:
         given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
         given["read_only_roots"] = team_folders

@@ -18,7 +18,7 @@ from mcp import Client
 
 from deskmcp.meetings.granola_mcp import sign_in, signed_in_at, token_file_for
 from deskmcp.meetings.mcp_source import McpSource
-from deskmcp.meetings.server import create_server
+from deskmcp.meetings.server import create_server, unavailable
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
 from tests.helpers.authorization_server import AuthorizationServer, Person, authorization_server, provider_missing
@@ -224,6 +224,25 @@ def test_the_hosted_source_is_chosen_by_setting_or_by_a_sign_in(tmp_path: Path, 
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url).remote_source(False) == "mcp"
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url).remote_source(True) == "api", "a key comes first"
     assert MeetingsSettings(workspace=tmp_path, mcp_url=url, source="cache").remote_source(False) is None
+
+
+def test_serve_all_keeps_the_meetings_of_a_person_with_only_a_granola_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """No cache on this machine, only a sign-in to the hosted server: the meetings server runs;
+    `GRANOLA_SOURCE=api` without a key says what is missing instead of reading a cache."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    url = "http://127.0.0.1:1/mcp"
+    empty = tmp_path / "no-granola-here"
+    settings = MeetingsSettings(workspace=tmp_path, mcp_url=url, cache_path=empty)
+    assert unavailable(settings) is not None and "no Granola cache found" in str(unavailable(settings))
+    path = token_file_for(url)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"tokens": {"access_token": "a", "token_type": "Bearer"}}', encoding="utf-8")
+    assert unavailable(MeetingsSettings(workspace=tmp_path, mcp_url=url, cache_path=empty)) is None
+    assert unavailable(MeetingsSettings(workspace=tmp_path, mcp_url=url, cache_path=empty, source="mcp")) is None
+    reason = unavailable(MeetingsSettings(workspace=tmp_path, cache_path=empty, source="api"))
+    assert reason is not None and "GRANOLA_API_KEY" in reason
 
 
 def test_structured_content_is_read_before_the_text(tokens: Path, hosted: HostedGranola, make_mcp: Any):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from deskmcp.core.errors import PermissionDenied
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.users import settings_of
 from tests.helpers.mail import fake_keyring
@@ -55,3 +56,44 @@ def test_security_a_user_never_gets_the_machines_keyring_granola_key(
         principal=principal("bob"),
     )
     assert bob.granola_api_key() is None and asked == []
+
+
+def test_security_a_user_never_gets_the_machines_hosted_granola_sign_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine's OS user signed in to Granola's hosted MCP server (a token file in this
+    machine's folder): a user of the shared server without a key reads their own cache folder,
+    and asking for the hosted source is refused."""
+    config = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    from deskmcp.meetings.granola_mcp import signed_in_at, token_file_for
+
+    signed_in = token_file_for(MeetingsSettings(workspace=tmp_path / "own").mcp_url)
+    signed_in.parent.mkdir(parents=True)
+    signed_in.write_text('{"tokens": {"access_token": "the-owners-token"}}', encoding="utf-8")
+    assert signed_in_at(signed_in) and signed_in.is_relative_to(config)
+    assert MeetingsSettings(workspace=tmp_path / "own").remote_source(False) == "mcp"  # the owner's own server
+
+    bob = settings_of(MeetingsSettings, "meetings", workspace_of(tmp_path, "bob"), {}, principal=principal("bob"))
+    assert bob.remote_source(bob.granola_api_key() is not None) is None
+    assert bob.cache_path == tmp_path / "users" / "bob" / "granola"
+    with pytest.raises(PermissionDenied) as refused:
+        settings_of(
+            MeetingsSettings,
+            "meetings",
+            workspace_of(tmp_path, "carol"),
+            {"GRANOLA_SOURCE": "mcp"},
+            principal=principal("carol"),
+        )
+    assert "GRANOLA_API_KEY" in refused.value.message
+
+
+def test_a_users_key_chooses_the_api_for_them_alone(tmp_path: Path) -> None:
+    alice = settings_of(
+        MeetingsSettings,
+        "meetings",
+        workspace_of(tmp_path, "alice"),
+        {"GRANOLA_SOURCE": "auto", "GRANOLA_API_KEY": "grn_aliceskey00000000"},
+        principal=principal("alice"),
+    )
+    assert alice.source == "api" and alice.remote_source(True) == "api"

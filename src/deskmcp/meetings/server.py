@@ -76,9 +76,12 @@ def create_service(settings: MeetingsSettings) -> MeetingService:
 
 
 def unavailable(settings: MeetingsSettings) -> str | None:
-    """None when meetings can be had (an API key is set, or a Granola cache is found), else where
-    the cache was looked for."""
-    if settings.granola_api_key() is not None:
+    """None when meetings can be had (an API key is set, Granola's hosted MCP server is chosen or
+    signed in to, or a Granola cache is found), else what is missing."""
+    has_key = settings.granola_api_key() is not None
+    if settings.source == "api" and not has_key:
+        return "GRANOLA_SOURCE is api but no GRANOLA_API_KEY is set (a key from Granola's Settings -> API)"
+    if settings.remote_source(has_key) is not None:
         return None
     location = MeetingService.locate(settings)
     if location.path is None:
