@@ -469,17 +469,30 @@ def call(
             result = await client.call_tool(tool, arguments)
             # The index is built by threads of this process, which end with it: answering now
             # would leave every later call with the same part. A reading tool is asked again.
-            if indexing_progress(result) is None or not await _read_only(client, tool):
+            # A sync from a remote service (Granola's API) is waited for while it moves; one that
+            # stands still (a note it cannot read stays pending until a later sync) is not.
+            partial = indexing_progress(result) or indexing_progress(result, "syncing")
+            if partial is None or not await _read_only(client, tool):
                 return result
             reported: tuple[int, int] | None = None
-            while (progress := indexing_progress(result)) is not None:
-                done, total = progress
-                if progress != reported and (total or reported is None):  # 0 of 0: still walking the folders
-                    typer.echo(f"deskmcp: indexing before answering: {done:,} of {total:,} done", err=True)
-                    reported = progress
+            synced: tuple[int, int] | None = None
+            moved = anyio.current_time()
+            while True:
+                if (progress := indexing_progress(result)) is not None:
+                    done, total = progress
+                    if progress != reported and (total or reported is None):  # 0 of 0: still walking the folders
+                        typer.echo(f"deskmcp: indexing before answering: {done:,} of {total:,} done", err=True)
+                        reported = progress
+                elif (progress := indexing_progress(result, "syncing")) is not None:
+                    if progress != synced:
+                        synced, moved = progress, anyio.current_time()
+                        typer.echo(f"deskmcp: syncing before answering: {progress[0]:,} of {progress[1]:,}", err=True)
+                    elif anyio.current_time() - moved > SYNC_STALL_SECONDS:
+                        return result
+                else:
+                    return result
                 await anyio.sleep(1)
                 result = await client.call_tool(tool, arguments)
-            return result
 
     result = anyio.run(run)
     text = "".join(c.text for c in result.content if isinstance(c, TextContent))
@@ -497,12 +510,27 @@ def call(
             err=True,
         )
         raise typer.Exit(3)
+    if (progress := indexing_progress(result, "syncing")) is not None:
+        # Not waited for: a sync from a remote service can take many minutes, or keep a note
+        # it could not read pending until a later sync; `serve` keeps syncing in the background.
+        typer.echo(
+            f"deskmcp: the answer is partial: the sync from the remote source has fetched {progress[0]:,} of "
+            f"{progress[1]:,} items and stands still (see the status tool's last error); `deskmcp serve` "
+            "keeps syncing in the background.",
+            err=True,
+        )
+        raise typer.Exit(3)
 
 
-def indexing_progress(result: CallToolResult) -> tuple[int, int] | None:
-    """(done, total) when a tool answered while its index was still being built, else None."""
+SYNC_STALL_SECONDS = 15.0
+"""How long `deskmcp call` waits for a sync whose progress stands still before answering."""
+
+
+def indexing_progress(result: CallToolResult, flag: str = "indexing") -> tuple[int, int] | None:
+    """(done, total) when a tool answered while its index was still being built (or, with
+    `flag="syncing"`, while its remote source was still being synced), else None."""
     structured = result.structured_content
-    progress = structured.get("indexing") if isinstance(structured, dict) else None
+    progress = structured.get(flag) if isinstance(structured, dict) else None
     if not isinstance(progress, dict):
         return None
     return int(progress.get("done") or 0), int(progress.get("total") or 0)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from mcp import Client
 
@@ -493,3 +494,28 @@ def test_the_key_can_come_from_the_os_keyring_when_asked(
     assert service.source.name == "api"
     assert asked == ["deskmcp/granola:api"]
     service.close()
+
+
+def test_deskmcp_call_says_an_answer_given_while_syncing_is_partial(
+    tmp_path: Path, stub: GranolaStub, monkeypatch: pytest.MonkeyPatch
+):
+    """`deskmcp call` waits while the first sync moves; a note Granola keeps answering unreadably
+    stays pending, so the sync stands still: the call prints the answer it has, says on stderr that
+    it is partial, and exits 3 rather than 0 (or waiting for ever)."""
+    from typer.testing import CliRunner
+
+    from deskmcp import cli
+    from deskmcp.cli import app
+
+    monkeypatch.setattr(cli, "SYNC_STALL_SECONDS", 2.0)
+
+    stub.reset(NOTES[:10])  # within one burst of Granola's rate limit
+    stub.faults.append(Fault(NOTES[3]["id"], garbled=True, times=1000))
+    monkeypatch.setenv("DESKMCP_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("GRANOLA_API_KEY", KEY)
+    monkeypatch.setenv("GRANOLA_API_URL", stub.url)
+    result = CliRunner().invoke(app, ["call", "granola_meetings_list", "limit=5"])
+    assert result.exit_code == 3, result.output
+    answer = orjson.loads(result.stdout)
+    assert len(answer["items"]) == 5 and answer["total"] == 9  # every note but the unreadable one
+    assert "partial" in result.stderr and "syncing in the background" in result.stderr
