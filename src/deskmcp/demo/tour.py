@@ -438,7 +438,8 @@ def run_tour(workspace: Path | None, *, meetings: int = 300, fresh: bool = False
     show_client_config(console, workspace, servers)
     console.print(
         '\nFor your own data, remove the other variables from "env": the servers then use your data '
-        "folder and Granola's own cache; add VAULT_PATH with your notes folder.",
+        "folder and Granola's own cache (a current Granola keeps it encrypted: add GRANOLA_API_KEY, or "
+        "run `deskmcp auth granola`; see Connect Granola in the README); add VAULT_PATH with your notes folder.",
         markup=False,
         highlight=False,
     )
