@@ -10,14 +10,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import call
 from tests.helpers.workbooks import assert_well_formed, libreoffice_csv
 
-from .test_kept_parts import changed, part_text, parts, rich_workbook
+from .test_kept_parts import _libreoffice_xlsx, changed, part_text, parts, rich_workbook
 
 pytestmark = pytest.mark.anyio
 
@@ -31,27 +30,6 @@ async def person_edits(client: Any, sid: str, sheet: str, header: str, money: st
     await call(client, "format_range", {**ids, "range": f"{sheet}!{money}", "number_format": "#,##0.00 €"})
     await call(client, "set_layout", {**ids, "sheet": sheet, "freeze_rows": 1})
     await call(client, "add_chart", {**ids, "range": f"{sheet}!{chart_over}", "kind": "column", "anchor": "K2"})
-
-
-async def libreoffice_xlsx(path: Path, workdir: Path) -> Path:
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH")
-    out = workdir / "again"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(workdir / 'profile-xlsx').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "xlsx",
-        "--outdir",
-        str(out),
-        str(path),
-    ]
-    with anyio.fail_after(180):
-        await anyio.run_process(command, check=True)
-    return out / path.name
 
 
 @pytest.mark.slow
@@ -85,7 +63,7 @@ async def test_a_workbook_with_a_chart_a_picture_and_notes_takes_a_whole_round_o
     assert lines[0].startswith("Edited by deskmcp")
     assert lines[1].startswith("Item,Amount,Price,Total")
     assert lines[3].startswith("item3,25,")
-    converted = await libreoffice_xlsx(path, tmp_path)
+    converted = await _libreoffice_xlsx(path, tmp_path)
     again: Any = load_workbook(converted)
     shown = again["Data"]
     assert shown["A2"].font.b is True
@@ -116,7 +94,7 @@ async def test_excels_pivot_table_workbook_takes_a_whole_round_of_edits(
     assert 'ref="A2:J12" sheet="DataSheet"' in after["xl/pivotCache/pivotCacheDefinition1.xml"].decode("utf-8")
     assert any(n.startswith("xl/charts/") for n in after) and any(n.startswith("xl/comments") for n in after)
     assert_well_formed(path)
-    again: Any = await libreoffice_xlsx(path, tmp_path)
+    again: Any = await _libreoffice_xlsx(path, tmp_path)
     from openpyxl import load_workbook
 
     shown = load_workbook(again)["DataSheet"]
