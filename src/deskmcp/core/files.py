@@ -15,6 +15,37 @@ PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 
 
+def private_folder(folder: Path) -> None:
+    """Create `folder` (and missing parents) readable by the user only; an existing one is narrowed
+    to 0700 too (an index folder made by an older version, or under a wide umask)."""
+    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+    if folder.stat().st_mode & 0o777 != PRIVATE_FOLDER:
+        folder.chmod(PRIVATE_FOLDER)
+
+
+def private_files(folder: Path) -> None:
+    """Narrow the files directly in `folder` to 0600 (tantivy creates its files under the umask;
+    the 0700 folder already keeps others out, this keeps a copied folder private too)."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in folder.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                if entry.is_file() and entry.stat().st_mode & 0o777 != PRIVATE_FILE:
+                    entry.chmod(PRIVATE_FILE)
+
+
+def private_database(path: Path) -> None:
+    """Create a SQLite database file 0600 before SQLite does (it would make it 0644, and its -wal and
+    -shm files copy the database's mode), and narrow the files an older version left wider."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
+    for suffix in ("", "-wal", "-shm"):
+        file = Path(f"{path}{suffix}")
+        try:
+            if file.stat().st_mode & 0o777 != PRIVATE_FILE:
+                file.chmod(PRIVATE_FILE)
+        except FileNotFoundError:
+            continue
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to `path` atomically: temp file in the same folder, fsync, `os.replace`.
 

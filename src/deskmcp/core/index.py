@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.files import write_back
+from deskmcp.core.files import private_database, private_folder, write_back
 from deskmcp.core.index_codec import TRAIN_AT, TextCodec
 from deskmcp.core.index_query import (
     QUERY_WORDS,
@@ -60,12 +60,11 @@ from deskmcp.core.index_sqlite import (
     chunks,
     id_runs,
     ids_json,
-    private_database,
     set_aside,
     table_name,
 )
 from deskmcp.core.index_terms import nfc
-from deskmcp.core.textindex import ENGINE, TextIndex, private_folder
+from deskmcp.core.textindex import ENGINE, TextIndex
 
 if TYPE_CHECKING:
     import tantivy
@@ -81,7 +80,6 @@ __all__ = [
     "IndexSchema",
     "SearchIndex",
     "fts_any_prefix",
-    "private_database",
     "text_match",
 ]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import time
@@ -12,24 +11,9 @@ from typing import TypeVar
 
 import orjson
 
-from deskmcp.core.files import PRIVATE_FILE
-
 _CHUNK = 5000
 """Values bound in one `IN (...)` list (SQLite allows 32,766 parameters a statement)."""
 _T = TypeVar("_T")
-
-
-def private_database(path: Path) -> None:
-    """Create a SQLite database file 0600 before SQLite does (it would make it 0644, and its -wal and
-    -shm files copy the database's mode), and narrow the files an older version left wider."""
-    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, PRIVATE_FILE))  # an existing file is left as it is
-    for suffix in ("", "-wal", "-shm"):
-        file = Path(f"{path}{suffix}")
-        try:
-            if file.stat().st_mode & 0o777 != PRIVATE_FILE:
-                file.chmod(PRIVATE_FILE)
-        except FileNotFoundError:
-            continue
 
 
 _CHECKED = 20

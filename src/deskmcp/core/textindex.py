@@ -27,31 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER
+from deskmcp.core.files import private_files, private_folder
 from deskmcp.core.index_terms import nfc, split_terms
 
 if TYPE_CHECKING:
     import tantivy
 
 log = logging.getLogger(__name__)
-
-
-def private_folder(folder: Path) -> None:
-    """Create `folder` (and missing parents) readable by the user only; an existing one is narrowed
-    to 0700 too (an index folder made by an older version, or under a wide umask)."""
-    folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
-    if folder.stat().st_mode & 0o777 != PRIVATE_FOLDER:
-        folder.chmod(PRIVATE_FOLDER)
-
-
-def private_files(folder: Path) -> None:
-    """Narrow the files directly in `folder` to 0600 (tantivy creates its files under the umask;
-    the 0700 folder already keeps others out, this keeps a copied folder private too)."""
-    with contextlib.suppress(FileNotFoundError):
-        for entry in folder.iterdir():
-            with contextlib.suppress(FileNotFoundError):
-                if entry.is_file() and entry.stat().st_mode & 0o777 != PRIVATE_FILE:
-                    entry.chmod(PRIVATE_FILE)
 
 
 ENGINE = "tantivy-2"

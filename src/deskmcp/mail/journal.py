@@ -19,8 +19,7 @@ import orjson
 
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import IOFailure
-from deskmcp.core.index import private_database
-from deskmcp.core.textindex import private_folder
+from deskmcp.core.files import private_database, private_folder
 
 
 @dataclass

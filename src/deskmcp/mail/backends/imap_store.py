@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskmcp.core.index_sqlite import check_pages, chunks, private_database, set_aside
+from deskmcp.core.files import private_database
+from deskmcp.core.index_sqlite import check_pages, chunks, set_aside
 
 log = logging.getLogger(__name__)
 

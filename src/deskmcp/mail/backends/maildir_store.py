@@ -13,8 +13,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from deskmcp.core.files import PRIVATE_FOLDER
-from deskmcp.core.index import TEXT_MATCH, IndexSchema, SearchIndex, private_database, text_match
+from deskmcp.core.files import PRIVATE_FOLDER, private_database
+from deskmcp.core.index import TEXT_MATCH, IndexSchema, SearchIndex, text_match
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.maildir_query import exact_words
 
