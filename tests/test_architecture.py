@@ -33,12 +33,12 @@ ROOT = SRC.parents[1]
 
 
 SQL_ALLOWED = {
-    "core/index.py",
-    "core/index_codec.py",
-    "core/index_query.py",
-    "core/index_sqlite.py",
-    "core/textindex.py",
-    "core/vectors.py",
+    "core/search/index.py",
+    "core/search/codec.py",
+    "core/search/query.py",
+    "core/search/sqlite.py",
+    "core/search/textindex.py",
+    "core/search/vectors.py",
     "core/postgres.py",
     "core/once.py",
     "vault/catalog.py",
@@ -122,8 +122,8 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 
 SQL_CLEAN = {
-    "core/index.py": 'def get(conn):\n    return conn.execute("SELECT data FROM docs WHERE key=?", ("k",))\n',
-    "core/textindex.py": "def later(conn):\n    conn.executescript('PRAGMA journal_mode=WAL;')\n",
+    "core/search/index.py": 'def get(conn):\n    return conn.execute("SELECT data FROM docs WHERE key=?", ("k",))\n',
+    "core/search/textindex.py": "def later(conn):\n    conn.executescript('PRAGMA journal_mode=WAL;')\n",
     "vault/catalog.py": "SIDE = ('CREATE TABLE tags (doc_id INTEGER)',)\n",
     "mail/backends/maildir_store.py": "def mark(conn, rows):\n    conn.executemany('UPDATE docs SET x=?', rows)\n",
     "mail/backends/gmail.py": "def page(api):\n    return api.users().list(userId='me').execute(num_retries=0)\n",
@@ -147,7 +147,7 @@ def test_the_sql_check_sees_the_sql_of_the_real_tree_when_nothing_is_allowed(mon
     # the index, the catalogs and the Maildir store is reported, and still no Google .execute()
     monkeypatch.setattr(f"{__name__}.SQL_ALLOWED", set())
     found = sql_violations(SRC)
-    for rel in ("core/index.py", "vault/catalog.py", "meetings/catalog.py", "mail/backends/maildir_store.py"):
+    for rel in ("core/search/index.py", "vault/catalog.py", "meetings/catalog.py", "mail/backends/maildir_store.py"):
         assert any(line.startswith(f"{rel}:") and ".execute(" in line for line in found), rel
         assert any(line.startswith(f"{rel}:") and " text: " in line for line in found), rel
     assert not [line for line in found if line.split(":", 1)[0] in GOOGLE_EXECUTE]
@@ -213,7 +213,7 @@ VIOLATIONS = {
         "Entry points",
     ),
     "core imports a server package": (
-        "core/index.py",
+        "core/search/index.py",
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from deskmcp.vault import service\n",
         "Entry points over composition",
     ),

@@ -723,7 +723,7 @@ def _models_failure(exc: DeskError) -> typer.Exit:
 def models_list() -> None:
     """The models in the store, those `pull` can add, and the one search uses."""
     from deskmcp.core.config import WorkspaceSettings
-    from deskmcp.core.embedders.inventory import describe_store
+    from deskmcp.core.search.embedders.inventory import describe_store
 
     typer.echo("\n".join(describe_store(configured=WorkspaceSettings().embedder)))
 
@@ -734,7 +734,7 @@ def models_import(
     name: Annotated[str | None, typer.Option("--name", help="Name in the store (default: the folder's).")] = None,
 ) -> None:
     """Copy a model folder (a model2vec static model or a BERT sentence encoder) into the store, checked."""
-    from deskmcp.core.embedders.importing import import_model
+    from deskmcp.core.search.embedders.importing import import_model
 
     try:
         manifest = import_model(path, name=name)
@@ -746,7 +746,7 @@ def models_import(
 @models_app.command("pull")
 def models_pull(name: Annotated[str, typer.Argument(help="A catalog model, as `deskmcp models list` shows.")]) -> None:
     """Download a catalog model, check it against its pinned sha256, and add it (nothing is kept otherwise)."""
-    from deskmcp.core.embedders.catalog import pull_model
+    from deskmcp.core.search.embedders.downloads import pull_model
 
     try:
         manifest = pull_model(name)
@@ -764,7 +764,7 @@ def models_distill(
     """Make a fast static model from a sentence encoder: each token's vector through the encoder, PCA-reduced."""
     import time
 
-    from deskmcp.core.embedders.distill import distill_model
+    from deskmcp.core.search.embedders.distill import distill_model
 
     started = time.monotonic()
 
@@ -781,7 +781,7 @@ def models_distill(
 @models_app.command("remove")
 def models_remove(name: Annotated[str, typer.Argument(help="A model of the store.")]) -> None:
     """Delete a model from the store."""
-    from deskmcp.core.embedders.store import remove_model
+    from deskmcp.core.search.embedders.store import remove_model
 
     try:
         folder = remove_model(name)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deskmcp.core.embedders import open_embedder
-from deskmcp.core.embedders.bert import BertEmbedder
-from deskmcp.core.embedders.importing import import_model
+from deskmcp.core.search.embedders import open_embedder
+from deskmcp.core.search.embedders.bert import BertEmbedder
+from deskmcp.core.search.embedders.importing import import_model
 from tests.helpers.embedders import add_tiny_bert
 
 TEXTS = [
@@ -48,7 +48,7 @@ def test_batches_split_by_the_token_budget_give_the_same_vectors(
 ) -> None:
     embedder = _tiny(tmp_path)
     whole = embedder.encode(TEXTS * 3)
-    monkeypatch.setattr("deskmcp.core.embedders.bert.TOKENS_PER_BATCH", 20)
+    monkeypatch.setattr("deskmcp.core.search.embedders.bert.TOKENS_PER_BATCH", 20)
     assert np.abs(embedder.encode(TEXTS * 3) - whole).max() < 1e-5
 
 

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from deskmcp.cli import app
-from deskmcp.core.embedders import open_embedder
-from deskmcp.core.embedders.catalog import CATALOG
+from deskmcp.core.search.embedders import open_embedder
+from deskmcp.core.search.embedders.downloads import CATALOG
 from tests.helpers.embedders import FileServer, add_static_model, write_static_model, write_tiny_bert
 
 runner = CliRunner()

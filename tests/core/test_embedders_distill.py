@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from deskmcp.cli import app
-from deskmcp.core.embedders import open_embedder
-from deskmcp.core.embedders.bert import BertEmbedder
-from deskmcp.core.embedders.distill import distill_model
-from deskmcp.core.embedders.static import StaticEmbedder
 from deskmcp.core.errors import BadRequest, NotFound
+from deskmcp.core.search.embedders import open_embedder
+from deskmcp.core.search.embedders.bert import BertEmbedder
+from deskmcp.core.search.embedders.distill import distill_model
+from deskmcp.core.search.embedders.static import StaticEmbedder
 from tests.helpers.embedders import VOCABULARY, add_static_model, add_tiny_bert
 
 WORDS = ["cat", "kitten", "budget", "invoice", "rain", "meeting", "the"]

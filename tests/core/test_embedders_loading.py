@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from deskmcp.core.config import WorkspaceSettings
-from deskmcp.core.embedders import configured_embedder, default_store, open_embedder
-from deskmcp.core.embedders.importing import import_model
-from deskmcp.core.embedders.store import Manifest, sha256_file, write_manifest
-from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, NotFound, ParseError, PermissionDenied
+from deskmcp.core.search.embedders import configured_embedder, default_store, open_embedder
+from deskmcp.core.search.embedders.importing import import_model
+from deskmcp.core.search.embedders.store import Manifest, sha256_file, write_manifest
+from deskmcp.core.search.embedding import Embedder
 from tests.helpers.embedders import (
     add_static_model,
     add_tiny_bert,
@@ -198,7 +198,7 @@ def test_configured_embedder_naming_an_absent_model_is_not_found(tmp_path: Path)
 @pytest.mark.e2e
 def test_importing_deskmcp_and_the_embedders_package_loads_no_numpy() -> None:
     code = (
-        "import sys, deskmcp, deskmcp.core.embedders, deskmcp.core.config; "
+        "import sys, deskmcp, deskmcp.core.search.embedders, deskmcp.core.config; "
         "print(sorted(m for m in ('numpy', 'model2vec', 'tokenizers', 'safetensors') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from deskmcp.core.embedders import open_embedder
-from deskmcp.core.embedders.catalog import CATALOG, CatalogEntry, pull_model
 from deskmcp.core.errors import Conflict, ExternalServiceError, NotFound
+from deskmcp.core.search.embedders import open_embedder
+from deskmcp.core.search.embedders.downloads import CATALOG, CatalogEntry, pull_model
 from tests.helpers.embedders import FileServer, write_static_model
 
 PREFIX = "tiny_model_pkg/model/"

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from deskmcp.core import index as index_module
-from deskmcp.core import index_sqlite
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
-from deskmcp.core.index_sqlite import check_pages
+from deskmcp.core.search import index as index_module
+from deskmcp.core.search import sqlite as index_sqlite
+from deskmcp.core.search.index import TEXT_MATCH, IndexRecord, IndexSchema, SearchIndex, text_match
+from deskmcp.core.search.sqlite import check_pages
 from tests.helpers.files import damage_a_page, locked_by_another
 
 SCHEMA = IndexSchema(
@@ -216,7 +216,7 @@ def test_concurrent_readers_and_a_writer_see_consistent_results(index: SearchInd
 
 
 def test_any_prefix_filter_matches_any_value_by_word_prefix(index: SearchIndex):
-    from deskmcp.core.index import TEXT_MATCH, fts_any_prefix
+    from deskmcp.core.search.index import TEXT_MATCH, fts_any_prefix
 
     index.sync([rec("a", "Alice Okafor", "alice@example.com"), rec("b", "Bob Stone", ""), rec("c", "Carol", "")])
     query = fts_any_prefix("title", ["ali", "BOB st"])
@@ -307,7 +307,7 @@ def test_a_crash_between_the_record_and_text_commits_loses_nothing(tmp_path: Pat
         "from pathlib import Path\n"
         "sys.path.insert(0, sys.argv[2])\n"
         "from test_index import SCHEMA, rec\n"
-        "from deskmcp.core.index import SearchIndex\n"
+        "from deskmcp.core.search.index import SearchIndex\n"
         "idx = SearchIndex(Path(sys.argv[1]), SCHEMA)\n"
         "idx.apply([rec('a', '', 'new words'), rec('c', '', 'added late')], ['b'])\n"
         "assert idx._text.pending\n"
@@ -378,7 +378,7 @@ def test_a_new_empty_index_opens_without_building_its_text_index_and_fills_it_on
 def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    import deskmcp.core.textindex as textindex
+    import deskmcp.core.search.textindex as textindex
 
     monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
     monkeypatch.setattr(textindex, "LOCK_WAIT", 0.3)
@@ -399,7 +399,7 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
 def test_two_indexes_on_the_same_files_take_turns_and_see_each_others_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    import deskmcp.core.textindex as textindex
+    import deskmcp.core.search.textindex as textindex
 
     monkeypatch.setattr(textindex, "IDLE_RELEASE", 0.3)  # each waits for the other's idle writer to let go
     path = tmp_path / "l.sqlite3"
@@ -488,7 +488,7 @@ def test_a_word_after_an_underscore_is_marked_in_the_snippet(index: SearchIndex,
 def test_deferred_writes_reach_searches_after_the_commit_interval_and_others_at_once(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ):
-    import deskmcp.core.textindex as textindex
+    import deskmcp.core.search.textindex as textindex
 
     index.apply([rec("a", "alpha", "first batch")])
     assert [h.key for h in index.search("alpha")] == ["a"]

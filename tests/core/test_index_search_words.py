@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.search.index import IndexRecord, IndexSchema, SearchIndex
 
 SCHEMA = IndexSchema(
     name="words",

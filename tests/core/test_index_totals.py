@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from deskmcp.core.textindex import TextIndex
+from deskmcp.core.search.textindex import TextIndex
 
 
 def test_a_ranked_search_counts_its_total_once_and_a_change_is_counted_again(tmp_path: Path):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from deskmcp.core import textindex
-from deskmcp.core.textindex import TextIndex
+from deskmcp.core.search import textindex
+from deskmcp.core.search.textindex import TextIndex
 
 WORDS = (
     "budget budgets budgeting Budget BUDGET rebudget remote remotes control controlled marketing market"

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from deskmcp.core import fusion
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import IndexRecord, IndexSchema, SearchIndex
-from deskmcp.core.vectors import VectorIndex, sections, turn_windows
+from deskmcp.core.search import fusion
+from deskmcp.core.search.index import IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.search.vectors import VectorIndex, sections, turn_windows
 from tests.helpers.concept_vectors import ConceptEmbedder
 
 SCHEMA = IndexSchema(
@@ -137,7 +137,7 @@ def test_hybrid_snippets_of_word_matches_are_those_lexical_search_gives(index: S
 
 
 def test_hybrid_weighs_the_semantic_side_by_the_models_own_fusion_weight(index: SearchIndex):
-    from deskmcp.core.embedders.static import StaticEmbedder
+    from deskmcp.core.search.embedders.static import StaticEmbedder
 
     class WordsOnly(ConceptEmbedder):
         fusion_weight = 0.0

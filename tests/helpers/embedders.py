@@ -28,8 +28,8 @@ import numpy as np
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-from deskmcp.core.embedders.importing import import_model
-from deskmcp.core.embedders.store import Manifest
+from deskmcp.core.search.embedders.importing import import_model
+from deskmcp.core.search.embedders.store import Manifest
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TOPICS: dict[str, list[str]] = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import TEXT_MATCH, fts_any_prefix, text_match
+from deskmcp.core.search.index import TEXT_MATCH, fts_any_prefix, text_match
 from deskmcp.mail.backends.maildir_query import (
     LABEL_SEP,
     ROWS,

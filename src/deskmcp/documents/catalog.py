@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from deskmcp.core.index import IndexSchema, SearchIndex
+from deskmcp.core.search.index import IndexSchema, SearchIndex
 from deskmcp.documents.models import DocumentSummary
 
 SCHEMA = IndexSchema(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from deskmcp.core.index import SearchIndex
+from deskmcp.core.search.index import SearchIndex
 from deskmcp.documents import catalog
 from deskmcp.documents.models import IndexingProgress
 from deskmcp.documents.roots import Root, Roots

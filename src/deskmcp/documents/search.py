@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core import fusion
-from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError
-from deskmcp.core.index import Hit, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import safe_join
-from deskmcp.core.vectors import VectorIndex, sections
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.index import Hit, SearchIndex
+from deskmcp.core.search.vectors import VectorIndex, sections
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.models import (

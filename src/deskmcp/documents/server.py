@@ -7,10 +7,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from deskmcp.core.embedders import configured_embedder
-from deskmcp.core.fusion import ModeArg
-from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.search.embedders import configured_embedder
+from deskmcp.core.search.fusion import ModeArg
+from deskmcp.core.search.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.documents.models import (
     DocumentMetadata,

@@ -21,9 +21,9 @@ import orjson
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, NotFound, PermissionDenied
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import IndexRecord, SearchIndex
 from deskmcp.core.paths import is_hidden, is_within, relative_posix, split_relative
 from deskmcp.core.protected_folders import protected_denied, protected_folder
+from deskmcp.core.search.index import IndexRecord, SearchIndex
 from deskmcp.documents import catalog
 from deskmcp.documents import extract as formats
 from deskmcp.documents.catalog import SCHEMA

@@ -11,8 +11,8 @@ from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.fusion import Mode
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.search.fusion import Mode
 from deskmcp.core.server import (
     NOT_ASKED,
     READ_ONLY,

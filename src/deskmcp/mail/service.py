@@ -21,9 +21,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import SecretStr
 
-from deskmcp.core import fusion
 from deskmcp.core.dates import utc_stamp
-from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.errors import (
     BadRequest,
     Conflict,
@@ -35,10 +33,12 @@ from deskmcp.core.errors import (
     Timeout,
 )
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_bytes
-from deskmcp.core.fusion import Mode
 from deskmcp.core.pagination import decode_cursor, query_key
 from deskmcp.core.paths import safe_join
 from deskmcp.core.principal import Principal
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedders import configured_embedder
+from deskmcp.core.search.fusion import Mode
 from deskmcp.mail import audit
 from deskmcp.mail.backends.base import ByMeaning, Counting, DeliveryUnknown, Labelled, MailBackend, Sent
 from deskmcp.mail.compose import (

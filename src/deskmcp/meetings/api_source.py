@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from deskmcp.core.clock import Clock
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import DeskError, ParseError
-from deskmcp.core.index import IndexRecord, SearchIndex
+from deskmcp.core.search.index import IndexRecord, SearchIndex
 from deskmcp.meetings import catalog
 from deskmcp.meetings.api_notes import index_fields, listed_version
 from deskmcp.meetings.granola_api import GranolaApi, NotePage, is_unreachable

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any, NamedTuple
 
-from deskmcp.core.index import IndexSchema, SearchIndex
+from deskmcp.core.search.index import IndexSchema, SearchIndex
 from deskmcp.meetings.filters import time_bucket
 
 SCHEMA = IndexSchema(

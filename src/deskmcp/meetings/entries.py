@@ -10,7 +10,7 @@ from typing import Any
 
 import zstandard
 
-from deskmcp.core.index_terms import fold
+from deskmcp.core.search.terms import fold
 from deskmcp.meetings.models import Meeting, MeetingSummary
 from deskmcp.meetings.normalize import TranscriptDigest
 

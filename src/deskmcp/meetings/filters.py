@@ -8,8 +8,8 @@ from typing import Any
 
 from deskmcp.core.dates import iso, parse_timestamp, parse_user_time
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import TEXT_MATCH, fts_any_prefix
-from deskmcp.core.index_terms import fold
+from deskmcp.core.search.index import TEXT_MATCH, fts_any_prefix
+from deskmcp.core.search.terms import fold
 
 
 class Filters:

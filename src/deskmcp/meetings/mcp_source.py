@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from deskmcp.core.clock import Clock
-from deskmcp.core.index import SearchIndex
+from deskmcp.core.search.index import SearchIndex
 from deskmcp.meetings.api_source import ApiSource, _StoppableClock
 from deskmcp.meetings.granola_mcp import GranolaMcp, no_browser, signed_in_at, token_file_for
 from deskmcp.meetings.settings import MeetingsSettings

@@ -8,11 +8,11 @@ from typing import Annotated, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.errors import DeskError, NotFound
-from deskmcp.core.fusion import ModeArg
-from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.search.embedders import configured_embedder
+from deskmcp.core.search.fusion import ModeArg
+from deskmcp.core.search.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer
 from deskmcp.meetings.models import (
     CacheStatus,

@@ -30,14 +30,14 @@ from typing import Any
 import msgspec
 import orjson
 
-from deskmcp.core import fusion
 from deskmcp.core.dates import iso, parse_timestamp, resolve_zone, zone_label
-from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, DeskError, InternalError, IOFailure, NotFound
 from deskmcp.core.files import PRIVATE_FILE, process_alive, write_back
-from deskmcp.core.index import ApplyStats, Hit, IndexRecord, SearchIndex
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.core.vectors import VectorIndex, sections, turn_windows
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.index import ApplyStats, Hit, IndexRecord, SearchIndex
+from deskmcp.core.search.vectors import VectorIndex, sections, turn_windows
 from deskmcp.meetings import cache_file, catalog, granola_cache
 from deskmcp.meetings.cache_layout import Layout
 from deskmcp.meetings.catalog import SCHEMA

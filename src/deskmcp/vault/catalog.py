@@ -25,8 +25,8 @@ from typing import Any
 import orjson
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import ApplyStats, IndexRecord, IndexSchema, SearchIndex
-from deskmcp.core.index_terms import fold
+from deskmcp.core.search.index import ApplyStats, IndexRecord, IndexSchema, SearchIndex
+from deskmcp.core.search.terms import fold
 from deskmcp.vault import links as md
 from deskmcp.vault.notes import NOTE_SUFFIX, is_hidden, parse_note, read_for_index, walk
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from deskmcp.core.index_terms import fold
+from deskmcp.core.search.terms import fold
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")

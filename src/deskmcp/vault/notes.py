@@ -20,8 +20,8 @@ from deskmcp.core import frontmatter
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
-from deskmcp.core.index_terms import nfc
 from deskmcp.core.paths import hidden_denied, is_hidden, relative_posix, root_relative, safe_join, split_relative
+from deskmcp.core.search.terms import nfc
 from deskmcp.vault.links import title
 from deskmcp.vault.models import NoteContent
 

@@ -11,10 +11,10 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from deskmcp.core.embedders import configured_embedder
-from deskmcp.core.fusion import ModeArg
-from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.search.embedders import configured_embedder
+from deskmcp.core.search.fusion import ModeArg
+from deskmcp.core.search.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.servers import SERVERS
 from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus

@@ -21,16 +21,17 @@ from typing import Any
 
 import orjson
 
-from deskmcp.core import frontmatter, fusion
-from deskmcp.core.embedding import Embedder
+from deskmcp.core import frontmatter
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
 from deskmcp.core.files import atomic_write_bytes
-from deskmcp.core.index import Hit
-from deskmcp.core.index_terms import fold
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import relative_posix
 from deskmcp.core.protected_folders import protected_denied, protected_folder
-from deskmcp.core.vectors import VectorIndex, sections
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.index import Hit
+from deskmcp.core.search.terms import fold
+from deskmcp.core.search.vectors import VectorIndex, sections
 from deskmcp.vault.catalog import Catalog, filter_sql, name_key, parse_filter
 from deskmcp.vault.models import (
     Backlink,

@@ -7,7 +7,7 @@ from email.message import EmailMessage
 from typing import Any, Protocol, runtime_checkable
 
 from deskmcp.core.errors import NotFound, SendFailed
-from deskmcp.core.fusion import Mode
+from deskmcp.core.search.fusion import Mode
 from deskmcp.mail.models import EmailSummary, LabelInfo
 from deskmcp.mail.query import Node
 

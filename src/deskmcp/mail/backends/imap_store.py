@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskmcp.core.files import private_database
-from deskmcp.core.index_sqlite import check_pages, chunks, set_aside
+from deskmcp.core.search.sqlite import check_pages, chunks, set_aside
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import orjson
 
-from deskmcp.core import fusion
-from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
 from deskmcp.core.files import read_bytes_limited
-from deskmcp.core.index import Hit, IndexRecord, SearchIndex
-from deskmcp.core.vectors import VectorIndex, windows
+from deskmcp.core.search import fusion
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.index import Hit, IndexRecord, SearchIndex
+from deskmcp.core.search.vectors import VectorIndex, windows
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends import maildir_store
 from deskmcp.mail.backends.base import Labelled, Page, Ranked, Sent, gone
@@ -284,7 +284,7 @@ class MaildirBackend:
 
     def by_meaning(self, filters: Node | None, text: str, *, mode: fusion.Mode, limit: int, offset: int) -> Ranked:
         """Messages passing `filters` (Trash and Spam left out unless it names them), ranked for
-        `text` by meaning (`semantic`) or by meaning and words (`hybrid`, `core.fusion`)."""
+        `text` by meaning (`semantic`) or by meaning and words (`hybrid`, `core.search.fusion`)."""
         self.refresh()
         clause, params = listing(filters, phrases=self._phrase_rows)
         found = fusion.search(

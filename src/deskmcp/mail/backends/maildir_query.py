@@ -3,7 +3,7 @@
 The Maildir backend keeps one row per message in the index's `docs` table (folder, flags, date,
 size, headers, labels) and its words in the full-text index; `listing` turns a query into a
 clause over those, as `(sql, params)` with the user's text only ever in `params`. Plain words
-and header operators become full-text matches (`core.index.text_match`); flags, dates, sizes,
+and header operators become full-text matches (`core.search.index.text_match`); flags, dates, sizes,
 folders and labels become conditions on `docs` columns (alias `d`). A quoted term on the subject
 and body ("quarter review") means the words as written, which the stemmed index cannot say: the
 rows holding them come from a `PhraseRows` the backend passes. Pure functions: no index is
@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import TEXT_MATCH, fts_any_prefix, text_match
+from deskmcp.core.search.index import TEXT_MATCH, fts_any_prefix, text_match
 from deskmcp.mail import mailstore
 from deskmcp.mail.query import And, Node, Not, Or, Term, mentions_folder, parse_day, relative_seconds, size_bytes
 

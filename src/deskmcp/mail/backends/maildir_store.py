@@ -1,5 +1,5 @@
 """The SQLite side of the Maildir backend: the label table, and the reads and updates the backend
-makes on its index's `docs` table beyond what `core.index.SearchIndex` offers.
+makes on its index's `docs` table beyond what `core.search.index.SearchIndex` offers.
 
 The backend itself holds no SQL: it calls these typed functions, passing the index (for a read)
 or the connection of a transaction it opened (so several updates commit together).
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from deskmcp.core.files import PRIVATE_FOLDER, private_database
-from deskmcp.core.index import TEXT_MATCH, IndexSchema, SearchIndex, text_match
+from deskmcp.core.search.index import TEXT_MATCH, IndexSchema, SearchIndex, text_match
 from deskmcp.mail import mailstore
 from deskmcp.mail.backends.maildir_query import exact_words
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from deskmcp.core.embedders.vectors import normalise_rows
+from deskmcp.core.search.embedders.rows import normalise_rows
 
 if TYPE_CHECKING:
     import numpy as np

@@ -12,13 +12,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskmcp.core.embedders.store import WEIGHTS, Manifest, default_store, find_model, read_manifest, sha256_file
 from deskmcp.core.errors import BadRequest, DeskError, IOFailure, ParseError
 from deskmcp.core.extras import MissingExtra
+from deskmcp.core.search.embedders.store import WEIGHTS, Manifest, default_store, find_model, read_manifest, sha256_file
 
 if TYPE_CHECKING:
     from deskmcp.core.config import WorkspaceSettings
-    from deskmcp.core.embedding import Embedder
+    from deskmcp.core.search.embedding import Embedder
 
 PROBE = "Search by meaning: a probe sentence to check the model."
 
@@ -98,10 +98,10 @@ def check_probe(embedder: Embedder, manifest: Manifest, folder: Path) -> None:
 
 def _load(folder: Path, manifest: Manifest) -> Embedder:
     if manifest.kind == "static":
-        from deskmcp.core.embedders.static import StaticEmbedder, load_static_model
+        from deskmcp.core.search.embedders.static import StaticEmbedder, load_static_model
 
         return StaticEmbedder(manifest.model_id, load_static_model(folder))
-    from deskmcp.core.embedders.bert import BertEmbedder
+    from deskmcp.core.search.embedders.bert import BertEmbedder
 
     return BertEmbedder.load(folder, manifest.model_id)
 

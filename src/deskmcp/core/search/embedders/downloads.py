@@ -19,9 +19,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from deskmcp.core.embedders.importing import import_model
-from deskmcp.core.embedders.store import Manifest, check_name, model_folder, staging_folder
 from deskmcp.core.errors import Conflict, ExternalServiceError, IOFailure, NotFound
+from deskmcp.core.search.embedders.importing import import_model
+from deskmcp.core.search.embedders.store import Manifest, check_name, model_folder, staging_folder
 
 BASE_URL_ENV = "DESKMCP_MODELS_URL"
 DEFAULT_BASE_URL = "https://files.pythonhosted.org/"

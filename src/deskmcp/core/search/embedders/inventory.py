@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deskmcp.core.embedders.catalog import CATALOG
-from deskmcp.core.embedders.store import MODELS_DIR_ENV, Manifest, default_store, list_models
+from deskmcp.core.search.embedders.downloads import CATALOG
+from deskmcp.core.search.embedders.store import MODELS_DIR_ENV, Manifest, default_store, list_models
 
 
 def describe_store(store: Path | None = None, *, configured: str | None = None) -> list[str]:

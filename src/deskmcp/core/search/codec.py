@@ -12,7 +12,7 @@ import msgspec
 import orjson
 import zstandard
 
-from deskmcp.core.index_records import IndexRecord
+from deskmcp.core.search.records import IndexRecord
 
 log = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskmcp.core.embedders.bert import BertEmbedder
-from deskmcp.core.embedders.importing import import_model
-from deskmcp.core.embedders.loading import open_embedder
-from deskmcp.core.embedders.store import WEIGHTS, Manifest, check_name, find_model, model_folder, staging_folder
 from deskmcp.core.errors import BadRequest, Conflict
+from deskmcp.core.search.embedders.bert import BertEmbedder
+from deskmcp.core.search.embedders.importing import import_model
+from deskmcp.core.search.embedders.loading import open_embedder
+from deskmcp.core.search.embedders.store import WEIGHTS, Manifest, check_name, find_model, model_folder, staging_folder
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,8 +13,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core.embedders.loading import open_folder
-from deskmcp.core.embedders.store import (
+from deskmcp.core.errors import BadRequest, Conflict, DeskError, NotFound, PermissionDenied
+from deskmcp.core.extras import MissingExtra
+from deskmcp.core.search.embedders.loading import open_folder
+from deskmcp.core.search.embedders.store import (
     WEIGHTS,
     Manifest,
     ModelKind,
@@ -25,8 +27,6 @@ from deskmcp.core.embedders.store import (
     staging_folder,
     write_manifest,
 )
-from deskmcp.core.errors import BadRequest, Conflict, DeskError, NotFound, PermissionDenied
-from deskmcp.core.extras import MissingExtra
 
 STATIC_FILES = (WEIGHTS, "tokenizer.json", "config.json")
 BERT_FILES = (WEIGHTS, "tokenizer.json", "config.json")
@@ -115,10 +115,10 @@ def detect_kind(path: Path) -> ModelKind:
 def declared_dimension(folder: Path, kind: ModelKind) -> int:
     try:
         if kind == "static":
-            from deskmcp.core.embedders.static import static_dimension
+            from deskmcp.core.search.embedders.static import static_dimension
 
             return static_dimension(folder)
-        from deskmcp.core.embedders.bert import BertConfig
+        from deskmcp.core.search.embedders.bert import BertConfig
 
         return BertConfig.read(folder).hidden
     except DeskError:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 from pydantic import Field
 
 from deskmcp.core.errors import BadRequest
-from deskmcp.core.index import Hit, SearchIndex
+from deskmcp.core.search.index import Hit, SearchIndex
 
 if TYPE_CHECKING:
-    from deskmcp.core.vectors import VectorIndex
+    from deskmcp.core.search.vectors import VectorIndex
 
 Mode = Literal["lexical", "semantic", "hybrid"]
 Fusion = Literal["convex", "rrf"]

@@ -45,8 +45,8 @@ import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.files import private_database, private_folder, write_back
-from deskmcp.core.index_codec import TRAIN_AT, TextCodec
-from deskmcp.core.index_query import (
+from deskmcp.core.search.codec import TRAIN_AT, TextCodec
+from deskmcp.core.search.query import (
     QUERY_WORDS,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
@@ -54,8 +54,8 @@ from deskmcp.core.index_query import (
     fts_any_prefix,
     text_match,
 )
-from deskmcp.core.index_records import ApplyStats, Hit, IndexRecord, IndexSchema
-from deskmcp.core.index_sqlite import (
+from deskmcp.core.search.records import ApplyStats, Hit, IndexRecord, IndexSchema
+from deskmcp.core.search.sqlite import (
     check_pages,
     chunks,
     id_runs,
@@ -63,8 +63,8 @@ from deskmcp.core.index_sqlite import (
     set_aside,
     table_name,
 )
-from deskmcp.core.index_terms import nfc
-from deskmcp.core.textindex import ENGINE, TextIndex
+from deskmcp.core.search.terms import nfc
+from deskmcp.core.search.textindex import ENGINE, TextIndex
 
 if TYPE_CHECKING:
     import tantivy

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from deskmcp.core.embedders.vectors import normalise_rows
+from deskmcp.core.search.embedders.rows import normalise_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,7 +52,7 @@ class StaticEmbedder:
     (an empty one) gets a zero row: it is close to nothing."""
 
     fusion_weight = 0.1
-    """The semantic weight hybrid search gives this kind of model (`core.fusion`): a static model
+    """The semantic weight hybrid search gives this kind of model (`core.search.fusion`): a static model
     ranks too weakly for the default 0.3, which fell below plain BM25 on QMSum."""
 
     def __init__(self, model_id: str, model: StaticModel) -> None:

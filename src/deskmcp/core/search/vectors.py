@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deskmcp.core.embedding import Embedder
-from deskmcp.core.index import SearchIndex
+from deskmcp.core.search.embedding import Embedder
+from deskmcp.core.search.index import SearchIndex
 
 if TYPE_CHECKING:
     import numpy as np

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
 from deskmcp.core.files import private_files, private_folder
-from deskmcp.core.index_terms import nfc, split_terms
+from deskmcp.core.search.terms import nfc, split_terms
 
 if TYPE_CHECKING:
     import tantivy
