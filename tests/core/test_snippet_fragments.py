@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from deskmcp.core.search import textindex
+from deskmcp.core.search import snippets
 from deskmcp.core.search.textindex import TextIndex
 
 WORDS = (
@@ -74,21 +74,21 @@ def test_the_fragments_given_yield_the_snippet_of_the_whole_text(text_index: Tex
     fast = 0
     for _ in range(150):
         asked = text_index.user_query(rng.choice(QUERIES))
-        prefixes = sorted({p for w in asked.words for p in textindex._prefixes(w.lower())})
+        prefixes = sorted({p for w in asked.words for p in snippets._prefixes(w.lower())})
         width = rng.choice([40, 64, 128, 128, 200])
         text = _text(rng)
         generator = tantivy.SnippetGenerator.create(text_index.searcher(), asked.marked, text_index.schema, "body")
         generator.set_max_num_chars(width)
-        fast += textindex._fragments(text, width) is not None
-        assert textindex._best_fragment(generator, "body", text, prefixes, width) == _whole(generator, text)
+        fast += snippets._fragments(text, width) is not None
+        assert snippets._best_fragment(generator, "body", text, prefixes, width) == _whole(generator, text)
     assert fast > 100  # most texts took the fast way (the others have a word longer than a fragment)
 
 
 def test_fragments_are_cut_where_the_generator_cuts_them():
     text = "  ab cd ef gh ij"
     # from 0: "  ab cd" ends at 7 (width 7); "ef" would end at 10, past 0 + 7: the next one starts there
-    assert textindex._fragments(text, 7) == [(0, 7), (8, 13), (14, 16)]
-    assert textindex._fragments("abcdefgh ij", 7) is None  # a word longer than a fragment
+    assert snippets._fragments(text, 7) == [(0, 7), (8, 13), (14, 16)]
+    assert snippets._fragments("abcdefgh ij", 7) is None  # a word longer than a fragment
 
 
 def test_a_word_the_stemmer_spells_otherwise_keeps_its_fragment(text_index: TextIndex):
@@ -97,5 +97,5 @@ def test_a_word_the_stemmer_spells_otherwise_keeps_its_fragment(text_index: Text
     asked = text_index.user_query("use")
     generator = tantivy.SnippetGenerator.create(text_index.searcher(), asked.marked, text_index.schema, "body")
     generator.set_max_num_chars(128)
-    fragment, ranges, _, _ = textindex._best_fragment(generator, "body", text, textindex._prefixes("use"), 128)
+    fragment, ranges, _, _ = snippets._best_fragment(generator, "body", text, snippets._prefixes("use"), 128)
     assert [fragment.encode()[a:b] for a, b in ranges] == [b"using"]

@@ -50,6 +50,9 @@ _STOP_WORDS = """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 """English function words, and the pieces of contractions (what's, didn't) once cut at the apostrophe."""
 
+MAX_TOKEN_BYTES = 256
+"""Longer words (in UTF-8 bytes: 85 CJK characters, a long URL path) are not indexed."""
+
 Sign = Literal["", "+", "-"]
 
 
