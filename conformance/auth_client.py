@@ -4,7 +4,7 @@
 server and an authorization server per scenario and runs this with the MCP URL as its argument
 (the scenario's name in MCP_CONFORMANCE_SCENARIO, its extra data, such as a pre-registered client,
 in MCP_CONFORMANCE_CONTEXT). It builds what `deskmcp connect URL` builds (the forwarding server
-and its OAuth client, `deskmcp.connect_oauth.oauth_for`), lists the remote's tools and calls
+and its OAuth client, `deskmcp.connect.oauth.oauth_for`), lists the remote's tools and calls
 `test-tool`; the only stand-in is the browser: the suite's authorization server approves at once,
 so "opening" the authorization address is following its redirects, which end at connect's own
 loopback listener. Exit status 0 when the call succeeded.
@@ -21,8 +21,8 @@ from pathlib import Path
 import anyio
 import httpx2
 
-from deskmcp.connect import ForwardingServer
-from deskmcp.connect_oauth import ClientSettings, oauth_for
+from deskmcp.connect.bridge import ForwardingServer
+from deskmcp.connect.oauth import ClientSettings, oauth_for
 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 """The client ID metadata document URL the suite's scenarios accept (its basic-cimd scenario)."""

@@ -633,8 +633,8 @@ def connect(
     registers itself. A remote with one static token: set DESKMCP_REMOTE_TOKEN (or DESKMCP_TOKEN).
     Starts even when the remote is down; calls then answer mcp_unavailable until it is back.
     """
-    from deskmcp.connect import ForwardingServer, endpoint, token_from_environment
-    from deskmcp.connect_oauth import ClientSettings, oauth_for
+    from deskmcp.connect.bridge import ForwardingServer, endpoint, token_from_environment
+    from deskmcp.connect.oauth import ClientSettings, oauth_for
     from deskmcp.core.config import WorkspaceSettings
 
     setup_logging(log_level)

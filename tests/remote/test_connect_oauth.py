@@ -15,7 +15,7 @@ import pytest
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from deskmcp.connect_oauth import ClientSettings, LoopbackRedirect, TokenFile, oauth_for
+from deskmcp.connect.oauth import ClientSettings, LoopbackRedirect, TokenFile, oauth_for
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ import anyio
 import httpx2
 import pytest
 
-from deskmcp.connect import ForwardingServer
-from deskmcp.connect_oauth import oauth_for
+from deskmcp.connect.bridge import ForwardingServer
+from deskmcp.connect.oauth import oauth_for
 from tests.helpers.authorization_server import (
     AuthorizationServer,
     Person,

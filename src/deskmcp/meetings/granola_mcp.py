@@ -2,7 +2,7 @@
 
 The hosted server (`https://mcp.granola.ai/mcp`, streamable HTTP) works on every Granola plan and
 signs people in with OAuth 2.1 (PKCE, dynamic client registration); deskmcp is its OAuth client
-through `deskmcp.connect_oauth` (tokens in a 0600 file, refreshed). What is published about it,
+through `deskmcp.connect.oauth` (tokens in a 0600 file, refreshed). What is published about it,
 and what deskmcp assumes beyond that (docs/meetings.md, "Granola's hosted MCP server"):
 
 - Tool names and arguments (Maton's "Granola MCP Routing Reference" and its schemas, Composio's
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.types import CallToolResult
 
-    from deskmcp.connect_oauth import Browser
+    from deskmcp.connect.oauth import Browser
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +253,7 @@ class GranolaMcp:
 
 def token_file_for(url: str, folder: Path | None = None) -> Path:
     """Where `deskmcp auth granola` keeps the tokens for `url` (`deskmcp connect`'s folder)."""
-    from deskmcp.connect_oauth import token_folder, token_path
+    from deskmcp.connect.oauth import token_folder, token_path
 
     return token_path(folder or token_folder(), url)
 
@@ -274,7 +274,7 @@ async def sign_in(url: str, *, folder: Path | None = None, browser: Browser | No
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from deskmcp.connect_oauth import oauth_for, open_browser
+    from deskmcp.connect.oauth import oauth_for, open_browser
 
     auth = oauth_for(url, folder=folder, browser=browser or open_browser)
     async with (

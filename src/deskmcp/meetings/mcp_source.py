@@ -44,7 +44,7 @@ class McpSource(ApiSource):
         background: bool = True,
     ) -> None:
         """`token_folder`: where the sign-in's tokens are (default `deskmcp connect`'s folder)."""
-        from deskmcp.connect_oauth import oauth_for
+        from deskmcp.connect.oauth import oauth_for
 
         url = settings.mcp_url
         # The sign-in is per URL (its own token file): the identity is the URL alone.

@@ -42,7 +42,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 from deskmcp import __version__
 from deskmcp.core.files import atomic_write_text
 
-log = logging.getLogger("deskmcp.connect")
+log = logging.getLogger("deskmcp.connect.bridge")
 
 SIGN_IN_SECONDS = 300.0
 """How long the person has to finish signing in, once the browser is open."""

@@ -7,7 +7,7 @@ next call after the remote is back goes through. Each call opens its own short H
 a restarted remote needs no reconnect logic.
 
 A remote that asks for OAuth authorization (401 with its resource metadata) is signed in to in
-the browser, once, by `deskmcp.connect_oauth`; the tokens are kept and refreshed there. A static
+the browser, once, by `deskmcp.connect.oauth`; the tokens are kept and refreshed there. A static
 bearer token (DESKMCP_REMOTE_TOKEN) is sent as it is instead.
 """
 
@@ -35,7 +35,7 @@ from deskmcp.core.server import error_result
 if TYPE_CHECKING:
     import httpx2
 
-log = logging.getLogger("deskmcp.connect")
+log = logging.getLogger("deskmcp.connect.bridge")
 
 TOKEN_VARIABLES = ("DESKMCP_REMOTE_TOKEN", "DESKMCP_TOKEN")
 
