@@ -5,7 +5,9 @@ The dependency rules of the layout are import-linter contracts in `.importlinter
 
 - that those contracts refuse each kind of violation: each case below copies src/deskmcp to a
   temporary folder, breaks one rule there, and runs import-linter on the copy;
-- the rules no import graph shows: no raw SQL outside the index and catalog modules
+- the rules no import graph shows: every module and package directly under src/deskmcp sits in a
+  layer of the `layers` contract (a new one outside them would escape the contracts); no raw SQL
+  outside the index and catalog modules
   (`SQL_ALLOWED`, listed one by one): a module that holds SQL text (a string, or the literal part of an
   f-string, that reads as a statement: `select ... from`, `insert into`, `update ... set`,
   `delete from`, `create table|index|...`, `pragma`, `with x as (`, in any case) or calls `.execute(`,
@@ -300,3 +302,41 @@ def test_the_import_contracts_refuse_each_kind_of_violation(case: str, tmp_path:
     assert done.returncode == 1, done.stdout + done.stderr
     broken = done.stdout.split("Broken contracts", 1)[-1]
     assert contract in broken, done.stdout
+
+
+def layered_names(config: str) -> set[str]:
+    """The top-level modules and packages named in the `layers` contract of an .importlinter text."""
+    names: set[str] = set()
+    section = re.search(r"^\[importlinter:contract:layers\]\n(.*?)(?=^\[|\Z)", config, re.M | re.S)
+    assert section is not None, "no layers contract"
+    layers = re.search(r"^layers\s*=\s*\n((?:[ \t]+\S.*\n?)+)", section.group(1), re.M)
+    assert layers is not None, "the layers contract lists no layers"
+    for line in layers.group(1).splitlines():
+        names.update(part.strip() for part in line.split("|") if part.strip())
+    return names
+
+
+def top_level(src: Path) -> set[str]:
+    """The modules and packages directly under the `deskmcp` package (its dunder modules aside)."""
+    found = {p.stem for p in src.glob("*.py") if not p.name.startswith("__")}
+    found |= {p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    return found
+
+
+def test_every_top_level_module_and_package_sits_in_a_layer() -> None:
+    config = (ROOT / ".importlinter").read_text(encoding="utf-8")
+    outside = top_level(SRC) - layered_names(config)
+    assert outside == set(), f"add these to a layer of the layers contract in .importlinter: {sorted(outside)}"
+
+
+def test_the_layer_check_sees_a_module_added_outside_the_layers(tmp_path: Path) -> None:
+    (tmp_path / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "__main__.py").write_text("", encoding="utf-8")
+    (tmp_path / "cli.py").write_text("", encoding="utf-8")
+    (tmp_path / "stray.py").write_text("", encoding="utf-8")
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "data").mkdir()  # a folder that is not a package is no module
+    config = "[importlinter:contract:layers]\nname = x\ntype = layers\nlayers =\n    cli\n    demo | core\n"
+    assert layered_names(config) == {"cli", "demo", "core"}
+    assert top_level(tmp_path) - layered_names(config) == {"stray"}
