@@ -589,7 +589,8 @@ class MeetingService:
                     meeting_count=sum(1 for m in f["meetings"] if m in present),
                 )
                 for f in raw
-            ]
+            ],
+            **self._flags(),
         )
 
     def folder_meetings(self, folder: str, limit: int = 500) -> tuple[Folder, list[MeetingSummary]]:
@@ -608,7 +609,8 @@ class MeetingService:
             participants=[
                 ParticipantCount(name=p.name, email=p.email, meeting_count=p.meetings, last_meeting=p.last_meeting)
                 for p in catalog.participants(self.index, needle, limit)
-            ]
+            ],
+            **self._flags(),
         )
 
     def cache_status(self) -> CacheStatus:
