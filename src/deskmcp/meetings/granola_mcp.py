@@ -157,7 +157,7 @@ class GranolaMcp:
 
     @contextmanager
     def session(self) -> Iterator[None]:
-        """Every call made inside goes through one MCP session (one `initialize`, one HTTP
+        """Every call made inside goes through one MCP session (one handshake, one HTTP
         connection), opened at the first call and closed on the way out. A call that fails
         ends the session; the next call inside opens another. Outside, each call has its own."""
         with anyio.from_thread.start_blocking_portal() as portal:
