@@ -182,7 +182,7 @@ def test_a_sync_is_one_mcp_session(tokens: Path, hosted: HostedGranola, make_mcp
     assert hosted.handshakes == 2, "the next sync opens a session of its own"
 
 
-def test_a_call_that_fails_ends_the_session_and_the_sync_after_it_opens_another(
+def test_a_sync_that_stops_ends_its_session_and_the_next_sync_opens_another(
     tokens: Path, hosted: HostedGranola, make_mcp: Any
 ):
     hosted.garbled = {"get_meetings"}
