@@ -11,6 +11,7 @@ from deskmcp.core.embedders import configured_embedder
 from deskmcp.core.fusion import ModeArg
 from deskmcp.core.index import QUERY_WORDS
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.paths import shown_path
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
 from deskmcp.documents.models import (
     DocumentMetadata,
@@ -71,10 +72,11 @@ def unavailable(settings: DocumentsSettings) -> str | None:
     if root.is_dir():
         return None
     if settings.documents_path is not None:
-        return missing_folder(root.resolve(), MAIN_VARIABLE)
+        return missing_folder(shown_path(root.resolve(), settings.shown_root), MAIN_VARIABLE)
     parent = next((p for p in root.parents if p.exists()), None)
     if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        return f"the documents folder {root} cannot be created (no writable parent folder); set DOCUMENTS_PATH"
+        where = shown_path(root, settings.shown_root)
+        return f"the documents folder {where} cannot be created (no writable parent folder); set DOCUMENTS_PATH"
     return None
 
 
