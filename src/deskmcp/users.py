@@ -85,11 +85,14 @@ FORBIDDEN_KEYS = frozenset(
         "GOOGLE_USE_ADC",
         "relative_paths",
         "DESKMCP_RELATIVE_PATHS",
+        "git_public_only",
+        "DIAGRAMS_GIT_PUBLIC_ONLY",
     }
 )
 """Keys a `settings.env` may never set: who the user is, where their data lives, the deployment's
-secrets, this machine's own Google credentials (application default credentials), and whether
-answers show the server's full paths (they never do to a user: `WorkspaceSettings.relative_paths`)."""
+secrets, this machine's own Google credentials (application default credentials), whether answers show the
+server's full paths (they never do to a user: `WorkspaceSettings.relative_paths`), and whether
+clones may reach non-public addresses (a user's never do: `git_public_only`)."""
 
 USER_FILE_SCHEMES = frozenset({"file"})
 """Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
@@ -293,6 +296,8 @@ def _settings_of(
     given["relative_paths"] = True  # a user never learns where the server keeps its users
     if "os_keyring" in cls.model_fields:  # the keyring is this server's OS user's, not theirs
         given["os_keyring"] = False
+    if "git_public_only" in cls.model_fields:  # a user's clones never reach this server's own network
+        given["git_public_only"] = True
     if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
     if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
