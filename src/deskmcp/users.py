@@ -83,10 +83,16 @@ FORBIDDEN_KEYS = frozenset(
         "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
         "google_use_adc",
         "GOOGLE_USE_ADC",
+        "relative_paths",
+        "DESKMCP_RELATIVE_PATHS",
+        "git_public_only",
+        "DIAGRAMS_GIT_PUBLIC_ONLY",
     }
 )
 """Keys a `settings.env` may never set: who the user is, where their data lives, the deployment's
-secrets, and this machine's own Google credentials (application default credentials)."""
+secrets, this machine's own Google credentials (application default credentials), whether answers show the
+server's full paths (they never do to a user: `WorkspaceSettings.relative_paths`), and whether
+clones may reach non-public addresses (a user's never do: `git_public_only`)."""
 
 USER_FILE_SCHEMES = frozenset({"file"})
 """Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
@@ -287,8 +293,11 @@ def _settings_of(
             given["database_url"] = google.google_token_database
     given.update(values)
     given["workspace"] = workspace
+    given["relative_paths"] = True  # a user never learns where the server keeps its users
     if "os_keyring" in cls.model_fields:  # the keyring is this server's OS user's, not theirs
         given["os_keyring"] = False
+    if "git_public_only" in cls.model_fields:  # a user's clones never reach this server's own network
+        given["git_public_only"] = True
     if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
     if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
