@@ -24,7 +24,7 @@ import orjson
 from deskmcp.core import frontmatter, fusion
 from deskmcp.core.embedding import Embedder
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.files import atomic_write_bytes, failure_text
 from deskmcp.core.index import Hit
 from deskmcp.core.index_terms import fold
 from deskmcp.core.pagination import decode_cursor, page, query_key
@@ -468,7 +468,7 @@ class VaultService:
         except PermissionError as exc:
             raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
         except OSError as exc:
-            raise IOFailure(f"{rel} could not be written: {exc.strerror}.", {"path": rel}) from exc
+            raise IOFailure(f"{rel} could not be written: {failure_text(exc)}.", {"path": rel}) from exc
 
     # -- finding ---------------------------------------------------------------------------
 
