@@ -6,9 +6,12 @@ start completes the index."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import threading
 import time
+import zipfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -192,3 +195,225 @@ async def test_a_replica_killed_while_sending_a_confirmed_mail_leaves_it_deliver
     fault_figures.record("deliveries", len(cluster.sink.messages))
     fault_figures.record("retried by the client", "yes" if retried else "no (haproxy redispatched)")
     fault_figures.record("kill to sent answer", round(recovered, 2), "s")
+
+
+# -- a single server killed in the middle of a write or a first index -----------------------
+
+
+@dataclass
+class Served:
+    """A `deskmcp serve KIND --http` process and its base URL."""
+
+    replica: Replica
+    base: str
+
+    def stop(self) -> None:
+        self.replica.stop()
+
+
+def serve(kind: str, workspace: Path, **extra: str) -> Served:
+    """`deskmcp serve KIND --http` on a free loopback port, on `workspace`."""
+    env = environment(workspace, DESKMCP_TOKEN=TOKEN, **extra)
+    port = free_port()
+    replica = Replica(["serve", kind, "--http", "--port", str(port), "--max-body-mb", "64"], env)
+    return Served(replica, f"http://127.0.0.1:{port}")
+
+
+async def call(served: Served, tool: str, arguments: dict[str, Any]) -> Any:
+    """One tool call through the official client over streamable HTTP."""
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as http:
+        transport = streamable_http_client(served.base + "/mcp", http_client=http)
+        async with Client(transport) as client:
+            return await client.call_tool(tool, arguments)
+
+
+def kill_when(served: Served, landed: Any, seconds: float = 60) -> bool:
+    """Kill `replica` (SIGKILL) as soon as `landed()` is true; False if it never was within `seconds`.
+    A busy check, so the kill follows the moment it looks for within microseconds."""
+    deadline = time.monotonic() + seconds
+    while not landed():
+        if time.monotonic() > deadline or served.replica.proc.poll() is not None:
+            return False
+    served.replica.kill()
+    return True
+
+
+async def killed_during(served: Served, tool: str, arguments: dict[str, Any], landed: Any) -> bool:
+    """Call `tool` and kill the server once `landed()`; whether the kill came before the answer."""
+    answered: list[Any] = []
+    killed = False
+
+    async def run() -> None:
+        # The server dies under the call: the client sees its connection break.
+        with contextlib.suppress(Exception):
+            answered.append(await call(served, tool, arguments))
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run)
+            killed = await anyio.to_thread.run_sync(kill_when, served, landed)
+    return killed and not answered
+
+
+def temporary(folder: Path, name: str) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.startswith(f".{name}.") and p.name.endswith(".tmp")]
+
+
+async def test_a_server_killed_while_writing_a_big_note_leaves_the_old_note_and_serves_no_temporary_file(
+    tmp_path: Path, fault_figures: FaultFigures
+) -> None:
+    workspace = tmp_path / "ws"
+    vault = workspace / "vault"
+    vault.mkdir(parents=True)
+    old = "# Big\n\nThe earlier text of the big note.\n"
+    (vault / "big.md").write_text(old, encoding="utf-8")
+    new_body = "The new text. " + "lorem ipsum dolor sit amet " * 600_000  # about 16 MB
+    size = 48 * 1024 * 1024
+    replica = serve("vault", workspace, VAULT_PATH=str(vault), VAULT_MAX_NOTE_BYTES=str(size))
+    try:
+        killed = await killed_during(
+            replica,
+            "write_note",
+            {"path": "big.md", "body": new_body, "overwrite": True},
+            lambda: bool(temporary(vault, "big.md")),
+        )
+    finally:
+        replica.stop()
+    assert killed
+    left = temporary(vault, "big.md")
+    text = (vault / "big.md").read_text(encoding="utf-8")
+    assert text == old or text.endswith(new_body + "\n") or text.endswith(new_body), text[:200]
+    restarted = serve("vault", workspace, VAULT_PATH=str(vault), VAULT_MAX_NOTE_BYTES=str(size))
+    try:
+        with anyio.fail_after(60):
+            listed = await call(restarted, "list_notes", {})
+            read = await call(restarted, "read_note", {"path": "big.md"})
+    finally:
+        restarted.stop()
+    assert not listed.is_error and not read.is_error
+    assert [n["path"] for n in listed.structured_content["notes"]] == ["big.md"]
+    assert read.structured_content["body"] in (old, text)
+    fault_figures.record("note after the kill", "old" if text == old else "new")
+    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+    fault_figures.record("notes served after restart", len(listed.structured_content["notes"]))
+
+
+def big_workbook(path: Path, rows: int) -> None:
+    """A workbook of `rows` rows of text and numbers, A1 holding "old"."""
+    import openpyxl
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("Data")
+    sheet.append(["old", "amount", "note"])
+    for i in range(rows):
+        sheet.append([f"item {i}", i * 1.5, f"remark number {i} about the quarterly figures"])
+    book.save(path)
+
+
+async def test_a_server_killed_while_writing_a_big_workbook_leaves_a_workbook_that_opens(
+    tmp_path: Path, fault_figures: FaultFigures
+) -> None:
+    import openpyxl
+
+    workspace = tmp_path / "ws"
+    folder = workspace / "sheets"
+    folder.mkdir(parents=True)
+    big_workbook(folder / "book.xlsx", 40_000)
+    replica = serve("sheets", workspace, SHEETS_PATH=str(folder))
+    try:
+        killed = await killed_during(
+            replica,
+            "update_values",
+            {"spreadsheet_id": "book.xlsx", "range": "Data!A1", "values": [["new"]]},
+            lambda: bool(temporary(folder, "book.xlsx")),
+        )
+    finally:
+        replica.stop()
+    assert killed
+    left = temporary(folder, "book.xlsx")
+    with zipfile.ZipFile(folder / "book.xlsx") as package:
+        assert package.testzip() is None  # every part whole
+    book = openpyxl.load_workbook(folder / "book.xlsx", read_only=True)
+    [[first]] = book["Data"].iter_rows(max_row=1, max_col=1, values_only=True)
+    book.close()
+    assert first in ("old", "new")
+    restarted = serve("sheets", workspace, SHEETS_PATH=str(folder))
+    try:
+        with anyio.fail_after(60):
+            listed = await call(restarted, "list_spreadsheets", {})
+            read = await call(
+                restarted, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Data!A1:A1", "Data!A40001"]}
+            )
+    finally:
+        restarted.stop()
+    assert not listed.is_error and not read.is_error, (listed.content, read.content)
+    assert [s["id"] for s in listed.structured_content["spreadsheets"]] == ["book.xlsx"]
+    assert read.structured_content["ranges"][0]["values"] == [[first]]
+    assert read.structured_content["ranges"][1]["values"] == [["item 39999"]]
+    fault_figures.record("workbook after the kill", f"opens, A1 {first!r} ({'old' if first == 'old' else 'new'})")
+    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+
+
+def indexed_notes(workspace: Path) -> int:
+    """Notes the vault's index holds so far (0 before its database exists), read as another
+    process would."""
+    found = list((workspace / ".deskmcp" / "index").glob("vault*.sqlite3"))
+    if not found:
+        return 0
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{found[0]}?mode=ro", uri=True, timeout=1)) as conn:
+            return int(conn.execute("SELECT count(*) FROM docs").fetchone()[0])
+    except sqlite3.Error:  # created but not yet holding its tables
+        return 0
+
+
+async def test_a_server_killed_during_its_first_index_completes_it_on_the_next_start(
+    tmp_path: Path, fault_figures: FaultFigures
+) -> None:
+    workspace = tmp_path / "ws"
+    vault = workspace / "vault"
+    total = 6000
+    for i in range(total):
+        folder = vault / f"area-{i % 20}"
+        folder.mkdir(parents=True, exist_ok=True)
+        words = " ".join(f"word{(i * 7 + j) % 5000}" for j in range(150))
+        (folder / f"note-{i}.md").write_text(f"# Note {i}\n\nmarker{i} {words}\n", encoding="utf-8")
+    replica = serve("vault", workspace, VAULT_PATH=str(vault))
+    at_kill = 0
+
+    def part_indexed() -> bool:
+        nonlocal at_kill
+        at_kill = indexed_notes(workspace)
+        return at_kill > 0
+
+    try:
+        with anyio.fail_after(120):
+            killed = await anyio.to_thread.run_sync(kill_when, replica, part_indexed)
+    finally:
+        replica.stop()
+    assert killed
+    assert 0 < at_kill < total
+    started = time.monotonic()
+    restarted = serve("vault", workspace, VAULT_PATH=str(vault))
+    try:
+        with anyio.fail_after(180):
+            # Each answer says whether the index is still being built (`indexing`).
+            listed = await call(restarted, "list_notes", {"limit": 1})
+            assert not listed.is_error, listed.content
+            while listed.structured_content["indexing"] is not None:
+                listed = await call(restarted, "list_notes", {"limit": 1})
+            completed = time.monotonic() - started
+            first = await call(restarted, "search_notes", {"query": "marker0"})
+            last = await call(restarted, "search_notes", {"query": f"marker{total - 1}"})
+    finally:
+        restarted.stop()
+    assert [n["path"] for n in first.structured_content["notes"]] == ["area-0/note-0.md"]
+    assert [n["path"] for n in last.structured_content["notes"]] == [f"area-{(total - 1) % 20}/note-{total - 1}.md"]
+    assert listed.structured_content["total"] == total
+    [database] = (workspace / ".deskmcp" / "index").glob("vault*.sqlite3")
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT count(*) FROM docs").fetchone()[0] == total
+    fault_figures.record("notes indexed when killed", f"{at_kill} of {total}")
+    fault_figures.record("next start to a complete index", round(completed, 2), "s")
+    fault_figures.record("index after the next start", "integrity ok, every note found")
