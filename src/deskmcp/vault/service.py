@@ -23,7 +23,7 @@ import orjson
 
 from deskmcp.core import frontmatter
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.files import atomic_write_bytes, failure_text
 from deskmcp.core.pagination import decode_cursor, page, query_key
 from deskmcp.core.paths import relative_posix, shown_path
 from deskmcp.core.protected_folders import protected_denied, protected_folder
@@ -471,7 +471,7 @@ class VaultService:
         except PermissionError as exc:
             raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
         except OSError as exc:
-            raise IOFailure(f"{rel} could not be written: {exc.strerror}.", {"path": rel}) from exc
+            raise IOFailure(f"{rel} could not be written: {failure_text(exc)}.", {"path": rel}) from exc
 
     # -- finding ---------------------------------------------------------------------------
 

@@ -180,8 +180,16 @@ class TextIndex:
             try:
                 self.commit()
                 self._settle()
+            except (ValueError, OSError) as exc:  # a full disk: the next open finds the stamp behind and rebuilds
+                log.warning("text index %s: commit on close failed (%s)", self.folder, exc)
             finally:
                 self._release()
+
+    def discard(self) -> None:
+        """Drop the queued writes and the writer after a commit failed (a full disk): the stamp
+        stays behind the records', so the index is rebuilt from them."""
+        with self._lock:
+            self._release()
 
     def _release(self) -> None:
         """Drop the writer (and with it the lock other processes wait for); queued writes are lost."""
