@@ -267,6 +267,8 @@ class Figures:
     examples: dict[str, str] = field(default_factory=dict)
     server_log: dict[str, list[str]] = field(default_factory=dict)
     trend: list[tuple[float, dict[str, tuple[float, int]]]] = field(default_factory=list)
+    in_window: int = 0
+    """Clients whose session was still open when the window opened."""
     """Per replica: the tracebacks and warnings its log holds (the last lines of each)."""
     seconds: float = 0.0
     own_cpu: float = 0.0
@@ -391,6 +393,7 @@ async def drive(
                         await call(tool, plan.arguments(tool), True)
                 step("ready", ready)
                 await go.wait()
+                figures.in_window += 1
                 while time.monotonic() < window["end"]:
                     tool = plan.rng.choices(tools, weights)[0]
                     began = time.perf_counter()
@@ -399,7 +402,8 @@ async def drive(
                 step("finished", finished)
                 await release.wait()
         except Exception as exc:  # a session that could not open or broke: counted, the others go on
-            figures.error("session", type(exc).__name__, (refused or [repr(exc)])[-1])
+            where = "session" if steps["ready"] else "warm-up session"
+            figures.error(where, type(exc).__name__, (refused or [repr(exc)])[-1])
         finally:
             step("ready", ready)
             step("finished", finished)
@@ -555,7 +559,10 @@ def report(title: str, figures: Figures, shape: dict[str, int], args: argparse.N
     errors = sum(n for kind, n in figures.errors.items() if not kind.startswith("warm-up "))
     rate = figures.calls / figures.seconds if figures.seconds else 0.0
     warming = sum(figures.errors.values()) - errors
-    print(f"calls {figures.calls}, {rate:.1f} calls/s, errors {errors} (and {warming} during the warm-up)")
+    print(
+        f"{figures.in_window} of {shape['clients']} clients in the window; calls {figures.calls}, {rate:.1f} calls/s, "
+        f"errors {errors} (and {warming} during the warm-up)"
+    )
     print(f"{'tool':<26} {'calls':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for tool in sorted(figures.latencies):
         values = figures.latencies[tool]
