@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+import anyio.to_thread
 import orjson
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -480,6 +481,7 @@ class UserDispatcher:
         which ends the streams; the client reconnects and the user's servers are built again)."""
         self._users: OrderedDict[str, _Live] = OrderedDict()
         self._lock = anyio.Lock()
+        self._builds = anyio.CapacityLimiter(1)
         self._tasks: anyio.abc.TaskGroup | None = None
 
     @property
@@ -525,20 +527,40 @@ class UserDispatcher:
             raise RuntimeError("UserDispatcher.run() is not running")
         async with self._lock:
             user = self._users.get(principal.key)
+            new = user is None
             if user is None:
-                # Building reads the user's settings and registers the servers: no index is opened yet.
-                app, lifespan = self.build(principal)
-                user = _Live(principal.key, app)
+                user = _Live(principal.key, _unbuilt)
                 self._users[principal.key] = user
-                self._tasks.start_soon(self._serve, user, lifespan)
             self._users.move_to_end(principal.key)
             user.busy += busy
             self._evict()
+        if new:
+            await self._build(user, principal)
         await user.ready.wait()
         if user.failed is not None:
             user.busy -= busy
             raise user.failed
         return user
+
+    async def _build(self, user: _Live, principal: Principal) -> None:
+        """Build `user`'s app in a worker thread, one user at a time: reading their settings and
+        registering their servers takes a good part of a second, during which this process's
+        event loop goes on answering everyone else (and the proxy's health checks, which would
+        otherwise find a replica that a crowd of new users keeps busy dead). No index is opened yet."""
+        assert self._tasks is not None
+        try:
+            app, lifespan = await anyio.to_thread.run_sync(self.build, principal, limiter=self._builds)
+        except Exception as exc:  # the requests waiting for this user report it
+            if not isinstance(exc, DeskError):  # a user's own settings mistake is theirs to read
+                log.exception("the servers of user %s could not be built", user.key)
+            user.failed = exc
+            if self._users.get(user.key) is user:
+                del self._users[user.key]
+            user.ready.set()
+            user.stopped.set()
+            return
+        user.app = app
+        self._tasks.start_soon(self._serve, user, lifespan)
 
     def _evict(self) -> None:
         """Close the least recently used idle users beyond `live` (busy ones are kept until idle)."""
@@ -563,6 +585,11 @@ class UserDispatcher:
         finally:
             user.ready.set()
             user.stopped.set()
+
+
+async def _unbuilt(scope: Scope, receive: Receive, send: Send) -> None:
+    """The app of a user whose own is still being built (never called: requests wait until it is)."""
+    raise RuntimeError("a user's app was called before it was built")
 
 
 def _error(exc: DeskError) -> Response:

@@ -382,6 +382,7 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
 
     monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
     monkeypatch.setattr(textindex, "LOCK_WAIT", 0.3)
+    monkeypatch.setattr(textindex, "WANTED_FRESH", 0.0)  # the holder does not hear the waiter
     path = tmp_path / "s.sqlite3"
     first = SearchIndex(path, SCHEMA)
     first.apply([rec("a", "one", "bulk")])
@@ -392,6 +393,29 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
     first.settle()
     second.apply([rec("b", "two", "bulk")])
     assert {h.key for h in second.search("bulk")} == {"a", "b"}
+    second.close()
+    first.close()
+
+
+def test_a_writer_another_index_waits_for_is_let_go_at_once_rather_than_after_the_idle_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import deskmcp.core.textindex as textindex
+
+    # Two replicas serving one user's index: the one holding the writer would keep it until its
+    # writes pause (here never), and the other's write would give up after LOCK_WAIT.
+    monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
+    monkeypatch.setattr(textindex, "LOCK_WAIT", 5.0)
+    path = tmp_path / "w.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.apply([rec("a", "one", "steady")])
+    second = SearchIndex(path, SCHEMA)
+
+    second.apply([rec("b", "two", "steady")])
+    first.apply([rec("c", "three", "steady")])  # and back: the second lets go in turn
+
+    assert {h.key for h in first.search("steady")} == {"a", "b", "c"}
+    assert {h.key for h in second.search("steady")} == {"a", "b", "c"}
     second.close()
     first.close()
 
