@@ -147,6 +147,24 @@ def test_a_schema_change_rebuilds_the_index(tmp_path: Path):
     idx.close()
 
 
+def test_tables_another_process_made_first_are_kept(tmp_path: Path):
+    # Two replicas opening the same new index: both see no schema, one makes the tables, and the
+    # other reaches its write transaction after. It decides there, finds the schema made, and
+    # keeps it (it used to act on its earlier look: drop what it had seen, then fail on
+    # `CREATE TABLE meta` or drop the first one's records).
+    path = tmp_path / "p.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.sync([rec("a", "kept", "")])
+    late = sqlite3.connect(path, isolation_level=None)
+    try:
+        first._create(late, f"{SCHEMA.name}:{SCHEMA.version}:{index_module.STORAGE}")
+    finally:
+        late.close()
+    assert [h.key for h in first.search("kept")] == ["a"]
+    assert first.count() == 1
+    first.close()
+
+
 def test_a_corrupt_index_file_is_moved_aside_and_rebuilt(tmp_path: Path):
     path = tmp_path / "p.sqlite3"
     path.write_bytes(b"this is not a database" * 100)

@@ -190,17 +190,25 @@ class SearchIndex:
                     self._ensure_indexes(self._writer)
 
     def _create(self, conn: sqlite3.Connection, schema_id: str) -> None:
+        """Make the tables of `schema_id`, dropping what an older schema left. Decided inside the
+        write transaction: another process (a second replica opening the same new index) that
+        made them first is found here, and its tables are kept."""
         s = self.schema
         extra = "".join(f", {name} {sqltype}" for name, sqltype in s.columns)
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-                " AND name NOT LIKE 'fts_%'"
-            )
-        ]
         conn.execute("BEGIN IMMEDIATE")
         try:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                    " AND name NOT LIKE 'fts_%'"
+                )
+            ]
+            if "meta" in tables:
+                made = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if made is not None and made[0] == schema_id:
+                    conn.execute("COMMIT")
+                    return
             conn.execute("PRAGMA defer_foreign_keys=ON")
             for table in tables:
                 conn.execute(f'DROP TABLE IF EXISTS "{table}"')

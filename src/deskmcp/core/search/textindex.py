@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.files import private_files, private_folder
+from deskmcp.core.files import PRIVATE_FILE, private_files, private_folder
 from deskmcp.core.search import snippets
 from deskmcp.core.search.terms import MAX_TOKEN_BYTES, nfc, split_terms
 
