@@ -512,11 +512,7 @@ async def test_insert_rows_through_openpyxl_moves_names_formats_validations_filt
 
 @pytest.mark.parametrize(
     ("tool", "args"),
-    [
-        ("rename_sheet", {"sheet": "Summary", "title": "Totals"}),
-        ("duplicate_sheet", {"sheet": "Data", "title": "Copy"}),
-        ("delete_sheet", {"sheet": "Summary"}),
-    ],
+    [("duplicate_sheet", {"sheet": "Data", "title": "Copy"})],
 )
 async def test_sheet_tools_that_need_a_whole_save_are_refused_naming_what_it_would_delete(
     root: Path, connect: Connect, tool: str, args: dict[str, str]

@@ -21,6 +21,7 @@ import html
 import posixpath
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from deskmcp.core.errors import BadRequest
@@ -39,12 +40,15 @@ WORKSHEET_CONTENT = "application/vnd.openxmlformats-officedocument.spreadsheetml
 @dataclass
 class StructureEdit:
     """A change of a workbook's structure: `kind` is `add_sheet` (a new empty sheet titled
-    `sheet`), `insert_rows` (`count` empty rows before row `at` of `sheet`) or `delete_rows`."""
+    `sheet`), `insert_rows` (`count` empty rows before row `at` of `sheet`), `delete_rows`,
+    `rename_sheet` (to `title`) or `delete_sheet` (those two made by `sheet_edit`)."""
 
     kind: str
     sheet: str
     at: int = 0
     count: int = 0
+    title: str = ""
+    """`rename_sheet`: the sheet's new title (`delete_sheet` takes none)."""
     report: list[str] = field(default_factory=list)
     """Filled with the formulas the save left without a value."""
 
@@ -96,6 +100,54 @@ def related(zf: zipfile.ZipFile, part: str) -> list[tuple[str, str, str]]:
     return found
 
 
+def titles_in_app(zf: zipfile.ZipFile, out: Parts, change: Callable[[list[str]], list[str]]) -> None:
+    """`docProps/app.xml`'s list of worksheet titles (`TitlesOfParts`, counted in `HeadingPairs`)
+    replaced by `change(titles)`, when the part lists them the way Excel writes it."""
+    name = "docProps/app.xml"
+    if name not in zf.namelist():
+        return
+    existing = out.get(name)
+    text = existing.decode("utf-8") if existing is not None else _text(zf, name)
+    pairs = re.search(r"<HeadingPairs>\s*<vt:vector\b[^>]*>(.*?)</vt:vector>\s*</HeadingPairs>", text, re.S)
+    titles = re.search(
+        r"(<TitlesOfParts>\s*<vt:vector\b[^>]*?size=\")([0-9]+)(\"[^>]*>)(.*?)(</vt:vector>)", text, re.S
+    )
+    if pairs is None or titles is None:
+        return
+    variants = re.findall(r"<vt:variant>(.*?)</vt:variant>", pairs.group(1), re.S)
+    labels = [re.search(r"<vt:lpstr>(.*?)</vt:lpstr>", v, re.S) for v in variants[0::2]]
+    counts = [re.search(r"<vt:i4>([0-9]+)</vt:i4>", v) for v in variants[1::2]]
+    if any(x is None for x in labels) or any(x is None for x in counts) or len(labels) != len(counts):
+        return
+    entries = re.findall(r"<vt:lpstr>(.*?)</vt:lpstr>", titles.group(4), re.S)
+    start = 0
+    for label, count in zip(labels, counts, strict=True):
+        assert label is not None and count is not None
+        n = int(count.group(1))
+        if label.group(1) in ("Worksheets", "Arbeitsblätter", "Feuilles de calcul"):
+            sheets = [html.unescape(e) for e in entries[start : start + n]]
+            new = change(sheets)
+            entries[start : start + n] = [_escape(t) for t in new]
+            count_new = len(new)
+            pairs_text = pairs.group(0)
+            i4 = list(re.finditer(r"<vt:i4>([0-9]+)</vt:i4>", pairs_text))[counts.index(count)]
+            pairs_text = pairs_text[: i4.start(1)] + str(count_new) + pairs_text[i4.end(1) :]
+            body = "".join(f"<vt:lpstr>{e}</vt:lpstr>" for e in entries)
+            text = (
+                text[: titles.start()]
+                + titles.group(1)
+                + str(len(entries))
+                + titles.group(3)
+                + body
+                + titles.group(5)
+                + text[titles.end() :]
+            )
+            text = text.replace(pairs.group(0), pairs_text, 1)
+            out[name] = text.encode("utf-8")
+            return
+        start += n
+
+
 # -- adding a sheet ---------------------------------------------------------------------------------
 
 _EMPTY_SHEET = (
@@ -145,12 +197,14 @@ def _add_sheet(zf: zipfile.ZipFile, title: str) -> Parts:
     if "</Types>" not in types:
         raise Fallback("[Content_Types].xml in an unexpected form")
     types = types.replace("</Types>", f'<Override PartName="/{part}" ContentType="{WORKSHEET_CONTENT}"/></Types>', 1)
-    return {
+    out: Parts = {
         "xl/workbook.xml": workbook.encode("utf-8"),
         rels_part: rels.encode("utf-8"),
         "[Content_Types].xml": types.encode("utf-8"),
         part: _EMPTY_SHEET.encode("utf-8"),
     }
+    titles_in_app(zf, out, lambda titles: [*titles, title])
+    return out
 
 
 # -- moving rows ------------------------------------------------------------------------------------
