@@ -510,22 +510,6 @@ async def test_insert_rows_through_openpyxl_moves_names_formats_validations_filt
     assert ws.print_area == "'Data'!$A$3:$B$8"
 
 
-@pytest.mark.parametrize(
-    ("tool", "args"),
-    [("duplicate_sheet", {"sheet": "Data", "title": "Copy"})],
-)
-async def test_sheet_tools_that_need_a_whole_save_are_refused_naming_what_it_would_delete(
-    root: Path, connect: Connect, tool: str, args: dict[str, str]
-) -> None:
-    path = rich_workbook(root / "rich.xlsx")
-    before = path.read_bytes()
-    async with connect() as c:
-        err = await fail(c, tool, {**SID, **args})
-    assert err["error"] == "bad_request"
-    assert "charts" in err["message"] and "Nothing was written" in err["message"]
-    assert path.read_bytes() == before
-
-
 async def test_insert_rows_pushing_a_cell_past_the_last_row_is_refused_and_leaves_the_file(
     root: Path, connect: Connect
 ) -> None:

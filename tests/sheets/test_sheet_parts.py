@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,52 @@ async def test_add_sheet_lists_the_new_sheet_in_app_properties(root: Path, conne
     assert "<vt:lpstr>Notes</vt:lpstr><vt:lpstr>Data!Print_Area" in app
     with zipfile.ZipFile(path) as zf:
         assert len([n for n in zf.namelist() if n.startswith("xl/worksheets/sheet")]) == 3
+
+
+async def test_duplicate_sheet_copies_the_chart_and_notes_under_fresh_names_and_refuses_a_table(
+    root: Path, connect: Connect, tmp_path: Path
+) -> None:
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.comments import Comment
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Data"
+    for row in [["Item", "Amount"], ["a", 10], ["b", 20], ["c", 30], ["total", "=SUM(B2:B4)"]]:
+        ws.append(row)
+    chart = BarChart()
+    chart.add_data(Reference(ws, min_col=2, min_row=1, max_row=4), titles_from_data=True)
+    ws.add_chart(chart, "D2")
+    ws["B3"].comment = Comment("check", "me")
+    ws.print_area = "A1:B5"
+    wb.save(root / "c.xlsx")
+    path = root / "c.xlsx"
+    sid = {"spreadsheet_id": "c.xlsx"}
+    before = parts(path)
+    async with connect() as c:
+        await call(c, "duplicate_sheet", {**sid, "sheet": "Data", "title": "Copy"})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Copy!A1:B5"], "notes": True})
+    assert shown["ranges"][0]["values"][4] == ["total", 60]
+    assert shown["ranges"][0]["notes"] == {"B3": "check"} or shown["ranges"][0]["notes"]["B3"].endswith("check")
+    after = parts(path)
+    assert all(after[n] == before[n] for n in before if n.startswith(("xl/charts/", "xl/drawings/", "xl/comments")))
+    added = set(after) - set(before)
+    assert {"xl/charts/chart2.xml", "xl/drawings/drawing2.xml", "xl/worksheets/sheet2.xml"} <= added
+    assert "<f>Copy!$B$2:$B$4</f>" in after["xl/charts/chart2.xml"].decode("utf-8")  # the copy charts the copy
+    assert "<f>Copy!" not in after["xl/charts/chart1.xml"].decode("utf-8")
+    types = after["[Content_Types].xml"].decode("utf-8")
+    assert 'PartName="/xl/charts/chart2.xml"' in types and 'PartName="/xl/drawings/drawing2.xml"' in types
+    assert_well_formed(path)
+    from openpyxl import load_workbook
+
+    assert load_workbook(path).sheetnames == ["Data", "Copy"]
+    lines = await libreoffice_csv(path, tmp_path)
+    assert lines[4].startswith("total,60")
+
+    rich = rich_workbook(root / "rich.xlsx")
+    kept = rich.read_bytes()
+    async with connect() as c:
+        err = await fail(c, "duplicate_sheet", {**SID, "sheet": "Data", "title": "Copy"})
+    assert err["error"] == "bad_request" and "table" in err["message"] and "Nothing was written" in err["message"]
+    assert rich.read_bytes() == kept

@@ -300,8 +300,9 @@ class LocalBackend:
             copy: Any = book.wb.copy_worksheet(ws)
             copy.title = check_title(title, book.wb.sheetnames[:-1])
 
-        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
-        return self._sheet_info(spreadsheet_id, title), flagged
+        structure = StructureEdit("duplicate_sheet", sheet, title=title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)
+        return self._sheet_info(spreadsheet_id, structure.title.strip() or title), flagged
 
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         def change(book: Book) -> None:

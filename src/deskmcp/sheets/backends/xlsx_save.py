@@ -224,7 +224,7 @@ class WorkbookWriter:
         openpyxl (nothing written). `expect`: the version of the file read."""
         from deskmcp.sheets.xlsx.patch import PackageBook
         from deskmcp.sheets.xlsx.patch_sheets import Fallback
-        from deskmcp.sheets.xlsx.sheet_edit import delete_sheet, rename_sheet
+        from deskmcp.sheets.xlsx.sheet_edit import delete_sheet, duplicate_sheet, rename_sheet
         from deskmcp.sheets.xlsx.structure import restructure
 
         self.reader.verify(path)
@@ -240,6 +240,9 @@ class WorkbookWriter:
                 if edit.kind == "rename_sheet":
                     edit.title = check_title(edit.title, [p.name for p in sheet_parts(zf) if p.name != edit.sheet])
                     parts = rename_sheet(zf, where, edit.sheet, edit.title)
+                elif edit.kind == "duplicate_sheet":
+                    edit.title = check_title(edit.title, [p.name for p in sheet_parts(zf)])
+                    parts = duplicate_sheet(zf, where, edit.sheet, edit.title)
                 elif edit.kind == "delete_sheet":
                     try:
                         parts = delete_sheet(zf, where, edit.sheet)

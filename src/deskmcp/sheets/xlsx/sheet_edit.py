@@ -1,4 +1,4 @@
-"""Sheets renamed and deleted in an .xlsx package in place, whatever else the workbook holds.
+"""Sheets renamed, copied and deleted in an .xlsx package in place, whatever else the workbook holds.
 
 A rename rewrites, as text, every reference naming the sheet: formulas of every sheet (and in
 conditional formats, validations and the sheets' extensions), hyperlink locations, defined names,
@@ -8,7 +8,10 @@ formula of another sheet, a defined name, a chart on another sheet, a pivot cach
 table of it used by name); otherwise it removes the sheet's part and every part only it used (its
 drawing, charts and pictures, notes, tables, pivot tables), their content types and
 relationships, its local defined names (the others' sheet indexes moved down) and the calculation
-chain (Excel builds it again). Every other part is copied unchanged.
+chain (Excel builds it again). A copy takes the sheet's part and, under fresh names, its drawing,
+charts (their series moved to the copy), notes and printer settings; it refuses a part whose name
+must stay unique (a table, a pivot table) or that it does not know. Every other part is copied
+unchanged.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from deskmcp.core.errors import BadRequest
 from deskmcp.sheets.a1 import quote_sheet
 from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, PackageMap, read_part
 from deskmcp.sheets.xlsx.patch_sheets import Fallback
-from deskmcp.sheets.xlsx.structure import Parts, rels_of, titles_in_app
+from deskmcp.sheets.xlsx.structure import REL_NS, Parts, rels_of, titles_in_app
 
 _SHEET_PREFIX = re.compile(r"""(?P<string>"(?:[^"]|"")*")|(?<![\w.'$\]])(?P<sheet>'(?:[^']|'')+'|[^\W\d][\w.]*)!""")
 _FORMULA_TEXT = re.compile(
@@ -279,4 +282,136 @@ def delete_sheet(zf: zipfile.ZipFile, where: PackageMap, title: str) -> Parts:
         types = re.sub(r"<Override\b[^>]*?PartName=\"/" + re.escape(n) + r"\"[^>]*/>", "", types)
     out["[Content_Types].xml"] = types.encode("utf-8")
     titles_in_app(zf, out, lambda titles: [t for t in titles if t != title])
+    return out
+
+
+# -- duplicating a sheet ------------------------------------------------------------------------------
+
+_COPIED = {"drawing", "chart", "comments", "vmlDrawing", "printerSettings", "chartStyle", "chartColorStyle"}
+"""Relationship types whose parts a duplicate copies under fresh names (pictures are shared)."""
+_SHARED = {"image", "hyperlink"}
+
+
+class _Copier:
+    """The parts a duplicate adds: each part the sheet uses copied under a fresh name, recursively."""
+
+    def __init__(self, zf: zipfile.ZipFile, old: str, new: str) -> None:
+        self.zf = zf
+        self.names = set(zf.namelist())
+        self.old = old
+        self.new = new
+        self.out: Parts = {}
+        self.types = _text(zf, "[Content_Types].xml")
+
+    def fresh(self, part: str) -> str:
+        folder, name = posixpath.split(part)
+        m = re.fullmatch(r"(.*?)([0-9]*)(\.\w+)", name)
+        stem, ext = (m.group(1), m.group(3)) if m else (name, "")
+        n = 1
+        while (candidate := posixpath.join(folder, f"{stem}{n}{ext}")) in self.names or candidate in self.out:
+            n += 1
+        return candidate
+
+    def copy(self, part: str, kind: str) -> str:
+        target = self.fresh(part)
+        self.out[target] = b""  # (reserved before its own parts are named)
+        data = read_part(self.zf, part, MAX_CELLS_PART_BYTES)
+        if kind == "chart":
+            text = data.decode("utf-8")
+            data = _rewrite_formulas(text, lambda f: renamed(f, self.old, self.new)).encode("utf-8")
+        elif kind == "worksheet":
+            data = re.sub(rb'(<sheetView\b[^>]*?)\s+tabSelected="(?:1|true)"', rb"\1", data, count=1)
+        self.out[target] = data
+        override = re.search(
+            r"<Override\b[^>]*?PartName=\"/" + re.escape(part) + r"\"[^>]*?ContentType=\"([^\"]*)\"", self.types
+        )
+        if override is not None:
+            element = f'<Override PartName="/{target}" ContentType="{override.group(1)}"/>'
+            self.types = self.types.replace("</Types>", element + "</Types>", 1)
+        rels = rels_of(part)
+        if rels in self.names:
+            text = _text(self.zf, rels)
+
+            def retarget(m: re.Match[str]) -> str:
+                attrs = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+                kind_of = attrs.get("Type", "").rsplit("/", 1)[-1]
+                if attrs.get("TargetMode") == "External" or kind_of in _SHARED:
+                    return m.group(0)
+                if kind_of not in _COPIED:
+                    raise BadRequest(
+                        f"Sheet {self.old!r} uses {html.unescape(attrs.get('Target', ''))} ({kind_of}), which cannot "
+                        "be copied safely (its name is unique in the workbook, or deskmcp does not know it). "
+                        "Nothing was written: duplicate the sheet in Excel or LibreOffice.",
+                        {"sheet": self.old, "part": attrs.get("Target", ""), "kind": kind_of},
+                    )
+                written = html.unescape(attrs["Target"])
+                source = (
+                    written.lstrip("/")
+                    if written.startswith("/")
+                    else posixpath.normpath(posixpath.join(posixpath.dirname(part), written))
+                )
+                copied = self.copy(source, kind_of)
+                relative = posixpath.relpath(copied, posixpath.dirname(target))
+                return m.group(0).replace(f'Target="{attrs["Target"]}"', f'Target="{html.escape(relative)}"')
+
+            self.out[rels_of(target)] = re.sub(r"<(?:\w+:)?Relationship\b([^>]*)/?>", retarget, text).encode("utf-8")
+        return target
+
+
+def duplicate_sheet(zf: zipfile.ZipFile, where: PackageMap, title: str, new: str) -> Parts:
+    """The parts a copy of sheet `title` named `new` adds or changes (placed last); `BadRequest`
+    naming a part of the sheet that cannot be copied safely (a table, a pivot table...)."""
+    part = where.sheets.get(title)
+    if part is None:
+        raise KeyError(title)
+    copier = _Copier(zf, title, new)
+    target = copier.copy(part, "worksheet")
+    out = copier.out
+    workbook = _text(zf, "xl/workbook.xml")
+    elements = _sheet_elements(workbook)
+    index = next(i for i, m in enumerate(elements) if _attr(m.group(0), "name") == title)
+    rels = _text(zf, "xl/_rels/workbook.xml.rels")
+    taken = {int(x) for x in re.findall(r'\sId="rId([0-9]+)"', rels)}
+    rid = f"rId{max(taken, default=0) + 1}"
+    rels = rels.replace(
+        "</Relationships>",
+        f'<Relationship Id="{rid}" Type="{REL_NS}/worksheet" Target="{posixpath.relpath(target, "xl")}"/>'
+        "</Relationships>",
+        1,
+    )
+    source = elements[index].group(0)
+    prefix = re.match(r"<((?:\w+:)?)sheet\b", source)
+    rel_attr = re.search(r"\s(\w+):id=\"", source)
+    if prefix is None or rel_attr is None:
+        raise Fallback("the sheets of workbook.xml name no relationship")
+    ids = [int(x) for x in re.findall(r'\ssheetId="([0-9]+)"', workbook)]
+    element = (
+        f'<{prefix.group(1)}sheet xmlns:{rel_attr.group(1)}="{REL_NS}" name="{html.escape(new)}" '
+        f'sheetId="{max([0, *ids]) + 1}" '
+        f'{rel_attr.group(1)}:id="{rid}"/>'
+    )
+    last = elements[-1]
+    workbook = workbook[: last.end()] + element + workbook[last.end() :]
+    new_index = len(elements)
+
+    def local_copies(m: re.Match[str]) -> str:
+        local = _attr(m.group(2), "localSheetId")
+        if local != str(index):
+            return m.group(0)
+        attrs = re.sub(r'(\slocalSheetId=")[0-9]+(")', lambda a: a.group(1) + str(new_index) + a.group(2), m.group(2))
+        text = _escape(renamed(html.unescape(m.group(3)), title, new))
+        return m.group(0) + f"<{m.group(1)}definedName{attrs}>{text}</{m.group(1)}definedName>"
+
+    workbook = re.sub(r"<((?:\w+:)?)definedName\b([^>]*)>([^<]*)</\1definedName>", local_copies, workbook)
+    out["xl/workbook.xml"] = workbook.encode("utf-8")
+    out["xl/_rels/workbook.xml.rels"] = rels.encode("utf-8")
+    if f'PartName="/{target}"' not in copier.types:
+        copier.types = copier.types.replace(
+            "</Types>",
+            f'<Override PartName="/{target}" ContentType="application/vnd.openxmlformats-officedocument.'
+            'spreadsheetml.worksheet+xml"/></Types>',
+            1,
+        )
+    out["[Content_Types].xml"] = copier.types.encode("utf-8")
+    titles_in_app(zf, out, lambda titles: [*titles, new])
     return out

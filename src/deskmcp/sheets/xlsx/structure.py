@@ -41,14 +41,15 @@ WORKSHEET_CONTENT = "application/vnd.openxmlformats-officedocument.spreadsheetml
 class StructureEdit:
     """A change of a workbook's structure: `kind` is `add_sheet` (a new empty sheet titled
     `sheet`), `insert_rows` (`count` empty rows before row `at` of `sheet`), `delete_rows`,
-    `rename_sheet` (to `title`) or `delete_sheet` (those two made by `sheet_edit`)."""
+    `rename_sheet` (to `title`), `duplicate_sheet` (a copy titled `title`) or `delete_sheet` (those
+    three made by `sheet_edit`)."""
 
     kind: str
     sheet: str
     at: int = 0
     count: int = 0
     title: str = ""
-    """`rename_sheet`: the sheet's new title (`delete_sheet` takes none)."""
+    """`rename_sheet`: the sheet's new title; `duplicate_sheet`: the copy's (`delete_sheet` takes none)."""
     report: list[str] = field(default_factory=list)
     """Filled with the formulas the save left without a value."""
 
