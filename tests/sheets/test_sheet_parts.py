@@ -234,3 +234,28 @@ async def test_duplicate_sheet_copies_the_chart_and_notes_under_fresh_names_and_
         err = await fail(c, "duplicate_sheet", {**SID, "sheet": "Data", "title": "Copy"})
     assert err["error"] == "bad_request" and "table" in err["message"] and "Nothing was written" in err["message"]
     assert rich.read_bytes() == kept
+
+
+async def test_row_inserts_and_deletes_move_manual_page_breaks(root: Path, connect: Connect) -> None:
+    from openpyxl import Workbook, load_workbook
+    from openpyxl.worksheet.pagebreak import Break
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "S"
+    for i in range(1, 21):
+        ws.append([i])
+    ws.row_breaks.append(Break(id=5))  # between rows 5 and 6
+    ws.row_breaks.append(Break(id=12))
+    wb.save(root / "b.xlsx")
+    path = root / "b.xlsx"
+    sid = {"spreadsheet_id": "b.xlsx"}
+    async with connect() as c:
+        await call(c, "insert_rows", {**sid, "sheet": "S", "at": 3, "count": 2})
+        inserted = [b.id for b in load_workbook(path)["S"].row_breaks.brk]
+        await call(c, "delete_rows", {**sid, "sheet": "S", "at": 13, "count": 3})  # rows 13-15 held 11-13
+        deleted = [b.id for b in load_workbook(path)["S"].row_breaks.brk]
+    assert inserted == [7, 14]
+    assert deleted == [7, 12]  # the break above row 15 (gone) now stands above what follows, row 13
+    assert 'count="2" manualBreakCount="2"' in part_text(path, "xl/worksheets/sheet1.xml")
+    assert_well_formed(path)

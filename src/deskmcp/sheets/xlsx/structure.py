@@ -527,6 +527,7 @@ class RowMove(RowShift):
 
         tail = re.sub(r'(<hyperlink\b[^>]*?\sref=")([^"]*)("[^>]*?/>)', hyperlink, tail)
         tail = re.sub(r"<hyperlinks\b[^>]*>\s*</hyperlinks>", "", tail)
+        tail = self._row_breaks(tail)
 
         def area_attr(m: re.Match[str]) -> str:
             moved = self.areas(html.unescape(m.group(3)))
@@ -546,6 +547,34 @@ class RowMove(RowShift):
             lambda m: f"<{m.group(1)}>{self._kept_areas(m.group(2), m.group(1))}</{m.group(1)}>",
             tail,
         )
+
+    def _row_breaks(self, tail: str) -> str:
+        """Manual page breaks between rows (`<rowBreaks>`) moved with the rows: a break's `id` is the
+        last row above it (ECMA-376 18.3.1.14); one above deleted rows stays above what follows them."""
+        found = re.search(r"<rowBreaks\b[^>]*>(.*?)</rowBreaks>", tail, re.S)
+        if found is None:
+            return tail
+        kept: dict[int, str] = {}
+        for m in re.finditer(r"<brk\b[^>]*?/>", found.group(1)):
+            at = re.search(r'\sid="([0-9]+)"', m.group(0))
+            if at is None:
+                return tail
+            below = self.move(int(at.group(1)) + 1)  # the row the break stands above
+            if below is None:
+                below = self.at
+            if below > 1 and below - 1 not in kept:
+                kept[below - 1] = re.sub(
+                    r'(\sid=")[0-9]+(")', lambda a, r=below - 1: f"{a.group(1)}{r}{a.group(2)}", m.group(0)
+                )
+        if not kept:
+            return tail[: found.start()] + tail[found.end() :]
+        body = "".join(kept[r] for r in sorted(kept))
+        manual = sum(1 for b in kept.values() if re.search(r'\sman="(?:1|true)"', b))
+        head = re.match(r"<rowBreaks\b[^>]*>", found.group(0))
+        assert head is not None
+        start = re.sub(r'(\scount=")[0-9]+(")', lambda a: f"{a.group(1)}{len(kept)}{a.group(2)}", head.group(0))
+        start = re.sub(r'(\smanualBreakCount=")[0-9]+(")', lambda a: f"{a.group(1)}{manual}{a.group(2)}", start)
+        return tail[: found.start()] + start + body + "</rowBreaks>" + tail[found.end() :]
 
     def _kept_areas(self, text: str, what: str) -> str:
         moved = self.areas(text)
