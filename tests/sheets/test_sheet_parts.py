@@ -259,3 +259,33 @@ async def test_row_inserts_and_deletes_move_manual_page_breaks(root: Path, conne
     assert deleted == [7, 12]  # the break above row 15 (gone) now stands above what follows, row 13
     assert 'count="2" manualBreakCount="2"' in part_text(path, "xl/worksheets/sheet1.xml")
     assert_well_formed(path)
+
+
+async def test_delete_rows_deletes_the_notes_in_them_with_their_boxes(
+    root: Path, connect: Connect, tmp_path: Path
+) -> None:
+    path = rich_workbook(root / "rich.xlsx")
+    before = parts(path)
+    async with connect() as c:
+        await call(c, "delete_rows", {**SID, "sheet": "Data", "at": 3, "count": 1})  # B3 held the note
+        shown = await call(c, "read_values", {**SID, "ranges": ["Data!A1:D6"], "notes": True})
+        await call(c, "set_notes", {**SID, "sheet": "Data", "notes": {"C4": "again"}})
+        again = await call(c, "read_values", {**SID, "ranges": ["Data!A1:D6"], "notes": True})
+    assert shown["ranges"][0]["notes"] == {}
+    assert shown["ranges"][0]["values"][2][:2] == ["item4", 30]
+    assert again["ranges"][0]["notes"] == {"C4": "again"}
+    after = parts(path)
+    comments = next(n for n in before if n.startswith("xl/comments"))
+    vml = next(n for n in before if n.endswith(".vml"))
+    assert "check this" in before[comments].decode("utf-8") and "check this" not in parts_text(after, comments)
+    assert parts_text(after, vml).count('ObjectType="Note"') == 1  # the new note's box only
+    assert_well_formed(path)
+    from openpyxl import load_workbook
+
+    assert load_workbook(path)["Data"]["C4"].comment is not None
+    lines = await libreoffice_csv(path, tmp_path)
+    assert lines[2].startswith("item4,30")
+
+
+def parts_text(found: dict[str, bytes], name: str) -> str:
+    return found[name].decode("utf-8")

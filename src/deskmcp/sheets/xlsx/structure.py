@@ -11,7 +11,8 @@ pivot cache sources, chart series, comments and notes (and the drawing shapes sh
 the anchors of pictures and charts. Every other part is copied unchanged. Shared formulas of a
 sheet being changed are written out cell by cell (each cell's own text), so no cell is left reading
 through an anchor that moved differently. What cannot be moved safely (a deletion taking a table's
-header, a pivot table's cells or a note) raises `BadRequest` naming it; anything this code cannot
+header, a pivot table's cells or a threaded comment; notes in deleted rows are deleted with them)
+raises `BadRequest` naming it; anything this code cannot
 read exactly raises `Fallback`.
 """
 
@@ -684,7 +685,15 @@ class RowMove(RowShift):
             self.out[part] = new.encode("utf-8")
 
     def _comments(self, part: str, element: str) -> None:
-        text = _text(self.zf, part)
+        original = text = _text(self.zf, part)
+        if element == "comment":
+            # a note in a deleted row goes with the row, as in Excel (its box in the VML too: `_vml`)
+            def gone(m: re.Match[str]) -> str:
+                cell = re.search(r'\sref="([^"]*)"', m.group(0))
+                return "" if cell is not None and not self.areas(cell.group(1)) else m.group(0)
+
+            text = re.sub(r"<((?:\w+:)?comment)\b[^>]*?(?:/>|>.*?</\1>)", gone, text, flags=re.S)
+            text = re.sub(r"<((?:\w+:)?commentList)\b([^>]*)>\s*</\1>", r"<\1\2/>", text)
 
         def ref(m: re.Match[str]) -> str:
             moved = self.areas(m.group(2))
@@ -697,7 +706,7 @@ class RowMove(RowShift):
             return m.group(1) + moved + m.group(3)
 
         new = re.sub(r"(<(?:\w+:)?" + element + r'\b[^>]*?\sref=")([^"]*)(")', ref, text)
-        if new != text:
+        if new != original:
             self.out[part] = new.encode("utf-8")
 
     def _anchor_row(self, zero_based: int) -> int:
@@ -705,7 +714,15 @@ class RowMove(RowShift):
         return (moved if moved is not None else self.at) - 1
 
     def _vml(self, part: str) -> None:
-        text = _text(self.zf, part)
+        original = _text(self.zf, part)
+
+        def gone(m: re.Match[str]) -> str:
+            shape = m.group(0)
+            row = re.search(r"<(?:\w+:)?Row>\s*([0-9]+)\s*</(?:\w+:)?Row>", shape)
+            note = re.search(r'ObjectType="Note"', shape)
+            return "" if note and row is not None and self.move(int(row.group(1)) + 1) is None else shape
+
+        text = re.sub(r"<((?:\w+:)?shape)\b[^>]*>.*?</\1>", gone, original, flags=re.S)
         new = re.sub(
             r"<((?:\w+:)?Row)>\s*([0-9]+)\s*</\1>",
             lambda m: f"<{m.group(1)}>{self._anchor_row(int(m.group(2)))}</{m.group(1)}>",
@@ -721,7 +738,7 @@ class RowMove(RowShift):
             return f"<{m.group(1)}>{', '.join(values)}</{m.group(1)}>"
 
         new = re.sub(r"<((?:\w+:)?Anchor)>([^<]*)</\1>", anchor, new)
-        if new != text:
+        if new != original:
             self.out[part] = new.encode("utf-8")
 
     def _drawing(self, part: str) -> None:
