@@ -65,6 +65,34 @@ async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
     return (out / f"{path.stem}.csv").read_text(encoding="utf-8").splitlines()
 
 
+async def libreoffice_xlsx(source: Path, workdir: Path) -> Path:
+    """`source` opened and saved again as .xlsx by LibreOffice (its own writer), in `workdir`/lo;
+    the test is skipped where LibreOffice is not installed."""
+    import shutil
+
+    import anyio
+    import pytest
+
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        pytest.skip("LibreOffice (soffice) is not on PATH")
+    out = workdir / "lo"
+    command = [
+        soffice,
+        f"-env:UserInstallation={(workdir / 'profile-lo').as_uri()}",
+        "--headless",
+        "--norestore",
+        "--convert-to",
+        "xlsx:Calc MS Excel 2007 XML",
+        "--outdir",
+        str(out),
+        str(source),
+    ]
+    with anyio.fail_after(120):
+        await anyio.run_process(command, check=True)
+    return out / f"{source.stem}.xlsx"
+
+
 BUILTIN_FORMATS = {0: "General", 14: "mm-dd-yy", 22: "m/d/yy h:mm"}
 """The built-in number formats (ECMA-376 Part 1, 18.8.30) a date cell may name by id."""
 

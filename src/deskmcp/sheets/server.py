@@ -190,7 +190,7 @@ def register(server: DeskServer, service: SheetsService) -> None:
 
     @server.tool("rename_sheet", annotations=changes(destructive=False, idempotent=True), toolset="structure")
     def rename_sheet(spreadsheet_id: Id, sheet: Sheet, title: str) -> SheetResult:
-        """Rename a sheet; formulas referring to it follow."""
+        """Rename a sheet; formulas, names, charts and pivot tables referring to it follow."""
         return service.rename_sheet(spreadsheet_id, sheet, title)
 
     @server.tool("duplicate_sheet", annotations=changes(destructive=False, idempotent=False), toolset="structure")
@@ -200,7 +200,8 @@ def register(server: DeskServer, service: SheetsService) -> None:
 
     @server.tool("delete_sheet", annotations=changes(destructive=True, idempotent=True), toolset="structure")
     def delete_sheet(spreadsheet_id: Id, sheet: Sheet) -> SheetResult:
-        """Delete a sheet and everything on it."""
+        """Delete a sheet and everything on it; in a workbook with charts or pivot tables, refused (naming
+        them) when something elsewhere reads the sheet."""
         return service.delete_sheet(spreadsheet_id, sheet)
 
     @server.tool("insert_rows", annotations=changes(destructive=False, idempotent=False), toolset="structure")
@@ -220,7 +221,8 @@ def register(server: DeskServer, service: SheetsService) -> None:
         at: Annotated[int, Field(ge=1, description="First row to delete")],
         count: Annotated[int, Field(ge=1, le=10_000)] = 1,
     ) -> RowsResult:
-        """Delete rows; rows below move up. Refused when it would take a table's header, a note or pivot cells."""
+        """Delete rows; rows below move up, notes in them go. Refused when it would take a table's header,
+        a threaded comment or pivot cells."""
         return service.delete_rows(spreadsheet_id, sheet, at, count)
 
     @server.tool("format_range", annotations=changes(destructive=False, idempotent=True), toolset="format")

@@ -277,8 +277,9 @@ class LocalBackend:
             ws.title = check_title(title, others)
             book.rewrite_formulas(lambda f, _s: rename_refs(f, old, ws.title))
 
-        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
-        return self._sheet_info(spreadsheet_id, title), flagged
+        structure = StructureEdit("rename_sheet", sheet, title=title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)
+        return self._sheet_info(spreadsheet_id, structure.title.strip() or title), flagged
 
     def delete_sheet(self, spreadsheet_id: str, sheet: str) -> list[str]:
         def change(book: Book) -> None:
@@ -289,7 +290,8 @@ class LocalBackend:
             book.wb.remove(ws)
             book.moved = True  # formulas that read the sheet now give #REF!
 
-        return self.edit_flagged(spreadsheet_id, change, cells_only=False)[1]
+        structure = StructureEdit("delete_sheet", sheet)
+        return self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)[1]
 
     def duplicate_sheet(self, spreadsheet_id: str, sheet: str, title: str) -> tuple[SheetInfo, list[str]]:
         def change(book: Book) -> None:
@@ -298,8 +300,9 @@ class LocalBackend:
             copy: Any = book.wb.copy_worksheet(ws)
             copy.title = check_title(title, book.wb.sheetnames[:-1])
 
-        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False)
-        return self._sheet_info(spreadsheet_id, title), flagged
+        structure = StructureEdit("duplicate_sheet", sheet, title=title)
+        _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)
+        return self._sheet_info(spreadsheet_id, structure.title.strip() or title), flagged
 
     def insert_rows(self, spreadsheet_id: str, sheet: str, at: int, count: int) -> list[str]:
         def change(book: Book) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import zipfile
 from bisect import bisect_left, bisect_right
@@ -53,6 +54,10 @@ DENSE_SLACK = 1_000_000
 this many cells more than four times those it stores; sparser sheets are read window by window."""
 
 _Key = tuple[Any, ...]
+
+
+NEWER_ERROR = re.compile(r"[Uu]nsupported cell error value")
+"""python-calamine's refusal of an error value Excel 365 stores (`#SPILL!`, `#CALC!`, `#FIELD!`...)."""
 
 
 def dense(size: Extent) -> bool:
@@ -213,11 +218,22 @@ class SheetReader:
                     self._put_errors(path, sheet, rows)
                 return rows
             except BaseException as exc:  # its own classes, and Rust panics that would end the process
+                if _from_calamine(exc) and fmt in ("xlsx", "xlsm") and NEWER_ERROR.search(str(exc)):
+                    # an error value newer than python-calamine knows (`#SPILL!`, `#CALC!`): the
+                    # sheet is read from its XML instead
+                    log.info("%s!%s read from its XML: %s", path.name, sheet, exc)
+                    return self._xml_grid(path, sheet)
                 if _from_calamine(exc):
                     raise ParseError(
                         f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}
                     ) from exc
                 raise
+
+    def _xml_grid(self, path: Path, sheet: str) -> list[list[Any]]:
+        """Every cell of an xlsx sheet from A1, read from its XML, rows as wide as the widest."""
+        rows = self.window(path, sheet, A1Range(sheet, 1, 1, None, None))
+        width = max((len(row) for row in rows), default=0)
+        return [row + [None] * (width - len(row)) for row in rows]
 
     def _put_errors(self, path: Path, sheet: str, rows: list[list[Any]]) -> None:
         """python-calamine reads a stored error (`#DIV/0!`) as an empty cell: put the errors back."""

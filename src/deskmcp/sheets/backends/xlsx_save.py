@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xml.etree import ElementTree
 
 from deskmcp.core.dates import resolve_zone
-from deskmcp.core.errors import Conflict, IOFailure, ParseError
+from deskmcp.core.errors import BadRequest, Conflict, IOFailure, ParseError
 from deskmcp.sheets.a1 import quote_sheet
 from deskmcp.sheets.backends.book import (
     Book,
@@ -33,7 +33,7 @@ from deskmcp.sheets.backends.book import (
 from deskmcp.sheets.backends.csv_files import csv_workbook, read_csv, save_csv
 from deskmcp.sheets.backends.file_guard import NO_FILE, FileChanged, write_atomically, write_bytes_atomically
 from deskmcp.sheets.backends.sheet_reader import SheetReader
-from deskmcp.sheets.backends.workbook_files import no_sheet, stat_key
+from deskmcp.sheets.backends.workbook_files import kept_content, no_sheet, stat_key
 from deskmcp.sheets.formulas.budget import DEFAULT_CELLS, CellBudget
 from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial
 from deskmcp.sheets.models import Uncomputed
@@ -224,6 +224,7 @@ class WorkbookWriter:
         openpyxl (nothing written). `expect`: the version of the file read."""
         from deskmcp.sheets.xlsx.patch import PackageBook
         from deskmcp.sheets.xlsx.patch_sheets import Fallback
+        from deskmcp.sheets.xlsx.sheet_edit import delete_sheet, duplicate_sheet, rename_sheet
         from deskmcp.sheets.xlsx.structure import restructure
 
         self.reader.verify(path)
@@ -236,7 +237,23 @@ class WorkbookWriter:
                     edit.sheet = check_title(edit.sheet, [p.name for p in sheet_parts(zf)])
                 elif edit.sheet not in where.sheets:
                     raise no_sheet(path, edit.sheet, list(where.sheets))
-                parts = restructure(zf, where, edit)
+                if edit.kind == "rename_sheet":
+                    edit.title = check_title(edit.title, [p.name for p in sheet_parts(zf) if p.name != edit.sheet])
+                    parts = rename_sheet(zf, where, edit.sheet, edit.title)
+                elif edit.kind == "duplicate_sheet":
+                    edit.title = check_title(edit.title, [p.name for p in sheet_parts(zf)])
+                    parts = duplicate_sheet(zf, where, edit.sheet, edit.title)
+                elif edit.kind == "delete_sheet":
+                    try:
+                        parts = delete_sheet(zf, where, edit.sheet)
+                    except BadRequest as exc:
+                        if "used_by" in exc.details and not kept_content(path, sheets=True):
+                            # a workbook openpyxl saves whole: the sheet goes, and what read it is
+                            # left without a value (listed in `uncomputed`), as before
+                            raise Fallback("formulas elsewhere read the sheet") from exc
+                        raise
+                else:
+                    parts = restructure(zf, where, edit)
                 with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as out:
                     for info in zf.infolist():
                         if info.filename in parts:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -28,10 +28,12 @@ from deskmcp.sheets.formulas.values import (
     NAME,
     NUM,
     REF,
+    SPILL,
     VALUE,
     Area,
     CellError,
     DateSerial,
+    ScalarExpected,
     Uncomputable,
     arith,
     compare,
@@ -45,6 +47,7 @@ __all__ = [
     "VALUE",
     "CellError",
     "DateSerial",
+    "Spill",
     "Uncomputable",
     "WorkbookCalculator",
     "evaluate",
@@ -410,7 +413,7 @@ class _Evaluator:
         if _is_block(left) or _is_block(right):
             if not arrays:
                 # Outside SUMPRODUCT and its kind, Excel would intersect the range with the formula's row.
-                raise Uncomputable("a range is used where one value is expected")
+                raise ScalarExpected("a range is used where one value is expected")
             return _elementwise(op, left, right)
         return _scalar_op(op, scalar(left), scalar(right))
 
@@ -467,6 +470,22 @@ def _elementwise(op: str, left: Any, right: Any) -> Area:
     return Area(rows)
 
 
+@dataclass(frozen=True)
+class Spill:
+    """What a formula cell allowed to spill gives when it is an array formula: its values by row
+    (one row of one value when only its computing needed arrays, as `=SUM(IF(A1:A3>1,1))`)."""
+
+    rows: tuple[tuple[Any, ...], ...]
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+    @property
+    def width(self) -> int:
+        return len(self.rows[0])
+
+
 def _result(value: Any) -> Any:
     """The value a formula cell shows: one value; a blank reference shows 0."""
     if isinstance(value, Area):
@@ -497,14 +516,30 @@ def evaluate(
     now: Callable[[], dt.datetime] = dt.datetime.now,
     formula_text: Callable[[str, int, int], str | None] | None = None,
     hidden_rows: Callable[[str], frozenset[int]] | None = None,
+    spill: bool = False,
 ) -> Any:
     """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`).
-    `formula_text` and `hidden_rows` tell SUBTOTAL and AGGREGATE what they leave out."""
+    `formula_text` and `hidden_rows` tell SUBTOTAL and AGGREGATE what they leave out. `spill`: the
+    cell may hold a dynamic array formula, as Excel 365 writes it: a formula giving several values,
+    or needing arrays where one value is expected, gives a `Spill` instead of being uncomputable."""
     ctx = Context(sheet=sheet, row=row, column=column, now=now, formula_text=formula_text, hidden_rows=hidden_rows)
     evaluator = _Evaluator(ctx, lookup, extent, names)
     evaluator.ctx = replace(ctx, read=evaluator.read_area, refer=evaluator.refer)
     try:
-        return _result(evaluator.value(parse(formula)))
+        tree = parse(formula)
+        if not spill:
+            return _result(evaluator.value(tree))
+        try:
+            found = evaluator.value(tree)
+        except ScalarExpected:
+            found = evaluator.value(tree, True)  # computed over the arrays, as Excel 365 does
+            if not isinstance(found, Area):
+                found = Area([[found]])
+        if not isinstance(found, Area) or (found.height == 1 and found.width == 1 and found.ref):
+            return _result(found)
+        if found.height == 0 or found.width == 0:
+            raise Uncomputable("the formula gives an empty array")
+        return Spill(tuple(tuple(_result(v) for v in row) for row in found.rows))
     except RecursionError as exc:
         raise Uncomputable("the formula nests too deeply") from exc
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
@@ -530,8 +565,16 @@ class WorkbookCalculator:
         now: Callable[[], dt.datetime] = dt.datetime.now,
         formula_text: Callable[[str, int, int], str | None] | None = None,
         hidden_rows: Callable[[str], frozenset[int]] | None = None,
+        spills: Collection[tuple[str, int, int]] = (),
+        blocked: Collection[tuple[str, int, int]] = (),
     ) -> None:
         self.raw = raw
+        self.spills = spills
+        """The cells that may hold a dynamic array formula: their arrays go into `arrays`, and a
+        reference to the cell reads the array's first value."""
+        self.blocked = blocked
+        """Cells of `spills` whose array cannot spill (cells in the way): they show `#SPILL!`."""
+        self.arrays: dict[tuple[str, int, int], Spill] = {}
         self.formula_text = formula_text
         self.hidden_rows = hidden_rows
         self.extent = extent
@@ -566,12 +609,16 @@ class WorkbookCalculator:
                 now=self.now,
                 formula_text=self.formula_text,
                 hidden_rows=self.hidden_rows,
+                spill=key in self.spills,
             )
         except Uncomputable as exc:
             self.failed[key] = exc
             raise
         finally:
             self.active.discard(key)
+        if isinstance(result, Spill):
+            self.arrays[key] = result
+            result = SPILL if key in self.blocked else result.rows[0][0]
         self.memo[key] = result
         return result
 

@@ -22,6 +22,11 @@ class Uncomputable(Exception):
     """The formula uses something this evaluator does not implement (or refers in a cycle)."""
 
 
+class ScalarExpected(Uncomputable):
+    """A range met where one value is expected: Excel before dynamic arrays would intersect it with
+    the formula's row or column; Excel 365 computes the formula over the whole array."""
+
+
 @dataclass(frozen=True)
 class CellError:
     """A spreadsheet error value such as `#DIV/0!`."""
@@ -38,6 +43,7 @@ NA = CellError("#N/A")
 NUM = CellError("#NUM!")
 REF = CellError("#REF!")
 NAME = CellError("#NAME?")
+SPILL = CellError("#SPILL!")
 
 
 class DateSerial(float):
@@ -99,7 +105,7 @@ def scalar(value: Any) -> Any:
         if value.height == 1 and value.width == 1:
             return value.rows[0][0]
         # Excel would take the cell in the formula's own row or column (implicit intersection).
-        raise Uncomputable("a range is used where one value is expected")
+        raise ScalarExpected("a range is used where one value is expected")
     if value is MISSING:
         return None
     return value

@@ -6,9 +6,11 @@ of its rows; a write rebuilds only the rows it touches and the rows of the formu
 stale, patches `workbook.xml` (`fullCalcOnLoad`), the styles (a date format) and the custom
 properties (the uncomputed list) when needed, and copies every other part of the zip unchanged.
 Only formulas that read a changed cell (directly or through other formulas) or that hold no
-cached value are evaluated. Anything this cannot do exactly (a non-plain part, a shared or array
-formula's anchor overwritten, no styles part for a date) raises `Fallback`, and the caller
-edits the workbook through openpyxl instead.
+cached value are evaluated. A formula written here that gives several values spills as Excel
+365 writes it (`xlsx/spill.py`): the covered cells get its values, the workbook's metadata the
+dynamic-array record. Anything this cannot do exactly (a non-plain part, a shared or legacy
+array formula's anchor overwritten, no styles part for a date) raises `Fallback`, and the
+caller edits the workbook through openpyxl instead.
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from deskmcp.sheets.a1 import MAX_COLUMNS, A1Range, cell_name, column_index
+from deskmcp.sheets.a1 import GRID_COLUMNS, GRID_ROWS, MAX_COLUMNS, A1Range, cell_name, column_index
 from deskmcp.sheets.formulas.budget import CellBudget
 from deskmcp.sheets.formulas.dependencies import Dependents, InputReader, Key
-from deskmcp.sheets.formulas.engine import WorkbookCalculator
-from deskmcp.sheets.formulas.values import DATE_SHIFT, DateSerial, Uncomputable
+from deskmcp.sheets.formulas.engine import Spill, WorkbookCalculator
+from deskmcp.sheets.formulas.values import DATE_SHIFT, SPILL, DateSerial, Uncomputable
 from deskmcp.sheets.xlsx.cellxml import (
     FORMULA,
     attributes,
@@ -36,6 +38,7 @@ from deskmcp.sheets.xlsx.cellxml import (
     unescape,
     xml_text,
 )
+from deskmcp.sheets.xlsx.package_edit import with_attribute
 from deskmcp.sheets.xlsx.parts import MAX_CELLS_PART_BYTES, PackageMap, read_part
 from deskmcp.sheets.xlsx.patch_sheets import (
     CHUNK,
@@ -58,11 +61,31 @@ from deskmcp.sheets.xlsx.patch_xml import (
     zip_entry,
 )
 from deskmcp.sheets.xlsx.sheetdata import Styles, read_shared_strings
+from deskmcp.sheets.xlsx.spill import Rect, add_dynamic_metadata, dynamic_anchors, existing_dynamic_cm, ref_text
 
 ZIP64_FROM = 1 << 30  # parts this big are written with zip64 sizes (their final size is not known first)
 
 HIDDEN_ROW = re.compile(rb'<row\b[^>]*\bhidden="(?:1|true)"')
 """A `<row>` start tag hiding its row (SUBTOTAL 101-111 and AGGREGATE leave such rows out)."""
+
+
+_NONE = object()
+
+
+def _differ(a: Any, b: Any) -> bool:
+    """Whether two cell values differ (a number and an equal boolean do; so does an absent value)."""
+    return type(a) is not type(b) or a != b
+
+
+def _rect(ref: bytes, row: int, col: int) -> Rect:
+    """The cells an array formula's `ref` covers (the formula's own cell when it names none)."""
+    m = re.fullmatch(rb"\$?([A-Z]{1,3})\$?([0-9]+)(?::\$?([A-Z]{1,3})\$?([0-9]+))?", ref)
+    if m is None:
+        return (row, col, row, col)
+    r0, c0 = int(m.group(2)), column_index(m.group(1).decode())
+    if m.group(3) is None:
+        return (r0, c0, r0, c0)
+    return (r0, c0, int(m.group(4)), column_index(m.group(3).decode()))
 
 
 class PackageBook:
@@ -85,6 +108,16 @@ class PackageBook:
         self.new_parts: dict[str, bytes] = {}
         self.edits: dict[str, tuple[Sheet, list[tuple[int, int, bytes]]]] = {}  # sheet parts patched
         self.formula_index: FormulaIndex | None = None
+        self.old_spills: dict[Key, Rect] = {}  # dynamic array formulas written over or computed again: their old cells
+        self.spilled: dict[Key, Any] = {}  # cells a spill fills (None: a spill's old cell emptied)
+        self.spill_ranges: dict[Key, Rect] = {}  # dynamic array formulas saved: the cells each covers
+        self._cm: int | bool | None = False  # the dynamic arrays' `cm` value in this package (False: not read)
+
+    def dynamic_cm(self) -> int | None:
+        """The `cm` value marking dynamic array formulas in this package (None: it has none yet)."""
+        if self._cm is False:
+            self._cm = existing_dynamic_cm(self.zf)
+        return None if isinstance(self._cm, bool) else self._cm
 
     def close(self) -> None:
         self.zf.close()
@@ -130,8 +163,16 @@ class PackageBook:
         existing = self.sheet(sheet).cells(row).get(col)
         if existing is not None and (f := FORMULA.search(existing.inner)) is not None:
             fattrs = attributes(f.group(1))
-            if (fattrs.get(b"t") == b"shared" and f.group(2)) or fattrs.get(b"t") in (b"array", b"dataTable"):
-                raise Fallback("a shared or array formula's anchor is overwritten")
+            dynamic = self.dynamic_cm()
+            if (
+                fattrs.get(b"t") == b"array"
+                and dynamic is not None
+                and existing.attrs.get(b"cm") == str(dynamic).encode()
+            ):
+                # a dynamic array formula written over: the cells it spilled over are its own
+                self.old_spills[key] = _rect(fattrs.get(b"ref", b""), row, col)
+            elif (fattrs.get(b"t") == b"shared" and f.group(2)) or fattrs.get(b"t") in (b"array", b"dataTable"):
+                raise Fallback("a shared or legacy array formula's anchor is overwritten")
         self.writes[key] = stored
         if literal:
             self.literal.add(key)
@@ -230,18 +271,22 @@ class PackageBook:
                 index.add(key, reader.areas(stored, key[0]))
                 needed.add(key)
         needed |= index.stale([*self.writes, *changed])
+        spills = self._spilling(needed)
+        needed |= spills
 
         def raw(sheet: str, row: int, col: int) -> Any:
             key = (sheet, row, col)
             f = self.formula(key)
             if f is not None:
                 if key in needed:
-                    if f.kind in (b"array", b"dataTable"):
+                    if f.kind in (b"array", b"dataTable") and key not in spills:
                         raise Uncomputable("array or table formula")
                     return f.text
                 return f.cached
             if sheet not in self.where.sheets:
                 raise Uncomputable(f"no sheet {sheet}")
+            if key in self.spilled:
+                return self.spilled[key]
             value = self.value(key)
             if isinstance(value, dt.datetime | dt.date):
                 return date_cell(value)[0]
@@ -270,23 +315,54 @@ class PackageBook:
             s = self.sheet(sheet)
             return frozenset(r for r, at in s.rows.items() if HIDDEN_ROW.match(s.data, at))
 
-        calc = WorkbookCalculator(
-            (budget or CellBudget()).counted(raw),
-            extent,
-            is_text,
-            names=names,
-            now=self.now,
-            formula_text=formula_text,
-            hidden_rows=hidden_rows,
-        )
+        counted = (budget or CellBudget()).counted(raw)
+        blocked: set[Key] = set()
         results: dict[Key, Any] = {}
         uncomputed: dict[str, list[str]] = {}
-        for key in sorted(needed):
-            try:
-                results[key] = calc.value(*key)
-            except (Uncomputable, RecursionError):
-                results[key] = None
-                uncomputed.setdefault(key[0], []).append(cell_name(key[1], key[2]))
+        for round_ in range(3):
+            # A spill changes the cells it covers: what reads them is computed again with them in
+            # place (a second round), and a third settles a spill that reads another's cells.
+            calc = WorkbookCalculator(
+                counted,
+                extent,
+                is_text,
+                names=names,
+                now=self.now,
+                formula_text=formula_text,
+                hidden_rows=hidden_rows,
+                spills=spills,
+                blocked=blocked,
+            )
+            results, uncomputed = {}, {}
+            for key in sorted(needed):
+                try:
+                    results[key] = calc.value(*key)
+                except (Uncomputable, RecursionError):
+                    results[key] = None
+                    uncomputed.setdefault(key[0], []).append(cell_name(key[1], key[2]))
+            if not spills and not self.old_spills:
+                break
+            placed, now_blocked, ranges = self._place(spills, calc.arrays, results)
+            moved = {
+                k
+                for k in placed.keys() | self.spilled.keys()
+                if _differ(placed.get(k, _NONE), self.spilled.get(k, _NONE))
+            }
+            moved |= now_blocked ^ blocked
+            self.spilled, blocked, self.spill_ranges = placed, now_blocked, ranges
+            if not moved:
+                break
+            if round_ == 2:  # still moving: none of these arrays is trusted
+                for key in spills:
+                    if results.get(key) is not None:
+                        results[key] = None
+                        uncomputed.setdefault(key[0], []).append(cell_name(key[1], key[2]))
+                    self.spill_ranges.pop(key, None)
+                self.spilled = {k: None for k in self.spilled if self._released(k)}
+                break
+            needed |= index.stale(moved)
+        for title in uncomputed:
+            uncomputed[title] = list(dict.fromkeys(uncomputed[title]))
         self._prepare(results, uncomputed)
         for key, value in results.items():  # the patch stores a value for these, or none
             if value is None:
@@ -295,6 +371,109 @@ class PackageBook:
                 uncached.discard(key)
         self.formula_index = FormulaIndex(index, reader, uncached, self.borrowed)
         return uncomputed
+
+    def _spilling(self, needed: set[Key]) -> set[Key]:
+        """The cells that may hold a dynamic array formula in this save: the formulas written, and
+        the dynamic array formulas to compute again (their inputs changed, or a cell they spill
+        over was written: they are added to `needed`), whose old cells go into `old_spills`."""
+        spills = {
+            key
+            for key, stored in self.writes.items()
+            if isinstance(stored, str) and stored.startswith("=") and key not in self.literal
+        }
+        cm = self.dynamic_cm()
+        if cm is None:
+            return spills
+        for title in {key[0] for key in self.writes}:
+            anchors = dynamic_anchors(self.sheet(title), cm)
+            for (row, col), rect in anchors.items():
+                key = (title, row, col)
+                r0, c0, r1, c1 = rect
+                if key in self.writes:
+                    continue
+                if any(k[0] == title and r0 <= k[1] <= r1 and c0 <= k[2] <= c1 for k in self.writes) or (
+                    self._blocked(key)  # what was in its way may be gone
+                ):
+                    spills.add(key)
+                    self.old_spills[key] = rect
+        for key in needed - spills:
+            cell = self.sheet(key[0]).cells(key[1]).get(key[2]) if key[0] in self.where.sheets else None
+            if cell is None or cell.attrs.get(b"cm") != str(cm).encode():
+                continue
+            f = FORMULA.search(cell.inner)
+            if f is not None and (fattrs := attributes(f.group(1))).get(b"t") == b"array":
+                spills.add(key)
+                self.old_spills[key] = _rect(fattrs.get(b"ref", b""), key[1], key[2])
+        return spills
+
+    def _blocked(self, key: Key) -> bool:
+        """Whether the formula in `key` was saved blocked (`#SPILL!`)."""
+        cell = self.sheet(key[0]).cells(key[1]).get(key[2])
+        return cell is not None and cached(cell.attrs.get(b"t", b"n"), cell.inner) == SPILL
+
+    def _released(self, key: Key) -> bool:
+        """Whether `key` is a cell an old spill covered that nothing written holds now."""
+        return key not in self.writes and any(
+            key != anchor and anchor[0] == key[0] and r0 <= key[1] <= r1 and c0 <= key[2] <= c1
+            for anchor, (r0, c0, r1, c1) in self.old_spills.items()
+        )
+
+    def _holds(self, key: Key, released: set[Key]) -> bool:
+        """Whether a cell holds something a spill may not cover (after the edits)."""
+        if key in self.writes:
+            return self.writes[key] not in (None, "")
+        if key in released:
+            return False
+        cell = self.sheet(key[0]).cells(key[1]).get(key[2])
+        if cell is None:
+            return False
+        if FORMULA.search(cell.inner) is not None:
+            return True
+        return cached(cell.attrs.get(b"t", b"n"), cell.inner, self._strings()) is not None
+
+    def _place(
+        self, spills: set[Key], arrays: dict[Key, Spill], results: dict[Key, Any]
+    ) -> tuple[dict[Key, Any], set[Key], dict[Key, Rect]]:
+        """Where the computed arrays go: (cells filled, None for an old spill's cell emptied;
+        formulas blocked by cells in their way; the cells each array formula covers)."""
+        released: set[Key] = set()
+        for anchor, (r0, c0, r1, c1) in self.old_spills.items():
+            if anchor not in self.writes and results.get(anchor) is None:
+                continue  # not computed: its old values stay until Excel computes it
+            for row in range(r0, r1 + 1):
+                for col in range(c0, c1 + 1):
+                    key = (anchor[0], row, col)
+                    if key != anchor and key not in self.writes:
+                        released.add(key)
+        placed: dict[Key, Any] = dict.fromkeys(released)
+        blocked: set[Key] = set()
+        ranges: dict[Key, Rect] = {}
+        taken: set[Key] = set()
+        for anchor in sorted(spills):
+            found = arrays.get(anchor)
+            if found is None or results.get(anchor) is None:
+                continue
+            title, row, col = anchor
+            last_row, last_col = row + found.height - 1, col + found.width - 1
+            cells = [
+                ((title, r, c), found.rows[r - row][c - col])
+                for r in range(row, last_row + 1)
+                for c in range(col, last_col + 1)
+                if (r, c) != (row, col)
+            ]
+            if (
+                last_row > GRID_ROWS
+                or last_col > GRID_COLUMNS
+                or any(key in taken or key in spills or self._holds(key, released) for key, _v in cells)
+            ):
+                blocked.add(anchor)
+                ranges[anchor] = (row, col, row, col)
+                continue
+            ranges[anchor] = (row, col, last_row, last_col)
+            for key, value in cells:
+                placed[key] = value
+                taken.add(key)
+        return placed, blocked, ranges
 
     def _shows_date(self, sheet: str, formula: str, value: Any) -> bool:
         """A date function's result, or a date cell moved by some days (`=B4+30`), as Excel shows it."""
@@ -330,26 +509,37 @@ class PackageBook:
             return date_style[fmt]
 
         changed: dict[str, dict[int, dict[int, bytes | None]]] = {}
-        for key in {*self.writes, *results}:
+        cm = add_dynamic_metadata(self.zf, {}, {}) if self.spill_ranges else None  # (the parts: below)
+        for key in {*self.writes, *results, *self.spilled}:
             sheet, row, col = key
             existing = self.sheet(sheet).cells(row).get(col)
             attrs = dict(existing.attrs) if existing is not None else {}
             style = attrs.get(b"s", b"0")
             f = self.formula(key)
-            if f is None:
+            if f is None and key in self.spilled and self.writes.get(key) in (None, ""):  # a spill's cell
+                value = self.spilled[key]
+                if value is None:
+                    element = value_cell(key, None, style, False, date_xf, self.look)
+                else:
+                    element = formula_cell(key, b"", value, style)
+            elif f is None:
                 element = value_cell(key, self.writes[key], style, key in self.literal, date_xf, self.look)
             else:
+                rect = self.spill_ranges.get(key)
                 if key in self.writes:
-                    fxml = b"<f>" + xml_text(f.text[1:]).encode("utf-8") + b"</f>"
+                    kind = b"" if rect is None else b' t="array" ref="' + ref_text(rect) + b'"'
+                    fxml = b"<f" + kind + b">" + xml_text(f.text[1:]).encode("utf-8") + b"</f>"
                 else:
                     assert existing is not None
                     m = FORMULA.search(existing.inner)
                     assert m is not None
                     fxml = m.group(0)
+                    if rect is not None:
+                        fxml = with_attribute(fxml, b"ref", ref_text(rect))
                 value = results.get(key, f.cached)
                 if key in results and style == b"0" and self._shows_date(key[0], f.text, value):
                     style = str(date_xf(date_format(value))).encode()
-                element = formula_cell(key, fxml, value, style)
+                element = formula_cell(key, fxml, value, style, cm=cm if rect is not None else None)
             changed.setdefault(sheet, {}).setdefault(row, {})[col] = element
         parts: dict[str, bytes] = {}
         for title, rows in changed.items():
@@ -358,6 +548,8 @@ class PackageBook:
         if styles_data is not None and date_style and styles_part:
             parts[styles_part] = styles_data
         self.new_parts = record_uncomputed(self.zf, parts, uncomputed)
+        if cm is not None:
+            add_dynamic_metadata(self.zf, parts, self.new_parts)
         self.parts = parts
 
     def write(self, handle: BinaryIO) -> None:

@@ -59,9 +59,13 @@ def value_cell(key: Key, value: Any, style: bytes, literal: bool, date_xf: Any, 
     return b'<c r="' + ref + b'"' + s + b' t="inlineStr"><is><t' + space + b">" + text + b"</t></is></c>"
 
 
-def formula_cell(key: Key, fxml: bytes, value: Any, style: bytes) -> bytes:
+def formula_cell(key: Key, fxml: bytes, value: Any, style: bytes, cm: int | None = None) -> bytes:
+    """A cell holding the formula `fxml` (b"": a value a spill put there) and its value; `cm`: the
+    cell metadata marking a dynamic array formula."""
     ref = cell_name(key[1], key[2]).encode()
     s = b"" if style == b"0" else b' s="' + style + b'"'
+    if cm is not None:
+        ref += b'" cm="' + str(cm).encode()
     if value is None:
         return b'<c r="' + ref + b'"' + s + b">" + fxml + b"</c>"
     if isinstance(value, CellError):

@@ -11,7 +11,8 @@ pivot cache sources, chart series, comments and notes (and the drawing shapes sh
 the anchors of pictures and charts. Every other part is copied unchanged. Shared formulas of a
 sheet being changed are written out cell by cell (each cell's own text), so no cell is left reading
 through an anchor that moved differently. What cannot be moved safely (a deletion taking a table's
-header, a pivot table's cells or a note) raises `BadRequest` naming it; anything this code cannot
+header, a pivot table's cells or a threaded comment; notes in deleted rows are deleted with them)
+raises `BadRequest` naming it; anything this code cannot
 read exactly raises `Fallback`.
 """
 
@@ -21,6 +22,7 @@ import html
 import posixpath
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from deskmcp.core.errors import BadRequest
@@ -39,12 +41,16 @@ WORKSHEET_CONTENT = "application/vnd.openxmlformats-officedocument.spreadsheetml
 @dataclass
 class StructureEdit:
     """A change of a workbook's structure: `kind` is `add_sheet` (a new empty sheet titled
-    `sheet`), `insert_rows` (`count` empty rows before row `at` of `sheet`) or `delete_rows`."""
+    `sheet`), `insert_rows` (`count` empty rows before row `at` of `sheet`), `delete_rows`,
+    `rename_sheet` (to `title`), `duplicate_sheet` (a copy titled `title`) or `delete_sheet` (those
+    three made by `sheet_edit`)."""
 
     kind: str
     sheet: str
     at: int = 0
     count: int = 0
+    title: str = ""
+    """`rename_sheet`: the sheet's new title; `duplicate_sheet`: the copy's (`delete_sheet` takes none)."""
     report: list[str] = field(default_factory=list)
     """Filled with the formulas the save left without a value."""
 
@@ -96,6 +102,54 @@ def related(zf: zipfile.ZipFile, part: str) -> list[tuple[str, str, str]]:
     return found
 
 
+def titles_in_app(zf: zipfile.ZipFile, out: Parts, change: Callable[[list[str]], list[str]]) -> None:
+    """`docProps/app.xml`'s list of worksheet titles (`TitlesOfParts`, counted in `HeadingPairs`)
+    replaced by `change(titles)`, when the part lists them the way Excel writes it."""
+    name = "docProps/app.xml"
+    if name not in zf.namelist():
+        return
+    existing = out.get(name)
+    text = existing.decode("utf-8") if existing is not None else _text(zf, name)
+    pairs = re.search(r"<HeadingPairs>\s*<vt:vector\b[^>]*>(.*?)</vt:vector>\s*</HeadingPairs>", text, re.S)
+    titles = re.search(
+        r"(<TitlesOfParts>\s*<vt:vector\b[^>]*?size=\")([0-9]+)(\"[^>]*>)(.*?)(</vt:vector>)", text, re.S
+    )
+    if pairs is None or titles is None:
+        return
+    variants = re.findall(r"<vt:variant>(.*?)</vt:variant>", pairs.group(1), re.S)
+    labels = [re.search(r"<vt:lpstr>(.*?)</vt:lpstr>", v, re.S) for v in variants[0::2]]
+    counts = [re.search(r"<vt:i4>([0-9]+)</vt:i4>", v) for v in variants[1::2]]
+    if any(x is None for x in labels) or any(x is None for x in counts) or len(labels) != len(counts):
+        return
+    entries = re.findall(r"<vt:lpstr>(.*?)</vt:lpstr>", titles.group(4), re.S)
+    start = 0
+    for label, count in zip(labels, counts, strict=True):
+        assert label is not None and count is not None
+        n = int(count.group(1))
+        if label.group(1) in ("Worksheets", "Arbeitsblätter", "Feuilles de calcul"):
+            sheets = [html.unescape(e) for e in entries[start : start + n]]
+            new = change(sheets)
+            entries[start : start + n] = [_escape(t) for t in new]
+            count_new = len(new)
+            pairs_text = pairs.group(0)
+            i4 = list(re.finditer(r"<vt:i4>([0-9]+)</vt:i4>", pairs_text))[counts.index(count)]
+            pairs_text = pairs_text[: i4.start(1)] + str(count_new) + pairs_text[i4.end(1) :]
+            body = "".join(f"<vt:lpstr>{e}</vt:lpstr>" for e in entries)
+            text = (
+                text[: titles.start()]
+                + titles.group(1)
+                + str(len(entries))
+                + titles.group(3)
+                + body
+                + titles.group(5)
+                + text[titles.end() :]
+            )
+            text = text.replace(pairs.group(0), pairs_text, 1)
+            out[name] = text.encode("utf-8")
+            return
+        start += n
+
+
 # -- adding a sheet ---------------------------------------------------------------------------------
 
 _EMPTY_SHEET = (
@@ -145,12 +199,14 @@ def _add_sheet(zf: zipfile.ZipFile, title: str) -> Parts:
     if "</Types>" not in types:
         raise Fallback("[Content_Types].xml in an unexpected form")
     types = types.replace("</Types>", f'<Override PartName="/{part}" ContentType="{WORKSHEET_CONTENT}"/></Types>', 1)
-    return {
+    out: Parts = {
         "xl/workbook.xml": workbook.encode("utf-8"),
         rels_part: rels.encode("utf-8"),
         "[Content_Types].xml": types.encode("utf-8"),
         part: _EMPTY_SHEET.encode("utf-8"),
     }
+    titles_in_app(zf, out, lambda titles: [*titles, title])
+    return out
 
 
 # -- moving rows ------------------------------------------------------------------------------------
@@ -472,6 +528,7 @@ class RowMove(RowShift):
 
         tail = re.sub(r'(<hyperlink\b[^>]*?\sref=")([^"]*)("[^>]*?/>)', hyperlink, tail)
         tail = re.sub(r"<hyperlinks\b[^>]*>\s*</hyperlinks>", "", tail)
+        tail = self._row_breaks(tail)
 
         def area_attr(m: re.Match[str]) -> str:
             moved = self.areas(html.unescape(m.group(3)))
@@ -491,6 +548,34 @@ class RowMove(RowShift):
             lambda m: f"<{m.group(1)}>{self._kept_areas(m.group(2), m.group(1))}</{m.group(1)}>",
             tail,
         )
+
+    def _row_breaks(self, tail: str) -> str:
+        """Manual page breaks between rows (`<rowBreaks>`) moved with the rows: a break's `id` is the
+        last row above it (ECMA-376 18.3.1.14); one above deleted rows stays above what follows them."""
+        found = re.search(r"<rowBreaks\b[^>]*>(.*?)</rowBreaks>", tail, re.S)
+        if found is None:
+            return tail
+        kept: dict[int, str] = {}
+        for m in re.finditer(r"<brk\b[^>]*?/>", found.group(1)):
+            at = re.search(r'\sid="([0-9]+)"', m.group(0))
+            if at is None:
+                return tail
+            below = self.move(int(at.group(1)) + 1)  # the row the break stands above
+            if below is None:
+                below = self.at
+            if below > 1 and below - 1 not in kept:
+                kept[below - 1] = re.sub(
+                    r'(\sid=")[0-9]+(")', lambda a, r=below - 1: f"{a.group(1)}{r}{a.group(2)}", m.group(0)
+                )
+        if not kept:
+            return tail[: found.start()] + tail[found.end() :]
+        body = "".join(kept[r] for r in sorted(kept))
+        manual = sum(1 for b in kept.values() if re.search(r'\sman="(?:1|true)"', b))
+        head = re.match(r"<rowBreaks\b[^>]*>", found.group(0))
+        assert head is not None
+        start = re.sub(r'(\scount=")[0-9]+(")', lambda a: f"{a.group(1)}{len(kept)}{a.group(2)}", head.group(0))
+        start = re.sub(r'(\smanualBreakCount=")[0-9]+(")', lambda a: f"{a.group(1)}{manual}{a.group(2)}", start)
+        return tail[: found.start()] + start + body + "</rowBreaks>" + tail[found.end() :]
 
     def _kept_areas(self, text: str, what: str) -> str:
         moved = self.areas(text)
@@ -600,7 +685,15 @@ class RowMove(RowShift):
             self.out[part] = new.encode("utf-8")
 
     def _comments(self, part: str, element: str) -> None:
-        text = _text(self.zf, part)
+        original = text = _text(self.zf, part)
+        if element == "comment":
+            # a note in a deleted row goes with the row, as in Excel (its box in the VML too: `_vml`)
+            def gone(m: re.Match[str]) -> str:
+                cell = re.search(r'\sref="([^"]*)"', m.group(0))
+                return "" if cell is not None and not self.areas(cell.group(1)) else m.group(0)
+
+            text = re.sub(r"<((?:\w+:)?comment)\b[^>]*?(?:/>|>.*?</\1>)", gone, text, flags=re.S)
+            text = re.sub(r"<((?:\w+:)?commentList)\b([^>]*)>\s*</\1>", r"<\1\2/>", text)
 
         def ref(m: re.Match[str]) -> str:
             moved = self.areas(m.group(2))
@@ -613,7 +706,7 @@ class RowMove(RowShift):
             return m.group(1) + moved + m.group(3)
 
         new = re.sub(r"(<(?:\w+:)?" + element + r'\b[^>]*?\sref=")([^"]*)(")', ref, text)
-        if new != text:
+        if new != original:
             self.out[part] = new.encode("utf-8")
 
     def _anchor_row(self, zero_based: int) -> int:
@@ -621,7 +714,15 @@ class RowMove(RowShift):
         return (moved if moved is not None else self.at) - 1
 
     def _vml(self, part: str) -> None:
-        text = _text(self.zf, part)
+        original = _text(self.zf, part)
+
+        def gone(m: re.Match[str]) -> str:
+            shape = m.group(0)
+            row = re.search(r"<(?:\w+:)?Row>\s*([0-9]+)\s*</(?:\w+:)?Row>", shape)
+            note = re.search(r'ObjectType="Note"', shape)
+            return "" if note and row is not None and self.move(int(row.group(1)) + 1) is None else shape
+
+        text = re.sub(r"<((?:\w+:)?shape)\b[^>]*>.*?</\1>", gone, original, flags=re.S)
         new = re.sub(
             r"<((?:\w+:)?Row)>\s*([0-9]+)\s*</\1>",
             lambda m: f"<{m.group(1)}>{self._anchor_row(int(m.group(2)))}</{m.group(1)}>",
@@ -637,7 +738,7 @@ class RowMove(RowShift):
             return f"<{m.group(1)}>{', '.join(values)}</{m.group(1)}>"
 
         new = re.sub(r"<((?:\w+:)?Anchor)>([^<]*)</\1>", anchor, new)
-        if new != text:
+        if new != original:
             self.out[part] = new.encode("utf-8")
 
     def _drawing(self, part: str) -> None:
