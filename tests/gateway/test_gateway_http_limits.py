@@ -16,8 +16,8 @@ import pytest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app, uvicorn_settings
 from deskmcp.servers import get_spec
+from deskmcp.serving.http import HttpOptions, create_app, uvicorn_settings
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app
 from deskmcp.servers import get_spec
+from deskmcp.serving.http import HttpOptions, create_app
 from tests.helpers.network import serving
 
 

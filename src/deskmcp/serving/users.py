@@ -51,7 +51,7 @@ from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.servers import SERVERS, ServerSpec
 
-log = logging.getLogger("deskmcp.users")
+log = logging.getLogger("deskmcp.serving.users")
 
 SETTINGS_FILE = "settings.env"
 """A user's own settings, in their workspace."""
@@ -410,7 +410,7 @@ def compose_for(
     request_state_security: Any = None,
 ) -> Composition:
     """The composition of `principal`'s own servers, on their own workspace and settings;
-    `request_state_security` is the key ring replicas share (`deskmcp.replicas`)."""
+    `request_state_security` is the key ring replicas share (`deskmcp.serving.replicas`)."""
     assert settings.users_root is not None
     workspace = user_workspace(settings.users_root, principal)
     values = read_user_settings(workspace)

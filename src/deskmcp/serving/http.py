@@ -7,7 +7,7 @@ whichever door it was called through. Security, in order of the request's path:
 1. bearer token (`Authorization: Bearer ...`) on everything but the health check, required
    whenever the server is bound to anything but loopback: the static token (`DESKMCP_TOKEN`, one
    person on one machine), or an OAuth access token from the configured authorization server,
-   with the scope of each tool called (`deskmcp.auth`, docs/authorization.md);
+   with the scope of each tool called (`deskmcp.serving.auth`, docs/authorization.md);
 2. body size limit (413) before any handler reads the body;
 3. Host/Origin checks against DNS rebinding (the SDK's `TransportSecuritySettings`), on the
    tool API and the Google sign-in routes here and on `/mcp` by the SDK's session manager.
@@ -62,11 +62,11 @@ from deskmcp.core.errors import (
     from_payload,
 )
 from deskmcp.gateway import Composition
-from deskmcp.openapi import openapi_document
+from deskmcp.serving.openapi import openapi_document
 
 if TYPE_CHECKING:
     from deskmcp.core.principal import Principal
-    from deskmcp.users import UsersSettings
+    from deskmcp.serving.users import UsersSettings
 
 log = logging.getLogger("deskmcp.http")
 
@@ -96,18 +96,18 @@ class HttpOptions:
     keep_alive_timeout: int = 5
     """Seconds an idle keep-alive connection stays open."""
     authorization: Any = None
-    """OAuth resource server mode (`deskmcp.auth.gate.ResourceServer`, from `DESKMCP_AUTH_*`):
+    """OAuth resource server mode (`deskmcp.serving.auth.gate.ResourceServer`, from `DESKMCP_AUTH_*`):
     access tokens from an authorization server instead of `token`."""
     stateless: bool = False
     """MCP without sessions, so that any replica behind a load balancer can answer any request
-    (`deskmcp.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
+    (`deskmcp.serving.replicas`; the replicas then share `DESKMCP_STATE_KEYS`)."""
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     request_state_security: Any = None
-    """The replicas' shared request-state keys (`deskmcp.replicas`) for the servers built per user;
+    """The replicas' shared request-state keys (`deskmcp.serving.replicas`) for the servers built per user;
     the composition given to `create_app` already has them."""
     """Addresses or networks whose X-Forwarded-For / X-Forwarded-Proto are believed; nobody's by default."""
     users: UsersSettings | None = None
-    """With a users root: each verified principal gets their own workspace and servers (`deskmcp.users`);
+    """With a users root: each verified principal gets their own workspace and servers (`deskmcp.serving.users`);
     the composition given to `create_app` then only names the tools (it is never called)."""
 
 
@@ -488,7 +488,7 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     if options.token is not None:
         middleware.insert(1, Middleware(BearerGate, token=options.token))
     if options.authorization is not None:
-        from deskmcp.auth.gate import AuthorizationGate
+        from deskmcp.serving.auth.gate import AuthorizationGate
 
         gate = Middleware(
             AuthorizationGate,
@@ -519,9 +519,9 @@ def _tool_routes(api: ToolApi) -> list[BaseRoute]:
 def _users_routes(
     users: UsersSettings, options: HttpOptions, name: str
 ) -> tuple[list[BaseRoute], Callable[[Starlette], AbstractAsyncContextManager[Any]]]:
-    """Per-user serving (`deskmcp.users`): the health check here, everything else in the app of
+    """Per-user serving (`deskmcp.serving.users`): the health check here, everything else in the app of
     the request's principal, built on first use: its own composition, tool API and `/mcp`."""
-    from deskmcp.users import UserDispatcher, compose_for
+    from deskmcp.serving.users import UserDispatcher, compose_for
 
     def user_app(principal: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
         composition = compose_for(principal, users, name=name, request_state_security=options.request_state_security)
@@ -561,7 +561,7 @@ def _users_oauth_routes(
     from deskmcp.core.once import ledger
     from deskmcp.google.auth import GoogleSettings
     from deskmcp.google.web import PrincipalOAuthRoutes
-    from deskmcp.users import google_settings, state_keys
+    from deskmcp.serving.users import google_settings, state_keys
 
     oauth = options.oauth
     if not isinstance(oauth, PrincipalOAuthRoutes):
