@@ -194,8 +194,8 @@ def serve(
         composition.server.run("stdio")
         return
 
-    from deskmcp.serving.http import HttpOptions, resolve_token
-    from deskmcp.serving.http import serve as serve_http
+    from deskmcp.serving.listen import serve as serve_http
+    from deskmcp.serving.options import HttpOptions, resolve_token
 
     authorization = _authorization()
     token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
@@ -291,7 +291,7 @@ def _bind(host: str, port: int) -> socket.socket:
     """The HTTP socket, bound; a port in use (or an address not on this machine) is one line and exit code 1."""
     import errno
 
-    from deskmcp.serving.http import bind
+    from deskmcp.serving.listen import bind
 
     try:
         return bind(host, port)
@@ -311,7 +311,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
     """DESKMCP_ALLOWED_ORIGINS and the --allow-origin values; a malformed one is a usage error."""
-    from deskmcp.serving.http import parse_origins
+    from deskmcp.serving.options import parse_origins
 
     try:
         return parse_origins(",".join([os.environ.get("DESKMCP_ALLOWED_ORIGINS", ""), *(extra or ())]))
@@ -342,7 +342,9 @@ def _url_host(host: str) -> str:
     """The host as written in a URL: IPv6 in brackets, a wildcard bind as the loopback name."""
     if host in ("0.0.0.0", "::", ""):
         return "127.0.0.1" if host != "::" else "[::1]"
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+    from deskmcp.serving.hosts import bracketed
+
+    return bracketed(host)
 
 
 def _server_name(name: str) -> str:

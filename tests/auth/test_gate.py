@@ -11,9 +11,10 @@ import httpx2
 from starlette.applications import Starlette
 
 from deskmcp.gateway import compose
+from deskmcp.serving.app import create_app
 from deskmcp.serving.auth.gate import ResourceServer
 from deskmcp.serving.auth.settings import AuthorizationSettings
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import free_port, serving
 
 

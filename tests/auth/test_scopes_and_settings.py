@@ -14,9 +14,10 @@ from deskmcp.cli import app as cli
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.principal import Principal, acting_for
 from deskmcp.gateway import compose
+from deskmcp.serving.app import create_app
 from deskmcp.serving.auth.gate import ResourceServer
 from deskmcp.serving.auth.settings import AuthorizationSettings
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import free_port
 
 ISSUER = "https://issuer.example"

@@ -14,7 +14,8 @@ from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
 from deskmcp.servers import get_spec
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import serving
 
 

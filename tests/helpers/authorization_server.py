@@ -218,9 +218,10 @@ def protected_app(server: AuthorizationServer, port: int, workspace: Path, **set
     from deskmcp.core.principal import current_principal
     from deskmcp.core.server import READ_ONLY
     from deskmcp.gateway import compose
+    from deskmcp.serving.app import create_app
     from deskmcp.serving.auth.gate import ResourceServer
     from deskmcp.serving.auth.settings import AuthorizationSettings
-    from deskmcp.serving.http import HttpOptions, create_app
+    from deskmcp.serving.options import HttpOptions
 
     options: dict[str, Any] = {
         "issuer": server.issuer,

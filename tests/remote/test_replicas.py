@@ -28,7 +28,9 @@ from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
 from deskmcp.servers import get_spec
-from deskmcp.serving.http import HttpOptions, create_app, uvicorn_settings
+from deskmcp.serving.app import create_app
+from deskmcp.serving.listen import uvicorn_settings
+from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.replicas import ReplicaSettings, request_state_security, trusted_proxies
 from tests.helpers.mail import SinkHandler, SmtpSink
 from tests.helpers.network import free_port, serving

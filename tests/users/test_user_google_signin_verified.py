@@ -23,7 +23,8 @@ from deskmcp.gateway import compose
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.google.web import PrincipalOAuthRoutes
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings, google_settings
 from tests.helpers.authorization_server import (
     CLIENT_SECRET,

@@ -19,7 +19,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from deskmcp.gateway import compose
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings
 from tests.helpers.mail import SinkHandler, SmtpSink, deliver, make_mail
 from tests.helpers.network import free_port, serving

@@ -14,7 +14,8 @@ import pytest
 
 from deskmcp.core.principal import Principal
 from deskmcp.gateway import compose
-from deskmcp.serving.http import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings
 from tests.helpers.authorization_server import (
     CLIENT_SECRET,

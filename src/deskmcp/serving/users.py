@@ -36,10 +36,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-import orjson
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deskmcp.core.config import WorkspaceSettings, env_alias, expand, literal_paths
@@ -50,6 +48,7 @@ from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.servers import SERVERS, ServerSpec
+from deskmcp.serving.responses import error_response
 
 log = logging.getLogger("deskmcp.serving.users")
 
@@ -497,13 +496,13 @@ class UserDispatcher:
         principal = current_principal()
         if principal is None:
             denied = AuthRequired("This server keeps each user's own data: send an access token that names you.")
-            await _error(denied)(scope, receive, send)
+            await error_response(denied)(scope, receive, send)
             return
         standing = scope.get("method") == "GET" and scope.get("path", "").rstrip("/") == self.stream_path
         try:
             user = await self._user(principal, busy=not standing)
         except DeskError as exc:
-            await _error(exc)(scope, receive, send)
+            await error_response(exc)(scope, receive, send)
             return
         try:
             await user.app(scope, receive, send)
@@ -554,8 +553,3 @@ class UserDispatcher:
         finally:
             user.ready.set()
             user.stopped.set()
-
-
-def _error(exc: DeskError) -> Response:
-    headers = {"WWW-Authenticate": 'Bearer realm="deskmcp"'} if isinstance(exc, AuthRequired) else None
-    return Response(orjson.dumps(exc.to_dict()), exc.http_status, headers, media_type="application/json")
