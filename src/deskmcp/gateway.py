@@ -23,6 +23,7 @@ from mcp.server.mcpserver.prompts import Prompt
 
 from deskmcp.core.config import WorkspaceSettings
 from deskmcp.core.errors import BadRequest, DeskError, NotFound
+from deskmcp.core.paths import shown_text
 from deskmcp.core.server import CORE_GROUP, DeskServer
 from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
 
@@ -177,7 +178,9 @@ def compose(
     per-process key.
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
     `settings_for(spec)` gives each server's settings instead of the environment (one user's own,
-    `deskmcp.serving.users`); a `DeskError` it raises skips that server with its message as the reason.
+    `deskmcp.serving.users`); a `DeskError` it raises skips that server with its message as the reason, its
+    workspace's paths shown relative to it (`core.paths.shown_text`), as are the reasons of servers
+    whose settings say so (`WorkspaceSettings.relative_paths`).
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
     plan: list[tuple[ServerSpec, ServerModule, Any]] = []
@@ -188,11 +191,14 @@ def compose(
         try:
             settings = spec.settings(workspace=workspace) if settings_for is None else settings_for(spec)
             reason = module.unavailable(settings)
+            # A server wrote its reason before knowing who reads it: a user of a shared server
+            # sees their workspace's paths relative to it (`WorkspaceSettings.shown_root`).
+            reason = reason and shown_text(reason, getattr(settings, "shown_root", None))
         except DeskError as exc:
             if settings_for is None:
                 raise
             # Defaults, unvalidated: only to learn the tool names the server would have registered.
-            settings, reason = module.Settings.model_construct(workspace=workspace), exc.message
+            settings, reason = module.Settings.model_construct(workspace=workspace), shown_text(exc.message, workspace)
         if reason and not keep_unavailable:
             log.warning("skipping server %s: %s", spec.name, reason)
             skipped[spec.name] = reason

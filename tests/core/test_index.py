@@ -147,6 +147,24 @@ def test_a_schema_change_rebuilds_the_index(tmp_path: Path):
     idx.close()
 
 
+def test_tables_another_process_made_first_are_kept(tmp_path: Path):
+    # Two replicas opening the same new index: both see no schema, one makes the tables, and the
+    # other reaches its write transaction after. It decides there, finds the schema made, and
+    # keeps it (it used to act on its earlier look: drop what it had seen, then fail on
+    # `CREATE TABLE meta` or drop the first one's records).
+    path = tmp_path / "p.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.sync([rec("a", "kept", "")])
+    late = sqlite3.connect(path, isolation_level=None)
+    try:
+        first._create(late, f"{SCHEMA.name}:{SCHEMA.version}:{index_module.STORAGE}")
+    finally:
+        late.close()
+    assert [h.key for h in first.search("kept")] == ["a"]
+    assert first.count() == 1
+    first.close()
+
+
 def test_a_corrupt_index_file_is_moved_aside_and_rebuilt(tmp_path: Path):
     path = tmp_path / "p.sqlite3"
     path.write_bytes(b"this is not a database" * 100)
@@ -382,6 +400,7 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
 
     monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
     monkeypatch.setattr(textindex, "LOCK_WAIT", 0.3)
+    monkeypatch.setattr(textindex, "WANTED_FRESH", 0.0)  # the holder does not hear the waiter
     path = tmp_path / "s.sqlite3"
     first = SearchIndex(path, SCHEMA)
     first.apply([rec("a", "one", "bulk")])
@@ -392,6 +411,29 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
     first.settle()
     second.apply([rec("b", "two", "bulk")])
     assert {h.key for h in second.search("bulk")} == {"a", "b"}
+    second.close()
+    first.close()
+
+
+def test_a_writer_another_index_waits_for_is_let_go_at_once_rather_than_after_the_idle_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    import deskmcp.core.textindex as textindex
+
+    # Two replicas serving one user's index: the one holding the writer would keep it until its
+    # writes pause (here never), and the other's write would give up after LOCK_WAIT.
+    monkeypatch.setattr(textindex, "IDLE_RELEASE", 3600.0)
+    monkeypatch.setattr(textindex, "LOCK_WAIT", 5.0)
+    path = tmp_path / "w.sqlite3"
+    first = SearchIndex(path, SCHEMA)
+    first.apply([rec("a", "one", "steady")])
+    second = SearchIndex(path, SCHEMA)
+
+    second.apply([rec("b", "two", "steady")])
+    first.apply([rec("c", "three", "steady")])  # and back: the second lets go in turn
+
+    assert {h.key for h in first.search("steady")} == {"a", "b", "c"}
+    assert {h.key for h in second.search("steady")} == {"a", "b", "c"}
     second.close()
     first.close()
 

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from deskmcp.core.errors import BadRequest, PermissionDenied
-from deskmcp.core.paths import HIDDEN_RULE, relative_posix, safe_join, visible_join
+from deskmcp.core.paths import HIDDEN_RULE, relative_posix, safe_join, shown_path, shown_text, visible_join
 
 
 @pytest.fixture
@@ -88,3 +88,23 @@ def test_visible_join_resolves_visible_paths_and_the_root_itself(root: Path):
     assert visible_join(root, "notes/a.md") == (root / "notes" / "a.md").resolve()
     assert visible_join(root, "", allow_root=True) == root.resolve()
     assert visible_join(root / "notes", "a.md") == (root / "notes" / "a.md").resolve()
+
+
+def test_shown_path_is_the_full_path_without_a_workspace_to_hide(tmp_path: Path) -> None:
+    assert shown_path(tmp_path / "vault", None) == str(tmp_path / "vault")
+
+
+def test_security_shown_path_names_folders_relative_to_the_workspace_and_others_by_name(tmp_path: Path) -> None:
+    workspace = tmp_path / "users" / "abc"
+    (workspace / "vault").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (workspace / "link").symlink_to(workspace / "vault")
+
+    assert shown_path(workspace / "vault", workspace) == "vault"
+    assert shown_path(workspace / ".deskmcp" / "audit" / "sends.jsonl", workspace) == ".deskmcp/audit/sends.jsonl"
+    assert shown_path(workspace, workspace) == "."
+    assert shown_path(workspace / "link", workspace) == "link"
+    assert shown_path(tmp_path / "team", workspace) == "team"
+    assert shown_text(f"no cache (looked in {workspace}/granola, {workspace})", workspace) == (
+        "no cache (looked in granola, .)"
+    )

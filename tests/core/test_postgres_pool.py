@@ -105,3 +105,38 @@ def test_a_database_gone_while_in_use_is_reported_at_once_from_then_on(
             assert gone in caught.value.message
     finally:
         close_pools()
+
+
+@pytest.mark.anyio
+async def test_a_database_gone_silent_after_serving_is_an_io_error_at_once(postgres: Postgres) -> None:
+    """The host stops answering with the pool's connections still open (a network cut, a frozen
+    server): each idle connection's check would wait forever for its answer."""
+    import time
+
+    import anyio
+
+    from tests.helpers.silent import relay
+
+    url = fresh_database(postgres)
+    with relay(postgres.host, postgres.port) as quiet:
+        through = url.replace(f":{postgres.port}/", f":{quiet.port}/")
+        try:
+            await anyio.to_thread.run_sync(_two_connections_used, through)
+            quiet.silence()
+            for attempt in range(2):
+                began = time.monotonic()
+                with anyio.fail_after(30), pytest.raises(IOFailure) as caught:  # a hang guard only
+                    await anyio.to_thread.run_sync(_one_call, through, abandon_on_cancel=True)
+                print(f"attempt {attempt + 1}: answered in {time.monotonic() - began:.2f} s")
+                assert caught.value.code == "io_error"
+                assert "no answer within" in caught.value.message
+                assert caught.value.details == {"database": f"127.0.0.1:{quiet.port}/{url.rsplit('/', 1)[1]}"}
+            quiet.speak()
+            await anyio.to_thread.run_sync(_one_call, through)  # answering again: served again
+        finally:
+            close_pools()
+
+
+def _one_call(url: str) -> None:
+    with connection(url, SCHEMA, unreachable="unreachable: {exc}") as conn:
+        conn.execute("SELECT 1")

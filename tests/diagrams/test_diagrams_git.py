@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import threading
 import tracemalloc
@@ -11,6 +13,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import anyio
+import httpx2
 import pytest
 from dulwich import porcelain
 from dulwich.repo import Repo
@@ -427,3 +430,59 @@ async def test_an_allowed_host_answering_something_that_is_not_git_is_an_externa
     assert error["error"] == "external_service_error", error
     assert "not as a git repository" in error["message"], error
     assert "info/refs" in error["details"]["answer"], error
+
+
+def _client_sockets_to(port: int) -> list[str]:
+    """The TCP states (`ESTABLISHED`, `FIN_WAIT2`, ...) of this process's open sockets connected to
+    loopback `port`, read from /proc (the accepting side, also in this process, is left out)."""
+    states = {"01": "ESTABLISHED", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "06": "TIME_WAIT", "08": "CLOSE_WAIT"}
+    mine = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                mine.add(target[8:-1])
+    found = []
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with contextlib.suppress(OSError), open(table, encoding="utf-8") as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote_port == port and fields[9] in mine:
+                    found.append(states.get(fields[3], fields[3]))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/net/tcp").exists(), reason="reads the socket table of Linux's /proc")
+def test_a_silent_remote_leaves_no_socket_open_in_the_http_server_after_its_timeout(project: Path) -> None:
+    """Two callers give up before the clone's 3 s timeout, a third waits for its answer: by then
+    none of the three clones holds a connection to the silent remote."""
+    from deskmcp.httpapi import create_app
+
+    from deskmcp.diagrams.settings import DiagramsSettings
+    from deskmcp.gateway import compose
+    from deskmcp.servers import SERVERS
+    from tests.helpers.network import serving
+    from tests.helpers.silent import silent_listener
+
+    settings = DiagramsSettings(workspace=project.parent, project_root=project, git_timeout=3, **LOOPBACK_HTTP)
+    app = create_app(compose([SERVERS["diagrams"]], settings_for=lambda _spec: settings))
+    with silent_listener() as port, serving(app) as base:
+
+        def list_files(n: int, wait: float) -> dict[str, Any]:
+            repo = f"http://127.0.0.1:{port}/repo{n}.git"
+            return httpx2.post(
+                f"{base}/api/tools/list_files", json={"source": "git", "repo": repo}, timeout=wait
+            ).json()
+
+        for n in range(2):
+            with pytest.raises(httpx2.ReadTimeout):
+                list_files(n, 1)  # the caller gives up; the clone goes on until its own timeout
+        while_cloning = _client_sockets_to(port)
+        answer = list_files(2, 60)  # 60 s: the hang guard
+        left = _client_sockets_to(port)
+        print(f"sockets to the silent remote: {while_cloning} while cloning, {left or 'none'} after the timeouts")
+
+    assert while_cloning == ["ESTABLISHED", "ESTABLISHED"]
+    assert answer["error"] == "timeout", answer
+    assert left == [], left

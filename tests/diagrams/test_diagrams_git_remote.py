@@ -21,7 +21,7 @@ from dulwich.repo import Repo
 from deskmcp.core.errors import PermissionDenied
 from deskmcp.diagrams.service import DiagramsService
 from deskmcp.diagrams.sources.git import GitRepositories
-from deskmcp.diagrams.sources.git_remote import RemotePolicy, parse_remote
+from deskmcp.diagrams.sources.git_remote import RemotePolicy, non_public_entries, parse_remote
 from deskmcp.diagrams.sources.github import GitHubClient
 from tests.diagrams.github_stub import GitHubStub, Reply, serve
 from tests.helpers.files import write
@@ -347,3 +347,28 @@ async def test_a_github_api_redirect_to_another_host_is_refused_and_names_it_sec
     assert error["error"] == "permission_denied", error
     assert "elsewhere.test" in error["message"]
     assert not any(seen.headers.get("host", "").startswith("elsewhere.test") for seen in stub.seen)
+
+
+def test_security_allowed_hosts_entries_reaching_beyond_public_addresses_are_named() -> None:
+    hosts = (
+        "git.example.com, 8.8.8.0/24, 127.0.0.1, 10.0.0.0/8, 0.0.0.0/0, 172.0.0.0/8, 100.64.1.1, fe80::1, "
+        "[::1], ::ffff:127.0.0.1, localhost, api.localhost, 2001:4860::/32"
+    )
+
+    assert non_public_entries(hosts) == [
+        "127.0.0.1", "10.0.0.0/8", "0.0.0.0/0", "172.0.0.0/8", "100.64.1.1", "fe80::1", "[::1]",
+        "::ffff:127.0.0.1", "localhost", "api.localhost",
+    ]  # fmt: skip
+
+
+def test_security_public_only_refuses_a_listed_host_resolving_to_loopback() -> None:
+    def resolve(host: str, port: int, **_: Any) -> list[Any]:
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    listed = RemotePolicy("https", "git.internal", resolve)
+    shared = RemotePolicy("https", "git.internal", resolve, public_only=True)
+    remote = parse_remote("https://git.internal/repo.git")
+
+    assert [str(a) for _, a in listed.check(remote, "repo")] == ["127.0.0.1"]  # the deployment's own choice
+    with pytest.raises(PermissionDenied, match="only public hosts"):
+        shared.check(remote, "repo")

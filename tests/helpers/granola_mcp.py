@@ -25,6 +25,8 @@ from mcp.types import CallToolResult, TextContent
 from tests.helpers.authorization_server import CLIENT_SECRET, INTROSPECTOR, AuthorizationServer
 from tests.helpers.network import free_port, serving
 
+HANDSHAKES = frozenset({"initialize", "server/discover"})
+
 
 @dataclass
 class HostedGranola:
@@ -35,6 +37,9 @@ class HostedGranola:
     structured: bool = False
     """Send answers as structuredContent, with text that is not JSON beside them."""
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    handshakes: int = 0
+    """Requests that open an MCP session (`initialize`, or `server/discover` as the SDK 2.x client
+    opens one): sessions opened."""
 
 
 class _ReadScope:
@@ -98,5 +103,31 @@ def hosted_granola(issuer: AuthorizationServer) -> Iterator[HostedGranola]:
         open_paths=frozenset(),
         max_body_bytes=1 << 20,
     )
-    with serving(app, port=port):
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        """Count the requests that open a session (read from the body, then handed on)."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        messages = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        body = b"".join(m.get("body", b"") for m in messages)
+        try:
+            sent = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            sent = None
+        if isinstance(sent, dict) and sent.get("method") in HANDSHAKES:
+            hosted.handshakes += 1
+        pending = iter(messages)
+
+        async def replay() -> Any:
+            return next(pending, None) or await receive()
+
+        await app(scope, replay, send)
+
+    with serving(recording, port=port):
         yield hosted

@@ -142,6 +142,9 @@ class Replica:
         except queue.Empty:
             self.stop()
             raise RuntimeError(f"deskmcp {' '.join(args)} was not ready: {''.join(self.lines)[-2000:]}") from None
+        except BaseException:  # interrupted while it starts (Ctrl-C): no process is left behind
+            self.stop()
+            raise
 
     def kill(self) -> None:
         self.proc.kill()

@@ -53,6 +53,10 @@ def _as_owner(argv: list[str], root: bool) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if root else argv
 
 
+_DATA_FOLDERS: dict[tuple[str, int], Path] = {}
+"""The data folder of each running cluster this process started, by host and port."""
+
+
 @contextmanager
 def postgres_cluster() -> Iterator[Postgres]:
     """Start a cluster (trust authentication, loopback only); skip the test when PostgreSQL is missing."""
@@ -96,9 +100,11 @@ def postgres_cluster() -> Iterator[Postgres]:
         log = (folder / "log").read_text(encoding="utf-8", errors="replace") if (folder / "log").exists() else ""
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {exc}\n{getattr(exc, 'stderr', b'')!r}\n{log}") from exc
+    _DATA_FOLDERS[("127.0.0.1", port)] = data
     try:
         yield Postgres("127.0.0.1", port, user)
     finally:
+        _DATA_FOLDERS.pop(("127.0.0.1", port), None)
         subprocess.run(
             _as_owner([ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], root),
             capture_output=True,
@@ -133,3 +139,50 @@ def fresh_database(cluster: Postgres) -> str:
     with psycopg.connect(cluster.url(), autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return cluster.url(name)
+
+
+@dataclass
+class StoppableCluster:
+    """A cluster of a test's own, which the test may stop and start again (same port, same data)."""
+
+    server: Postgres
+    ctl: list[str]
+    root: bool
+    env: dict[str, str]
+
+    def stop(self) -> None:
+        """Stop the server (`pg_ctl stop -m fast`: sessions are ended, as a restart does)."""
+        subprocess.run(
+            _as_owner([*self.ctl, "-m", "fast", "-w", "stop"], self.root),
+            check=True,
+            capture_output=True,
+            env=self.env,
+            timeout=60,
+        )
+
+    def start(self) -> None:
+        """Start it again, returning once it accepts connections."""
+        subprocess.run(
+            _as_owner([*self.ctl, "-w", "-t", "60", "start"], self.root),
+            check=True,
+            capture_output=True,
+            env=self.env,
+            timeout=90,
+        )
+
+
+@contextmanager
+def stoppable_cluster() -> Iterator[StoppableCluster]:
+    """A fresh cluster (as `postgres_cluster`) that the test may stop and start; skips likewise."""
+    with postgres_cluster() as server:
+        bin_dir = postgres_bin()
+        assert bin_dir is not None
+        root = os.geteuid() == 0
+        data = _DATA_FOLDERS[(server.host, server.port)]
+        env = {**os.environ, "LC_ALL": "C", "TZ": "UTC"}
+        options = (
+            f"-h 127.0.0.1 -p {server.port} -k {data.parent / 'run'} -c fsync=off -c full_page_writes=off "
+            "-c max_connections=60"
+        )
+        ctl = [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(data.parent / "log")]
+        yield StoppableCluster(server, ctl, root, env)

@@ -337,14 +337,17 @@ def test_answers_come_from_what_is_synced_while_the_first_sync_runs(stub: Granol
         if stub.hits["get"] == 30:  # the first 25 are written, the next batch is being fetched
             seen.append(api.search("budget", api.filters(), limit=50, cursor=None))
             seen.append(api.list_meetings(api.filters(), q=None, limit=50, cursor=None))
+            seen.append(api.folders())
+            seen.append(api.participants(None, 50))
 
     stub.on_get = look
     source.sync_once()
-    searched, listed = seen
-    assert listed.syncing == searched.syncing
+    searched, listed, folders, people = seen
+    assert listed.syncing == searched.syncing == folders.syncing == people.syncing
     assert listed.syncing is not None and (listed.syncing.done, listed.syncing.total) == (25, 40)
     assert listed.total == 25 and {i.id for i in listed.items} == {n["id"] for n in NOTES[-25:]}
     assert api.list_meetings(api.filters(), q=None, limit=50, cursor=None).syncing is None
+    assert api.folders().syncing is None and api.participants(None, 50).syncing is None
 
 
 def test_a_sync_stopped_midway_continues_where_it_stopped(tmp_path: Path, stub: GranolaStub):
@@ -410,6 +413,7 @@ def test_an_unreachable_api_answers_from_the_index_marked_stale(stub: GranolaStu
     assert not source.sync_once()
     found = api.search("budget", api.filters(), limit=50, cursor=None)
     assert found.items and found.stale_since is not None and found.syncing is None
+    assert api.folders().stale_since == api.participants(None, 50).stale_since == found.stale_since
     status = api.status()
     assert status.ok and status.stale_since == found.stale_since
     assert status.sync is not None and status.sync.last_error is not None

@@ -36,6 +36,23 @@ for kind, body in stream:
 sys.stdout.buffer.flush()
 """
 
+# A worker that sends everything up to `done`, then waits for the test to open the FIFO named
+# in argv[1] for writing before it sends the cache's layout.
+LAYOUT_HELD_BACK = """
+import sys
+from pathlib import Path
+import msgspec
+from deskmcp.meetings.worker import _write, changes
+request = msgspec.msgpack.decode(sys.stdin.buffer.read())
+encoder = msgspec.msgpack.Encoder()
+for kind, body in changes(Path(request["path"]), request["max_bytes"], request["known"]):
+    if kind == "layout":
+        with open(sys.argv[1], "rb") as gate:
+            gate.read()
+    _write(sys.stdout.buffer, encoder, kind, body)
+    sys.stdout.buffer.flush()
+"""
+
 
 def settings_for(tmp_path: Path, name: str, *, background: bool) -> MeetingsSettings:
     return MeetingsSettings(
@@ -129,3 +146,42 @@ def test_a_generated_cache_indexed_in_the_background_answers_as_one_indexed_at_o
     finally:
         at_once.close()
         behind.close()
+
+
+def test_answers_are_complete_once_every_meeting_is_indexed_before_the_first_index_ends(tmp_path: Path):
+    """The first index's tail (side indexes, the layout the worker sends after its meetings) runs
+    after answers are complete: they are then the same as when it has ended."""
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    write_cache(tmp_path / "g" / "cache-v3.json", build_state(600, seed=5, now=now), version=3)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    service = MeetingService(settings_for(tmp_path, "ws", background=True))
+    service.worker_command = [sys.executable, "-c", LAYOUT_HELD_BACK, str(gate)]
+    released: list[bool] = []
+
+    def release() -> None:
+        """Let the worker send the layout (once): it waits for this, whatever the test found."""
+        if not released:
+            released.append(True)
+            with gate.open("wb"):
+                pass
+
+    try:
+        assert service.search("budget", service.filters(), limit=5, cursor=None).indexing is not None
+        assert service.wait_complete(60)
+        assert not service.wait_indexed(0), "the first index still waits for the layout"
+        during = {q: service.search(q, service.filters(), limit=50, cursor=None) for q in QUERIES}
+        listed = service.list_meetings(service.filters(), q=None, limit=500, cursor=None)
+        assert all(found.indexing is None for found in during.values()) and listed.indexing is None
+        release()
+        assert service.wait_indexed(60)
+        assert service._layout is not None  # the tail did run
+        for q, found in during.items():
+            after = service.search(q, service.filters(), limit=50, cursor=None)
+            assert found.items, q
+            assert found == after, q
+        assert service.list_meetings(service.filters(), q=None, limit=500, cursor=None) == listed
+        assert listed.total == service.index.count() == 600
+    finally:
+        release()
+        service.close()

@@ -55,6 +55,7 @@ def hosted(hosted_server: HostedGranola) -> HostedGranola:
     hosted_server.garbled = set()
     hosted_server.structured = False
     hosted_server.calls.clear()
+    hosted_server.handshakes = 0
     return hosted_server
 
 
@@ -166,6 +167,32 @@ async def test_every_tool_answers_the_same_from_the_hosted_server_as_from_the_ap
     gets = [ids for tool, ids in hosted.calls if tool == "get_meetings"]
     assert sorted(i for ids in gets for i in ids) == sorted(n["id"] for n in SOME)
     assert max(len(ids) for ids in gets) == 10, "meetings are asked for ten at a time"
+
+
+def test_a_sync_is_one_mcp_session(tokens: Path, hosted: HostedGranola, make_mcp: Any):
+    service, source = make_mcp(tokens)
+    assert source.sync_once()
+    assert service.index.count() == len(SOME)
+    assert len(hosted.calls) == 1 + 2 + len(SOME)  # the listing, two batches, a transcript each
+    assert hosted.handshakes == 1, "every call of a sync goes through one session"
+    assert source.api.sessions == 1  # type: ignore[attr-defined]
+    hosted.notes[0] = {**hosted.notes[0], "title": "Renamed", "updated_at": "2031-01-01T00:00:00Z"}
+    assert source.sync_once()
+    assert service.get(hosted.notes[0]["id"]).title == "Renamed"
+    assert hosted.handshakes == 2, "the next sync opens a session of its own"
+
+
+def test_a_sync_that_stops_ends_its_session_and_the_next_sync_opens_another(
+    tokens: Path, hosted: HostedGranola, make_mcp: Any
+):
+    hosted.garbled = {"get_meetings"}
+    service, source = make_mcp(tokens)
+    assert not source.sync_once()
+    assert service.index.count() == 0
+    hosted.garbled = set()
+    assert source.sync_once()
+    assert service.index.count() == len(SOME)
+    assert hosted.handshakes == 2
 
 
 @pytest.mark.anyio

@@ -3,6 +3,7 @@ idle one closed when more users than allowed are live, and no request without a 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -166,3 +167,36 @@ async def test_users_holding_only_event_streams_count_against_the_live_limit() -
 
     assert running == [people[3].key, people[4].key]
     assert streaming.streams_ended[:3] == [p.key for p in people[:3]]
+
+
+@pytest.mark.anyio
+async def test_other_users_are_answered_while_a_new_users_servers_are_being_built() -> None:
+    recorder = Recorder()
+    alice, carol = principal("alice"), principal("carol")
+    building, answered = threading.Event(), threading.Event()
+    heard: list[bool] = []
+
+    def slow(who: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
+        if who == carol:  # building takes a while; meanwhile alice asks
+            building.set()
+            heard.append(answered.wait(timeout=10))
+        return recorder(who)
+
+    dispatcher = UserDispatcher(slow, live=4)
+    with anyio.fail_after(60):
+        async with dispatcher.run():
+            await get(dispatcher, alice)
+            async with anyio.create_task_group() as tg:
+                carols: list[tuple[int, bytes]] = []
+
+                async def ask_as_carol() -> None:
+                    carols.append(await get(dispatcher, carol))
+
+                tg.start_soon(ask_as_carol)
+                await anyio.to_thread.run_sync(building.wait, 10)
+                alices = await get(dispatcher, alice)
+                answered.set()
+
+    assert heard == [True]  # alice was answered while carol's servers were being built
+    assert alices == (200, alice.key.encode())
+    assert carols == [(200, carol.key.encode())]

@@ -5,6 +5,7 @@ found, written, moved or sent."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from deskmcp.serving.users import UsersSettings
 from tests.helpers.mail import SinkHandler, SmtpSink, deliver, make_mail
 from tests.helpers.network import free_port, serving
 from tests.helpers.principals import ActingFromHeader, as_user, principal
+from tests.helpers.silent import silent_listener
 
 MCP_ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -282,8 +284,8 @@ def test_security_idempotency_keys_and_sends_are_each_users_own(deployment: Depl
     assert mine["duplicate"] is False
     assert mine["rfc_message_id"] != first["rfc_message_id"]
     assert [m.mail_from for m in d.smtp.messages] == ["bob@example.org", "alice@example.org"]
-    assert str(bob.workspace) not in mine["audit_log"]
-    assert str(alice.workspace) in mine["audit_log"]
+    assert (alice.workspace / mine["audit_log"]).is_file()
+    assert not (bob.workspace / mine["audit_log"]).exists() or first["audit_log"] == mine["audit_log"]
 
 
 def test_security_an_mcp_session_id_of_another_user_is_not_found(deployment: Deployment) -> None:
@@ -386,7 +388,7 @@ def test_security_a_team_folder_is_read_by_every_user_and_written_by_none(deploy
     before = tree(d.team)
     for user in (alice, bob):
         roots = d.ok(user, "list_roots", {})
-        team_root = next(r["name"] for r in roots["roots"] if r["path"] == str(d.team))
+        team_root = next(r["name"] for r in roots["roots"] if r["path"] == d.team.name)
         d.ok(user, "index_folder", {"path": f"{team_root}:"})
         found = d.ok(user, "search_documents", {"query": "handbook"})
         assert "handbook" in json.dumps(found)
@@ -395,3 +397,102 @@ def test_security_a_team_folder_is_read_by_every_user_and_written_by_none(deploy
         assert body["error"] == "permission_denied"
 
     assert tree(d.team) == before
+
+
+def _no_server_path(d: Deployment, answer: object) -> None:
+    text = json.dumps(answer)
+    for root in {str(d.root), str(d.root.resolve())}:
+        assert root not in text, text
+
+
+def test_security_answers_name_the_users_own_folders_relative_to_their_workspace(deployment: Deployment) -> None:
+    d, alice = deployment, deployment.alice
+
+    files = d.ok(alice, "list_files", {})
+    sent = d.ok(alice, "send_email", {"to": "z@example.net", "subject": "alpha paths", "body": "a"})
+    roots = d.ok(alice, "list_roots", {})
+    status = d.ok(alice, "vault_status", {})
+
+    for answer in (files, sent, roots, status):
+        _no_server_path(d, answer)
+    assert files["location"] == "project"
+    assert (alice.workspace / sent["audit_log"]).is_file()
+    assert {r["path"] for r in roots["roots"]} == {"documents", d.team.name}
+    assert status["root"] == "vault"
+    assert (alice.workspace / status["index_path"]).is_file()
+
+
+def test_security_a_users_missing_folders_are_reported_without_the_users_root(deployment: Deployment) -> None:
+    d = deployment
+    ws = d.root / principal("erin").key
+    erin = _user_with_settings(
+        d, "erin", f"VAULT_PATH={ws}/no-vault\nDOCUMENTS_PATH={ws}/no-documents\nPROJECT_ROOT={ws}/no-project\n"
+    )
+
+    answers = {
+        tool: d.call(erin, tool, arguments)
+        for tool, arguments in {
+            "list_notes": {},
+            "list_roots": {},
+            "list_files": {},
+            "granola_meetings_list": {},
+        }.items()
+    }
+
+    for tool, (status, body) in answers.items():
+        assert status == 404, (tool, body)
+        assert body["error"] == "not_found", body
+        _no_server_path(d, body)
+    assert "no-vault does not exist" in answers["list_notes"][1]["message"]
+    assert "no-documents does not exist" in answers["list_roots"][1]["message"]
+    assert "no-project does not exist" in answers["list_files"][1]["message"]
+    assert "no Granola cache found" in answers["granola_meetings_list"][1]["message"]
+
+
+def _user_with_settings(d: Deployment, name: str, settings: str) -> User:
+    key = principal(name).key
+    ws = d.root / key
+    ws.mkdir()
+    (ws / "settings.env").write_text(settings, encoding="utf-8")
+    return User(name, key, ws)
+
+
+def test_security_a_users_git_hosts_may_not_name_the_servers_own_network(deployment: Deployment) -> None:
+    d = deployment
+    own_network = ["127.0.0.1", "10.0.0.0/8", "169.254.169.254", "0.0.0.0", "[::1]", "localhost", "172.0.0.0/8"]
+    hosts = ",".join([*own_network, "git.example.com"])
+    gail = _user_with_settings(
+        d, "gail", f"DIAGRAMS_GIT_ALLOWED_SCHEMES=http,https\nDIAGRAMS_GIT_ALLOWED_HOSTS={hosts}\n"
+    )
+
+    status, body = d.call(gail, "list_files", {"source": "git", "repo": "http://127.0.0.1:9/repo.git"})
+
+    assert status == 404 and body["error"] == "not_found", body  # the diagrams server is not started for gail
+    reason = body["details"]["reason"]
+    assert "DIAGRAMS_GIT_ALLOWED_HOSTS" in reason, reason
+    listed = reason.split("may not list ", 1)[1].split(": loopback", 1)[0]
+    assert listed.split(", ") == own_network, reason
+
+
+def test_security_a_users_git_host_resolving_to_the_servers_own_network_is_refused_on_connecting(
+    deployment: Deployment,
+) -> None:
+    import socket
+
+    d = deployment
+    name = socket.gethostname()
+    addresses = {info[4][0] for info in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
+    if not all(ipaddress.ip_address(a).is_loopback or ipaddress.ip_address(a).is_private for a in addresses):
+        pytest.skip(f"this machine's name {name} resolves to a public address here")
+    with silent_listener() as port:
+        hugo = _user_with_settings(
+            d,
+            "hugo",
+            f"DIAGRAMS_GIT_ALLOWED_SCHEMES=http\nDIAGRAMS_GIT_ALLOWED_HOSTS={name}\nDIAGRAMS_GIT_TIMEOUT=2\n",
+        )
+
+        # (the HTTP client's 60 s timeout is the hang guard)
+        body = d.refused(hugo, "list_files", {"source": "git", "repo": f"http://{name}:{port}/repo.git"})
+
+    assert body["error"] == "permission_denied", body
+    assert "only public hosts" in body["message"], body

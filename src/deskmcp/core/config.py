@@ -105,6 +105,12 @@ class WorkspaceSettings(BaseSettings):
         validation_alias=env_alias("timezone", "DESKMCP_TIMEZONE"),
         description="IANA time zone for day boundaries (default: the system's).",
     )
+    relative_paths: bool = Field(
+        default=False,
+        validation_alias=env_alias("relative_paths", "DESKMCP_RELATIVE_PATHS"),
+        description="Answers name folders and files relative to the workspace, never by their full path "
+        "(always on for the users of a shared server).",
+    )
     embedder: OptionalText = Field(
         default=None,
         validation_alias=env_alias("embedder", "DESKMCP_EMBEDDER"),
@@ -117,6 +123,11 @@ class WorkspaceSettings(BaseSettings):
         if isinstance(value, str | Path):
             return expand(value)
         return value
+
+    @property
+    def shown_root(self) -> Path | None:
+        """The folder answers name paths relative to (`core.paths.shown_path`), or None: full paths."""
+        return self.workspace if self.relative_paths else None
 
     @property
     def index_folder(self) -> Path:

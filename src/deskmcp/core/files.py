@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -44,6 +45,25 @@ def private_database(path: Path) -> None:
                 file.chmod(PRIVATE_FILE)
         except FileNotFoundError:
             continue
+
+
+DISK_FULL = "the disk is full (no space left on the device); free some room and try again"
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+# How SQLite (SQLITE_FULL) and tantivy (Rust's io::ErrorKind::StorageFull) say it.
+_FULL_WORDS = ("database or disk is full", "No space left on device", "StorageFull")
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` (an OSError, or SQLite's or tantivy's error) says the disk or the quota is full."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return exc.errno in _FULL_ERRNOS
+    return any(words in str(exc) for words in _FULL_WORDS)
+
+
+def failure_text(exc: OSError) -> str:
+    """What went wrong with a file, in words for the person: a full disk says so and what to do."""
+    return DISK_FULL if disk_full(exc) else exc.strerror or str(exc)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:

@@ -125,3 +125,32 @@ def safe_join(root: Path, user_path: str, *, allow_root: bool = False) -> Path:
 def relative_posix(root: Path, path: Path) -> str:
     """The root-relative POSIX form of `path` (which must be inside `root`)."""
     return path.resolve().relative_to(root.resolve()).as_posix()
+
+
+def shown_path(path: Path, workspace: Path | None) -> str:
+    """How an answer names the folder or file `path` of this machine.
+
+    `workspace` None (one person's own server): the full path. Otherwise (a user of a shared
+    server, whose workspace that is, `WorkspaceSettings.shown_root`): relative to that workspace
+    in POSIX form (`vault`, `.deskmcp/audit/sends.jsonl`, `.` for the workspace itself), and a folder
+    outside it (a team folder of the deployment) by its name alone, so no answer tells a user
+    where the server keeps its users."""
+    if workspace is None:
+        return str(path)
+    home = workspace.resolve()
+    for candidate in (path, path.resolve()):
+        if candidate.is_absolute() and is_within(home, candidate):
+            return candidate.relative_to(home).as_posix()
+        if candidate.is_absolute() and is_within(workspace, candidate):
+            return candidate.relative_to(workspace).as_posix()
+    return path.name if path.is_absolute() else path.as_posix()
+
+
+def shown_text(text: str, workspace: Path | None) -> str:
+    """`text` (a message a server wrote before it knew who reads it, such as the reason it is not
+    running) with every mention of `workspace` made relative to it, as `shown_path` does."""
+    if workspace is None:
+        return text
+    for root in sorted({str(workspace), str(workspace.resolve())}, key=len, reverse=True):
+        text = text.replace(root + "/", "").replace(root, ".")
+    return text

@@ -10,6 +10,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.paths import shown_path
 from deskmcp.core.server import DeskServer, writes
 from deskmcp.diagrams.models import FileContent, FileList, MermaidCheck, SourceKind
 from deskmcp.diagrams.service import MAX_LIST_LIMIT, DiagramsService
@@ -47,7 +48,8 @@ def create_service(settings: DiagramsSettings) -> DiagramsService:
 
 def unavailable(settings: DiagramsSettings) -> str | None:
     if settings.project_root is not None and not settings.project_root.is_dir():
-        return f"the project folder {settings.project_root} does not exist; create it or fix PROJECT_ROOT"
+        where = shown_path(settings.project_root, settings.shown_root)
+        return f"the project folder {where} does not exist; create it or fix PROJECT_ROOT"
     return None
 
 

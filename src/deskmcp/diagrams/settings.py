@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+from deskmcp.core.errors import PermissionDenied
 
 
 class DiagramsSettings(WorkspaceSettings):
@@ -94,6 +95,12 @@ class DiagramsSettings(WorkspaceSettings):
         description="Comma-separated hosts (*.example.com) or networks (10.0.0.0/8) that may be cloned from; "
         "empty: any public host. Loopback, private and link-local addresses need an exact entry.",
     )
+    git_public_only: bool = Field(
+        default=False,
+        validation_alias=env_alias("git_public_only", "DIAGRAMS_GIT_PUBLIC_ONLY"),
+        description="Clone only from public addresses, whatever DIAGRAMS_GIT_ALLOWED_HOSTS lists (always on for "
+        "the users of a shared server: a user cannot make the server reach its own network).",
+    )
     git_max_blob_mb: int = Field(
         default=64,
         ge=1,
@@ -124,6 +131,24 @@ class DiagramsSettings(WorkspaceSettings):
         validation_alias=env_alias("max_wait", "DIAGRAMS_MAX_WAIT"),
         description="Longest wait for a rate limit before answering rate_limited instead.",
     )
+
+    @model_validator(mode="after")
+    def _public_hosts_only(self) -> DiagramsSettings:
+        """With `git_public_only`, an entry of DIAGRAMS_GIT_ALLOWED_HOSTS naming a loopback, private,
+        link-local or unspecified address or network is refused (a name is judged by what it resolves
+        to, at each connection)."""
+        if self.git_public_only:
+            from deskmcp.diagrams.sources.git_remote import non_public_entries
+
+            refused = non_public_entries(self.git_allowed_hosts)
+            if refused:
+                raise PermissionDenied(
+                    f"DIAGRAMS_GIT_ALLOWED_HOSTS in a user's settings may not list {', '.join(refused)}: loopback, "
+                    "private, link-local and unspecified addresses are this server's own network. List public "
+                    "hosts only.",
+                    {"setting": "DIAGRAMS_GIT_ALLOWED_HOSTS", "entries": refused},
+                )
+        return self
 
     @property
     def root(self) -> Path:

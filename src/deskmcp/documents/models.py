@@ -116,7 +116,9 @@ class TagList(BaseModel):
 
 class RootInfo(BaseModel):
     name: str = Field(description="Prefix for paths in this root ('name:path'); the main root needs none")
-    path: str = Field(description="The folder on disk")
+    path: str = Field(
+        description="The folder on disk (on a shared server: relative to your workspace, a team folder by its name)"
+    )
     main: bool
     exists: bool
     documents: int = Field(description="Documents indexed from this root")

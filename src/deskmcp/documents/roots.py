@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound
-from deskmcp.core.paths import is_absolute, relative_posix, root_relative, safe_join
+from deskmcp.core.paths import is_absolute, relative_posix, root_relative, safe_join, shown_path
 
 MAIN = "documents"
 _NAME_CHARS = re.compile(r"[^a-z0-9_-]+")
@@ -25,9 +25,10 @@ MAIN_VARIABLE = "DOCUMENTS_PATH"
 EXTRA_VARIABLE = "DOCUMENTS_EXTRA_ROOTS"
 
 
-def missing_folder(path: Path, variable: str) -> str:
-    """The one way a configured folder that does not exist is reported (start-up and tools)."""
-    return f"The documents folder {path} does not exist. Create it or fix {variable}."
+def missing_folder(shown: str, variable: str) -> str:
+    """The one way a configured folder that does not exist is reported (start-up and tools); `shown`
+    is the folder as answers name it (`core.paths.shown_path`)."""
+    return f"The documents folder {shown} does not exist. Create it or fix {variable}."
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class Root:
     name: str
     path: Path
     main: bool
+    shown: str
+    """The folder as answers name it: its full path, or relative to the workspace on a shared server."""
 
     @property
     def variable(self) -> str:
@@ -43,8 +46,8 @@ class Root:
 
     def missing(self) -> NotFound:
         return NotFound(
-            missing_folder(self.path, self.variable),
-            {"root": self.name, "path": str(self.path), "variable": self.variable},
+            missing_folder(self.shown, self.variable),
+            {"root": self.name, "path": self.shown, "variable": self.variable},
         )
 
     def prefix(self, rel: str) -> str:
@@ -81,23 +84,28 @@ class Roots:
     folder; the tools answer not_found naming the variable and the full path instead.
     """
 
-    def __init__(self, main: Path, extra: Sequence[Path] = (), *, create_main: bool = False) -> None:
+    def __init__(
+        self, main: Path, extra: Sequence[Path] = (), *, create_main: bool = False, shown_root: Path | None = None
+    ) -> None:
+        """`shown_root`: the workspace answers name folders relative to (`core.paths.shown_path`)."""
         if create_main:
             try:
                 main.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
+                where = shown_path(main, shown_root)
                 raise IOFailure(
-                    f"The documents folder {main} cannot be created: {exc.strerror}. "
+                    f"The documents folder {where} cannot be created: {exc.strerror}. "
                     f"Set {MAIN_VARIABLE} to a writable folder.",
-                    {"path": str(main), "variable": MAIN_VARIABLE},
+                    {"path": where, "variable": MAIN_VARIABLE},
                 ) from exc
-        self.main = Root(MAIN, main.resolve(), True)
+        self.main = Root(MAIN, main.resolve(), True, shown_path(main.resolve(), shown_root))
         taken = {MAIN}
         self.extra: dict[str, Root] = {}
         for folder in extra:
             name = root_name(folder, taken)
             taken.add(name)
-            self.extra[name] = Root(name, folder.expanduser().resolve(), False)
+            path = folder.expanduser().resolve()
+            self.extra[name] = Root(name, path, False, shown_path(path, shown_root))
 
     def all(self) -> list[Root]:
         return [self.main, *self.extra.values()]

@@ -276,7 +276,7 @@ class Catalog:
         return RootList(
             roots=[
                 RootInfo(
-                    name=r.name, path=str(r.path), main=r.main, exists=r.path.is_dir(), documents=counts.get(r.name, 0)
+                    name=r.name, path=r.shown, main=r.main, exists=r.path.is_dir(), documents=counts.get(r.name, 0)
                 )
                 for r in self.roots.all()
             ]

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import Field
 
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.paths import shown_path
 from deskmcp.core.search.embedders import configured_embedder
 from deskmcp.core.search.fusion import ModeArg
 from deskmcp.core.search.index import QUERY_WORDS
@@ -71,10 +72,11 @@ def unavailable(settings: DocumentsSettings) -> str | None:
     if root.is_dir():
         return None
     if settings.documents_path is not None:
-        return missing_folder(root.resolve(), MAIN_VARIABLE)
+        return missing_folder(shown_path(root.resolve(), settings.shown_root), MAIN_VARIABLE)
     parent = next((p for p in root.parents if p.exists()), None)
     if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        return f"the documents folder {root} cannot be created (no writable parent folder); set DOCUMENTS_PATH"
+        where = shown_path(root, settings.shown_root)
+        return f"the documents folder {where} cannot be created (no writable parent folder); set DOCUMENTS_PATH"
     return None
 
 

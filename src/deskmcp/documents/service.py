@@ -74,7 +74,12 @@ class DocumentService:
 
     def __init__(self, settings: DocumentsSettings) -> None:
         self.settings = settings
-        self.roots = Roots(settings.root, settings.extra_roots, create_main=settings.documents_path is None)
+        self.roots = Roots(
+            settings.root,
+            settings.extra_roots,
+            create_main=settings.documents_path is None,
+            shown_root=settings.shown_root,
+        )
         self.index_path = settings.index_folder / "documents.sqlite3"
         self.index = SearchIndex(self.index_path, SCHEMA)
         self.catalog = Catalog(self.index, self.roots)

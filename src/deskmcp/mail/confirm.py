@@ -75,19 +75,37 @@ STATE_SECONDS = 900.0
 past which the state itself is refused."""
 
 
-def spend_yes(service: MailService, state: str | None) -> None:
+def spend_yes(service: MailService, state: str | None, idempotency_key: str | None) -> str | None:
     """Spend the sealed request state that carried the person's yes (in the shared database when
-    one is configured, so replicas agree; in this process otherwise); `conflict` when it was spent
-    already. A yes given on the call's own stream (protocols before 2026-07-28) has no state and
-    cannot be sent twice. `state`: the sealed state as the client sent it
-    (`deskmcp.core.server.sealed_request_state`)."""
+    one is configured, so replicas agree; in this process otherwise), and answer the idempotency
+    key the send goes on with: the caller's, or one named after the state, so that the send this
+    yes allowed is journalled like any keyed send.
+
+    The same state again is a `conflict` once its send is journalled as sent. When the first call
+    with it was cut off before its outcome was recorded (its process killed in the middle of the
+    send), the journal holds the send as pending: the retry goes on with the same key, and the
+    keyed send looks for the message before sending the very same bytes, so the yes still sends
+    one message, never none and never two. A yes given on the call's own stream (protocols before
+    2026-07-28) has no state and cannot be sent twice. `state`: the sealed state as the client sent
+    it (`deskmcp.core.server.sealed_request_state`)."""
     if not state:
-        return
+        return idempotency_key
     once = hashlib.sha256(state.encode("utf-8")).hexdigest()
-    if not ledger(service.settings.database_url).spend("mail-confirmation", once, time.time() + STATE_SECONDS):
+    key = idempotency_key or f"{CONFIRMED_KEY_PREFIX}{once}"
+    if ledger(service.settings.database_url).spend("mail-confirmation", once, time.time() + STATE_SECONDS):
+        return key
+    row = service.journal.get(key)
+    if row is not None and row.status == "sent":
         raise Conflict(
-            "This confirmation was already used: the person's yes sends one message, and it was sent (or is "
-            "being sent). To send again, call the tool again and the person is asked again; to check, "
-            "search the Sent folder.",
+            "This confirmation was already used: the person's yes sends one message, and it was sent. "
+            "To send again, call the tool again and the person is asked again; to check, search the Sent folder.",
             {"confirmation": "spent"},
         )
+    # Spent, and its send not recorded as sent: the call that spent it ended before its outcome
+    # (or is still sending, and the journal's claim on the key makes this call wait for it).
+    return key
+
+
+CONFIRMED_KEY_PREFIX = "confirmed-"
+"""The idempotency key of a confirmed send made without one: this prefix and the digest of the
+sealed state that carried the yes."""

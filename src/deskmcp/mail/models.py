@@ -81,7 +81,10 @@ class SendEmailResult(BaseModel):
     sent_at: str
     rfc_message_id: str
     duplicate: bool = False
-    audit_log: str | None = Field(default=None, description="The audit log file the send was recorded in")
+    audit_log: str | None = Field(
+        default=None,
+        description="The audit log file the send was recorded in (relative to your workspace on a shared server)",
+    )
 
 
 class LabelOutcome(BaseModel):

@@ -234,11 +234,13 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
 
         return ask_before_sending(context, account, idempotency_key, question)
 
-    def agreed(answer: Answer, account: str | None) -> None:
-        """Go on only with the person's yes (or when none was needed), and spend that yes (`confirm.spend_yes`)."""
+    def agreed(answer: Answer, account: str | None, idempotency_key: str | None) -> str | None:
+        """Go on only with the person's yes (or when none was needed), and spend that yes
+        (`confirm.spend_yes`); the idempotency key the send goes on with."""
         if person_agreed(answer, "nothing was sent", None):
             state = sealed_request_state()
-            accounts.run(account, lambda s: confirm.spend_yes(s, state))
+            return accounts.run(account, lambda s: confirm.spend_yes(s, state, idempotency_key))
+        return idempotency_key
 
     @server.tool(
         "send_email", annotations=writes(destructive=False, idempotent=False, open_world=True), toolset="write"
@@ -260,12 +262,10 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     ) -> SendEmailResult:
         """Send a message (audited; the user confirms when their client can ask). A repeated
         idempotency_key returns the first result, duplicate=true."""
-        agreed(answer, account)
+        key = agreed(answer, account, idempotency_key)
         return accounts.run(
             account,
-            lambda s: s.send_email(
-                to, subject, body, reply_to_message_id, cc, bcc, html_body, idempotency_key, attachments
-            ),
+            lambda s: s.send_email(to, subject, body, reply_to_message_id, cc, bcc, html_body, key, attachments),
         )
 
     @server.tool(
@@ -282,8 +282,8 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         answer: Annotated[Answer, Resolve(ask_to_forward)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
         """Forward a message with its attachments ("Fwd: " subject, checked, confirmed and audited like send_email)."""
-        agreed(answer, account)
-        return accounts.run(account, lambda s: s.forward_email(message_id, to, body, cc, bcc, idempotency_key))
+        key = agreed(answer, account, idempotency_key)
+        return accounts.run(account, lambda s: s.forward_email(message_id, to, body, cc, bcc, key))
 
     @server.tool("move_email", annotations=writes(destructive=False, idempotent=True), toolset="write")
     def move_email(message_id: MessageIds, destination_label: LabelName, account: Account = None) -> LabelResult:
@@ -351,8 +351,8 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
         answer: Annotated[Answer, Resolve(ask_to_send_draft)] = NOT_ASKED,  # type: ignore[assignment]
     ) -> SendEmailResult:
         """Send a saved draft (confirmed like send_email, audited); the draft is removed once sent."""
-        agreed(answer, account)
-        return accounts.run(account, lambda s: s.send_draft(draft_id, idempotency_key))
+        key = agreed(answer, account, idempotency_key)
+        return accounts.run(account, lambda s: s.send_draft(draft_id, key))
 
     @server.tool("get_attachment", annotations=writes(destructive=False, idempotent=True), toolset="attachments")
     def get_attachment(

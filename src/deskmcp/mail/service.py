@@ -34,7 +34,7 @@ from deskmcp.core.errors import (
 )
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_bytes
 from deskmcp.core.pagination import decode_cursor, query_key
-from deskmcp.core.paths import safe_join
+from deskmcp.core.paths import safe_join, shown_path
 from deskmcp.core.principal import Principal
 from deskmcp.core.search import fusion
 from deskmcp.core.search.embedders import configured_embedder
@@ -614,7 +614,7 @@ class MailService:
             sent_at=utc_stamp(),
             rfc_message_id=str(message["Message-ID"]),
             duplicate=duplicate,
-            audit_log=str(audit.audit_path(self.settings.audit_folder)),
+            audit_log=shown_path(audit.audit_path(self.settings.audit_folder), self.settings.shown_root),
         )
         if key is not None:
             self.journal.finish(key, result.model_dump(exclude={"duplicate"}))

@@ -25,6 +25,7 @@ import hashlib
 import logging
 import threading
 import time
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -66,6 +67,10 @@ class NoteClient(Protocol):
     def prefetch(self, note_ids: list[str]) -> None: ...
 
     def get_note(self, note_id: str) -> dict[str, Any] | None: ...
+
+    def session(self) -> AbstractContextManager[None]:
+        """The requests of one sync, made inside it (one connection, one MCP session)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -186,7 +191,8 @@ class ApiSource:
             if self._closing.is_set():
                 return False
             try:
-                self._sync()
+                with self.api.session():
+                    self._sync()
             except SyncStopped:
                 return False
             except DeskError as exc:

@@ -18,6 +18,7 @@ backoff. The key is sent in the header only: it is never logged nor put in an er
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +104,10 @@ class GranolaApi:
 
     def close(self) -> None:
         self.client.close()
+
+    def session(self) -> AbstractContextManager[None]:
+        """A sync's requests share the client's connection already: nothing more to open."""
+        return nullcontext()
 
     def prefetch(self, note_ids: list[str]) -> None:
         """Notes are fetched one by one (`get_note`): nothing to ask for ahead."""

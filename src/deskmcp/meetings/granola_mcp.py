@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.from_thread
 import orjson
 
 from deskmcp.core.clock import SYSTEM_CLOCK, Clock
@@ -42,6 +44,8 @@ from deskmcp.meetings.granola_api import ListedNote, NotePage
 
 if TYPE_CHECKING:
     import httpx2
+    from anyio.from_thread import BlockingPortal
+    from mcp import Client
     from mcp.types import CallToolResult
 
     from deskmcp.connect.oauth import Browser
@@ -138,9 +142,54 @@ class GranolaMcp:
         self.transcripts: str | None = None
         """Why transcripts are not synced ("not on this Granola plan: ..."), once the server said so."""
         self._batch: dict[str, dict[str, Any]] = {}
+        self.sessions = 0
+        """MCP sessions opened (one per sync)."""
+        self._portal: BlockingPortal | None = None
+        self._session: ExitStack | None = None
+        self._client: Client | None = None
+        self._statuses: list[int] = []
+        """The HTTP statuses of the call under way (what a failure is read from)."""
 
     def close(self) -> None:
-        """Nothing is kept open: each call has its own HTTP session."""
+        """Nothing is kept open between syncs: a session ends with its sync."""
+
+    # -- the session of a sync -------------------------------------------------------------------
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Every call made inside goes through one MCP session (one handshake, one HTTP
+        connection), opened at the first call and closed on the way out. A call that fails
+        ends the session; the next call inside opens another. Outside, each call has its own."""
+        with anyio.from_thread.start_blocking_portal() as portal:
+            self._portal = portal
+            try:
+                yield
+            finally:
+                self._end_session()
+                self._portal = None
+
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[Client]:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async def record(response: httpx2.Response) -> None:
+            self._statuses.append(response.status_code)
+
+        http = httpx2.AsyncClient(
+            auth=self.auth, timeout=httpx2.Timeout(self.timeout), event_hooks={"response": [record]}
+        )
+        async with http, Client(streamable_http_client(self.url, http_client=http)) as client:
+            yield client
+
+    def _end_session(self) -> None:
+        stack, self._session = self._session, None
+        if stack is not None:
+            try:
+                stack.close()
+            except Exception as exc:  # a session that broke may fail to close: it is gone either way
+                log.debug("%s: the session ended with %s", SERVICE, type(exc).__name__)
 
     # -- one tool call -------------------------------------------------------------------------
 
@@ -149,26 +198,31 @@ class GranolaMcp:
             raise signed_out()
         with self.throttle:
             self.requests += 1
-            return anyio.run(self._call, tool, arguments)
+            portal = self._portal
+            if portal is None:
+                return anyio.run(self._call, tool, arguments)
+            self._statuses = []
+            try:
+                if self._session is None:
+                    stack = ExitStack()
+                    self._client = stack.enter_context(portal.wrap_async_context_manager(self._connected()))
+                    self._session = stack
+                    self.sessions += 1
+                assert self._client is not None
+                return portal.call(self._client.call_tool, tool, arguments)
+            except Exception as exc:  # the remote boundary: said as the taxonomy's error
+                self._end_session()
+                raise self._failure(tool, exc, self._statuses) from exc
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        import httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        statuses: list[int] = []
-
-        async def record(response: httpx2.Response) -> None:
-            statuses.append(response.status_code)
-
-        http = httpx2.AsyncClient(
-            auth=self.auth, timeout=httpx2.Timeout(self.timeout), event_hooks={"response": [record]}
-        )
+        """One call in a session of its own."""
+        self._statuses = []
+        self.sessions += 1
         try:
-            async with http, Client(streamable_http_client(self.url, http_client=http)) as client:
+            async with self._connected() as client:
                 return await client.call_tool(tool, arguments)
         except Exception as exc:  # the remote boundary: said as the taxonomy's error
-            raise self._failure(tool, exc, statuses) from exc
+            raise self._failure(tool, exc, self._statuses) from exc
 
     def _failure(self, tool: str, exc: BaseException, statuses: list[int]) -> DeskError:
         from mcp.client.auth import OAuthFlowError

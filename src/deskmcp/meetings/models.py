@@ -155,6 +155,8 @@ class Folder(BaseModel):
 
 class FolderList(BaseModel):
     folders: list[Folder]
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)
 
 
 class ParticipantCount(BaseModel):
@@ -166,6 +168,8 @@ class ParticipantCount(BaseModel):
 
 class ParticipantList(BaseModel):
     participants: list[ParticipantCount]
+    syncing: SyncProgress | None = Field(default=None, description=SYNCING)
+    stale_since: str | None = Field(default=None, description=STALE)
 
 
 class SyncStatus(BaseModel):

@@ -131,6 +131,9 @@ class MeetingService:
         self._indexer: threading.Thread | None = None
         self._indexer_lock = threading.Lock()
         self._progress: IndexingProgress | None = None
+        self._complete = threading.Event()
+        """Set once answers cover the whole cache (the first index holds every meeting)."""
+        self._complete.set()
         self._closing = threading.Event()
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
@@ -217,6 +220,7 @@ class MeetingService:
             if not big or self.index.count():
                 return False
             self._progress = IndexingProgress(done=0, total=0)
+            self._complete.clear()
             self._indexer = threading.Thread(target=self._index_first, name="meetings-indexer", daemon=True)
             self._indexer.start()
             return True
@@ -229,7 +233,19 @@ class MeetingService:
         except Exception:  # the outermost handler of the thread: the next call refreshes again
             log.exception("the first index of the Granola cache failed; the next call reads it again")
         finally:
-            self._progress = None
+            self._done_indexing()
+
+    def _done_indexing(self) -> None:
+        """Answers are complete from now on: no longer flagged `indexing`."""
+        self._progress = None
+        self._complete.set()
+
+    def wait_complete(self, timeout: float | None = None) -> bool:
+        """Wait until answers cover the whole cache: a first index in the background holds every
+        meeting (what it does after that, its side indexes and the cache's layout, answers need
+        not wait for), or it stopped (the next call then reads the cache itself). False if
+        neither happened within `timeout`."""
+        return self._complete.wait(timeout)
 
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Wait for a first index running in the background; False if it still runs after `timeout`."""
@@ -268,7 +284,7 @@ class MeetingService:
         layout = self._next_layout
         self._layout = layout if layout is not None and layout.source == self._source else None
         self._keep_layout()
-        self._progress = None  # complete, whichever thread filled it
+        self._done_indexing()  # whichever thread filled it
         self._last_sync = time.perf_counter() - started
         log.info(
             "indexed %s: %d added, %d updated, %d removed, %d unchanged in %.2fs",
@@ -393,6 +409,9 @@ class MeetingService:
         )
         if batched:
             self.index.flush()  # the deferred batches too: the next answer is the whole cache's
+            # Every meeting is searchable now: answers are complete, and need not wait for what
+            # a first index does after this (the side indexes, the transcript count, the layout).
+            self._done_indexing()
         stats.added += total.added
         stats.updated += total.updated
         return stats, head
@@ -589,7 +608,8 @@ class MeetingService:
                     meeting_count=sum(1 for m in f["meetings"] if m in present),
                 )
                 for f in raw
-            ]
+            ],
+            **self._flags(),
         )
 
     def folder_meetings(self, folder: str, limit: int = 500) -> tuple[Folder, list[MeetingSummary]]:
@@ -608,7 +628,8 @@ class MeetingService:
             participants=[
                 ParticipantCount(name=p.name, email=p.email, meeting_count=p.meetings, last_meeting=p.last_meeting)
                 for p in catalog.participants(self.index, needle, limit)
-            ]
+            ],
+            **self._flags(),
         )
 
     def cache_status(self) -> CacheStatus:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+import anyio.to_thread
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -82,10 +83,16 @@ FORBIDDEN_KEYS = frozenset(
         "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
         "google_use_adc",
         "GOOGLE_USE_ADC",
+        "relative_paths",
+        "DESKMCP_RELATIVE_PATHS",
+        "git_public_only",
+        "DIAGRAMS_GIT_PUBLIC_ONLY",
     }
 )
 """Keys a `settings.env` may never set: who the user is, where their data lives, the deployment's
-secrets, and this machine's own Google credentials (application default credentials)."""
+secrets, this machine's own Google credentials (application default credentials), whether answers show the
+server's full paths (they never do to a user: `WorkspaceSettings.relative_paths`), and whether
+clones may reach non-public addresses (a user's never do: `git_public_only`)."""
 
 USER_FILE_SCHEMES = frozenset({"file"})
 """Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
@@ -286,8 +293,11 @@ def _settings_of(
             given["database_url"] = google.google_token_database
     given.update(values)
     given["workspace"] = workspace
+    given["relative_paths"] = True  # a user never learns where the server keeps its users
     if "os_keyring" in cls.model_fields:  # the keyring is this server's OS user's, not theirs
         given["os_keyring"] = False
+    if "git_public_only" in cls.model_fields:  # a user's clones never reach this server's own network
+        given["git_public_only"] = True
     if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
         given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
     if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
@@ -470,6 +480,7 @@ class UserDispatcher:
         which ends the streams; the client reconnects and the user's servers are built again)."""
         self._users: OrderedDict[str, _Live] = OrderedDict()
         self._lock = anyio.Lock()
+        self._builds = anyio.CapacityLimiter(1)
         self._tasks: anyio.abc.TaskGroup | None = None
 
     @property
@@ -515,20 +526,40 @@ class UserDispatcher:
             raise RuntimeError("UserDispatcher.run() is not running")
         async with self._lock:
             user = self._users.get(principal.key)
+            new = user is None
             if user is None:
-                # Building reads the user's settings and registers the servers: no index is opened yet.
-                app, lifespan = self.build(principal)
-                user = _Live(principal.key, app)
+                user = _Live(principal.key, _unbuilt)
                 self._users[principal.key] = user
-                self._tasks.start_soon(self._serve, user, lifespan)
             self._users.move_to_end(principal.key)
             user.busy += busy
             self._evict()
+        if new:
+            await self._build(user, principal)
         await user.ready.wait()
         if user.failed is not None:
             user.busy -= busy
             raise user.failed
         return user
+
+    async def _build(self, user: _Live, principal: Principal) -> None:
+        """Build `user`'s app in a worker thread, one user at a time: reading their settings and
+        registering their servers takes a good part of a second, during which this process's
+        event loop goes on answering everyone else (and the proxy's health checks, which would
+        otherwise find a replica that a crowd of new users keeps busy dead). No index is opened yet."""
+        assert self._tasks is not None
+        try:
+            app, lifespan = await anyio.to_thread.run_sync(self.build, principal, limiter=self._builds)
+        except Exception as exc:  # the requests waiting for this user report it
+            if not isinstance(exc, DeskError):  # a user's own settings mistake is theirs to read
+                log.exception("the servers of user %s could not be built", user.key)
+            user.failed = exc
+            if self._users.get(user.key) is user:
+                del self._users[user.key]
+            user.ready.set()
+            user.stopped.set()
+            return
+        user.app = app
+        self._tasks.start_soon(self._serve, user, lifespan)
 
     def _evict(self) -> None:
         """Close the least recently used idle users beyond `live` (busy ones are kept until idle)."""
@@ -553,3 +584,8 @@ class UserDispatcher:
         finally:
             user.ready.set()
             user.stopped.set()
+
+
+async def _unbuilt(scope: Scope, receive: Receive, send: Send) -> None:
+    """The app of a user whose own is still being built (never called: requests wait until it is)."""
+    raise RuntimeError("a user's app was called before it was built")

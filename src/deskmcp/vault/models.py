@@ -109,11 +109,11 @@ class BacklinkList(BaseModel):
 
 
 class VaultStatus(BaseModel):
-    root: str
+    root: str = Field(description="The vault folder (relative to the workspace on a shared server)")
     notes: int
     read_only: bool
     watching: bool = Field(description="True while edits on disk are picked up by the file watcher")
-    index_path: str
+    index_path: str = Field(description="The vault's index file (relative to the workspace on a shared server)")
     last_scan_seconds: float | None = None
     max_note_bytes: int
     indexing: IndexingProgress | None = Field(default=None, description="Set while the vault is being indexed")

@@ -19,7 +19,7 @@ from typing import Any
 from deskmcp.core import frontmatter
 from deskmcp.core.dates import iso
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, ParseError, PermissionDenied
-from deskmcp.core.files import atomic_write_bytes, read_bytes_limited
+from deskmcp.core.files import atomic_write_bytes, failure_text, read_bytes_limited
 from deskmcp.core.paths import hidden_denied, is_hidden, relative_posix, root_relative, safe_join, split_relative
 from deskmcp.core.search.terms import nfc
 from deskmcp.vault.links import title
@@ -252,7 +252,9 @@ def store_note(full: Path, rel: str, data: bytes) -> None:
     except PermissionError as exc:
         raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
     except OSError as exc:
-        raise IOFailure(f"{rel} could not be written: {exc.strerror}. Nothing was changed.") from exc
+        raise IOFailure(
+            f"{rel} could not be written: {failure_text(exc)}. Nothing was changed.", {"path": rel}
+        ) from exc
 
 
 def rename_no_replace(src: Path, dst: Path) -> None:

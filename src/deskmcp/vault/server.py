@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from deskmcp.core.pagination import CursorArg
+from deskmcp.core.paths import shown_path
 from deskmcp.core.search.embedders import configured_embedder
 from deskmcp.core.search.fusion import ModeArg
 from deskmcp.core.search.index import QUERY_WORDS
@@ -62,7 +63,8 @@ def create_service(settings: VaultSettings) -> VaultService:
 def unavailable(settings: VaultSettings) -> str | None:
     """None when the vault folder exists (or is the default one, created on start)."""
     if settings.vault_path is not None and not settings.vault_path.is_dir():
-        return f"the vault folder {settings.vault_path} does not exist; create it or fix VAULT_PATH"
+        where = shown_path(settings.vault_path, settings.shown_root)
+        return f"the vault folder {where} does not exist; create it or fix VAULT_PATH"
     return None
 
 

@@ -23,9 +23,9 @@ import orjson
 
 from deskmcp.core import frontmatter
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError, PermissionDenied
-from deskmcp.core.files import atomic_write_bytes
+from deskmcp.core.files import atomic_write_bytes, failure_text
 from deskmcp.core.pagination import decode_cursor, page, query_key
-from deskmcp.core.paths import relative_posix
+from deskmcp.core.paths import relative_posix, shown_path
 from deskmcp.core.protected_folders import protected_denied, protected_folder
 from deskmcp.core.search import fusion
 from deskmcp.core.search.embedding import Embedder
@@ -79,6 +79,8 @@ class VaultService:
         if settings.vault_path is None:
             settings.root.mkdir(parents=True, exist_ok=True)
         self.root = settings.root.resolve()
+        self.shown_root = shown_path(self.root, settings.shown_root)
+        """The vault folder as answers name it (`core.paths.shown_path`)."""
         self.read_only = settings.read_only
         self.protected = settings.protected
         self.limit = settings.max_note_bytes
@@ -178,7 +180,7 @@ class VaultService:
     def problem(self) -> str | None:
         """Why the vault cannot be used (its folder is missing), or None."""
         if not self.root.is_dir():
-            return f"The vault folder {self.root} does not exist; create it or set VAULT_PATH to your vault."
+            return f"The vault folder {self.shown_root} does not exist; create it or set VAULT_PATH to your vault."
         return None
 
     def ensure_fresh(self) -> None:
@@ -188,7 +190,7 @@ class VaultService:
         indexed so far.
         """
         if (problem := self.problem()) is not None:
-            raise NotFound(problem, {"root": str(self.root)})
+            raise NotFound(problem, {"root": self.shown_root})
         if self._first_index.is_set() or self.catalog.progress is not None:
             return
         if self.watcher is not None and self.watcher.running:
@@ -197,7 +199,7 @@ class VaultService:
 
     def _require_writable(self) -> None:
         if (problem := self.problem()) is not None:
-            raise NotFound(problem, {"root": str(self.root)})
+            raise NotFound(problem, {"root": self.shown_root})
         if self.read_only:
             raise PermissionDenied(
                 "The vault is read-only (VAULT_READ_ONLY=1): notes cannot be written, moved or patched.",
@@ -312,8 +314,8 @@ class VaultService:
         ensure_size(data, self.limit, rel)
         if not self.root.is_dir():
             raise NotFound(
-                f"The vault folder {self.root} does not exist. Create it or set VAULT_PATH to your vault.",
-                {"root": str(self.root)},
+                f"The vault folder {self.shown_root} does not exist. Create it or set VAULT_PATH to your vault.",
+                {"root": self.shown_root},
             )
         if current is None or current.data != data:
             store_note(full, rel, data)
@@ -469,7 +471,7 @@ class VaultService:
         except PermissionError as exc:
             raise PermissionDenied(f"{rel} cannot be written: permission denied.", {"path": rel}) from exc
         except OSError as exc:
-            raise IOFailure(f"{rel} could not be written: {exc.strerror}.", {"path": rel}) from exc
+            raise IOFailure(f"{rel} could not be written: {failure_text(exc)}.", {"path": rel}) from exc
 
     # -- finding ---------------------------------------------------------------------------
 
@@ -596,11 +598,11 @@ class VaultService:
             self.ensure_fresh()
         scan = self.catalog.last_scan
         return VaultStatus(
-            root=str(self.root),
+            root=self.shown_root,
             notes=self.catalog.index.count(),
             read_only=self.read_only,
             watching=self.watcher is not None and self.watcher.running,
-            index_path=str(self.catalog.index.path),
+            index_path=shown_path(self.catalog.index.path, self.settings.shown_root),
             last_scan_seconds=round(scan.seconds, 3) if scan else None,
             max_note_bytes=self.limit,
             indexing=self.indexing(),

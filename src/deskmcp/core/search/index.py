@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.files import private_database, private_folder, write_back
+from deskmcp.core.files import DISK_FULL, disk_full, private_database, private_folder, write_back
 from deskmcp.core.search.codec import TRAIN_AT, TextCodec
 from deskmcp.core.search.query import (
     QUERY_WORDS,
@@ -103,6 +103,8 @@ class SearchIndex:
         self.path = path
         self.schema = schema
         self._write_lock = threading.RLock()
+        self._text_behind = False
+        """A full disk stopped a text-index commit: the next write brings it back to the records."""
         self._readers: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._max_readers = readers
         self._all: list[sqlite3.Connection] = []
@@ -188,17 +190,25 @@ class SearchIndex:
                     self._ensure_indexes(self._writer)
 
     def _create(self, conn: sqlite3.Connection, schema_id: str) -> None:
+        """Make the tables of `schema_id`, dropping what an older schema left. Decided inside the
+        write transaction: another process (a second replica opening the same new index) that
+        made them first is found here, and its tables are kept."""
         s = self.schema
         extra = "".join(f", {name} {sqltype}" for name, sqltype in s.columns)
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-                " AND name NOT LIKE 'fts_%'"
-            )
-        ]
         conn.execute("BEGIN IMMEDIATE")
         try:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+                    " AND name NOT LIKE 'fts_%'"
+                )
+            ]
+            if "meta" in tables:
+                made = conn.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if made is not None and made[0] == schema_id:
+                    conn.execute("COMMIT")
+                    return
             conn.execute("PRAGMA defer_foreign_keys=ON")
             for table in tables:
                 conn.execute(f'DROP TABLE IF EXISTS "{table}"')
@@ -417,7 +427,42 @@ class SearchIndex:
 
         SQLite commits first; the text index follows (a crash in between is repaired on open).
         `deferred` (for bulk loads): text searches may see these records up to
-        `textindex.DEFERRED_COMMIT` seconds later; everything else sees them at once."""
+        `textindex.DEFERRED_COMMIT` seconds later; everything else sees them at once.
+        A full disk is `io_error`: SQLite keeps its last commit and the text index is brought back
+        to it by the next write (`_disk_full`)."""
+        with self._disk_full():
+            return self._apply(upserts, deletes, meta=meta, deferred=deferred)
+
+    @contextmanager
+    def _disk_full(self) -> Iterator[None]:
+        """Answer a full disk as `io_error` saying so. The text index's queued writes are dropped
+        (its stamp stays behind the records'), and the next write or flush rebuilds what it lacks
+        before going on, as a start after a crash between the two commits would."""
+        with self._write_lock:
+            try:
+                if self._text_behind:
+                    self._check_text()
+                    self._text_behind = False
+                yield
+            except (sqlite3.OperationalError, ValueError, OSError) as exc:
+                if not disk_full(exc):
+                    raise
+                self._text.discard()
+                self._text_behind = True
+                raise IOFailure(
+                    f"The search index {self.path.name} could not be updated: {DISK_FULL}. It keeps what it"
+                    " held before, and catches up on the next call once there is room.",
+                    {"index": self.path.name},
+                ) from exc
+
+    def _apply(
+        self,
+        upserts: Iterable[IndexRecord],
+        deletes: Iterable[str],
+        *,
+        meta: Mapping[str, str] | None,
+        deferred: bool,
+    ) -> ApplyStats:
         started = time.perf_counter()
         stats = ApplyStats()
         removed: list[int] = []
@@ -487,7 +532,8 @@ class SearchIndex:
 
     def flush(self) -> None:
         """Commit pending text-index writes now (they are otherwise committed before the next search)."""
-        self._text.commit()
+        with self._disk_full():
+            self._text.commit()
 
     def settle(self) -> None:
         """After a bulk write (a first index): commit, finish merging and release the text

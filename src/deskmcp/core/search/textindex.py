@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, IOFailure
-from deskmcp.core.files import private_files, private_folder
+from deskmcp.core.files import PRIVATE_FILE, private_files, private_folder
 from deskmcp.core.search import snippets
 from deskmcp.core.search.terms import MAX_TOKEN_BYTES, nfc, split_terms
 
@@ -51,6 +51,15 @@ LOCK_WAIT = 30.0
 IDLE_RELEASE = 3.0
 """Seconds without writes after which queued writes are committed (reads commit them at
 once) and the writer is let go for other processes."""
+WANTED = "writer.wanted"
+"""A file in the index folder that a process waiting for the writer touches: the process holding
+it commits and lets it go at once rather than after IDLE_RELEASE (two replicas serving the same
+user's index would otherwise wait seconds per write, and one writing steadily would keep it)."""
+WANTED_FRESH = 2.0
+"""Seconds a touch of WANTED counts (a waiter touches it again every few tens of milliseconds;
+an older touch was left by one that has gone)."""
+WANTED_POLL = 0.1
+"""How often a held writer looks for a waiter."""
 DEFERRED_COMMIT = 2.0
 """Seconds that writes queued as deferrable (a bulk load) may wait for a commit: a search
 during the load then sees what was committed up to that long ago, instead of committing a
@@ -125,6 +134,7 @@ class TextIndex:
         self._committed_at = time.monotonic()
         self._pending_stamp: str | None = None
         self._timer: threading.Timer | None = None
+        self._release_at = 0.0
         self._reloaded_for: str | None = None
         self._memo_lock = threading.Lock()
         self._queries: dict[tuple[str, bool], UserQuery] = {}
@@ -180,8 +190,16 @@ class TextIndex:
             try:
                 self.commit()
                 self._settle()
+            except (ValueError, OSError) as exc:  # a full disk: the next open finds the stamp behind and rebuilds
+                log.warning("text index %s: commit on close failed (%s)", self.folder, exc)
             finally:
                 self._release()
+
+    def discard(self) -> None:
+        """Drop the queued writes and the writer after a commit failed (a full disk): the stamp
+        stays behind the records', so the index is rebuilt from them."""
+        with self._lock:
+            self._release()
 
     def _release(self) -> None:
         """Drop the writer (and with it the lock other processes wait for); queued writes are lost."""
@@ -219,12 +237,28 @@ class TextIndex:
                             f" {LOCK_WAIT:.0f} s; try again, or stop the other deskmcp using it.",
                             {"index": str(self.folder)},
                         ) from exc
+                    self._ask()
                 else:
+                    with contextlib.suppress(OSError):
+                        (self.folder / WANTED).unlink()
                     self.index.reload()  # what another process committed before we took the lock
                     self._searcher = self.index.searcher()
                     return
             time.sleep(delay)
-            delay = min(delay * 2, 0.25)
+            delay = min(delay * 2, WANTED_POLL / 2)
+
+    def _ask(self) -> None:
+        """Tell the process holding the writer that this one waits for it (see WANTED)."""
+        with contextlib.suppress(OSError):
+            (self.folder / WANTED).touch(mode=PRIVATE_FILE)
+
+    def _wanted(self) -> bool:
+        """Whether another process waits for the writer this one holds."""
+        try:
+            age = time.time() - (self.folder / WANTED).stat().st_mtime
+        except OSError:
+            return False
+        return age < WANTED_FRESH
 
     def end(self) -> None:
         """After a change: the writer stays for the next batch; once writes pause it commits,
@@ -233,11 +267,26 @@ class TextIndex:
             self._arm()
 
     def _arm(self) -> None:
+        """Let the writer go once writes pause for IDLE_RELEASE, or as soon as another process
+        waits for it."""
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = threading.Timer(IDLE_RELEASE, self._idle)
+        self._release_at = time.monotonic() + IDLE_RELEASE
+        self._watch_later(0.0 if self._wanted() else WANTED_POLL)
+
+    def _watch_later(self, delay: float) -> None:
+        self._timer = threading.Timer(min(delay, max(0.0, self._release_at - time.monotonic())), self._watch)
         self._timer.daemon = True
         self._timer.start()
+
+    def _watch(self) -> None:
+        with self._lock:
+            if self._timer is not threading.current_thread():  # cancelled meanwhile: a change began
+                return
+            if self._writer is not None and time.monotonic() < self._release_at and not self._wanted():
+                self._watch_later(WANTED_POLL)
+                return
+            self._idle()
 
     def settle(self) -> None:
         """Commit now, let the merges finish and drop the writer (its memory goes back to the

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deskmcp.core.errors import BadRequest, NotFound
+from deskmcp.core.paths import shown_path
 from deskmcp.diagrams.sources.contract import Source
 from deskmcp.diagrams.sources.local import LocalSource
 
@@ -48,7 +49,7 @@ class SourceFactory:
         if self.settings.project_root is None:
             root.mkdir(parents=True, exist_ok=True)
         elif not root.is_dir():
-            where = str(root.absolute())
+            where = shown_path(root.absolute(), self.settings.shown_root)
             raise NotFound(
                 f"The project folder {where} (PROJECT_ROOT) does not exist. Create it, or set PROJECT_ROOT "
                 "to the folder of your project and restart the server.",
@@ -63,7 +64,7 @@ class SourceFactory:
                     "The local source reads PROJECT_ROOT as it is: omit repo and ref, or use source='git'.",
                     {"source": kind},
                 )
-            return LocalSource(self.project_root())
+            return LocalSource(self.project_root(), self.settings.shown_root)
         if kind == "github":
             if not repo:
                 raise BadRequest("source='github' needs repo, e.g. 'owner/name'.", {"source": kind})

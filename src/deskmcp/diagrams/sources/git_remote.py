@@ -3,9 +3,10 @@
 A clone URL comes from the model, so it is treated as untrusted: only the schemes the settings
 allow (`https` by default; `file` only when listed), only the hosts they allow, and never an
 address on loopback, a private or a link-local network unless that host or network is listed
-explicitly. A host is resolved once and a connection goes to exactly an address checked: for git://
-the clone URL's, for HTTP each connection's (redirects included, whose host must be allowed too),
-so a name that resolves elsewhere the second time gains nothing. An IPv6 address
+explicitly, and never at all with `git_public_only` (a user of a shared server). A host is
+resolved once and a connection goes to exactly an address checked: for git:// the clone URL's,
+for HTTP each connection's (redirects included, whose host must be allowed too), so a name that
+resolves elsewhere the second time gains nothing. An IPv6 address
 that carries an IPv4 one (NAT64, 6to4, Teredo, mapped, compatible) is judged by the IPv4 address.
 ssh:// is never cloned: the ssh program resolves and connects by itself.
 """
@@ -102,6 +103,38 @@ def is_public(address: IPAddress) -> bool:
     return all(v4.is_global and not v4.is_multicast for v4 in embedded_ipv4(address))
 
 
+_NOT_PUBLIC_NETWORKS: tuple[IPNetwork, ...] = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+        "192.168.0.0/16", "::/128", "::1/128", "::ffff:0:0/96", "fc00::/7", "fe80::/10",
+    )
+)  # fmt: skip
+"""Unspecified, private, shared (carrier-grade NAT), loopback and link-local networks."""
+
+
+def non_public_entries(hosts: str) -> list[str]:
+    """The entries of a DIAGRAMS_GIT_ALLOWED_HOSTS value that are addresses or networks reaching
+    beyond public addresses (`localhost` too; other names are judged by what they resolve to)."""
+    refused: list[str] = []
+    for entry in (e.strip() for e in hosts.split(",")):
+        if not entry:
+            continue
+        if entry.lower().rstrip(".") == "localhost" or entry.lower().endswith(".localhost"):
+            refused.append(entry)
+            continue
+        try:
+            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
+        except ValueError:
+            continue
+        ends = (network.network_address, network.broadcast_address)
+        if not all(is_public(end) for end in ends) or any(
+            network.overlaps(special) for special in _NOT_PUBLIC_NETWORKS if special.version == network.version
+        ):
+            refused.append(entry)
+    return refused
+
+
 def shown_address(address: IPAddress) -> str:
     """`64:ff9b::7f00:1 (127.0.0.1)`: the address, with the IPv4 address it carries."""
     carried = embedded_ipv4(address)
@@ -111,7 +144,11 @@ def shown_address(address: IPAddress) -> str:
 class RemotePolicy:
     """`DIAGRAMS_GIT_ALLOWED_SCHEMES` and `DIAGRAMS_GIT_ALLOWED_HOSTS`, applied to one URL or one connection."""
 
-    def __init__(self, schemes: str, hosts: str, resolve: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self, schemes: str, hosts: str, resolve: Callable[..., Any] | None = None, *, public_only: bool = False
+    ) -> None:
+        self.public_only = public_only
+        """Only public addresses, whatever is listed (a user of a shared server)."""
         self.schemes = frozenset(s.strip().lower().removesuffix("://") for s in schemes.split(",") if s.strip())
         unknown = sorted(self.schemes - set(SCHEMES))
         if unknown:
@@ -134,7 +171,7 @@ class RemotePolicy:
 
     @classmethod
     def from_settings(cls, settings: DiagramsSettings) -> RemotePolicy:
-        return cls(settings.git_allowed_schemes, settings.git_allowed_hosts)
+        return cls(settings.git_allowed_schemes, settings.git_allowed_hosts, public_only=settings.git_public_only)
 
     @property
     def restricted(self) -> bool:
@@ -157,8 +194,15 @@ class RemotePolicy:
         ip = self._literal(address)
         if ip is None:
             raise PermissionDenied(f"{shown} resolved to {address!r}, which is not an IP address.", {"repo": shown})
-        if any(ip in net for net in self.networks) or host in self.names:
+        listed = any(ip in net for net in self.networks) or host in self.names
+        if listed and not self.public_only:
             return ip  # listed explicitly (by address, network or exact name)
+        if not is_public(ip) and self.public_only:
+            raise PermissionDenied(
+                f"{shown} resolves to {shown_address(ip)}, a loopback, private or link-local address; on a shared "
+                "server only public hosts are cloned from.",
+                {"repo": shown, "address": str(ip)},
+            )
         if not is_public(ip):
             raise PermissionDenied(
                 f"{shown} resolves to {shown_address(ip)}, a loopback, private or link-local address; it is not "

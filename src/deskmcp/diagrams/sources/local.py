@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from deskmcp.core.errors import BadRequest, IOFailure, NotFound, PermissionDenied
-from deskmcp.core.paths import is_within, safe_join
+from deskmcp.core.paths import is_within, safe_join, shown_path
 from deskmcp.diagrams.sources.contract import FileInfo
 
 
@@ -73,9 +73,10 @@ class LocalSource:
     kind: str = "local"
     ref: str | None = None
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, shown_root: Path | None = None) -> None:
+        """`shown_root`: the workspace answers name the folder relative to (`core.paths.shown_path`)."""
         self.root = root.resolve()
-        self.label = str(self.root)
+        self.label = shown_path(self.root, shown_root)
 
     def _folder(self, root: str) -> Path:
         folder = safe_join(self.root, root, allow_root=True)
