@@ -2,7 +2,7 @@
 
     uv run python -m bench.auth [--calls 5000]
 
-The verifier deskmcp uses over HTTP (`deskmcp.auth.verifier.AccessTokenVerifier`) checks tokens
+The verifier deskmcp uses over HTTP (`deskmcp.serving.auth.verifier.AccessTokenVerifier`) checks tokens
 signed RS256 (2048-bit), ES256 and Ed25519 (EdDSA): header and allow-list, key lookup by kid, signature,
 iss, aud, exp, nbf, iat, scopes, then the principal. The issuer is an in-process ASGI app, asked
 once for its metadata and keys before timing (a warm key set): no network in the loop. Prints
@@ -27,8 +27,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from bench.common import percentile
-from deskmcp.auth.settings import AuthorizationSettings
-from deskmcp.auth.verifier import AccessTokenVerifier, principal_of
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.auth.verifier import AccessTokenVerifier, principal_of
 
 ISSUER = "https://issuer.example"
 RESOURCE = "https://desk.example/mcp"

@@ -61,7 +61,7 @@ def serve(kind: str, port: int, workspace: Path) -> None:
     else:
         from deskmcp.core.server import READ_ONLY
         from deskmcp.gateway import compose
-        from deskmcp.httpapi import create_app
+        from deskmcp.serving.app import create_app
 
         composition = compose(workspace=workspace)
 

@@ -194,8 +194,8 @@ def serve(
         composition.server.run("stdio")
         return
 
-    from deskmcp.httpapi import HttpOptions, resolve_token
-    from deskmcp.httpapi import serve as serve_http
+    from deskmcp.serving.listen import serve as serve_http
+    from deskmcp.serving.options import HttpOptions, resolve_token
 
     authorization = _authorization()
     token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
@@ -237,7 +237,7 @@ def serve(
 
 
 def _authorization() -> Any:
-    """The OAuth resource server (`deskmcp.auth`) when DESKMCP_AUTH_ISSUER is set, else None; a bad
+    """The OAuth resource server (`deskmcp.serving.auth`) when DESKMCP_AUTH_ISSUER is set, else None; a bad
     setting, or a missing `remote` extra, is one line and exit code 2."""
     from pydantic import ValidationError
 
@@ -247,7 +247,7 @@ def _authorization() -> Any:
         return None  # the resource server's libraries (joserfc) are the remote extra: not needed
     try:
         with needs_extra("remote", "DESKMCP_AUTH_ISSUER (an OAuth authorization server)"):
-            from deskmcp.auth.gate import ResourceServer, authorization_from_environment
+            from deskmcp.serving.auth.gate import ResourceServer, authorization_from_environment
     except MissingExtra as exc:
         typer.echo(f"deskmcp: {exc.message}", err=True)
         raise typer.Exit(2) from None
@@ -270,9 +270,9 @@ def _authorization() -> Any:
 
 
 def _users(authorization: object) -> Any:
-    """Per-user serving when DESKMCP_USERS_ROOT is set (`deskmcp.users`); it needs an authorization
+    """Per-user serving when DESKMCP_USERS_ROOT is set (`deskmcp.serving.users`); it needs an authorization
     server, which names each request's user. A bad setting is one line and exit code 2."""
-    from deskmcp.users import UsersSettings
+    from deskmcp.serving.users import UsersSettings
 
     users = UsersSettings()
     if users.users_root is None:
@@ -291,7 +291,7 @@ def _bind(host: str, port: int) -> socket.socket:
     """The HTTP socket, bound; a port in use (or an address not on this machine) is one line and exit code 1."""
     import errno
 
-    from deskmcp.httpapi import bind
+    from deskmcp.serving.listen import bind
 
     try:
         return bind(host, port)
@@ -311,7 +311,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
     """DESKMCP_ALLOWED_ORIGINS and the --allow-origin values; a malformed one is a usage error."""
-    from deskmcp.httpapi import parse_origins
+    from deskmcp.serving.options import parse_origins
 
     try:
         return parse_origins(",".join([os.environ.get("DESKMCP_ALLOWED_ORIGINS", ""), *(extra or ())]))
@@ -322,10 +322,10 @@ def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
 
 def _replica_options(stateless: bool, trusted: list[str] | None) -> tuple[bool, tuple[str, ...], Any]:
     """--stateless / DESKMCP_STATELESS, the trusted proxies and the shared request-state keys
-    (`deskmcp.replicas`); a bad value is one line and exit code 2."""
+    (`deskmcp.serving.replicas`); a bad value is one line and exit code 2."""
     from pydantic import ValidationError
 
-    from deskmcp.replicas import ReplicaSettings, request_state_security, trusted_proxies
+    from deskmcp.serving.replicas import ReplicaSettings, request_state_security, trusted_proxies
 
     try:
         settings = ReplicaSettings(stateless=True) if stateless else ReplicaSettings()
@@ -342,7 +342,9 @@ def _url_host(host: str) -> str:
     """The host as written in a URL: IPv6 in brackets, a wildcard bind as the loopback name."""
     if host in ("0.0.0.0", "::", ""):
         return "127.0.0.1" if host != "::" else "[::1]"
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+    from deskmcp.serving.hosts import bracketed
+
+    return bracketed(host)
 
 
 def _server_name(name: str) -> str:

@@ -1,7 +1,7 @@
 """All of deskmcp in one process: every server in `SERVERS` registered on one `DeskServer`.
 
 `compose()` is the one place servers are put together; `deskmcp serve all`, `deskmcp tools`,
-`deskmcp call` and the HTTP app (`deskmcp.httpapi`) all use it, so every path sees the same
+`deskmcp call` and the HTTP app (`deskmcp.serving.http`) all use it, so every path sees the same
 tool registry and the same error mapping. A server whose backend is not configured is
 skipped with one log line; its tools are not listed, but a call to one answers not_found naming
 the server and why it is not running (the model, unlike the user, never sees the log), and the
@@ -174,11 +174,11 @@ def compose(
     A server whose `unavailable(settings)` gives a reason is skipped with one warning, unless
     `keep_unavailable` (for listing tools, or a server named explicitly: its tools then explain
     what is missing when called). `toolsets` overrides `DESKMCP_TOOLSETS` (see `core.toolsets`).
-    `request_state_security`: the key ring replicas share (`deskmcp.replicas`); None keeps the SDK's
+    `request_state_security`: the key ring replicas share (`deskmcp.serving.replicas`); None keeps the SDK's
     per-process key.
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
     `settings_for(spec)` gives each server's settings instead of the environment (one user's own,
-    `deskmcp.users`); a `DeskError` it raises skips that server with its message as the reason, its
+    `deskmcp.serving.users`); a `DeskError` it raises skips that server with its message as the reason, its
     workspace's paths shown relative to it (`core.paths.shown_text`), as are the reasons of servers
     whose settings say so (`WorkspaceSettings.relative_paths`).
     """

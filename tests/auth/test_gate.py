@@ -10,10 +10,11 @@ from pathlib import Path
 import httpx2
 from starlette.applications import Starlette
 
-from deskmcp.auth.gate import ResourceServer
-from deskmcp.auth.settings import AuthorizationSettings
 from deskmcp.gateway import compose
-from deskmcp.httpapi import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.auth.gate import ResourceServer
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import free_port, serving
 
 

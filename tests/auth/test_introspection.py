@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from deskmcp.auth.settings import AuthorizationSettings
-from deskmcp.auth.verifier import AccessTokenVerifier, TokenRefused, principal_of
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.auth.verifier import AccessTokenVerifier, TokenRefused, principal_of
 
 pytestmark = pytest.mark.anyio
 

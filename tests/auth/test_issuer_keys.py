@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from deskmcp.auth.issuer import IssuerUnavailable, metadata_urls
-from deskmcp.auth.settings import AuthorizationSettings
-from deskmcp.auth.verifier import AccessTokenVerifier, TokenRefused
+from deskmcp.serving.auth.issuer import IssuerUnavailable, metadata_urls
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.auth.verifier import AccessTokenVerifier, TokenRefused
 
 pytestmark = pytest.mark.anyio
 

@@ -10,13 +10,14 @@ from mcp import Client
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from deskmcp.auth.gate import ResourceServer
-from deskmcp.auth.settings import AuthorizationSettings
 from deskmcp.cli import app as cli
 from deskmcp.core.errors import BadRequest
 from deskmcp.core.principal import Principal, acting_for
 from deskmcp.gateway import compose
-from deskmcp.httpapi import HttpOptions, create_app
+from deskmcp.serving.app import create_app
+from deskmcp.serving.auth.gate import ResourceServer
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import free_port
 
 ISSUER = "https://issuer.example"

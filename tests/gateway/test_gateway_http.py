@@ -13,8 +13,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from deskmcp.core.errors import BadRequest
 from deskmcp.gateway import compose
-from deskmcp.httpapi import HttpOptions, create_app, resolve_token
 from deskmcp.servers import SERVERS
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions, resolve_token
 
 JSON = {"content-type": "application/json"}
 

@@ -16,8 +16,10 @@ import pytest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app, uvicorn_settings
 from deskmcp.servers import get_spec
+from deskmcp.serving.app import create_app
+from deskmcp.serving.listen import uvicorn_settings
+from deskmcp.serving.options import HttpOptions
 
 
 @pytest.fixture

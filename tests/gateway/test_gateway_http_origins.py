@@ -20,7 +20,8 @@ from deskmcp.core.errors import BadRequest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app, parse_origins
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions, parse_origins
 
 INITIALIZE = {
     "jsonrpc": "2.0",

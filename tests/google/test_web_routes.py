@@ -13,8 +13,9 @@ import pytest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app
 from deskmcp.servers import get_spec
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
 from tests.helpers.network import serving
 
 

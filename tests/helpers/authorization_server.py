@@ -215,12 +215,13 @@ def protected_app(server: AuthorizationServer, port: int, workspace: Path, **set
     """deskmcp's HTTP app for `http://127.0.0.1:PORT/mcp` with `server` as its authorization server
     (introspecting as INTROSPECTOR), every toolset on, plus a read-only tool `whoami` answering the
     principal the call acts for; returns the app and its `ResourceServer`."""
-    from deskmcp.auth.gate import ResourceServer
-    from deskmcp.auth.settings import AuthorizationSettings
     from deskmcp.core.principal import current_principal
     from deskmcp.core.server import READ_ONLY
     from deskmcp.gateway import compose
-    from deskmcp.httpapi import HttpOptions, create_app
+    from deskmcp.serving.app import create_app
+    from deskmcp.serving.auth.gate import ResourceServer
+    from deskmcp.serving.auth.settings import AuthorizationSettings
+    from deskmcp.serving.options import HttpOptions
 
     options: dict[str, Any] = {
         "issuer": server.issuer,

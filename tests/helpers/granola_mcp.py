@@ -63,8 +63,8 @@ def _text(tool: str, hosted: HostedGranola, data: Any) -> Any:
 @contextmanager
 def hosted_granola(issuer: AuthorizationServer) -> Iterator[HostedGranola]:
     """The stand-in on a free loopback port, its tokens from `issuer`."""
-    from deskmcp.auth.gate import AuthorizationGate, ResourceServer
-    from deskmcp.auth.settings import AuthorizationSettings
+    from deskmcp.serving.auth.gate import AuthorizationGate, ResourceServer
+    from deskmcp.serving.auth.settings import AuthorizationSettings
 
     port = free_port()
     hosted = HostedGranola(url=f"http://127.0.0.1:{port}/mcp")

@@ -27,9 +27,11 @@ from deskmcp.core.errors import BadRequest
 from deskmcp.gateway import compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.web import OAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app, uvicorn_settings
-from deskmcp.replicas import ReplicaSettings, request_state_security, trusted_proxies
 from deskmcp.servers import get_spec
+from deskmcp.serving.app import create_app
+from deskmcp.serving.listen import uvicorn_settings
+from deskmcp.serving.options import HttpOptions
+from deskmcp.serving.replicas import ReplicaSettings, request_state_security, trusted_proxies
 from tests.helpers.mail import SinkHandler, SmtpSink
 from tests.helpers.network import free_port, serving
 from tests.helpers.person import Person
@@ -214,7 +216,7 @@ def test_event_streams_tell_a_proxy_not_to_buffer_them(tmp_path: Path, monkeypat
 async def test_with_a_users_root_each_users_send_confirmed_on_one_replica_is_finished_by_the_other(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, smtp: SmtpSink
 ) -> None:
-    from deskmcp.users import UsersSettings
+    from deskmcp.serving.users import UsersSettings
     from tests.helpers.principals import ActingFromHeader, as_user, principal
 
     smtp.messages.clear()

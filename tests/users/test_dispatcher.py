@@ -13,7 +13,7 @@ import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deskmcp.core.principal import Principal, acting_for
-from deskmcp.users import UserDispatcher
+from deskmcp.serving.users import UserDispatcher
 from tests.helpers.principals import principal
 
 

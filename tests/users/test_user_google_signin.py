@@ -18,8 +18,9 @@ from deskmcp.gateway import compose
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.google.web import PrincipalOAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app
-from deskmcp.users import UsersSettings, google_settings
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
+from deskmcp.serving.users import UsersSettings, google_settings
 from tests.helpers.network import serving
 from tests.helpers.principals import ActingFromHeader, as_user, principal
 

@@ -23,8 +23,9 @@ from deskmcp.gateway import compose
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.google.web import PrincipalOAuthRoutes
-from deskmcp.httpapi import HttpOptions, create_app
-from deskmcp.users import UsersSettings, google_settings
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
+from deskmcp.serving.users import UsersSettings, google_settings
 from tests.helpers.authorization_server import (
     CLIENT_SECRET,
     INTROSPECTOR,
@@ -85,8 +86,8 @@ def replicas(
     issuer: AuthorizationServer, root: Path, ledgers: list[OnceLedger], stack: ExitStack
 ) -> tuple[list[str], str, UsersSettings]:
     """One deskmcp app per ledger, all for one resource and one state key (replicas behind one address)."""
-    from deskmcp.auth.gate import ResourceServer
-    from deskmcp.auth.settings import AuthorizationSettings
+    from deskmcp.serving.auth.gate import ResourceServer
+    from deskmcp.serving.auth.settings import AuthorizationSettings
 
     port = free_port()
     resource = f"http://127.0.0.1:{port}/mcp"

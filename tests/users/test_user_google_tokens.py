@@ -15,7 +15,7 @@ from deskmcp.core.postgres import close_pools
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import PostgresTokenStore
 from deskmcp.servers import SERVERS
-from deskmcp.users import read_user_settings, user_settings, user_workspace
+from deskmcp.serving.users import read_user_settings, user_settings, user_workspace
 from tests.helpers.postgres import Postgres, fresh_database
 from tests.helpers.principals import principal
 

@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.core.errors import PermissionDenied
 from deskmcp.meetings.settings import MeetingsSettings
-from deskmcp.users import settings_of
+from deskmcp.serving.users import settings_of
 from tests.helpers.mail import fake_keyring
 from tests.helpers.principals import principal
 

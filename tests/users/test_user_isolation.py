@@ -20,8 +20,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from deskmcp.gateway import compose
-from deskmcp.httpapi import HttpOptions, create_app
-from deskmcp.users import UsersSettings
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
+from deskmcp.serving.users import UsersSettings
 from tests.helpers.mail import SinkHandler, SmtpSink, deliver, make_mail
 from tests.helpers.network import free_port, serving
 from tests.helpers.principals import ActingFromHeader, as_user, principal

@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.mail.service import account_password
 from deskmcp.mail.settings import MailSettings
-from deskmcp.users import settings_of
+from deskmcp.serving.users import settings_of
 from tests.helpers.mail import fake_keyring
 from tests.helpers.principals import principal
 

@@ -14,8 +14,9 @@ import pytest
 
 from deskmcp.core.principal import Principal
 from deskmcp.gateway import compose
-from deskmcp.httpapi import HttpOptions, create_app
-from deskmcp.users import UsersSettings
+from deskmcp.serving.app import create_app
+from deskmcp.serving.options import HttpOptions
+from deskmcp.serving.users import UsersSettings
 from tests.helpers.authorization_server import (
     CLIENT_SECRET,
     INTROSPECTOR,
@@ -53,8 +54,8 @@ def workspace_of(root: Path, issuer: str, subject: str, word: str) -> Path:
 
 @pytest.fixture(scope="module")
 def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Remote]:
-    from deskmcp.auth.gate import ResourceServer
-    from deskmcp.auth.settings import AuthorizationSettings
+    from deskmcp.serving.auth.gate import ResourceServer
+    from deskmcp.serving.auth.settings import AuthorizationSettings
 
     if (reason := provider_missing()) is not None:
         pytest.skip(reason)

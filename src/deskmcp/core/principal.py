@@ -1,6 +1,6 @@
 """Who a request acts for, once its access token has been verified.
 
-A remote deployment verifies each request's OAuth access token (`deskmcp.auth`) and binds the
+A remote deployment verifies each request's OAuth access token (`deskmcp.serving.auth`) and binds the
 verified principal for the time the request is handled; everything per user (the workspace, the
 Google tokens, the send journal) is chosen from it. With no authorization server configured (one
 person on one machine, stdio or the static bearer token) there is no principal and

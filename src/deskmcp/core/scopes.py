@@ -1,4 +1,4 @@
-"""The OAuth scope each tool needs when deskmcp is a resource server (`deskmcp.auth`).
+"""The OAuth scope each tool needs when deskmcp is a resource server (`deskmcp.serving.auth`).
 
 Three scopes, one per kind of action, derived from what every tool already declares:
 

@@ -106,7 +106,7 @@ class GoogleSettings(WorkspaceSettings):
     )
     google_token_principal: tuple[str, str] | None = Field(
         default=None,
-        description="(issuer, subject) of the user whose token this is; set per user by deskmcp.users.",
+        description="(issuer, subject) of the user whose token this is; set per user by deskmcp.serving.users.",
     )
 
     @property

@@ -1,6 +1,6 @@
 """Each user's Google token in PostgreSQL, sealed with AES-GCM to the principal it belongs to.
 
-A deployment serving several users (`deskmcp.users`) keeps their tokens in one table of the
+A deployment serving several users (`deskmcp.serving.users`) keeps their tokens in one table of the
 database `DESKMCP_DATABASE_URL`, one row per principal. A row holds the token sealed with
 AES-256-GCM under one of the keys of `DESKMCP_TOKEN_KEYS` (`id:base64key,...`, the first one
 seals, every one opens) and the principal's issuer and subject as associated data: a row copied

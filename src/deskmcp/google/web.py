@@ -281,7 +281,7 @@ def _query(url: str) -> list[tuple[str, str]]:
 
 
 class PrincipalOAuthRoutes:
-    """`/auth/url` and `/callback` when deskmcp serves several users (`deskmcp.users`): the state is
+    """`/auth/url` and `/callback` when deskmcp serves several users (`deskmcp.serving.users`): the state is
     sealed (AES-GCM) and carries the signed-in principal, the PKCE verifier and the redirect address,
     so any process holding the same keys finishes it and the token goes to that principal's store.
     A callback made by another signed-in principal is refused; one without a principal (a browser

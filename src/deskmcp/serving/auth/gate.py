@@ -34,13 +34,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from deskmcp.auth.issuer import IssuerUnavailable
-from deskmcp.auth.settings import AuthorizationSettings
-from deskmcp.auth.verifier import AccessTokenVerifier, TokenRefused, principal_of
 from deskmcp.core.errors import AuthRequired, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.principal import acting_for
+from deskmcp.serving.auth.issuer import IssuerUnavailable
+from deskmcp.serving.auth.settings import AuthorizationSettings
+from deskmcp.serving.auth.verifier import AccessTokenVerifier, TokenRefused, principal_of
 
-log = logging.getLogger("deskmcp.auth")
+log = logging.getLogger("deskmcp.serving.auth")
 
 TOOL_API_PREFIX = "/api/tools/"
 

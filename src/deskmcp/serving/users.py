@@ -37,10 +37,8 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-import orjson
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from deskmcp.core.config import WorkspaceSettings, env_alias, expand, literal_paths
@@ -51,8 +49,9 @@ from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
 from deskmcp.servers import SERVERS, ServerSpec
+from deskmcp.serving.responses import error_response
 
-log = logging.getLogger("deskmcp.users")
+log = logging.getLogger("deskmcp.serving.users")
 
 SETTINGS_FILE = "settings.env"
 """A user's own settings, in their workspace."""
@@ -420,7 +419,7 @@ def compose_for(
     request_state_security: Any = None,
 ) -> Composition:
     """The composition of `principal`'s own servers, on their own workspace and settings;
-    `request_state_security` is the key ring replicas share (`deskmcp.replicas`)."""
+    `request_state_security` is the key ring replicas share (`deskmcp.serving.replicas`)."""
     assert settings.users_root is not None
     workspace = user_workspace(settings.users_root, principal)
     values = read_user_settings(workspace)
@@ -508,13 +507,13 @@ class UserDispatcher:
         principal = current_principal()
         if principal is None:
             denied = AuthRequired("This server keeps each user's own data: send an access token that names you.")
-            await _error(denied)(scope, receive, send)
+            await error_response(denied)(scope, receive, send)
             return
         standing = scope.get("method") == "GET" and scope.get("path", "").rstrip("/") == self.stream_path
         try:
             user = await self._user(principal, busy=not standing)
         except DeskError as exc:
-            await _error(exc)(scope, receive, send)
+            await error_response(exc)(scope, receive, send)
             return
         try:
             await user.app(scope, receive, send)
@@ -590,8 +589,3 @@ class UserDispatcher:
 async def _unbuilt(scope: Scope, receive: Receive, send: Send) -> None:
     """The app of a user whose own is still being built (never called: requests wait until it is)."""
     raise RuntimeError("a user's app was called before it was built")
-
-
-def _error(exc: DeskError) -> Response:
-    headers = {"WWW-Authenticate": 'Bearer realm="deskmcp"'} if isinstance(exc, AuthRequired) else None
-    return Response(orjson.dumps(exc.to_dict()), exc.http_status, headers, media_type="application/json")

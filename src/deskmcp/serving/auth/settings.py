@@ -7,7 +7,6 @@ switches authorization on; docs/authorization.md describes each setting.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated, Self
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from deskmcp.core.config import OptionalText, env_alias
 from deskmcp.core.scopes import SCOPES
+from deskmcp.serving.hosts import is_loopback
 
 DEFAULT_ALGORITHMS = (
     "RS256",
@@ -54,21 +54,12 @@ def media_type(typ: str) -> str:
     return typ.strip().lower().removeprefix("application/")
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_url(name: str, value: str) -> str:
     """An absolute https URL (http only on loopback), without query or fragment, kept as written."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{name} must be an absolute URL like https://host/path, not {value!r}")
-    if parts.scheme == "http" and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise ValueError(f"{name} must use https (http only for 127.0.0.1 or localhost), not {value!r}")
     if parts.query or parts.fragment or "#" in value:
         raise ValueError(f"{name} must not have a query or fragment: {value!r}")

@@ -28,9 +28,9 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from mcp.server.auth.provider import AccessToken
 
-from deskmcp.auth.issuer import IssuerKeys, IssuerUnavailable
-from deskmcp.auth.settings import AuthorizationSettings, media_type
 from deskmcp.core.principal import Principal
+from deskmcp.serving.auth.issuer import IssuerKeys, IssuerUnavailable
+from deskmcp.serving.auth.settings import AuthorizationSettings, media_type
 
 CLIENT_PRINCIPALS = "#client"
 """Appended to the issuer of a principal that is an introspected token's client (no `sub`)."""

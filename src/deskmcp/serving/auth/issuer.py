@@ -19,9 +19,9 @@ import httpx2
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from deskmcp.auth.settings import AuthorizationSettings
+from deskmcp.serving.auth.settings import AuthorizationSettings
 
-log = logging.getLogger("deskmcp.auth")
+log = logging.getLogger("deskmcp.serving.auth")
 
 
 class IssuerUnavailable(Exception):
