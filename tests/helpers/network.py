@@ -37,7 +37,7 @@ def serving(
 ) -> Iterator[str]:
     """Run `app` under uvicorn on a loopback port in a thread (a free one unless `port` is given,
     for an app that must know its own port); yields the base URL.
-    `config` goes to `uvicorn.Config` (e.g. `httpapi.uvicorn_settings(options)`); `nodelay=False`
+    `config` goes to `uvicorn.Config` (e.g. `serving.listen.uvicorn_settings(options)`); `nodelay=False`
     listens as uvicorn and `deskmcp serve --http` do, without TCP_NODELAY on the listening socket."""
     # The socket is bound here and handed to uvicorn, so no other process can take the port between.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
