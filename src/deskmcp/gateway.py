@@ -1,7 +1,7 @@
 """All of deskmcp in one process: every server in `SERVERS` registered on one `DeskServer`.
 
 `compose()` is the one place servers are put together; `deskmcp serve all`, `deskmcp tools`,
-`deskmcp call` and the HTTP app (`deskmcp.serving.http`) all use it, so every path sees the same
+`deskmcp call` and the HTTP app (`deskmcp.serving`) all use it, so every path sees the same
 tool registry and the same error mapping. A server whose backend is not configured is
 skipped with one log line; its tools are not listed, but a call to one answers not_found naming
 the server and why it is not running (the model, unlike the user, never sees the log), and the

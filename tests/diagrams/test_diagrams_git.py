@@ -457,11 +457,10 @@ def _client_sockets_to(port: int) -> list[str]:
 def test_a_silent_remote_leaves_no_socket_open_in_the_http_server_after_its_timeout(project: Path) -> None:
     """Two callers give up before the clone's 3 s timeout, a third waits for its answer: by then
     none of the three clones holds a connection to the silent remote."""
-    from deskmcp.serving.app import create_app
-
     from deskmcp.diagrams.settings import DiagramsSettings
     from deskmcp.gateway import compose
     from deskmcp.servers import SERVERS
+    from deskmcp.serving.app import create_app
     from tests.helpers.network import serving
     from tests.helpers.silent import silent_listener
 
