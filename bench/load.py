@@ -122,7 +122,7 @@ TREND_EVERY = 60.0
 """Resident memory and descriptors are printed every this many seconds of the window."""
 QUIET = 8.0
 """Seconds without calls before the first and after the last measurement of the window: every
-index writer held for writes is let go by then (deskmcp.core.textindex.IDLE_RELEASE), with its
+index writer held for writes is let go by then (deskmcp.core.search.textindex.IDLE_RELEASE), with its
 memory."""
 
 

@@ -418,7 +418,7 @@ def test_settle_lets_another_index_write_at_once_instead_of_after_the_idle_pause
 def test_a_writer_another_index_waits_for_is_let_go_at_once_rather_than_after_the_idle_pause(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    import deskmcp.core.textindex as textindex
+    import deskmcp.core.search.textindex as textindex
 
     # Two replicas serving one user's index: the one holding the writer would keep it until its
     # writes pause (here never), and the other's write would give up after LOCK_WAIT.
