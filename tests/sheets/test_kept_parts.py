@@ -17,7 +17,7 @@ import pytest
 from deskmcp.sheets.xlsx.parts import write_cached_values
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import Connect, call, fail
-from tests.helpers.workbooks import assert_well_formed, libreoffice_csv
+from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, libreoffice_xlsx
 
 pytestmark = pytest.mark.anyio
 
@@ -359,35 +359,12 @@ async def test_the_excel_pivot_workbook_takes_a_write_and_a_row_insert_keeping_i
     assert_well_formed(path)
 
 
-async def _libreoffice_xlsx(source: Path, workdir: Path) -> Path:
-    """`source` opened and saved again as .xlsx by LibreOffice (its own writer: its chart XML, its
-    shared formulas); the test is skipped where LibreOffice is not installed."""
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH")
-    out = workdir / "lo"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(workdir / 'profile-lo').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "xlsx:Calc MS Excel 2007 XML",
-        "--outdir",
-        str(out),
-        str(source),
-    ]
-    with anyio.fail_after(120):
-        await anyio.run_process(command, check=True)
-    return out / f"{source.stem}.xlsx"
-
-
 @pytest.mark.slow
 @pytest.mark.e2e
 async def test_a_libreoffice_workbook_with_a_chart_takes_writes_and_opens_with_the_values(
     root: Path, tmp_path: Path, connect: Connect
 ) -> None:
-    made = await _libreoffice_xlsx(rich_workbook(tmp_path / "rich.xlsx"), tmp_path)
+    made = await libreoffice_xlsx(rich_workbook(tmp_path / "rich.xlsx"), tmp_path)
     path = root / "rich.xlsx"
     shutil.copy(made, path)
     before = parts(path)
