@@ -21,15 +21,18 @@ meetings, a workbook `budget.xlsx` and a project folder of 20 files. Two phases,
 started replicas:
 1. `--users` users, one MCP client (its own connection and token) each;
 2. one user with `--sessions` MCP clients.
-Every client connects, warms up (`--warmup` rounds of every tool), and waits until all are ready;
-then the window opens for `--minutes` and each client calls a random mix of `read_note`,
-`write_note` (into notes of its own, overwritten in place so the vault does not grow),
-`search_notes`, `list_notes`, `search_documents`, `granola_meetings_list`,
-`granola_meetings_search`, `read_values` and `list_files` back to back. No mail is sent.
+Every client connects, warms up (`--warmup` rounds of every tool, then `--ramp` seconds of the
+mix below with every client at once, so the connection pools and caches the load needs are open
+before the start is measured; none of it counted), and waits until all are ready; then the window
+opens for `--minutes` and each client calls a random mix of `read_note`, `write_note` (into notes
+of its own, overwritten in place so the vault does not grow), `search_notes`, `list_notes`,
+`search_documents`, `granola_meetings_list`, `granola_meetings_search`, `read_values` and
+`list_files` back to back. No mail is sent.
 
 Printed per phase: calls/s, p50/p95/p99 per tool and overall, errors (by kind: the error's `error`
 field, or the exception's type), each replica's resident memory (VmRSS) and open file descriptors
-(/proc/PID/fd) when the window opens (after warm-up) and when it closes, with the growth, the peak
+(/proc/PID/fd) when the window opens (after warm-up) and when it closes (anonymous and file-backed
+resident memory apart too), with the growth, the peak
 resident memory sampled every 5 s, the CPU seconds of each replica and of haproxy, and the load
 generator's own CPU share (this process: it shares the machine with the replicas, so on few cores
 the figures say as much about the machine as about deskmcp). Every loop ends at its deadline;
@@ -197,6 +200,18 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def rss_kinds_mb(pid: int) -> dict[str, float]:
+    """The resident memory by kind (/proc/PID/status RssAnon, RssFile, RssShmem), in MB."""
+    kinds: dict[str, float] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                kinds[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        return {}
+    return kinds
+
+
 def open_fds(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
@@ -251,10 +266,11 @@ class Snapshot:
     fds: int
     cpu: float
     kinds: Counter[str]
+    memory: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pid: int) -> Snapshot:
-        return cls(rss_mb(pid), open_fds(pid), cpu_seconds(pid), fd_kinds(pid))
+        return cls(rss_mb(pid), open_fds(pid), cpu_seconds(pid), fd_kinds(pid), rss_kinds_mb(pid))
 
 
 # -- the load -------------------------------------------------------------------------------
@@ -337,18 +353,29 @@ class Plan:
 
 
 async def drive(
-    url: str, plans: list[Plan], seconds: float, warmup: int, mode: str, replicas: dict[str, int], figures: Figures
+    url: str,
+    plans: list[Plan],
+    seconds: float,
+    warmup: int,
+    mode: str,
+    replicas: dict[str, int],
+    figures: Figures,
+    ramp: float = 0.0,
 ) -> None:
-    """Every client connects and warms up; the window opens when all are ready and closes after
-    `seconds`; the replicas are measured at both ends, while every client is still connected."""
+    """Every client connects and warms up: `warmup` rounds of every tool, then `ramp` seconds of
+    the window's mix, every client at once (not counted), so the pools and caches the load
+    needs are open before the start is measured. The window opens when all are ready and closes
+    after `seconds`; the replicas are measured at both ends, while every client is still connected."""
     tools = list(MIX)
     weights = [MIX[t] for t in tools]
     ready = anyio.Event()
+    ramping = anyio.Event()
+    ramped = anyio.Event()
     finished = anyio.Event()
     release = anyio.Event()
     go = anyio.Event()
-    counts = {"ready": 0, "finished": 0}
-    window = {"end": 0.0}
+    counts = {"ready": 0, "ramped": 0, "finished": 0}
+    window = {"end": 0.0, "ramp_end": 0.0}
 
     async def client(plan: Plan) -> None:
         refused: list[str] = []
@@ -374,7 +401,7 @@ async def drive(
         http = httpx2.AsyncClient(
             headers={"Authorization": f"Bearer {plan.token}"}, timeout=60, event_hooks={"response": [seen]}
         )
-        steps = {"ready": False, "finished": False}
+        steps = {"ready": False, "ramped": False, "finished": False}
 
         def step(name: str, event: anyio.Event) -> None:
             if not steps[name]:
@@ -392,6 +419,11 @@ async def drive(
                     for tool in tools:
                         await call(tool, plan.arguments(tool), True)
                 step("ready", ready)
+                await ramping.wait()
+                while time.monotonic() < window["ramp_end"]:
+                    tool = plan.rng.choices(tools, weights)[0]
+                    await call(tool, plan.arguments(tool), True)
+                step("ramped", ramped)
                 await go.wait()
                 figures.in_window += 1
                 while time.monotonic() < window["end"]:
@@ -406,6 +438,7 @@ async def drive(
             figures.error(where, type(exc).__name__, (refused or [repr(exc)])[-1])
         finally:
             step("ready", ready)
+            step("ramped", ramped)
             step("finished", finished)
 
     async def sample() -> None:
@@ -421,12 +454,16 @@ async def drive(
                 await finished.wait()
 
     # Generous bounds: warm-up of every client (first indexes included) and the last calls.
-    with anyio.fail_after(seconds + 600):
+    with anyio.fail_after(seconds + ramp + 600):
         async with anyio.create_task_group() as tg:
             for plan in plans:
                 tg.start_soon(client, plan)
             with anyio.fail_after(540):
                 await ready.wait()
+            window["ramp_end"] = time.monotonic() + ramp
+            ramping.set()
+            with anyio.fail_after(ramp + 120):
+                await ramped.wait()
             await anyio.sleep(QUIET)
             figures.settled_start = {name: Snapshot.of(pid) for name, pid in replicas.items()}
             figures.start = figures.settled_start
@@ -473,6 +510,9 @@ def replica_env(deployment: Deployment, resource_url: str, live: int) -> dict[st
         DESKMCP_STATE_KEYS=STATE_KEYS,
         DESKMCP_TOKEN_KEYS=deployment.token_keys,
     )
+    # As docs/deployment.md and packaging/systemd set it: glibc's malloc keeps at most two arenas
+    # (instead of eight per core) for the server's many worker threads.
+    env.setdefault("MALLOC_ARENA_MAX", "2")
     if deployment.database:
         env["DESKMCP_DATABASE_URL"] = deployment.database
     return env
@@ -508,7 +548,7 @@ def run_phase(
         with balancer(deployment.root, lb_port, ports) as base:
             haproxy = haproxy_pid(lb_port)
             cpu = cpu_seconds(haproxy) if haproxy else float("nan")
-            anyio.run(drive, base + "/mcp", plans, args.minutes * 60, args.warmup, args.mode, pids, figures)
+            anyio.run(drive, base + "/mcp", plans, args.minutes * 60, args.warmup, args.mode, pids, figures, args.ramp)
             figures.haproxy_cpu = (cpu_seconds(haproxy) - cpu) if haproxy else float("nan")
         for name, replica in replicas.items():
             if replica.proc.poll() is not None:
@@ -580,7 +620,7 @@ def report(title: str, figures: Figures, shape: dict[str, int], args: argparse.N
         for line in lines:
             print(f"{name} log: {line}")
     print(
-        f"memory and descriptors: at the start (after warm-up and {QUIET:g} s without calls), when the window "
+        f"memory and descriptors: at the start (after warm-up, ramp and {QUIET:g} s without calls), when the window "
         f"closed, and {QUIET:g} s after it; growth = end / start"
     )
     print(
@@ -594,6 +634,10 @@ def report(title: str, figures: Figures, shape: dict[str, int], args: argparse.N
             f"{name:<8} {start.rss:>8.1f}MB {close.rss:>7.1f}MB {end.rss:>7.1f}MB {growth:>6.1f}% "
             f"{figures.peak_rss.get(name, 0):>6.1f}MB {start.fds:>10} {close.fds:>9} {end.fds:>8} "
             f"{close.cpu - start.cpu:>7.1f}"
+        )
+        print(
+            "         resident by kind, start -> end: "
+            + ", ".join(f"{k} {start.memory.get(k, 0):.1f} -> {v:.1f} MB" for k, v in end.memory.items())
         )
         if end.kinds != start.kinds:
             changed = {
@@ -628,6 +672,12 @@ def main() -> None:
     parser.add_argument("--sessions-minutes", type=float, default=None, help="phase 2's window (default --minutes)")
     parser.add_argument("--replicas", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2, help="rounds of every tool per client before the window")
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=60.0,
+        help="seconds of the window's mix, every client at once, after the warm-up and before the start is measured",
+    )
     parser.add_argument("--mode", default="2026-07-28", help="MCP client mode: 2026-07-28 or legacy")
     parser.add_argument("--logs", type=Path, default=None, help="folder to write each replica's log into")
     parser.add_argument("--no-postgres", action="store_true", help="leave PostgreSQL out even when installed")
