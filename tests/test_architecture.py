@@ -13,18 +13,22 @@ The dependency rules of the layout are import-linter contracts in `.importlinter
   `delete from`, `create table|index|...`, `pragma`, `with x as (`, in any case) or calls `.execute(`,
   `.executemany(` or `.executescript(` must be one of them. The two Google backends call
   googleapiclient's `request.execute()`, which is not SQL: they are allowed `.execute(` by name
-  (`GOOGLE_EXECUTE`), and only in the form googleapiclient has; and no `__import__()` call, which
-  would load a module past the contracts (`importlib` itself is a protected module there).
+  (`GOOGLE_EXECUTE`), and only in the form googleapiclient has; no `__import__()` call, which
+  would load a module past the contracts (`importlib` itself is a protected module there); and
+  nothing above the servers (`serving/`, `gateway.py`) names a server or one of its settings:
+  what differs per server is declared on the server's module (`servers.ServerModule`).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -340,3 +344,100 @@ def test_the_layer_check_sees_a_module_added_outside_the_layers(tmp_path: Path) 
     config = "[importlinter:contract:layers]\nname = x\ntype = layers\nlayers =\n    cli\n    demo | core\n"
     assert layered_names(config) == {"cli", "demo", "core"}
     assert top_level(tmp_path) - layered_names(config) == {"stray"}
+
+
+ABOVE_THE_SERVERS = ("serving", "gateway.py")
+"""What composes and serves the servers, and so names none: each server declares what differs."""
+
+
+def _setting_names(cls: type) -> set[str]:
+    from pydantic import AliasChoices
+    from pydantic_settings import BaseSettings
+
+    assert issubclass(cls, BaseSettings)
+    names: set[str] = set()
+    for name, info in cls.model_fields.items():
+        names.add(name)
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+        elif isinstance(alias, str):
+            names.add(alias)
+    return names
+
+
+def server_words() -> tuple[set[str], set[str], set[str]]:
+    """The servers' names; their settings' names that are a sign of them wherever they appear (the
+    environment names, and field names of several words); and their one-word field names (`source`,
+    `accounts`), a sign of them only as a string of their own (a lookup by name). The settings every
+    server shares (the workspace's, the Google sign-in's) are nobody's in particular, and the error
+    taxonomy's codes (`timeout`) are core's words."""
+    from deskmcp.core.config import WorkspaceSettings
+    from deskmcp.core.errors import ERRORS_BY_CODE
+    from deskmcp.google.auth import GoogleSettings
+    from deskmcp.servers import SERVERS
+
+    shared = _setting_names(WorkspaceSettings) | _setting_names(GoogleSettings)
+    keys: set[str] = set()
+    for spec in SERVERS.values():
+        keys |= _setting_names(spec.load().Settings) - shared
+    words = {k for k in keys if k.isupper() or "_" in k}
+    return set(SERVERS), words, keys - words - set(ERRORS_BY_CODE)
+
+
+def names_of_servers(files: list[Path]) -> list[str]:
+    """`file:line: word` for every server name or server setting in `files`' code, strings and comments."""
+    servers, keys, plain = server_words()
+    found: list[str] = []
+    word = re.compile(r"[A-Za-z0-9_]+")
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type not in (tokenize.NAME, tokenize.STRING, tokenize.COMMENT):
+                continue
+            named = [w for w in word.findall(token.string) if w.lower() in servers or w in keys]
+            if token.type == tokenize.STRING and token.string.strip("'\"") in plain:
+                named.append(token.string)
+            found += [f"{path.name}:{token.start[0]}: {w}" for w in named]
+    return found
+
+
+def above_the_servers(src: Path) -> list[Path]:
+    files: list[Path] = []
+    for name in ABOVE_THE_SERVERS:
+        path = src / name
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return files
+
+
+def test_nothing_above_the_servers_names_a_server_or_its_settings() -> None:
+    found = names_of_servers(above_the_servers(SRC))
+    assert found == [], (
+        "declare what differs per server on its module (servers.UserPolicy, the module's USERS) "
+        f"instead of naming it here: {found}"
+    )
+
+
+def test_the_server_name_check_sees_a_server_and_its_settings_named(tmp_path: Path) -> None:
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "users.py").write_text(
+        'PER_USER = [n for n in SERVERS if n != "orchestrator"]\n'
+        'if "password_env" in str(getattr(settings, "accounts", "")):\n'
+        "    raise PermissionDenied('MAIL_ACCOUNTS may not name *_password_env')\n"
+        "# the team folders go into extra_roots\n"
+        "source = settings.source  # a word, not a lookup by name\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "gateway.py").write_text(
+        '"""Composes the servers."""\nfrom deskmcp.vault import server\n', encoding="utf-8"
+    )
+
+    found = names_of_servers(above_the_servers(tmp_path))
+
+    assert found == [
+        "users.py:1: orchestrator",
+        'users.py:2: "accounts"',
+        "users.py:3: MAIL_ACCOUNTS",
+        "users.py:4: extra_roots",
+        "gateway.py:2: vault",
+    ]

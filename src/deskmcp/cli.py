@@ -179,17 +179,23 @@ def serve(
     origins = _allowed_origins(allow_origin) if http else ()
     stateless, proxies, state_security = _replica_options(stateless, trusted_proxy) if http else (False, (), None)
     ensure_workspace(workspace)
+    authorization = _authorization() if http else None
+    users = _users(authorization) if http else None
     # The port first: finding it busy once every server has started would cost seconds.
     sock = _bind(host, port) if http else None
-    # A server named on its own always starts: its tools then say what is missing.
-    composition = _compose(
-        specs,
-        workspace=workspace,
-        keep_unavailable=name != "all",
-        name=_server_name(name),
-        toolsets=toolsets,
-        request_state_security=state_security,
-    )
+    if users is not None:
+        # Each user's servers are composed on their own workspace; this one only says what they publish.
+        composition = _compose(None, name=_server_name(name), toolsets=toolsets, request_state_security=state_security)
+    else:
+        # A server named on its own always starts: its tools then say what is missing.
+        composition = _compose(
+            specs,
+            workspace=workspace,
+            keep_unavailable=name != "all",
+            name=_server_name(name),
+            toolsets=toolsets,
+            request_state_security=state_security,
+        )
     if not http:
         composition.server.run("stdio")
         return
@@ -197,7 +203,6 @@ def serve(
     from deskmcp.serving.listen import serve as serve_http
     from deskmcp.serving.options import HttpOptions, resolve_token
 
-    authorization = _authorization()
     token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
     options = HttpOptions(
         host=host,
@@ -211,7 +216,7 @@ def serve(
         stateless=stateless,
         trusted_proxies=proxies,
         request_state_security=state_security,
-        users=_users(authorization),
+        users=users,
     )
 
     def announce() -> None:
@@ -351,11 +356,16 @@ def _server_name(name: str) -> str:
     return "deskmcp" if name == "all" else f"deskmcp-{name}"
 
 
-def _compose(specs: list[ServerSpec], **kwargs: Any) -> Any:
-    """`gateway.compose`, with a bad toolset selection reported as one line and exit code 2."""
+def _compose(specs: list[ServerSpec] | None, **kwargs: Any) -> Any:
+    """`gateway.compose`, or in users mode (no `specs`) `serving.users.described_composition`, with a
+    bad toolset selection reported as one line and exit code 2."""
     from deskmcp.gateway import compose
 
     try:
+        if specs is None:
+            from deskmcp.serving.users import described_composition
+
+            return described_composition(**kwargs)
         return compose(specs, **kwargs)
     except BadRequest as exc:
         typer.echo(f"deskmcp: {exc.message}", err=True)

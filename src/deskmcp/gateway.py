@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,31 +30,10 @@ from deskmcp.servers import SERVERS, ServerModule, ServerSpec, keep_read_only
 if TYPE_CHECKING:
     from mcp.server.request_state import RequestStateSecurity
 
-    # The type checker holds every server module to the contract (`ServerModule`): a module whose
-    # Settings, create_service, register or unavailable drifts from it is a type error here, where
-    # the registry itself only loads modules by name.
-    from deskmcp.diagrams import server as diagrams_server
-    from deskmcp.documents import server as documents_server
-    from deskmcp.mail import server as mail_server
-    from deskmcp.meetings import server as meetings_server
-    from deskmcp.orchestrator import server as orchestrator_server
-    from deskmcp.sheets import server as sheets_server
-    from deskmcp.vault import server as vault_server
-
-    SERVER_MODULES: tuple[ServerModule, ...] = (
-        diagrams_server,
-        documents_server,
-        mail_server,
-        meetings_server,
-        orchestrator_server,
-        sheets_server,
-        vault_server,
-    )
-
 log = logging.getLogger("deskmcp.gateway")
 
-INSTRUCTIONS = """deskmcp: the user's meetings, notes, documents, mail, spreadsheets and diagrams, one
-server per family of tools (the tool name's first part says which). Errors are JSON objects with an
+INSTRUCTIONS = """deskmcp: the user's own data and tools, one server per family of tools (the tool
+name's first part says which). Errors are JSON objects with an
 `error` code and a `message` saying how to recover."""
 
 
@@ -166,7 +145,8 @@ def compose(
     keep_unavailable: bool = False,
     name: str = "deskmcp",
     toolsets: str | None = None,
-    settings_for: Callable[[ServerSpec], Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    check_available: bool = True,
     request_state_security: RequestStateSecurity | None = None,
 ) -> Composition:
     """Register every selected server on one `ComposedServer`.
@@ -177,10 +157,12 @@ def compose(
     `request_state_security`: the key ring replicas share (`deskmcp.serving.replicas`); None keeps the SDK's
     per-process key.
     Services are `Deferred`: built when a tool or the server's lifespan first needs them.
-    `settings_for(spec)` gives each server's settings instead of the environment (one user's own,
-    `deskmcp.serving.users`); a `DeskError` it raises skips that server with its message as the reason, its
-    workspace's paths shown relative to it (`core.paths.shown_text`), as are the reasons of servers
-    whose settings say so (`WorkspaceSettings.relative_paths`).
+    `settings` maps each selected server's name to its settings, built by the caller instead of read
+    from the environment (one user's own, `deskmcp.serving.users`); a `DeskError` in place of a
+    server's settings skips that server with its message as the reason, `workspace`'s paths shown
+    relative to it (`core.paths.shown_text`), as are the reasons of servers whose settings say so
+    (`WorkspaceSettings.relative_paths`). `check_available=False` composes servers only to describe
+    what they publish: `unavailable` is not asked (it may look for data) and every server is kept.
     """
     chosen = list(SERVERS.values()) if specs is None else list(specs)
     plan: list[tuple[ServerSpec, ServerModule, Any]] = []
@@ -188,25 +170,27 @@ def compose(
     skipped: dict[str, str] = {}
     for spec in chosen:
         module = spec.load()
+        own = spec.settings(workspace=workspace) if settings is None else settings[spec.name]
         try:
-            settings = spec.settings(workspace=workspace) if settings_for is None else settings_for(spec)
-            reason = module.unavailable(settings)
+            if isinstance(own, DeskError):
+                raise own
+            reason = module.unavailable(own) if check_available else None
             # A server wrote its reason before knowing who reads it: a user of a shared server
             # sees their workspace's paths relative to it (`WorkspaceSettings.shown_root`).
-            reason = reason and shown_text(reason, getattr(settings, "shown_root", None))
+            reason = reason and shown_text(reason, getattr(own, "shown_root", None))
         except DeskError as exc:
-            if settings_for is None:
+            if settings is None:
                 raise
             # Defaults, unvalidated: only to learn the tool names the server would have registered.
-            settings, reason = module.Settings.model_construct(workspace=workspace), shown_text(exc.message, workspace)
+            own, reason = module.Settings.model_construct(workspace=workspace), shown_text(exc.message, workspace)
         if reason and not keep_unavailable:
             log.warning("skipping server %s: %s", spec.name, reason)
             skipped[spec.name] = reason
-            not_running.append((spec, module, settings))
+            not_running.append((spec, module, own))
             continue
         if reason:
             log.warning("server %s is not configured: %s", spec.name, reason)
-        plan.append((spec, module, settings))
+        plan.append((spec, module, own))
 
     parts = [INSTRUCTIONS] + [m.INSTRUCTIONS for _, m, _ in plan if isinstance(getattr(m, "INSTRUCTIONS", None), str)]
     if skipped:
@@ -223,9 +207,9 @@ def compose(
         request_state_security=request_state_security,
     )
     composition = Composition(server, skipped=skipped)
-    for spec, module, settings in not_running:
+    for spec, module, own in not_running:
         reason = skipped[spec.name]
-        for tool in _tool_names(spec.name, module, settings):
+        for tool in _tool_names(spec.name, module, own):
             for published in {tool, tool.replace(".", "_")}:
                 server.withhold(
                     published,
@@ -235,12 +219,12 @@ def compose(
                         {"tool": published, "server": spec.name, "reason": reason},
                     ),
                 )
-    for spec, module, settings in plan:
+    for spec, module, own in plan:
         server.registering = spec.name
         server.declare_toolsets(spec.name, module.TOOLSETS, module.DEFAULT_TOOLSETS)
         before = set(server.tool_toolsets)
-        module.register(server, Deferred(module.create_service, settings))
-        keep_read_only(server, spec.name, settings, [t for t in server.tool_toolsets if t not in before])
+        module.register(server, Deferred(module.create_service, own))
+        keep_read_only(server, spec.name, own, [t for t in server.tool_toolsets if t not in before])
         composition.included.append(spec.name)
     server.registering = CORE_GROUP  # tools a host program adds later are always on
     if toolsets is not None:

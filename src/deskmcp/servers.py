@@ -7,7 +7,10 @@ Each server package `deskmcp.<name>` has a `server` module that is a `ServerModu
 - `INSTRUCTIONS`, `TOOLSETS`, `DEFAULT_TOOLSETS`: what the client reads, and its toolsets;
 - `create_service(settings)`: the service object its tools call;
 - `register(server, service)`: adds its tools, resources and prompts to a `DeskServer`;
-- `unavailable(settings)`: None when it can run, else one line saying what is missing.
+- `unavailable(settings)`: None when it can run, else one line saying what is missing;
+- `USERS`: a `UserPolicy`, what a user of a shared server (users mode) may set for it in their own
+  settings file and where its data lives in their workspace; `deskmcp.serving.users` reads these
+  declarations for every server alike and names none.
 
 Settings with a `read_only` attribute that is true (and `read_only_switch`, the setting that says
 so, e.g. `MAIL_MODE=read_only`) keep only the tools annotated `readOnlyHint`: `keep_read_only`
@@ -23,7 +26,9 @@ reads it for its help text before any server (or the SDK) is imported.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from deskmcp.core.errors import BadRequest, PermissionDenied
@@ -33,6 +38,50 @@ if TYPE_CHECKING:
 
     from deskmcp.core.config import WorkspaceSettings
     from deskmcp.core.server import DeskServer
+
+
+USER_SETTINGS_FILE = "settings.env"
+"""A user's own settings, in their workspace (users mode)."""
+
+
+@dataclass(frozen=True)
+class UserPolicy:
+    """What a user of a shared server (users mode, `deskmcp.serving.users`) may set for one server in
+    their own settings file, and where the server's data lives in their workspace.
+
+    Settings are named by their field in the module's `Settings` (a user's file may use any of a
+    field's names). Whatever a server declares, every path a user's settings name must lie inside
+    their workspace after symlinks, the values are read as data, and the deployment's settings (how
+    tools are published, the workspace, the Google client) are not theirs to set."""
+
+    offered: bool = True
+    """False: the server is not offered to the users of a shared server (`not_offered` says why)."""
+    not_offered: str = ""
+    forbidden: frozenset[str] = frozenset()
+    """Settings a user's file may not set: a file naming one is refused (permission_denied)."""
+    fixed: Mapping[str, object] = field(default_factory=dict)
+    """Values every user gets whatever their file says (e.g. no OS keyring: it is the server's OS user's)."""
+    ignored: frozenset[str] = frozenset()
+    """Settings a user's file may name but whose value is dropped for the default (e.g. the URL their
+    own API key is sent to)."""
+    from_deployment: Mapping[str, str] = field(default_factory=dict)
+    """Settings every user takes from the deployment's Google settings: setting -> `GoogleSettings` field."""
+    data: Mapping[str, str] = field(default_factory=dict)
+    """Where the server's data lives when the user names no place: setting -> folder of their workspace."""
+    refused_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Settings listing URL schemes (comma-separated), each with the schemes a user may not list there
+    (`file`: a file:// URL reads folders of this machine, other users' included)."""
+    team_folders: Mapping[str, bool] = field(default_factory=dict)
+    """Path-list settings the deployment's team folders (`DESKMCP_TEAM_FOLDERS`) go into, the only
+    paths outside a workspace a user's settings may hold: setting -> whether the user's own value
+    is kept before them (False: the team folders alone)."""
+    team_derived: tuple[str, ...] = ()
+    """Properties derived from `team_folders`' settings, which may name the team folders too."""
+    chosen: Callable[[Mapping[str, str]], dict[str, Any]] | None = None
+    """Values decided from the user's own (setting -> value, before validation); raises a `DeskError`
+    for a choice not offered to a user."""
+    check: Callable[[Any, Path], None] | None = None
+    """A last check of a user's validated settings against their workspace; raises a `DeskError`."""
 
 
 @runtime_checkable
@@ -50,6 +99,8 @@ class ServerModule(Protocol):
     def TOOLSETS(self) -> dict[str, str]: ...
     @property
     def DEFAULT_TOOLSETS(self) -> tuple[str, ...]: ...
+    @property
+    def USERS(self) -> UserPolicy: ...
 
     def create_service(self, settings: Any, /) -> Any: ...
     def register(self, server: DeskServer, service: Any, /) -> None: ...

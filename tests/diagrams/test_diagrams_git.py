@@ -465,7 +465,7 @@ def test_a_silent_remote_leaves_no_socket_open_in_the_http_server_after_its_time
     from tests.helpers.silent import silent_listener
 
     settings = DiagramsSettings(workspace=project.parent, project_root=project, git_timeout=3, **LOOPBACK_HTTP)
-    app = create_app(compose([SERVERS["diagrams"]], settings_for=lambda _spec: settings))
+    app = create_app(compose([SERVERS["diagrams"]], settings={"diagrams": settings}))
     with silent_listener() as port, serving(app) as base:
 
         def list_files(n: int, wait: float) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
@@ -15,7 +15,7 @@ from deskmcp.core.server import DeskServer, writes
 from deskmcp.diagrams.models import FileContent, FileList, MermaidCheck, SourceKind
 from deskmcp.diagrams.service import MAX_LIST_LIMIT, DiagramsService
 from deskmcp.diagrams.settings import DiagramsSettings
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 
 INSTRUCTIONS = """Read a software project and draw Mermaid diagrams of it. list_files finds files
 (source 'local' is the project folder; 'git' reads a repository at a ref without checkout; 'github'
@@ -29,6 +29,13 @@ TOOLSETS: dict[str, str] = {
     "render": "validate and render Mermaid diagrams",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "render")
+
+USERS = UserPolicy(
+    # A user's clones never reach this server's own network, nor its files.
+    forbidden=frozenset({"git_public_only"}),
+    fixed={"git_public_only": True},
+    refused_schemes={"git_allowed_schemes": frozenset({"file"})},
+)
 
 READS_SOURCES = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True)
 
@@ -127,3 +134,10 @@ def register(server: DeskServer, service: DiagramsService) -> None:
             ],
             structured_content=summary,
         )
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.diagrams import server as _this
+
+    _CONTRACT: ServerModule = _this

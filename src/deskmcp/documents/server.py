@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
@@ -29,7 +29,7 @@ from deskmcp.documents.models import (
 from deskmcp.documents.roots import MAIN_VARIABLE, missing_folder
 from deskmcp.documents.service import DocumentService
 from deskmcp.documents.settings import DocumentsSettings
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 
 INSTRUCTIONS = """Search and organise the user's documents (Markdown, text, HTML, PDF, DOCX) in their
 documents folder. Paths are relative to that folder (`reports/q3.pdf`); files in an extra root are
@@ -56,6 +56,12 @@ TOOLSETS = {
     "admin": "Tags, roots, removing documents from the index",
 }
 DEFAULT_TOOLSETS = ("read", "write")
+
+USERS = UserPolicy(
+    # The deployment's team folders are every user's extra roots, after their own, and read-only.
+    team_folders={"extra_roots": True, "read_only_roots": False},
+    team_derived=("read_only_folders",),
+)
 
 
 def create_service(settings: DocumentsSettings) -> DocumentService:
@@ -183,3 +189,10 @@ def register(server: DeskServer, service: DocumentService) -> None:
         """Remove a document from the search index. The file on disk is not touched; index it
         again to bring it back."""
         return service.remove_document(path)
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.documents import server as _this
+
+    _CONTRACT: ServerModule = _this

@@ -223,6 +223,17 @@ def client_entry(config: dict[str, Any]) -> dict[str, Any]:
     return entry if isinstance(entry, dict) else {}
 
 
+SIGN_IN_DEFAULT = ("sheets", "mail")
+"""The scope sets a sign-in asks for when the request names none, of those the servers composed use."""
+
+
+def sign_in_scopes(servers: Iterable[str]) -> tuple[str, ...]:
+    """The scope sets of `servers` that use Google, in `SIGN_IN_DEFAULT`'s order; the first alone
+    when none does (a sign-in is still offered)."""
+    composed = set(servers)
+    return tuple(n for n in SIGN_IN_DEFAULT if n in composed) or SIGN_IN_DEFAULT[:1]
+
+
 def scopes_for(names: Iterable[str]) -> list[str]:
     """The OAuth scopes of the named servers (`mail`, `sheets`), in a stable order."""
     out: list[str] = []

@@ -4,13 +4,14 @@
 # are local to `register` and the SDK reads them from the annotations.
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import Field
 
-from deskmcp.core.errors import BadRequest
+from deskmcp.core.errors import BadRequest, PermissionDenied
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.search.fusion import Mode
 from deskmcp.core.server import (
@@ -41,7 +42,7 @@ from deskmcp.mail.models import (
 )
 from deskmcp.mail.service import MAX_RESULTS, MailAccounts, MailService
 from deskmcp.mail.settings import MailSettings
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 
 INSTRUCTIONS = """The user's mailbox. Find mail with list_emails (Gmail search syntax on every
 backend: from:, to:, subject:, is:unread, label:, in:inbox, has:attachment, after:2024/01/31,
@@ -62,6 +63,36 @@ TOOLSETS: dict[str, str] = {
     "accounts": "name the configured mail accounts",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
+
+
+def _users_accounts(settings: MailSettings, workspace: Path) -> None:
+    """MAIL_ACCOUNTS in a user's settings: a file it names lies inside their workspace, and no entry
+    takes a password from this server's environment (`*_password_env`)."""
+    accounts = settings.accounts.strip()
+    if accounts and not accounts.startswith(("[", "{")):
+        path = Path(accounts)
+        # `$` too: the file is read later, expanding `$VARS` from this process's environment.
+        if "$" in accounts or not path.is_absolute() or not path.resolve().is_relative_to(workspace.resolve()):
+            raise PermissionDenied(
+                "MAIL_ACCOUNTS in a user's settings names a file outside their workspace; give inline JSON, or "
+                "the absolute path of a file inside it.",
+                {"setting": "MAIL_ACCOUNTS"},
+            )
+    if "password_env" in accounts or settings.password_variables():
+        raise PermissionDenied(
+            "MAIL_ACCOUNTS in a user's settings may not name *_password_env: those read this server's own "
+            "environment. Write the account's password as its MAIL_*_PASSWORD setting instead.",
+            {"setting": "MAIL_ACCOUNTS"},
+        )
+
+
+USERS = UserPolicy(
+    # The keyring is this server's OS user's; the send journal is kept in the deployment's database.
+    forbidden=frozenset({"database_url"}),
+    fixed={"os_keyring": False},
+    from_deployment={"database_url": "google_token_database"},
+    check=_users_accounts,
+)
 
 MessageId = Annotated[str, Field(description="Message id from list_emails")]
 MessageIds = Annotated[
@@ -370,3 +401,10 @@ def register(server: DeskServer, service: MailAccounts | MailService) -> None:
     def list_accounts() -> AccountList:
         """The mail accounts (MAIL_ACCOUNTS): the name to pass as `account`, address, backend, mode."""
         return accounts.list_accounts()
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.mail import server as _this
+
+    _CONTRACT: ServerModule = _this

@@ -245,6 +245,17 @@ class MailSettings(GoogleSettings):
             accounts[entry.name] = self.model_copy(update=update)
         return accounts
 
+    def password_variables(self) -> list[str]:
+        """The environment variables MAIL_ACCOUNTS' entries take passwords from (`*_password_env`)."""
+        if not self.accounts.strip():
+            return []
+        return [
+            variable
+            for entry in _account_entries(self.accounts)
+            for variable in (entry.smtp_password_env, entry.imap_password_env)
+            if variable is not None
+        ]
+
     def _other_host(self, entry: AccountEntry, kind: str) -> bool:
         """Whether `entry` names a `kind` (smtp, imap) host other than the one MAIL_* configured."""
         host: str | None = getattr(entry, f"{kind}_host")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Literal, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from deskmcp.core.errors import DeskError, NotFound
+from deskmcp.core.errors import DeskError, NotFound, PermissionDenied
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.search.embedders import configured_embedder
 from deskmcp.core.search.fusion import ModeArg
@@ -28,7 +28,7 @@ from deskmcp.meetings.models import (
 )
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, USER_SETTINGS_FILE, ServerModule, UserPolicy
 
 T = TypeVar("T")
 
@@ -69,6 +69,32 @@ TOOLSETS = {
     "more": "Transcript segments by time range, folders, people met",
 }
 DEFAULT_TOOLSETS = ("read",)
+
+
+def _users_source(values: Mapping[str, str]) -> dict[str, str]:
+    """A user's meetings come from their own API key or their own cache folder: the hosted Granola
+    MCP server's sign-in is kept in this machine's folder, so it is its OS user's, never a user's."""
+    chosen = next((values[k] for k in ("GRANOLA_SOURCE", "source") if k in values), "auto").strip().lower()
+    if chosen == "mcp":
+        raise PermissionDenied(
+            f"GRANOLA_SOURCE=mcp in {USER_SETTINGS_FILE} is not offered on a shared server: its sign-in would be "
+            "this machine's. Set GRANOLA_API_KEY (a key from Granola's Settings -> API) instead.",
+            {"setting": "GRANOLA_SOURCE", "file": USER_SETTINGS_FILE},
+        )
+    if chosen == "auto":
+        has_key = any(values.get(k, "").strip() for k in ("GRANOLA_API_KEY", "api_key"))
+        return {"source": "api" if has_key else "cache"}
+    return {}
+
+
+USERS = UserPolicy(
+    # The keyring is this server's OS user's; a user's key is sent to Granola's own API only; their
+    # cache is a folder of their workspace, never the Granola app folder of this machine.
+    fixed={"os_keyring": False},
+    ignored=frozenset({"api_url"}),
+    data={"cache_path": "granola"},
+    chosen=_users_source,
+)
 
 
 def create_service(settings: MeetingsSettings) -> MeetingService:
@@ -326,3 +352,10 @@ def _resource(call: Callable[[], T]) -> T:
         raise ResourceNotFoundError(exc.message) from exc
     except DeskError as exc:
         raise ResourceError(exc.to_json()) from exc
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.meetings import server as _this
+
+    _CONTRACT: ServerModule = _this

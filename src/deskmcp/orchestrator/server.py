@@ -8,7 +8,7 @@ the mail server over MCP like the `deskmcp orchestrate` command does.
 
 # Annotations are evaluated here, not postponed: the resolvers of triage_approve are local to
 # `register` and the SDK reads them from the annotations.
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, Elicit, Resolve
 from pydantic import BaseModel, Field
@@ -25,7 +25,7 @@ from deskmcp.orchestrator.models import (
 )
 from deskmcp.orchestrator.settings import OrchestratorSettings
 from deskmcp.orchestrator.triage import TriageService
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 
 INSTRUCTIONS = """Email triage in the user's vault: mail becomes notes in Needs_Action/, replies are
 drafted into Drafts/, the user approves a draft (triage_approve asks them in the client; or they
@@ -41,6 +41,12 @@ TOOLSETS: dict[str, str] = {
     "approve": "Approve a reply draft for sending (leave it out to keep approval to the person alone)",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("triage", "approve")
+
+USERS = UserPolicy(
+    offered=False,
+    not_offered="a pass starts the mail and vault servers as processes of this machine's environment (or "
+    "reaches ORCHESTRATOR_MCP_URL), not the user's own servers",
+)
 
 NotePath = Annotated[str, Field(description="Note path from triage_list")]
 
@@ -143,3 +149,10 @@ def register(server: DeskServer, service: TriageService) -> None:
     async def triage_status() -> StateView:
         """Items per folder, mails ingested and replies sent so far, the last pass and recent events."""
         return await service.status()
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.orchestrator import server as _this
+
+    _CONTRACT: ServerModule = _this

@@ -128,10 +128,12 @@ def _users_routes(
 ) -> tuple[list[BaseRoute], Callable[[Starlette], AbstractAsyncContextManager[Any]]]:
     """Per-user serving (`deskmcp.serving.users`): the health check here, everything else in the app of
     the request's principal, built on first use: its own composition, tool API and `/mcp`."""
-    from deskmcp.serving.users import UserDispatcher, compose_for
+    from deskmcp.serving.users import UserDispatcher, user_composition
 
     def user_app(principal: Principal) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[Any]]]:
-        composition = compose_for(principal, users, name=name, request_state_security=options.request_state_security)
+        composition = user_composition(
+            principal, users, name=name, request_state_security=options.request_state_security
+        )
         _api, served = composition_routes(composition, options)
         return Starlette(routes=served), composition.server.session_manager.run
 
@@ -158,16 +160,16 @@ def _users_oauth_routes(
 ) -> list[BaseRoute]:
     """`/auth/url` and `/callback` bound to the signed-in principal (`PrincipalOAuthRoutes`)."""
     from deskmcp.core.once import ledger
-    from deskmcp.google.auth import GoogleSettings
+    from deskmcp.google.auth import GoogleSettings, sign_in_scopes
     from deskmcp.google.web import PrincipalOAuthRoutes
-    from deskmcp.serving.users import google_settings, state_keys
+    from deskmcp.serving.users import google_settings, per_user_servers, state_keys
 
     oauth = options.oauth
     if not isinstance(oauth, PrincipalOAuthRoutes):
         oauth = PrincipalOAuthRoutes(
             lambda p: google_settings(p, users),
             state_keys(),
-            default_scopes=("sheets", "mail"),
+            default_scopes=sign_in_scopes(spec.name for spec in per_user_servers()),
             spent=ledger(GoogleSettings().google_token_database),
         )
     return _host_checked_routes(oauth.routes(), security)
@@ -180,10 +182,10 @@ def _oauth_routes(
 
     Both pass the tool API's Host/Origin checks (`security`) first: `/auth/url` builds its redirect
     address from the Host header, so a forged one would send Google's code to that host."""
-    from deskmcp.google.auth import GoogleSettings
+    from deskmcp.google.auth import GoogleSettings, sign_in_scopes
     from deskmcp.google.web import OAuthRoutes
 
-    names = tuple(n for n in ("sheets", "mail") if n in composition.included) or ("sheets",)
+    names = sign_in_scopes(composition.included)
     oauth = options.oauth
     if oauth is None:
         settings = GoogleSettings(workspace=options.workspace) if options.workspace else None

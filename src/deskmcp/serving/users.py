@@ -1,16 +1,21 @@
 """Each user their own deskmcp: one workspace, one composition and one MCP session manager per user.
 
 With a users root configured (`DESKMCP_USERS_ROOT`), the principal a request was verified for
-(`deskmcp.core.principal`) selects the workspace `<users root>/<principal.key>/`: indexes,
-vault, documents, mail, spreadsheets, the Google token and the send journal all live there. Its
-settings come from the file `settings.env` in that workspace (KEY=VALUE lines, the variable
-names of the single-user setup, read as data: nothing in them is expanded from this process's
-environment), never from the process environment, whose values every user would otherwise share;
-a user may set only what `user_keys()` lists, and only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
+(`deskmcp.core.principal`) selects the workspace `<users root>/<principal.key>/`: every server's
+data, indexes, the Google token and the send journal live there. Its settings come from the file
+`settings.env` in that workspace (KEY=VALUE lines, the variable names of the single-user setup, read
+as data: nothing in them is expanded from this process's environment), never from the process
+environment, whose values every user would otherwise share. Each server declares on its module what
+a user may set for it and where its data lives (`servers.UserPolicy`, the module's `USERS`); this
+module applies those declarations to every server alike and names none. A user may set only what
+`user_keys()` lists, and only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
 `DESKMCP_OUTPUT_SCHEMAS`, `MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
 and file a user's settings name must lie inside that user's workspace after symlinks (`confine`);
-team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, shown to each user as extra
-documents folders that the documents tools may not write into.
+team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, given to the settings each server
+declares (`UserPolicy.team_folders`), never written into.
+
+`user_composition` reads a user's settings, builds each offered server's settings from them (or the
+error that keeps that server from running) and hands them to `gateway.compose` as data.
 
 `UserDispatcher` is the ASGI app in front of `/mcp` and the tool API: for each principal it
 builds that user's own `DeskServer` (so no session id, cursor, cache or index is ever shared
@@ -18,9 +23,6 @@ between users), runs its session manager in a task of its own, and keeps at most
 `DESKMCP_USERS_LIVE` of them alive, closing the least recently used idle one cleanly (its
 sessions end, its services close their indexes). Routing happens here, per request, because a
 principal bound later (inside a tool) would not reach the task of an MCP session already running.
-
-The orchestrator is not offered per user: it starts mail and vault servers as subprocesses of
-this machine's environment.
 """
 
 from __future__ import annotations
@@ -48,15 +50,16 @@ from deskmcp.core.principal import Principal, current_principal
 from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
-from deskmcp.servers import SERVERS, ServerSpec
+from deskmcp.servers import SERVERS, USER_SETTINGS_FILE, ServerSpec, UserPolicy
 from deskmcp.serving.responses import error_response
 
 log = logging.getLogger("deskmcp.serving.users")
 
-SETTINGS_FILE = "settings.env"
+SETTINGS_FILE = USER_SETTINGS_FILE
 """A user's own settings, in their workspace."""
 
-PER_USER_SERVERS = tuple(name for name in SERVERS if name != "orchestrator")
+NO_POLICY = UserPolicy()
+"""The rules every server's settings follow, and all the Google sign-in's settings do."""
 
 DEPLOYMENT_FIELDS = ("tool_names", "toolsets", "output_schemas", "max_chars", "timezone")
 """Settings every user takes from the process environment: how tools are published, not whose data."""
@@ -79,23 +82,17 @@ FORBIDDEN_KEYS = frozenset(
         "DESKMCP_TOKEN_KEYS",
         *DEPLOYMENT_GOOGLE_FIELDS,
         "google_token_principal",
-        "database_url",
         "DESKMCP_GOOGLE_TOKEN_PRINCIPAL",
         "google_use_adc",
         "GOOGLE_USE_ADC",
         "relative_paths",
         "DESKMCP_RELATIVE_PATHS",
-        "git_public_only",
-        "DIAGRAMS_GIT_PUBLIC_ONLY",
     }
 )
-"""Keys a `settings.env` may never set: who the user is, where their data lives, the deployment's
-secrets, this machine's own Google credentials (application default credentials), whether answers show the
-server's full paths (they never do to a user: `WorkspaceSettings.relative_paths`), and whether
-clones may reach non-public addresses (a user's never do: `git_public_only`)."""
-
-USER_FILE_SCHEMES = frozenset({"file"})
-"""Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
+"""Keys a `settings.env` may never set, whichever server reads them: who the user is, where their
+data lives, the deployment's secrets, this machine's own Google credentials (application default
+credentials), and whether answers show the server's full paths (they never do to a user:
+`WorkspaceSettings.relative_paths`). Each server adds its own (`UserPolicy.forbidden`)."""
 
 
 class UsersSettings(BaseSettings):
@@ -117,8 +114,8 @@ class UsersSettings(BaseSettings):
     team_folders: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(),
         validation_alias=env_alias("team_folders", "DESKMCP_TEAM_FOLDERS"),
-        description="Folders every user may read (extra documents folders, never written into), "
-        "separated by the OS path separator.",
+        description="Folders every user may read (extra folders of the servers that take them, never written "
+        "into), separated by the OS path separator.",
     )
 
     @field_validator("users_root", mode="before")
@@ -136,6 +133,20 @@ class UsersSettings(BaseSettings):
         if isinstance(value, list | tuple):
             return tuple(expand(str(v).strip()).resolve() for v in value if str(v).strip())
         return value
+
+
+# -- what the servers declare -----------------------------------------------------------------
+
+
+def policy_of(name: str) -> UserPolicy:
+    """Server `name`'s declaration (`USERS`); `NO_POLICY` for settings no server owns."""
+    return SERVERS[name].load().USERS if name in SERVERS else NO_POLICY
+
+
+@cache
+def per_user_servers() -> tuple[ServerSpec, ...]:
+    """The servers offered to each user, in registry order (those whose policy says `offered`)."""
+    return tuple(spec for spec in SERVERS.values() if spec.load().USERS.offered)
 
 
 # -- one user's settings --------------------------------------------------------------------
@@ -163,6 +174,11 @@ def _names(cls: type[Any], fields: Iterable[str] | None = None) -> set[str]:
     return names
 
 
+def _variable(cls: type[Any], name: str) -> str:
+    """The environment variable setting `name` of `cls` is read from (its name when it has none), for messages."""
+    return next((n for n in sorted(_names(cls, [name])) if n.isupper()), name)
+
+
 @cache
 def deployment_keys() -> frozenset[str]:
     """The keys of the settings every user takes from the deployment (`DEPLOYMENT_FIELDS`)."""
@@ -170,13 +186,23 @@ def deployment_keys() -> frozenset[str]:
 
 
 @cache
+def forbidden_keys() -> frozenset[str]:
+    """`FORBIDDEN_KEYS` and the names of every setting a server's policy forbids (`UserPolicy.forbidden`)."""
+    names = set(FORBIDDEN_KEYS)
+    for spec in SERVERS.values():
+        module = spec.load()
+        names |= _names(module.Settings, module.USERS.forbidden)
+    return frozenset(names)
+
+
+@cache
 def user_keys() -> frozenset[str]:
     """The keys a `settings.env` may set: those of the per-user servers' settings, less the
     deployment's and the forbidden ones."""
     names: set[str] = set()
-    for server in PER_USER_SERVERS:
-        names |= _names(SERVERS[server].load().Settings)
-    return frozenset(names - deployment_keys() - FORBIDDEN_KEYS)
+    for spec in per_user_servers():
+        names |= _names(spec.load().Settings)
+    return frozenset(names - deployment_keys() - forbidden_keys())
 
 
 def read_user_settings(workspace: Path) -> dict[str, str]:
@@ -190,7 +216,7 @@ def read_user_settings(workspace: Path) -> dict[str, str]:
         return {}
     read = dotenv_values(path, encoding="utf-8", interpolate=False)
     values = {k: v for k, v in read.items() if v is not None}
-    refused = sorted(FORBIDDEN_KEYS & values.keys())
+    refused = sorted(forbidden_keys() & values.keys())
     if refused:
         raise PermissionDenied(
             f"{SETTINGS_FILE} may not set {', '.join(refused)}: a user's workspace is chosen by who they are, "
@@ -208,7 +234,7 @@ def read_user_settings(workspace: Path) -> dict[str, str]:
     if unknown:
         raise BadRequest(
             f"{SETTINGS_FILE} sets {', '.join(unknown)}, which no server reads. Remove those lines, or fix "
-            "their names (the variables of a one-person setup, e.g. VAULT_PATH, MAIL_ADDRESS).",
+            "their names (the variables of a one-person setup).",
             {"keys": unknown},
         )
     return values
@@ -249,31 +275,24 @@ def settings_of(
     team_folders: tuple[Path, ...] = (),
     principal: Principal | None = None,
 ) -> Any:
-    """`user_settings` for any settings class (`name` says whose, in messages). The values are read
-    as data (`literal_paths`: no `~` nor `$VAR` taken from this process)."""
+    """`user_settings` for any settings class: `name` says whose (the server whose policy applies,
+    `policy_of`; and in messages). The values are read as data (`literal_paths`: no `~` nor `$VAR`
+    taken from this process)."""
     with literal_paths():
-        return _settings_of(cls, name, workspace, values, team_folders, principal)
+        return _settings_of(cls, name, policy_of(name), workspace, values, team_folders, principal)
 
 
-def _granola_source(values: dict[str, str]) -> dict[str, str]:
-    """A user's meetings come from their own API key or their own cache folder: the hosted Granola
-    MCP server's sign-in is kept in this machine's folder, so it is its OS user's, never a user's."""
-    chosen = next((values[k] for k in ("GRANOLA_SOURCE", "source") if k in values), "auto").strip().lower()
-    if chosen == "mcp":
-        raise PermissionDenied(
-            f"GRANOLA_SOURCE=mcp in {SETTINGS_FILE} is not offered on a shared server: its sign-in would be "
-            "this machine's. Set GRANOLA_API_KEY (a key from Granola's Settings -> API) instead.",
-            {"setting": "GRANOLA_SOURCE", "file": SETTINGS_FILE},
-        )
-    if chosen == "auto":
-        has_key = any(values.get(k, "").strip() for k in ("GRANOLA_API_KEY", "api_key"))
-        return {"source": "api" if has_key else "cache"}
-    return {}
+def _set(given: dict[str, Any], cls: type[Any], setting: str, value: Any) -> None:
+    """`given[setting] = value`, whichever of the setting's names the user's values used."""
+    for key in _names(cls, [setting]):
+        given.pop(key, None)
+    given[setting] = value
 
 
 def _settings_of(
     cls: type[Any],
     name: str,
+    policy: UserPolicy,
     workspace: Path,
     values: dict[str, str],
     team_folders: tuple[Path, ...],
@@ -289,26 +308,28 @@ def _settings_of(
             allowed["google_client_secrets"] = (google.google_client_secrets.resolve(),)
         if principal is not None:
             given["google_token_principal"] = (principal.issuer, principal.subject)
-        if "database_url" in cls.model_fields:  # the send journal, in the same database
-            given["database_url"] = google.google_token_database
+        for setting, source in policy.from_deployment.items():
+            given[setting] = getattr(google, source)
     given.update(values)
     given["workspace"] = workspace
     given["relative_paths"] = True  # a user never learns where the server keeps its users
-    if "os_keyring" in cls.model_fields:  # the keyring is this server's OS user's, not theirs
-        given["os_keyring"] = False
-    if "git_public_only" in cls.model_fields:  # a user's clones never reach this server's own network
-        given["git_public_only"] = True
-    if name == "meetings" and not {"cache_path", "GRANOLA_CACHE_PATH"} & values.keys():
-        given["cache_path"] = workspace / "granola"  # never the Granola app folder of this machine
-    if name == "meetings":  # a user's GRANOLA_API_KEY is sent to Granola's own API only
-        given.pop("GRANOLA_API_URL", None)
-        given.pop("api_url", None)
-        if source := _granola_source(values):
-            given.pop("GRANOLA_SOURCE", None)
-            given.update(source)
-    if name == "documents" and team_folders:
-        given["extra_roots"] = (*_paths_of(values.get("DOCUMENTS_EXTRA_ROOTS")), *team_folders)
-        given["read_only_roots"] = team_folders
+    for setting, value in policy.fixed.items():
+        _set(given, cls, setting, value)
+    for setting, folder in policy.data.items():
+        if not _names(cls, [setting]) & values.keys():
+            given[setting] = workspace / folder
+    for setting in policy.ignored:
+        for key in _names(cls, [setting]):
+            given.pop(key, None)
+    if policy.chosen is not None:
+        for setting, value in policy.chosen(values).items():
+            _set(given, cls, setting, value)
+    if team_folders:
+        for setting, keep_own in policy.team_folders.items():
+            own = next((values[k] for k in sorted(_names(cls, [setting])) if k in values), None) if keep_own else None
+            _set(given, cls, setting, (*_paths_of(own), *team_folders))
+    for setting in (*policy.team_folders, *policy.team_derived):
+        allowed[setting] = team_folders
     try:
         settings = isolated(cls)(**given)
     except ValidationError as exc:
@@ -317,41 +338,19 @@ def _settings_of(
             f"The {name} settings in {SETTINGS_FILE} are invalid ({problems}); fix that file.",
             {"server": name, "file": SETTINGS_FILE},
         ) from None
-    if name == "documents":
-        allowed.update(dict.fromkeys(("extra_roots", "read_only_roots", "read_only_folders"), team_folders))
-    _confine_accounts_file(settings, workspace)
+    if policy.check is not None:
+        policy.check(settings, workspace)
     confine(settings, workspace, allowed)
-    schemes = {
-        s.strip().lower().removesuffix("://") for s in str(getattr(settings, "git_allowed_schemes", "")).split(",")
-    }
-    if schemes & USER_FILE_SCHEMES:
-        raise PermissionDenied(
-            "DIAGRAMS_GIT_ALLOWED_SCHEMES in a user's settings may not list file: a file:// clone URL reads "
-            "folders of this server, other users' included. Clone over https.",
-            {"setting": "DIAGRAMS_GIT_ALLOWED_SCHEMES"},
-        )
-    if "password_env" in str(getattr(settings, "accounts", "")):
-        raise PermissionDenied(
-            "MAIL_ACCOUNTS in a user's settings may not name *_password_env: those read this server's own "
-            "environment. Write the account's password as its MAIL_*_PASSWORD setting instead.",
-            {"setting": "MAIL_ACCOUNTS"},
-        )
+    for setting, refused in policy.refused_schemes.items():
+        listed = {s.strip().lower().removesuffix("://") for s in str(getattr(settings, setting, "")).split(",")}
+        if listed & refused:
+            variable = _variable(cls, setting)
+            raise PermissionDenied(
+                f"{variable} in a user's settings may not list {', '.join(sorted(listed & refused))}: a URL of "
+                "that scheme reaches files of this server, other users' included.",
+                {"setting": variable},
+            )
     return settings
-
-
-def _confine_accounts_file(settings: Any, workspace: Path) -> None:
-    """MAIL_ACCOUNTS naming a file: that file must be inside the workspace, as any path setting."""
-    accounts = str(getattr(settings, "accounts", "") or "").strip()
-    if not accounts or accounts.startswith(("[", "{")):
-        return
-    path = Path(accounts)
-    # `$` too: the mail server reads the file later, expanding `$VARS` from this process's environment.
-    if "$" in accounts or not path.is_absolute() or not path.resolve().is_relative_to(workspace.resolve()):
-        raise PermissionDenied(
-            "MAIL_ACCOUNTS in a user's settings names a file outside their workspace; give inline JSON, or "
-            "the absolute path of a file inside it.",
-            {"setting": "MAIL_ACCOUNTS"},
-        )
 
 
 def _paths_of(value: str | None) -> list[Path]:
@@ -381,7 +380,7 @@ def _named_paths(settings: Any) -> Iterator[tuple[str, Path, bool]]:
 
 def confine(settings: Any, workspace: Path, allowed: dict[str, tuple[Path, ...]] | None = None) -> None:
     """Refuse settings naming a path outside `workspace` (after symlinks), other than the deployment's
-    own (`allowed`: setting -> paths, e.g. the team folders as read-only documents roots), and
+    own (`allowed`: setting -> paths, e.g. the team folders a server takes), and
     relative paths that would be read from the server's working folder."""
     allowed = allowed or {}
     home = workspace.resolve()
@@ -410,7 +409,7 @@ def confine(settings: Any, workspace: Path, allowed: dict[str, tuple[Path, ...]]
             )
 
 
-def compose_for(
+def user_composition(
     principal: Principal,
     settings: UsersSettings,
     *,
@@ -423,13 +422,50 @@ def compose_for(
     assert settings.users_root is not None
     workspace = user_workspace(settings.users_root, principal)
     values = read_user_settings(workspace)
+    specs = per_user_servers()
     return compose(
-        [SERVERS[n] for n in PER_USER_SERVERS],
+        specs,
         workspace=workspace,
         name=name,
         toolsets=toolsets,
         request_state_security=request_state_security,
-        settings_for=lambda spec: user_settings(spec, workspace, values, settings.team_folders, principal),
+        settings=each_settings(specs, workspace, values, settings.team_folders, principal),
+    )
+
+
+def each_settings(
+    specs: Iterable[ServerSpec],
+    workspace: Path,
+    values: dict[str, str],
+    team_folders: tuple[Path, ...] = (),
+    principal: Principal | None = None,
+) -> dict[str, Any]:
+    """Server name -> that server's settings for the user of `workspace` (`user_settings`), or the
+    `DeskError` their settings gave it (`gateway.compose` skips that server saying why)."""
+    built: dict[str, Any] = {}
+    for spec in specs:
+        try:
+            built[spec.name] = user_settings(spec, workspace, values, team_folders, principal)
+        except DeskError as exc:
+            built[spec.name] = exc
+    return built
+
+
+def described_composition(
+    *, name: str = "deskmcp", toolsets: str | None = None, request_state_security: Any = None
+) -> Composition:
+    """Every server offered to users, composed only to say what they publish (tool names, scopes,
+    toolsets: the authorization gate's view), from default settings: no user's data and none of
+    this machine's is looked for, no folder is created and nothing is opened."""
+    specs = per_user_servers()
+    return compose(
+        specs,
+        name=name,
+        toolsets=toolsets,
+        request_state_security=request_state_security,
+        settings={spec.name: spec.load().Settings.model_construct() for spec in specs},
+        keep_unavailable=True,
+        check_available=False,
     )
 
 

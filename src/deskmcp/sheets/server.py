@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 from deskmcp.sheets.models import (
     Borders,
     CellFormat,
@@ -48,6 +48,8 @@ TOOLSETS: dict[str, str] = {
     "format": "format cells; column widths, row heights, frozen panes and merges; charts; cell notes",
 }
 DEFAULT_TOOLSETS: tuple[str, ...] = ("read", "write")
+
+USERS = UserPolicy()
 
 Id = Annotated[str, Field(description="From list_spreadsheets")]
 Range = Annotated[str, Field(description="A1 range, e.g. 'Sheet1!A1:C10'")]
@@ -297,3 +299,10 @@ def register(server: DeskServer, service: SheetsService) -> None:
     ) -> ChartResult:
         """Add a chart (line, bar, column, pie, scatter, area) over a range; scatter: first column is x."""
         return service.add_chart(spreadsheet_id, range, kind, anchor, title)
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.sheets import server as _this
+
+    _CONTRACT: ServerModule = _this

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context
@@ -17,7 +17,7 @@ from deskmcp.core.search.embedders import configured_embedder
 from deskmcp.core.search.fusion import ModeArg
 from deskmcp.core.search.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer, writes
-from deskmcp.servers import SERVERS
+from deskmcp.servers import SERVERS, ServerModule, UserPolicy
 from deskmcp.vault.models import BacklinkList, LinkList, MoveResult, NoteContent, NoteList, TagList, VaultStatus
 from deskmcp.vault.service import VaultService
 from deskmcp.vault.settings import VaultSettings
@@ -54,6 +54,8 @@ TOOLSETS = {
     "browse": "Recent notes, tags, links, backlinks, vault status",
 }
 DEFAULT_TOOLSETS = ("read", "write")
+
+USERS = UserPolicy()
 
 
 def create_service(settings: VaultSettings) -> VaultService:
@@ -248,3 +250,10 @@ def register(server: DeskServer, service: VaultService) -> None:
         """Move or rename a note, never over another (conflict); protected folders (vault_status) refused.
         update_links rewrites the links to it, all or nothing (`updated` lists those notes)."""
         return service.move_note(source, destination, update_links=update_links)
+
+
+if TYPE_CHECKING:
+    # The type checker holds this module to the contract of a server module (`servers.ServerModule`).
+    from deskmcp.vault import server as _this
+
+    _CONTRACT: ServerModule = _this
