@@ -25,12 +25,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.faults import FaultFigures
-from tests.helpers.haproxy import SKIP_REASON, Replica, balancer, haproxy_binary
-from tests.helpers.mail import Received, SmtpSink
+from tests.helpers.haproxy import SKIP_REASON, Replica, haproxy_binary, replica_cluster
+from tests.helpers.mail import Received, SmtpSink, smtp_capture
 from tests.helpers.network import free_port
 from tests.helpers.person import Person
 from tests.helpers.postgres import fresh_database, postgres_cluster
-from tests.helpers.processes import environment, write_meeting_cache
+from tests.helpers.processes import environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -95,38 +95,29 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     confirmations); each sends through its own port of one SMTP capture."""
     if haproxy_binary() is None:
         pytest.skip(SKIP_REASON)
-    from aiosmtpd.controller import Controller
-
     sink = SmtpSink("127.0.0.1", 0)
     holding = threading.Event()
+    captures = {name: HoldingCapture(sink, name, holding) for name in ("r1", "r2")}
     with ExitStack() as stack:
         database = fresh_database(stack.enter_context(postgres_cluster()))
-        ports = {"r1": free_port(), "r2": free_port()}
-        replicas: dict[str, Replica] = {}
-        captures: dict[str, HoldingCapture] = {}
-        for name, port in ports.items():
-            captures[name] = HoldingCapture(sink, name, holding)
-            controller = Controller(captures[name], hostname="127.0.0.1", port=free_port())
-            controller.start()
-            stack.callback(controller.stop)
-            workspace = tmp_path / name
-            write_meeting_cache(workspace / "granola")
-            env = environment(
-                workspace,
-                DESKMCP_TOKEN=TOKEN,
-                DESKMCP_STATE_KEYS=STATE_KEYS,
-                DESKMCP_DATABASE_URL=database,
-                MAIL_SMTP_HOST="127.0.0.1",
-                MAIL_SMTP_PORT=str(controller.port),
-                MAIL_SMTP_SECURITY="none",
-                MAIL_ADDRESS="me@corp.test",
-            )
-            args = ["serve", "all", "--only", "mail", "--http", "--stateless", "--port", str(port)]
-            args += ["--trusted-proxy", "127.0.0.1"]
-            replicas[name] = Replica(args, env)
-            stack.callback(replicas[name].stop)
-        base = stack.enter_context(balancer(tmp_path, free_port(), ports))
-        yield Cluster(base, replicas, sink, captures, holding)
+        ports = {
+            name: stack.enter_context(smtp_capture(SmtpSink("127.0.0.1", free_port()), capture)).port
+            for name, capture in captures.items()
+        }
+
+        def env(name: str) -> dict[str, str]:
+            return {
+                "DESKMCP_TOKEN": TOKEN,
+                "DESKMCP_STATE_KEYS": STATE_KEYS,
+                "DESKMCP_DATABASE_URL": database,
+                "MAIL_SMTP_HOST": "127.0.0.1",
+                "MAIL_SMTP_PORT": str(ports[name]),
+                "MAIL_SMTP_SECURITY": "none",
+                "MAIL_ADDRESS": "me@corp.test",
+            }
+
+        balanced = stack.enter_context(replica_cluster(tmp_path, "mail", env))
+        yield Cluster(balanced.base, balanced.replicas, sink, captures, holding)
 
 
 def rpc_answer(response: httpx2.Response) -> dict[str, Any]:

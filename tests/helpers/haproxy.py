@@ -2,8 +2,9 @@
 
 `haproxy_config` is the configuration docs/deployment.md shows (round robin, health checks on the
 health route `GET /`, a retry on another replica when one cannot be reached, event streams passed
-through unbuffered), with loopback ports; `balancer` runs haproxy in the foreground on it.
-Each response names the replica that answered in `X-Served-By`."""
+through unbuffered), with loopback ports; `balancer` runs haproxy in the foreground on it, and
+`replica_cluster` starts `deskmcp serve all --stateless` replicas behind it. Each response names
+the replica that answered in `X-Served-By`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers.network import free_port
+from tests.helpers.processes import environment, write_meeting_cache
 
 SKIP_REASON = "haproxy is not installed (apt-get install haproxy; .ci/run installs it)"
 
@@ -157,3 +162,35 @@ class Replica:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+@dataclass
+class Replicas:
+    """haproxy's base URL and the replicas behind it, by name."""
+
+    base: str
+    replicas: dict[str, Replica]
+
+
+@contextmanager
+def replica_cluster(
+    root: Path, servers: str, env: Callable[[str], dict[str, str]], names: tuple[str, ...] = ("r1", "r2")
+) -> Iterator[Replicas]:
+    """`deskmcp serve all --only SERVERS --http --stateless` replicas behind haproxy, trusting it as
+    their proxy. Each has a workspace of its own (root/NAME, with a one-meeting Granola cache), as
+    on separate hosts, and the environment `env(NAME)` adds (the token, the shared request-state
+    keys, the database, the mail server); all are stopped on leaving."""
+    if haproxy_binary() is None:
+        raise RuntimeError(SKIP_REASON)
+    with ExitStack() as stack:
+        ports = {name: free_port() for name in names}
+        replicas: dict[str, Replica] = {}
+        for name, port in ports.items():
+            workspace = root / name
+            write_meeting_cache(workspace / "granola")
+            args = ["serve", "all", "--only", servers, "--http", "--stateless", "--port", str(port)]
+            args += ["--trusted-proxy", "127.0.0.1"]
+            replicas[name] = Replica(args, environment(workspace, **env(name)))
+            stack.callback(replicas[name].stop)
+        base = stack.enter_context(balancer(root, free_port(), ports))
+        yield Replicas(base, replicas)
