@@ -310,6 +310,10 @@ def temporary(folder: Path, name: str) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.startswith(f".{name}.") and p.name.endswith(".tmp")]
 
 
+def size_of(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths)
+
+
 def written(folder: Path, name: str) -> int:
     """Bytes in the temporary files beside `name` so far."""
     total = 0
@@ -341,6 +345,7 @@ async def test_a_server_killed_while_writing_a_big_note_leaves_the_old_note_and_
         replica.stop()
     assert killed
     left = temporary(vault, "big.md")
+    sizes = size_of(left)
     text = (vault / "big.md").read_text(encoding="utf-8")
     assert text == old or text.endswith(new_body + "\n") or text.endswith(new_body), text[:200]
     restarted = serve("vault", workspace, VAULT_PATH=str(vault), VAULT_MAX_NOTE_BYTES=str(size))
@@ -348,14 +353,18 @@ async def test_a_server_killed_while_writing_a_big_note_leaves_the_old_note_and_
         with anyio.fail_after(60):
             listed = await call(restarted, "list_notes", {})
             read = await call(restarted, "read_note", {"path": "big.md"})
+            # The next write into the folder removes what the killed one left.
+            rewritten = await call(restarted, "write_note", {"path": "small.md", "body": "Small."})
     finally:
         restarted.stop()
-    assert not listed.is_error and not read.is_error
+    assert not listed.is_error and not read.is_error and not rewritten.is_error, rewritten.content
     assert [n["path"] for n in listed.structured_content["notes"]] == ["big.md"]
     assert read.structured_content["body"] in (old, text)
+    assert sorted(p.name for p in vault.iterdir()) == ["big.md", "small.md"]  # no temporary file remains
     fault_figures.record("note after the kill", "old" if text == old else "new")
-    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+    fault_figures.record("temporary file left by the kill", f"{len(left)} ({sizes:,} bytes)")
     fault_figures.record("notes served after restart", len(listed.structured_content["notes"]))
+    fault_figures.record("temporary files after the next write", len(temporary(vault, "big.md")))
 
 
 def big_workbook(path: Path, rows: int) -> None:
@@ -391,6 +400,7 @@ async def test_a_server_killed_while_writing_a_big_workbook_leaves_a_workbook_th
         replica.stop()
     assert killed
     left = temporary(folder, "book.xlsx")
+    sizes = size_of(left)
     with zipfile.ZipFile(folder / "book.xlsx") as package:
         assert package.testzip() is None  # every part whole
     book = openpyxl.load_workbook(folder / "book.xlsx", read_only=True)
@@ -404,14 +414,21 @@ async def test_a_server_killed_while_writing_a_big_workbook_leaves_a_workbook_th
             read = await call(
                 restarted, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Data!A1:A1", "Data!A40001"]}
             )
+            # The next write into the folder removes what the killed one left.
+            rewritten = await call(
+                restarted, "update_values", {"spreadsheet_id": "book.xlsx", "range": "Data!B1", "values": [["total"]]}
+            )
     finally:
         restarted.stop()
     assert not listed.is_error and not read.is_error, (listed.content, read.content)
+    assert not rewritten.is_error, rewritten.content
+    assert sorted(p.name for p in folder.iterdir()) == ["book.xlsx"]  # no temporary file remains
     assert [s["id"] for s in listed.structured_content["spreadsheets"]] == ["book.xlsx"]
     assert read.structured_content["ranges"][0]["values"] == [[first]]
     assert read.structured_content["ranges"][1]["values"] == [["item 39999"]]
     fault_figures.record("workbook after the kill", f"opens, A1 {first!r} ({'old' if first == 'old' else 'new'})")
-    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+    fault_figures.record("temporary file left by the kill", f"{len(left)} ({sizes:,} bytes)")
+    fault_figures.record("temporary files after the next write", len(temporary(folder, "book.xlsx")))
 
 
 def indexed_notes(workspace: Path) -> int:
