@@ -101,15 +101,24 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def rss_mb(pid: int) -> float:
-    """Current resident set (VmRSS) of one process, 0 when it is gone (Linux only)."""
+def status_mb(pid: int, *fields: str) -> dict[str, float]:
+    """The named sizes of one process's /proc/PID/status (VmRSS, RssAnon, RssFile...) in MiB: those
+    present, none when it has ended or cannot be read (Linux only)."""
+    sizes: dict[str, float] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+            name = line.split(":", 1)[0]
+            if name in fields:
+                sizes[name] = int(line.split()[1]) / 1024
     except (OSError, ValueError):
-        return 0.0
-    return 0.0
+        return {}
+    return sizes
+
+
+def rss_mb(pid: int, gone: float = 0.0) -> float:
+    """Current resident set (VmRSS) of one process in MiB, `gone` when it has ended or cannot be
+    read (Linux only): 0 where sizes are summed, NaN where a missing figure must not pass for one."""
+    return status_mb(pid, "VmRSS").get("VmRSS", gone)
 
 
 def tree_rss_each_mb(pid: int) -> list[float]:

@@ -75,7 +75,7 @@ from tests.helpers.network import free_port
 from tests.helpers.postgres import fresh_database, postgres_bin, postgres_cluster
 from tests.helpers.workbooks import make_xlsx
 
-from bench.common import percentile
+from bench.common import percentile, rss_mb, status_mb
 from deskmcp.core.principal import Principal
 
 STATE_KEYS = "bench-load-request-state-key-0123456789abcdef"
@@ -123,6 +123,7 @@ MIX: dict[str, int] = {
 SAMPLE_EVERY = 5.0
 TREND_EVERY = 60.0
 """Resident memory and descriptors are printed every this many seconds of the window."""
+NAN = float("nan")  # a figure of a replica that has gone: never taken for a real one
 QUIET = 8.0
 """Seconds without calls before the first and after the last measurement of the window: every
 index writer held for writes is let go by then (deskmcp.core.search.textindex.IDLE_RELEASE), with its
@@ -190,26 +191,9 @@ def user_workspace(root: Path, issuer: str, subject: str, book: Path) -> Path:
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        return float("nan")
-    return float("nan")
-
-
 def rss_kinds_mb(pid: int) -> dict[str, float]:
-    """The resident memory by kind (/proc/PID/status RssAnon, RssFile, RssShmem), in MB."""
-    kinds: dict[str, float] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
-                kinds[line.split(":")[0][3:].lower()] = int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        return {}
-    return kinds
+    """The resident memory by kind (RssAnon, RssFile, RssShmem) in MiB, as `anon`, `file`, `shmem`."""
+    return {name[3:].lower(): mb for name, mb in status_mb(pid, "RssAnon", "RssFile", "RssShmem").items()}
 
 
 def open_fds(pid: int) -> int:
@@ -270,7 +254,7 @@ class Snapshot:
 
     @classmethod
     def of(cls, pid: int) -> Snapshot:
-        return cls(rss_mb(pid), open_fds(pid), cpu_seconds(pid), fd_kinds(pid), rss_kinds_mb(pid))
+        return cls(rss_mb(pid, gone=NAN), open_fds(pid), cpu_seconds(pid), fd_kinds(pid), rss_kinds_mb(pid))
 
 
 # -- the load -------------------------------------------------------------------------------
@@ -446,10 +430,12 @@ async def drive(
         last = -TREND_EVERY
         while not finished.is_set():
             for name, pid in replicas.items():
-                figures.peak_rss[name] = max(figures.peak_rss.get(name, 0.0), rss_mb(pid))
+                figures.peak_rss[name] = max(figures.peak_rss.get(name, 0.0), rss_mb(pid, gone=NAN))
             if time.monotonic() - began - last >= TREND_EVERY:
                 last = time.monotonic() - began
-                figures.trend.append((last, {name: (rss_mb(pid), open_fds(pid)) for name, pid in replicas.items()}))
+                figures.trend.append(
+                    (last, {name: (rss_mb(pid, gone=NAN), open_fds(pid)) for name, pid in replicas.items()})
+                )
             with anyio.move_on_after(SAMPLE_EVERY):
                 await finished.wait()
 

@@ -13,7 +13,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +25,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers.faults import FaultFigures
-from tests.helpers.haproxy import SKIP_REASON, Replica, balancer, haproxy_binary
-from tests.helpers.mail import Received, SmtpSink
+from tests.helpers.haproxy import SKIP_REASON, Replica, haproxy_binary, replica_cluster
+from tests.helpers.mail import Received, SmtpSink, smtp_capture
 from tests.helpers.network import free_port
 from tests.helpers.person import Person
 from tests.helpers.postgres import fresh_database, postgres_cluster
-from tests.helpers.processes import environment, write_meeting_cache
+from tests.helpers.processes import environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -42,27 +42,34 @@ MAIL = {"to": "eve@elsewhere.test", "subject": "Signed contract", "body": "The c
 class HoldingCapture:
     """An aiosmtpd handler counting deliveries into `sink`; while `hold` is set, the next message's
     DATA phase is held (the whole message received, no answer yet) until its client goes away,
-    when aiosmtpd cancels the handler and the message is not taken, as a server that never
-    answered the final dot does not."""
+    when aiosmtpd cancels the handler. Then the message is not taken, as a server that never
+    answered the final dot does not; or, with `take_held`, it was taken already, as a mail server
+    that queued the message but whose answer never reached the sender."""
 
-    def __init__(self, sink: SmtpSink, name: str, holding: threading.Event) -> None:
+    def __init__(self, sink: SmtpSink, name: str, holding: threading.Event, *, take_held: bool = False) -> None:
         self.sink = sink
         self.name = name
         self.holding = holding
+        self.take_held = take_held
         self.hold = False
         self.held_from: str | None = None
         self.taken = 0
+
+    def take(self, envelope: Any) -> None:
+        self.sink.messages.append(
+            Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.original_content))
+        )
+        self.taken += 1
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         if self.hold:
             self.hold = False
             self.held_from = self.name
+            if self.take_held:
+                self.take(envelope)
             self.holding.set()
             await asyncio.Event().wait()  # until the client leaves (the handler is cancelled then)
-        self.sink.messages.append(
-            Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.original_content))
-        )
-        self.taken += 1
+        self.take(envelope)
         return "250 OK"
 
 
@@ -87,46 +94,75 @@ class Cluster:
         transport = streamable_http_client(self.base + "/mcp", http_client=http)
         return http, Client(transport, mode="2026-07-28", elicitation_callback=person.answer)
 
+    async def send_and_kill(self, http: httpx2.AsyncClient, client: Client) -> tuple[Any, float]:
+        """Call send_email through `client` and kill -9 the replica sending it once its capture
+        holds the message (the other capture holds nothing more). The call's result, or the
+        exception it broke with, and when the kill came (`time.monotonic()`)."""
+        for capture in self.captures.values():
+            capture.hold = True
+        outcome: list[Any] = []
+        killed_at = 0.0
+
+        async def kill_the_sending_replica() -> None:
+            nonlocal killed_at
+            await anyio.to_thread.run_sync(self.holding.wait)
+            [sending] = [c.name for c in self.captures.values() if c.held_from]
+            for capture in self.captures.values():
+                capture.hold = False
+            self.replicas[sending].kill()
+            killed_at = time.monotonic()
+
+        try:
+            async with http, client:
+                with anyio.fail_after(90):
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(kill_the_sending_replica)
+                        outcome.append(await client.call_tool("send_email", MAIL))
+        except Exception as exc:  # the connection to the killed replica broke: the client saw an error
+            assert killed_at, exc
+            outcome.append(exc)
+        return outcome[0], killed_at
+
+
+@contextmanager
+def mail_cluster(
+    root: Path, database: str | None, take_held: bool = False, buffer_requests: bool = False, **extra: str
+) -> Iterator[Cluster]:
+    """Two `serve all --only mail --http --stateless` replicas behind haproxy, each with a workspace
+    of its own (as on two hosts), sharing the request-state keys and `database` (send journal,
+    spent confirmations) when given; each sends through its own port of one SMTP capture."""
+    if haproxy_binary() is None:
+        pytest.skip(SKIP_REASON)
+    sink = SmtpSink("127.0.0.1", 0)
+    holding = threading.Event()
+    captures = {name: HoldingCapture(sink, name, holding, take_held=take_held) for name in ("r1", "r2")}
+    with ExitStack() as stack:
+        ports = {
+            name: stack.enter_context(smtp_capture(SmtpSink("127.0.0.1", free_port()), capture)).port
+            for name, capture in captures.items()
+        }
+
+        def env(name: str) -> dict[str, str]:
+            return {
+                "DESKMCP_TOKEN": TOKEN,
+                "DESKMCP_STATE_KEYS": STATE_KEYS,
+                **({"DESKMCP_DATABASE_URL": database} if database else {}),
+                "MAIL_SMTP_HOST": "127.0.0.1",
+                "MAIL_SMTP_PORT": str(ports[name]),
+                "MAIL_SMTP_SECURITY": "none",
+                "MAIL_ADDRESS": "me@corp.test",
+                **extra,
+            }
+
+        balanced = stack.enter_context(replica_cluster(root, "mail", env, buffer_requests=buffer_requests))
+        yield Cluster(balanced.base, balanced.replicas, sink, captures, holding)
+
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """Two `serve all --http --stateless` replicas behind haproxy, each with a workspace of its own
-    (as on two hosts), sharing the request-state keys and a PostgreSQL database (send journal, spent
-    confirmations); each sends through its own port of one SMTP capture."""
-    if haproxy_binary() is None:
-        pytest.skip(SKIP_REASON)
-    from aiosmtpd.controller import Controller
-
-    sink = SmtpSink("127.0.0.1", 0)
-    holding = threading.Event()
-    with ExitStack() as stack:
-        database = fresh_database(stack.enter_context(postgres_cluster()))
-        ports = {"r1": free_port(), "r2": free_port()}
-        replicas: dict[str, Replica] = {}
-        captures: dict[str, HoldingCapture] = {}
-        for name, port in ports.items():
-            captures[name] = HoldingCapture(sink, name, holding)
-            controller = Controller(captures[name], hostname="127.0.0.1", port=free_port())
-            controller.start()
-            stack.callback(controller.stop)
-            workspace = tmp_path / name
-            write_meeting_cache(workspace / "granola")
-            env = environment(
-                workspace,
-                DESKMCP_TOKEN=TOKEN,
-                DESKMCP_STATE_KEYS=STATE_KEYS,
-                DESKMCP_DATABASE_URL=database,
-                MAIL_SMTP_HOST="127.0.0.1",
-                MAIL_SMTP_PORT=str(controller.port),
-                MAIL_SMTP_SECURITY="none",
-                MAIL_ADDRESS="me@corp.test",
-            )
-            args = ["serve", "all", "--only", "mail", "--http", "--stateless", "--port", str(port)]
-            args += ["--trusted-proxy", "127.0.0.1"]
-            replicas[name] = Replica(args, env)
-            stack.callback(replicas[name].stop)
-        base = stack.enter_context(balancer(tmp_path, free_port(), ports))
-        yield Cluster(base, replicas, sink, captures, holding)
+    """The replicas with a PostgreSQL database of their own."""
+    with postgres_cluster() as server, mail_cluster(tmp_path, fresh_database(server)) as running:
+        yield running
 
 
 def rpc_answer(response: httpx2.Response) -> dict[str, Any]:
@@ -144,36 +180,12 @@ def rpc_answer(response: httpx2.Response) -> dict[str, Any]:
 async def test_a_replica_killed_while_sending_a_confirmed_mail_leaves_it_delivered_once_by_the_other(
     cluster: Cluster, fault_figures: FaultFigures
 ) -> None:
-    for capture in cluster.captures.values():
-        capture.hold = True
     person = Person("accept")
-    http, client = cluster.client(person)
-    outcome: list[Any] = []
-    killed_at = 0.0
-
-    async def kill_the_sending_replica() -> None:
-        nonlocal killed_at
-        await anyio.to_thread.run_sync(cluster.holding.wait)
-        [sending] = [c.name for c in cluster.captures.values() if c.held_from]
-        for capture in cluster.captures.values():
-            capture.hold = False
-        cluster.replicas[sending].kill()
-        killed_at = time.monotonic()
-
-    try:
-        async with http, client:
-            with anyio.fail_after(90):
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(kill_the_sending_replica)
-                    outcome.append(await client.call_tool("send_email", MAIL))
-    except Exception as exc:  # the connection to the killed replica broke: the client saw an error
-        assert killed_at, exc
-        outcome.append(exc)
+    first, killed_at = await cluster.send_and_kill(*cluster.client(person))
     assert len(person.asked) == 1
     [killed] = [c for c in cluster.captures.values() if c.held_from]
     assert killed.taken == 0  # the message held when its replica died was not taken
     retried = False
-    first = outcome[0]
     if isinstance(first, Exception) or first.is_error:
         # What a client does when the call carrying the person's answer broke off: it sends the
         # same request again (the same sealed state and answer), and haproxy routes it to the
@@ -198,6 +210,42 @@ async def test_a_replica_killed_while_sending_a_confirmed_mail_leaves_it_deliver
     fault_figures.record("deliveries", len(cluster.sink.messages))
     fault_figures.record("retried by the client", "yes" if retried else "no (haproxy redispatched)")
     fault_figures.record("kill to sent answer", round(recovered, 2), "s")
+
+
+@pytest.mark.parametrize("buffer_requests", [False, True], ids=["streamed", "buffered"])
+async def test_a_replica_killed_after_its_mail_server_took_an_unkeyed_send_is_not_sent_again_by_haproxy(
+    tmp_path: Path, fault_figures: FaultFigures, buffer_requests: bool
+) -> None:
+    """An unattended send (MAIL_CONFIRM_SENDS=false, no idempotency key) that the mail server took
+    while the replica died before reading its answer: nothing could tell a call haproxy resent from
+    a new one, so haproxy must not resend it (`retry-on conn-failure` only) and the mail goes out
+    once; the client hears that its call broke and can look in Sent before sending again. haproxy
+    resends only a request it holds whole, so the case is run with requests buffered too."""
+    statuses: list[int] = []
+
+    async def record(response: httpx2.Response) -> None:
+        if response.request.method == "POST":
+            statuses.append(response.status_code)
+
+    with mail_cluster(
+        tmp_path, None, take_held=True, buffer_requests=buffer_requests, MAIL_CONFIRM_SENDS="false"
+    ) as cluster:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60, event_hooks={"response": [record]}
+        )
+        client = Client(streamable_http_client(cluster.base + "/mcp", http_client=http), mode="2026-07-28")
+        first, killed_at = await cluster.send_and_kill(http, client)
+        answered = time.monotonic() - killed_at
+        [killed] = [c for c in cluster.captures.values() if c.held_from]
+        [other] = [c for c in cluster.captures.values() if not c.held_from]
+    broke = isinstance(first, Exception) or first.is_error
+    assert [m.rcpt_tos for m in cluster.sink.messages] == [["eve@elsewhere.test"]]  # once, not twice
+    assert (killed.taken, other.taken) == (1, 0)
+    assert broke, first  # the client is told the call did not finish
+    fault_figures.record("deliveries", len(cluster.sink.messages))
+    fault_figures.record("sent again by haproxy", "no" if other.taken == 0 else "yes")
+    fault_figures.record("the client heard", f"HTTP {statuses[-1]}" if statuses else type(first).__name__)
+    fault_figures.record("kill to the client's answer", round(answered * 1000), "ms")
 
 
 # -- a single server killed in the middle of a write or a first index -----------------------
@@ -262,6 +310,10 @@ def temporary(folder: Path, name: str) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.startswith(f".{name}.") and p.name.endswith(".tmp")]
 
 
+def size_of(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths)
+
+
 def written(folder: Path, name: str) -> int:
     """Bytes in the temporary files beside `name` so far."""
     total = 0
@@ -293,6 +345,7 @@ async def test_a_server_killed_while_writing_a_big_note_leaves_the_old_note_and_
         replica.stop()
     assert killed
     left = temporary(vault, "big.md")
+    sizes = size_of(left)
     text = (vault / "big.md").read_text(encoding="utf-8")
     assert text == old or text.endswith(new_body + "\n") or text.endswith(new_body), text[:200]
     restarted = serve("vault", workspace, VAULT_PATH=str(vault), VAULT_MAX_NOTE_BYTES=str(size))
@@ -300,14 +353,18 @@ async def test_a_server_killed_while_writing_a_big_note_leaves_the_old_note_and_
         with anyio.fail_after(60):
             listed = await call(restarted, "list_notes", {})
             read = await call(restarted, "read_note", {"path": "big.md"})
+            # The next write into the folder removes what the killed one left.
+            rewritten = await call(restarted, "write_note", {"path": "small.md", "body": "Small."})
     finally:
         restarted.stop()
-    assert not listed.is_error and not read.is_error
+    assert not listed.is_error and not read.is_error and not rewritten.is_error, rewritten.content
     assert [n["path"] for n in listed.structured_content["notes"]] == ["big.md"]
     assert read.structured_content["body"] in (old, text)
+    assert sorted(p.name for p in vault.iterdir()) == ["big.md", "small.md"]  # no temporary file remains
     fault_figures.record("note after the kill", "old" if text == old else "new")
-    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+    fault_figures.record("temporary file left by the kill", f"{len(left)} ({sizes:,} bytes)")
     fault_figures.record("notes served after restart", len(listed.structured_content["notes"]))
+    fault_figures.record("temporary files after the next write", len(temporary(vault, "big.md")))
 
 
 def big_workbook(path: Path, rows: int) -> None:
@@ -343,6 +400,7 @@ async def test_a_server_killed_while_writing_a_big_workbook_leaves_a_workbook_th
         replica.stop()
     assert killed
     left = temporary(folder, "book.xlsx")
+    sizes = size_of(left)
     with zipfile.ZipFile(folder / "book.xlsx") as package:
         assert package.testzip() is None  # every part whole
     book = openpyxl.load_workbook(folder / "book.xlsx", read_only=True)
@@ -356,14 +414,21 @@ async def test_a_server_killed_while_writing_a_big_workbook_leaves_a_workbook_th
             read = await call(
                 restarted, "read_values", {"spreadsheet_id": "book.xlsx", "ranges": ["Data!A1:A1", "Data!A40001"]}
             )
+            # The next write into the folder removes what the killed one left.
+            rewritten = await call(
+                restarted, "update_values", {"spreadsheet_id": "book.xlsx", "range": "Data!B1", "values": [["total"]]}
+            )
     finally:
         restarted.stop()
     assert not listed.is_error and not read.is_error, (listed.content, read.content)
+    assert not rewritten.is_error, rewritten.content
+    assert sorted(p.name for p in folder.iterdir()) == ["book.xlsx"]  # no temporary file remains
     assert [s["id"] for s in listed.structured_content["spreadsheets"]] == ["book.xlsx"]
     assert read.structured_content["ranges"][0]["values"] == [[first]]
     assert read.structured_content["ranges"][1]["values"] == [["item 39999"]]
     fault_figures.record("workbook after the kill", f"opens, A1 {first!r} ({'old' if first == 'old' else 'new'})")
-    fault_figures.record("temporary file left on disk", f"{len(left)} ({sum(p.stat().st_size for p in left):,} bytes)")
+    fault_figures.record("temporary file left by the kill", f"{len(left)} ({sizes:,} bytes)")
+    fault_figures.record("temporary files after the next write", len(temporary(folder, "book.xlsx")))
 
 
 def indexed_notes(workspace: Path) -> int:

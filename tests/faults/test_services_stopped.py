@@ -15,6 +15,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mcp import Client
 from deskmcp.core.postgres import close_pools
 from deskmcp.mail.server import Settings, create_server
 from tests.helpers.faults import FaultFigures
-from tests.helpers.mail import SinkHandler, SmtpSink
+from tests.helpers.mail import SinkHandler, SmtpSink, smtp_capture
 from tests.helpers.network import free_port
 from tests.helpers.postgres import StoppableCluster, fresh_database, stoppable_cluster
 from tests.helpers.tool_calls import call, fail
@@ -47,15 +48,8 @@ def cluster() -> Iterator[StoppableCluster]:
 
 @pytest.fixture
 def smtp() -> Iterator[SmtpSink]:
-    from aiosmtpd.controller import Controller
-
-    sink = SmtpSink("127.0.0.1", free_port())
-    controller = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
-    controller.start()
-    try:
+    with smtp_capture() as sink:
         yield sink
-    finally:
-        controller.stop()
 
 
 def _user(tmp_path: Path, name: str, smtp: SmtpSink, database: str) -> Client:
@@ -135,39 +129,33 @@ class StallingHandler(SinkHandler):
 async def test_the_smtp_server_stopped_mid_send_then_a_retry_sends_once(
     tmp_path: Path, fault_figures: FaultFigures
 ) -> None:
-    from aiosmtpd.controller import Controller
-
     sink = SmtpSink("127.0.0.1", free_port())
     stalling = StallingHandler(sink)
-    controller = Controller(stalling, hostname=sink.host, port=sink.port)
-    controller.start()
-    settings = Settings(
-        workspace=tmp_path / "ann", address="ann@corp.test", smtp_host=sink.host, smtp_port=sink.port,
-        smtp_security="none",
-    )  # fmt: skip
-    mail = _mail("ann", "mid-send")
-    answer: dict[str, Any] = {}
-    async with Client(create_server(settings)) as c:
+    with ExitStack() as capture:  # closed in the middle of the send
+        capture.enter_context(smtp_capture(sink, stalling))
+        settings = Settings(
+            workspace=tmp_path / "ann", address="ann@corp.test", smtp_host=sink.host, smtp_port=sink.port,
+            smtp_security="none",
+        )  # fmt: skip
+        mail = _mail("ann", "mid-send")
+        answer: dict[str, Any] = {}
+        async with Client(create_server(settings)) as c:
 
-        async def send() -> None:
-            answer.update(await fail(c, "send_email", mail))
+            async def send() -> None:
+                answer.update(await fail(c, "send_email", mail))
 
-        with anyio.fail_after(120):  # a hang guard only
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(send)
-                await anyio.to_thread.run_sync(stalling.holding.wait)
-                stopped = time.monotonic()
-                await anyio.to_thread.run_sync(controller.stop)
-            answered = time.monotonic() - stopped
-            assert sink.messages == []  # nothing delivered: the server never accepted it
+            with anyio.fail_after(120):  # a hang guard only
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(send)
+                    await anyio.to_thread.run_sync(stalling.holding.wait)
+                    stopped = time.monotonic()
+                    await anyio.to_thread.run_sync(capture.close)
+                answered = time.monotonic() - stopped
+                assert sink.messages == []  # nothing delivered: the server never accepted it
 
-            restarted = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
-            restarted.start()
-            try:
-                retried = await call(c, "send_email", mail)
-                again = await call(c, "send_email", mail)
-            finally:
-                restarted.stop()
+                with smtp_capture(sink):  # the same address again
+                    retried = await call(c, "send_email", mail)
+                    again = await call(c, "send_email", mail)
 
     assert answer["error"] == "send_failed", answer
     assert "may or may not have been delivered" in answer["message"], answer

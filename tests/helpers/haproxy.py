@@ -2,8 +2,9 @@
 
 `haproxy_config` is the configuration docs/deployment.md shows (round robin, health checks on the
 health route `GET /`, a retry on another replica when one cannot be reached, event streams passed
-through unbuffered), with loopback ports; `balancer` runs haproxy in the foreground on it.
-Each response names the replica that answered in `X-Served-By`."""
+through unbuffered), with loopback ports; `balancer` runs haproxy in the foreground on it, and
+`replica_cluster` starts `deskmcp serve all --stateless` replicas behind it. Each response names
+the replica that answered in `X-Served-By`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers.network import free_port
+from tests.helpers.processes import environment, write_meeting_cache
 
 SKIP_REASON = "haproxy is not installed (apt-get install haproxy; .ci/run installs it)"
 
@@ -24,9 +29,14 @@ def haproxy_binary() -> str | None:
     )
 
 
-def haproxy_config(port: int, replicas: dict[str, int], *, host: str = "127.0.0.1") -> str:
-    """The configuration: a frontend on `host:port`, one backend server per replica name -> port."""
+def haproxy_config(
+    port: int, replicas: dict[str, int], *, host: str = "127.0.0.1", buffer_requests: bool = False
+) -> str:
+    """The configuration: a frontend on `host:port`, one backend server per replica name -> port;
+    with `buffer_requests`, haproxy reads each request whole before passing it on (`option
+    http-buffer-request`, which deployments add to keep slow clients off the replicas)."""
     servers = "\n".join(f"    server {name} 127.0.0.1:{p} check" for name, p in replicas.items())
+    buffering = "\n    option http-buffer-request" if buffer_requests else ""
     return f"""global
     maxconn 2000
 
@@ -38,11 +48,13 @@ defaults
     timeout server 300s
     timeout http-keep-alive 10s
     # X-Forwarded-For with the client's address (deskmcp believes it from --trusted-proxy addresses).
-    option forwardfor
+    option forwardfor{buffering}
     # A replica that cannot be reached: the request goes to another one (it never reached the first).
+    # Only then: a replica that died after taking a request may have acted on it (a mail sent
+    # without an idempotency key), so a resend could do it twice; the client hears of the failure.
     option redispatch
     retries 2
-    retry-on conn-failure empty-response
+    retry-on conn-failure
 
 frontend deskmcp
     bind {host}:{port}
@@ -62,13 +74,15 @@ backend replicas
 
 
 @contextmanager
-def balancer(config_dir: Path, port: int, replicas: dict[str, int], seconds: float = 30) -> Iterator[str]:
+def balancer(
+    config_dir: Path, port: int, replicas: dict[str, int], seconds: float = 30, *, buffer_requests: bool = False
+) -> Iterator[str]:
     """haproxy on 127.0.0.1:`port` in front of `replicas` (name -> port); yields its base URL once it listens."""
     binary = haproxy_binary()
     if binary is None:
         raise RuntimeError(SKIP_REASON)
     config = config_dir / "haproxy.cfg"
-    config.write_text(haproxy_config(port, replicas), encoding="utf-8")
+    config.write_text(haproxy_config(port, replicas, buffer_requests=buffer_requests), encoding="utf-8")
     checked = subprocess.run([binary, "-c", "-f", str(config)], capture_output=True, text=True, check=False)
     if checked.returncode != 0:
         raise RuntimeError(f"haproxy refused its configuration: {checked.stdout}{checked.stderr}")
@@ -157,3 +171,40 @@ class Replica:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+@dataclass
+class Replicas:
+    """haproxy's base URL and the replicas behind it, by name."""
+
+    base: str
+    replicas: dict[str, Replica]
+
+
+@contextmanager
+def replica_cluster(
+    root: Path,
+    servers: str,
+    env: Callable[[str], dict[str, str]],
+    names: tuple[str, ...] = ("r1", "r2"),
+    *,
+    buffer_requests: bool = False,
+) -> Iterator[Replicas]:
+    """`deskmcp serve all --only SERVERS --http --stateless` replicas behind haproxy, trusting it as
+    their proxy. Each has a workspace of its own (root/NAME, with a one-meeting Granola cache), as
+    on separate hosts, and the environment `env(NAME)` adds (the token, the shared request-state
+    keys, the database, the mail server); all are stopped on leaving."""
+    if haproxy_binary() is None:
+        raise RuntimeError(SKIP_REASON)
+    with ExitStack() as stack:
+        ports = {name: free_port() for name in names}
+        replicas: dict[str, Replica] = {}
+        for name, port in ports.items():
+            workspace = root / name
+            write_meeting_cache(workspace / "granola")
+            args = ["serve", "all", "--only", servers, "--http", "--stateless", "--port", str(port)]
+            args += ["--trusted-proxy", "127.0.0.1"]
+            replicas[name] = Replica(args, environment(workspace, **env(name)))
+            stack.callback(replicas[name].stop)
+        base = stack.enter_context(balancer(root, free_port(), ports, buffer_requests=buffer_requests))
+        yield Replicas(base, replicas)

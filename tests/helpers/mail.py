@@ -1,5 +1,5 @@
 """Mail for the tests: messages built as a mail program would write them, a Maildir to drop them in,
-the audit lines a send leaves, and an SMTP sink that records what reached it."""
+the audit lines a send leaves, and an SMTP capture (a sink) that records what reached it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import itertools
 import json
 import sys
 import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email import policy
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers.network import free_port
 
 
 def make_mail(
@@ -98,6 +102,22 @@ class SinkHandler:
             Received(envelope.mail_from, list(envelope.rcpt_tos), bytes(envelope.original_content))
         )
         return "250 OK"
+
+
+@contextmanager
+def smtp_capture(sink: SmtpSink | None = None, handler: Any = None) -> Iterator[SmtpSink]:
+    """An aiosmtpd server for one test: on `sink`'s address (a new sink on a free loopback port
+    when none is given), taking each message into the sink, or handing it to `handler` when one is
+    given; yields the sink, and stops the server on leaving."""
+    from aiosmtpd.controller import Controller
+
+    sink = sink or SmtpSink("127.0.0.1", free_port())
+    controller = Controller(handler or SinkHandler(sink), hostname=sink.host, port=sink.port)
+    controller.start()
+    try:
+        yield sink
+    finally:
+        controller.stop()
 
 
 def fake_keyring(monkeypatch: pytest.MonkeyPatch, stored: dict[str, str]) -> list[str]:

@@ -10,8 +10,7 @@ import pytest
 from mcp import Client
 
 from deskmcp.mail.server import Settings, create_server
-from tests.helpers.mail import SinkHandler, SmtpSink
-from tests.helpers.network import free_port
+from tests.helpers.mail import SmtpSink, smtp_capture
 from tests.helpers.tool_calls import Connect
 
 MAIL_ENV = (
@@ -50,15 +49,8 @@ def connect(settings_for: Callable[..., Settings]) -> Connect:
 
 @pytest.fixture(scope="session")
 def smtp_server() -> Iterator[SmtpSink]:
-    from aiosmtpd.controller import Controller
-
-    sink = SmtpSink("127.0.0.1", free_port())
-    controller = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
-    controller.start()
-    try:
+    with smtp_capture() as sink:
         yield sink
-    finally:
-        controller.stop()
 
 
 @pytest.fixture

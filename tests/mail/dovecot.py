@@ -186,6 +186,14 @@ def start(base: Path, *, separator: str = "/") -> tuple[Dovecot, subprocess.Pope
         ),
         encoding="utf-8",
     )
+    return server, launch(server)
+
+
+def launch(server: Dovecot) -> subprocess.Popen[bytes]:
+    """Run `dovecot -F` on the configuration `start` wrote (the same port, users and mail, so it
+    also starts one that was stopped again); wait until it greets."""
+    binary = shutil.which(DOVECOT) or shutil.which(DOVECOT, path="/usr/sbin:/usr/local/sbin") or DOVECOT
+    conf = server.base / "dovecot.conf"
     proc = subprocess.Popen([binary, "-F", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while True:
@@ -197,13 +205,13 @@ def start(base: Path, *, separator: str = "/") -> tuple[Dovecot, subprocess.Pope
             pass
         if time.monotonic() > deadline:
             stop(server, proc)
-            raise RuntimeError(f"Dovecot did not start: {_log(base)}")
+            raise RuntimeError(f"Dovecot did not start: {_log(server.base)}")
         try:  # waits a little, and notices a server that exited
             proc.wait(timeout=0.1)
-            raise RuntimeError(f"Dovecot exited: {proc.stderr.read() if proc.stderr else b''!r} {_log(base)}")
+            raise RuntimeError(f"Dovecot exited: {proc.stderr.read() if proc.stderr else b''!r} {_log(server.base)}")
         except subprocess.TimeoutExpired:
             pass
-    return server, proc
+    return proc
 
 
 def _unprivileged() -> str:
@@ -220,13 +228,18 @@ def _log(base: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")[-2000:] if path.exists() else ""
 
 
-def stop(server: Dovecot, proc: subprocess.Popen[bytes]) -> None:
+def halt(proc: subprocess.Popen[bytes]) -> None:
+    """Stop Dovecot (SIGTERM, as `systemctl stop` does: it ends every IMAP session), keeping its mail."""
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def stop(server: Dovecot, proc: subprocess.Popen[bytes]) -> None:
+    halt(proc)
     if not server.homes.is_relative_to(server.base):
         shutil.rmtree(server.homes, ignore_errors=True)
 

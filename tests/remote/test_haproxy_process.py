@@ -23,12 +23,10 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.haproxy import SKIP_REASON, Replica, balancer, haproxy_binary
-from tests.helpers.mail import SinkHandler, SmtpSink
-from tests.helpers.network import free_port
+from tests.helpers.haproxy import SKIP_REASON, Replica, haproxy_binary, replica_cluster
+from tests.helpers.mail import SmtpSink, smtp_capture
 from tests.helpers.person import Person
 from tests.helpers.postgres import fresh_database, postgres_bin, postgres_cluster
-from tests.helpers.processes import environment, write_meeting_cache
 
 pytestmark = [
     pytest.mark.e2e,
@@ -77,38 +75,26 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    from aiosmtpd.controller import Controller
-
     root = tmp_path_factory.mktemp("replicas")
-    sink = SmtpSink("127.0.0.1", free_port())
-    controller = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
-    controller.start()
     with ExitStack() as stack:
-        stack.callback(controller.stop)
+        sink = stack.enter_context(smtp_capture())
         database = None
         if postgres_bin() is not None:
             database = fresh_database(stack.enter_context(postgres_cluster()))
-        ports = {"r1": free_port(), "r2": free_port()}
-        replicas: dict[str, Replica] = {}
-        for name, port in ports.items():
-            workspace = root / name
-            write_meeting_cache(workspace / "granola")
-            env = environment(
-                workspace,
-                DESKMCP_TOKEN=TOKEN,
-                DESKMCP_STATE_KEYS=STATE_KEYS,
-                MAIL_SMTP_HOST=sink.host,
-                MAIL_SMTP_PORT=str(sink.port),
-                MAIL_SMTP_SECURITY="none",
-                MAIL_ADDRESS="me@corp.test",
+
+        def env(name: str) -> dict[str, str]:
+            return {
+                "DESKMCP_TOKEN": TOKEN,
+                "DESKMCP_STATE_KEYS": STATE_KEYS,
+                "MAIL_SMTP_HOST": sink.host,
+                "MAIL_SMTP_PORT": str(sink.port),
+                "MAIL_SMTP_SECURITY": "none",
+                "MAIL_ADDRESS": "me@corp.test",
                 **({"DESKMCP_DATABASE_URL": database} if database else {}),
-            )
-            args = ["serve", "all", "--only", "meetings,mail", "--http", "--stateless", "--port", str(port)]
-            args += ["--trusted-proxy", "127.0.0.1"]
-            replicas[name] = Replica(args, env)
-            stack.callback(replicas[name].stop)
-        base = stack.enter_context(balancer(root, free_port(), ports))
-        yield Cluster(base, replicas, sink, database)
+            }
+
+        balanced = stack.enter_context(replica_cluster(root, "meetings,mail", env))
+        yield Cluster(balanced.base, balanced.replicas, sink, database)
 
 
 async def test_tool_calls_through_haproxy_spread_over_both_replicas(cluster: Cluster) -> None:

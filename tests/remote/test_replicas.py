@@ -32,8 +32,8 @@ from deskmcp.serving.app import create_app
 from deskmcp.serving.listen import uvicorn_settings
 from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.replicas import ReplicaSettings, request_state_security, trusted_proxies
-from tests.helpers.mail import SinkHandler, SmtpSink
-from tests.helpers.network import free_port, serving
+from tests.helpers.mail import SmtpSink, smtp_capture
+from tests.helpers.network import serving
 from tests.helpers.person import Person
 
 pytestmark = pytest.mark.anyio
@@ -45,15 +45,8 @@ MAIL = {"to": "eve@elsewhere.test", "subject": "Q3 numbers", "body": "Figures at
 
 @pytest.fixture(scope="module")
 def smtp() -> Iterator[SmtpSink]:
-    from aiosmtpd.controller import Controller
-
-    sink = SmtpSink("127.0.0.1", free_port())
-    controller = Controller(SinkHandler(sink), hostname=sink.host, port=sink.port)
-    controller.start()
-    try:
+    with smtp_capture() as sink:
         yield sink
-    finally:
-        controller.stop()
 
 
 @pytest.fixture

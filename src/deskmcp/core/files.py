@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -66,16 +67,78 @@ def failure_text(exc: OSError) -> str:
     return DISK_FULL if disk_full(exc) else exc.strerror or str(exc)
 
 
+TEMP_SUFFIX = ".deskmcp.tmp"
+"""How the temporary file of an atomic write ends (`.NAME.XXXXXXXX.deskmcp.tmp` beside NAME):
+hidden, never a note's or a workbook's suffix, and marked as deskmcp's own."""
+
+_LEFTOVER = re.compile(r"\..+\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
+
+
+def temporary_beside(path: Path) -> tuple[int, Path]:
+    """A new temporary file beside `path` for an atomic write of it: its descriptor (open for
+    writing, and locked until it is closed) and its path.
+
+    First removes the leftovers of writes into that folder that were killed (`remove_leftovers`).
+    The lock tells a live write's temporary file from a dead one's: keep the descriptor open
+    until the file has been renamed into place."""
+    folder = path.parent
+    remove_leftovers(folder)
+    while True:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=folder)
+        try:
+            lock_exclusively(fd, wait=True)
+            if os.fstat(fd).st_nlink:
+                return fd, Path(name)
+        except BaseException:
+            os.close(fd)
+            raise
+        # Another writer's sweep found it between its creation and the lock: make another.
+        os.close(fd)
+
+
+def remove_leftovers(folder: Path) -> int:
+    """Remove the temporary files that atomic writes into `folder` left when their process was
+    killed (or the machine lost power): deskmcp's own (`TEMP_SUFFIX`) that no process holds
+    locked. A live write, in this process or another, holds its temporary file locked, so it is
+    never removed. How many were removed; a file that cannot be checked is left alone."""
+    removed = 0
+    try:
+        with os.scandir(folder) as listing:
+            entries = [e for e in listing if _LEFTOVER.fullmatch(e.name)]
+    except OSError:
+        return 0
+    for entry in entries:
+        leftover = Path(entry.path)
+        with contextlib.suppress(OSError):
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            if os.name == "nt":
+                # Windows refuses to remove a file another process holds open: that is the check.
+                leftover.unlink()
+                removed += 1
+                continue
+            fd = os.open(entry.path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                # Still the file listed (not one renamed over it since), and no writer holds it.
+                if os.path.samestat(os.fstat(fd), leftover.lstat()) and lock_exclusively(fd, wait=False):
+                    leftover.unlink()
+                    removed += 1
+            finally:
+                os.close(fd)
+    return removed
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to `path` atomically: temp file in the same folder, fsync, `os.replace`.
 
-    Readers see the old content or the new, never a mix; an interruption leaves the old file.
+    Readers see the old content or the new, never a mix; an interruption leaves the old file, and
+    a kill leaves a temporary file the next write into the folder removes (`temporary_beside`).
     """
     folder = path.parent
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    tmp = Path(tmp_name)
+    fd, tmp = temporary_beside(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        # The descriptor stays open (and the temporary file locked) until the rename.
+        with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -90,6 +153,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+    finally:
+        os.close(fd)
     fsync_dir(folder)
 
 

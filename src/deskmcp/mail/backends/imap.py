@@ -147,9 +147,19 @@ class ImapBackend:
                 yield self._client
             except (IMAPClientError, OSError) as exc:
                 self._drop()
+                where = f"{self.config.host}:{self.config.effective_port}"
                 if isinstance(exc, TimeoutError):
-                    raise Timeout(f"The IMAP server did not answer in {self.config.timeout:g} s.") from exc
-                raise ExternalServiceError(f"The IMAP server failed: {words(exc)}.") from exc
+                    raise Timeout(
+                        f"The IMAP server {where} did not answer in {self.config.timeout:g} s.", {"server": where}
+                    ) from exc
+                # The connection broke in the middle of a call (the server stopped or restarted):
+                # the next call connects again.
+                raise ExternalServiceError(
+                    f"The IMAP server {where} failed in the middle of the call: {words(exc)}. Try again once"
+                    " it answers; a move or label change may or may not have been made, so list the mail"
+                    " again before repeating one.",
+                    {"server": where},
+                ) from exc
 
     def _drop(self) -> None:
         self._selected = ("", 0)

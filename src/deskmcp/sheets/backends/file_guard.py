@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,12 +52,13 @@ def write_atomically(
     """`write(handle)` into a temporary file beside `path`, fsynced, then put in its place: readers
     see the old file or the new one, and an interruption leaves the old one. With `expect` (a
     `file_version`), the file is replaced only while it is still that version: `FileChanged`
-    otherwise, and the file is left as the other writer left it. Returns the new file's status as
+    otherwise, and the file is left as the other writer left it. A kill leaves the temporary file,
+    which the next write into the folder removes (`files.temporary_beside`). Returns the new file's status as
     written (what `path` shows until someone else writes it)."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(name)
+    fd, tmp = files.temporary_beside(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        # The descriptor stays open (and the temporary file locked) until the rename.
+        with os.fdopen(fd, "wb", closefd=False) as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
@@ -71,6 +71,8 @@ def write_atomically(
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+    finally:
+        os.close(fd)
     files.fsync_dir(path.parent)
     return written
 
