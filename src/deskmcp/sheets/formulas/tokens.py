@@ -17,7 +17,7 @@ _TOKEN = re.compile(
   | (?P<bool>TRUE|FALSE)(?![\w(.])
   | (?P<name>[A-Za-z_\\][\w.]*)(?![\w(!])
   | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
-  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!))
+  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!|SPILL!|CALC!))
   | (?P<op><>|<=|>=|[-+*/^&=<>%(),;])
     )""",
     re.VERBOSE | re.IGNORECASE,
