@@ -289,3 +289,54 @@ async def test_delete_rows_deletes_the_notes_in_them_with_their_boxes(
 
 def parts_text(found: dict[str, bytes], name: str) -> str:
     return found[name].decode("utf-8")
+
+
+def app_properties_in_utf16(path: Path) -> None:
+    """docProps/app.xml saved in UTF-16, as some tools write XML: the in-place sheet edits, which
+    read every XML part as UTF-8, leave such a workbook to openpyxl."""
+    with zipfile.ZipFile(path) as src:
+        kept = [(info, src.read(info)) for info in src.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in kept:
+            if info.filename == "docProps/app.xml":
+                text = data.decode("utf-8").replace('encoding="UTF-8"', 'encoding="UTF-16"', 1)
+                data = text.encode("utf-16")
+            zf.writestr(info, data)
+
+
+@pytest.mark.parametrize("path_taken", ["in place", "openpyxl"])
+async def test_a_copy_s_formulas_naming_their_own_sheet_point_at_the_copy_and_a_rename_touches_only_the_sheet(
+    root: Path, connect: Connect, path_taken: str
+) -> None:
+    from openpyxl import Workbook, load_workbook
+
+    wb = Workbook()
+    data: Any = wb.active
+    data.title = "Data"
+    data.append(["Item", 5, "=Data!B1*2", "='Data'!B1+Other!A1", '=MyData!A1&"Data!B1"'])
+    wb.create_sheet("Other").append([100])
+    wb.create_sheet("MyData").append(["mine"])
+    path = root / "d.xlsx"
+    wb.save(path)
+    if path_taken == "openpyxl":
+        app_properties_in_utf16(path)
+    with zipfile.ZipFile(path) as zf:
+        app_before = zf.read("docProps/app.xml")
+    sid = {"spreadsheet_id": "d.xlsx"}
+    async with connect() as c:
+        await call(c, "duplicate_sheet", {**sid, "sheet": "Data", "title": "Copy"})
+        await call(c, "update_values", {**sid, "range": "Copy!B1", "values": [[7]]})
+        copy = await call(c, "read_values", {**sid, "ranges": ["Copy!A1:E1"], "render": "formula"})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Copy!C1:D1", "Data!C1:D1"]})
+        await call(c, "rename_sheet", {**sid, "sheet": "Data", "title": "Sales"})
+        sales = await call(c, "read_values", {**sid, "ranges": ["Sales!C1:E1"], "render": "formula"})
+    with zipfile.ZipFile(path) as zf:
+        app = zf.read("docProps/app.xml")
+    # openpyxl writes app.xml anew, in UTF-8; in place it is kept as it was
+    assert app == app_before if path_taken == "in place" else app.startswith(b"<Properties")
+    assert copy["ranges"][0]["values"] == [["Item", 7, "=Copy!B1*2", "=Copy!B1+Other!A1", '=MyData!A1&"Data!B1"']]
+    assert [r["values"] for r in shown["ranges"]] == [[[14, 107]], [[10, 105]]]
+    # MyData! and the text in quotes are not references to Data
+    assert sales["ranges"][0]["values"] == [["=Sales!B1*2", "=Sales!B1+Other!A1", '=MyData!A1&"Data!B1"']]
+    assert load_workbook(path)["Copy"]["C1"].value == "=Copy!B1*2"
+    assert_well_formed(path)

@@ -22,7 +22,6 @@ from deskmcp.sheets.a1 import (
     A1Range,
     cell_name,
     column_letters,
-    quote_sheet,
 )
 from deskmcp.sheets.backends.cell_values import EPOCH, blank, evaluator_value, user_entered
 from deskmcp.sheets.backends.workbook_files import no_sheet
@@ -158,14 +157,6 @@ def check_title(title: str, existing: list[str]) -> str:
     if title.lower() in (n.lower() for n in existing):
         raise Conflict(f"A sheet named {title!r} already exists.", {"title": title})
     return title
-
-
-def rename_refs(formula: str, old: str, new: str) -> str:
-    """`formula` with its references to sheet `old` pointing at `new`."""
-    olds = {quote_sheet(old) + "!", "'" + old.replace("'", "''") + "'!"}
-    for form in olds:
-        formula = formula.replace(form, quote_sheet(new) + "!")
-    return formula
 
 
 def refuse_unreadable(
