@@ -298,3 +298,22 @@ async def test_spill_references_are_stored_as_excel_stores_them_and_follow_their
     assert re.fullmatch(r'<c r="E1"><f>SUM\(_xlfn\.ANCHORARRAY\(D1\)\)</f><v>15</v></c>', cell_xml(path, "E1"))
     assert '<f t="array" ref="G1:G5">_xlfn.ANCHORARRAY(D1)*2</f>' in cell_xml(path, "G1")
     assert_well_formed(path)
+
+
+async def test_a_whole_workbook_save_refuses_a_formula_that_would_spill_and_writes_nothing(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "s.xlsx", {"S": ROWS})
+    kept = path.read_bytes()
+    async with connect(fast_writes=False) as c:
+        from tests.helpers.tool_calls import fail
+
+        err = await fail(c, "update_values", {**SID, "range": "S!D1", "values": [["=UNIQUE(A2:A5)", "=SUM(B2:B5)"]]})
+        assert path.read_bytes() == kept
+        # one value out: written, computed or listed as before
+        answer = await call(c, "update_values", {**SID, "range": "S!D1", "values": [["=SUM(B2:B5)", "=SUM(B2:B5*2)"]]})
+        shown = await values(c, "S!D1")
+    assert err["error"] == "bad_request" and err["details"]["cells"] == ["S!D1"]
+    assert "Nothing was written" in err["message"] and "SHEETS_FAST_WRITES" in err["message"]
+    assert shown == [[65]]
+    assert answer["uncomputed"] == ["S!E1"]
