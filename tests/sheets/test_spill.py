@@ -21,7 +21,13 @@ from deskmcp.sheets.xlsx.spill import (
     with_dynamic_cm,
 )
 from tests.helpers.tool_calls import Connect, call
-from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, libreoffice_xlsx, make_xlsx
+from tests.helpers.workbooks import (
+    LIBREOFFICE_XLSX,
+    assert_well_formed,
+    libreoffice_convert,
+    libreoffice_csv,
+    make_xlsx,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -233,7 +239,7 @@ async def test_libreoffice_opens_the_spills_and_its_own_save_reads_back_spilled(
         ["60", "", ""],
         ["10", "", ""],
     ]
-    saved = await libreoffice_xlsx(path, tmp_path)
+    saved = await libreoffice_convert(path, tmp_path, LIBREOFFICE_XLSX)
     assert 't="array"' in cell_xml(saved, "D1")  # LibreOffice's own array formula
     shutil.copy(saved, root / "lo.xlsx")
     async with connect() as c:
