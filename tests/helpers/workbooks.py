@@ -37,9 +37,11 @@ def assert_well_formed(path: Path) -> None:
                     raise AssertionError(f"{path.name}: {name} is not well-formed XML: {exc}") from exc
 
 
-async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
-    """The lines of the CSV LibreOffice (soffice, headless) makes of the first sheet of `path`; the
-    test is skipped where LibreOffice is not installed."""
+async def libreoffice_convert(path: Path, workdir: Path, to: str) -> Path:
+    """The file LibreOffice (soffice, headless) makes of `path` converted `to` an extension, with
+    its filter when one is needed (`"csv"`, `"pdf"`, `"xlsx:Calc MS Excel 2007 XML"`, LibreOffice's
+    own .xlsx writer), in `workdir`/lo-<extension>; the test is skipped where LibreOffice is not
+    installed, and fails when no file comes out."""
     import shutil
 
     import anyio
@@ -48,49 +50,33 @@ async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
     soffice = shutil.which("soffice")
     if soffice is None:
         pytest.skip("LibreOffice (soffice) is not on PATH")
-    out = workdir / "out"
+    extension = to.partition(":")[0]
+    out = workdir / f"lo-{extension}"
     command = [
         soffice,
-        f"-env:UserInstallation={(workdir / 'profile').as_uri()}",
+        f"-env:UserInstallation={(workdir / 'lo-profile').as_uri()}",
         "--headless",
         "--norestore",
         "--convert-to",
-        "csv",
+        to,
         "--outdir",
         str(out),
         str(path),
     ]
-    with anyio.fail_after(120):
+    with anyio.fail_after(180):
         await anyio.run_process(command, check=True)
-    return (out / f"{path.stem}.csv").read_text(encoding="utf-8").splitlines()
+    made = out / f"{path.stem}.{extension}"
+    assert made.is_file(), f"LibreOffice made no .{extension} of {path.name}"
+    return made
 
 
-async def libreoffice_xlsx(source: Path, workdir: Path) -> Path:
-    """`source` opened and saved again as .xlsx by LibreOffice (its own writer), in `workdir`/lo;
-    the test is skipped where LibreOffice is not installed."""
-    import shutil
+async def libreoffice_csv(path: Path, workdir: Path) -> list[str]:
+    """The lines of the CSV LibreOffice makes of the first sheet of `path` (`libreoffice_convert`)."""
+    return (await libreoffice_convert(path, workdir, "csv")).read_text(encoding="utf-8").splitlines()
 
-    import anyio
-    import pytest
 
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH")
-    out = workdir / "lo"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(workdir / 'profile-lo').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "xlsx:Calc MS Excel 2007 XML",
-        "--outdir",
-        str(out),
-        str(source),
-    ]
-    with anyio.fail_after(120):
-        await anyio.run_process(command, check=True)
-    return out / f"{source.stem}.xlsx"
+LIBREOFFICE_XLSX = "xlsx:Calc MS Excel 2007 XML"
+"""The conversion to LibreOffice's own .xlsx writer (`libreoffice_convert`'s `to`)."""
 
 
 BUILTIN_FORMATS = {0: "General", 14: "mm-dd-yy", 22: "m/d/yy h:mm"}

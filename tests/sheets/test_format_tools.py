@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import Connect, call, fail
-from tests.helpers.workbooks import assert_well_formed, make_xlsx
+from tests.helpers.workbooks import LIBREOFFICE_XLSX, assert_well_formed, libreoffice_convert, make_xlsx
 
 pytestmark = pytest.mark.anyio
 
@@ -49,35 +49,6 @@ def section(styles: bytes, name: str) -> bytes:
     m = re.search(rb"<" + name.encode() + rb"\b[^>]*>(.*?)</" + name.encode() + rb">", styles, re.S)
     assert m is not None, name
     return m.group(1)
-
-
-async def libreoffice_pdf(path: Path, workdir: Path) -> bytes:
-    """The PDF LibreOffice (soffice, headless) renders of `path`; the test is skipped where
-    LibreOffice is not installed."""
-    import shutil
-
-    import anyio
-
-    soffice = shutil.which("soffice")
-    if soffice is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH: the rendering is not checked")
-    out = workdir / "pdf"
-    command = [
-        soffice,
-        f"-env:UserInstallation={(workdir / 'profile').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "pdf",
-        "--outdir",
-        str(out),
-        str(path),
-    ]
-    with anyio.fail_after(180):
-        await anyio.run_process(command, check=True)
-    pdf = out / f"{path.stem}.pdf"
-    assert pdf.is_file(), f"LibreOffice made no PDF of {path.name}"
-    return pdf.read_bytes()
 
 
 def load(path: Path) -> Any:
@@ -262,7 +233,7 @@ async def test_libreoffice_renders_a_formatted_workbook(budget: Path, client: An
             "borders": {"sides": ["all"]},
         },
     )
-    pdf = await libreoffice_pdf(budget, tmp_path)
+    pdf = (await libreoffice_convert(budget, tmp_path, "pdf")).read_bytes()
     assert pdf.startswith(b"%PDF")
     assert b"/Type /Page" in pdf or b"/Type/Page" in pdf
 
@@ -432,7 +403,7 @@ async def test_set_notes_adds_to_the_comments_a_workbook_already_has(root: Path,
     assert (ws["A1"].comment.text, ws["B1"].comment.text) == ("from openpyxl", "added")
     read = await call(client, "read_values", {"spreadsheet_id": "noted.xlsx", "ranges": ["S"], "notes": True})
     assert read["ranges"][0]["notes"] == {"A1": "from openpyxl", "B1": "added"}
-    pdf = await libreoffice_pdf(root / "noted.xlsx", tmp_path)
+    pdf = (await libreoffice_convert(root / "noted.xlsx", tmp_path, "pdf")).read_bytes()
     assert pdf.startswith(b"%PDF")
 
 
@@ -535,7 +506,7 @@ async def test_add_chart_on_another_sheet_and_beside_an_existing_drawing(
     assert len(wb["Charts"]._charts) == 2 and len(wb["Sales"]._charts) == 0
     drawing = parts(sales)["xl/drawings/drawing1.xml"]
     assert drawing.count(b"twoCellAnchor>") == 2
-    pdf = await libreoffice_pdf(sales, tmp_path)
+    pdf = (await libreoffice_convert(sales, tmp_path, "pdf")).read_bytes()
     assert pdf.startswith(b"%PDF")
 
 
@@ -565,8 +536,6 @@ async def test_a_workbook_takes_formats_layout_notes_and_a_chart_and_libreoffice
     sales: Path, client: Any, tmp_path: Path
 ) -> None:
     """Every format tool on one workbook, then LibreOffice converts it back to .xlsx and keeps them."""
-    import shutil
-
     sid = "sales.xlsx"
     await call(
         client,
@@ -583,23 +552,7 @@ async def test_a_workbook_takes_formats_layout_notes_and_a_chart_and_libreoffice
         "add_chart",
         {"spreadsheet_id": sid, "range": "Sales!A1:C4", "kind": "column", "anchor": "E2", "title": "Q1"},
     )
-    if shutil.which("soffice") is None:
-        pytest.skip("LibreOffice (soffice) is not on PATH: the rendering is not checked")
-    out = tmp_path / "lo"
-    command = [
-        "soffice",
-        f"-env:UserInstallation={(tmp_path / 'profile').as_uri()}",
-        "--headless",
-        "--norestore",
-        "--convert-to",
-        "xlsx",
-        "--outdir",
-        str(out),
-        str(sales),
-    ]
-    with anyio.fail_after(180):
-        await anyio.run_process(command, check=True)
-    again = load(out / "sales.xlsx")["Sales"]
+    again = load(await libreoffice_convert(sales, tmp_path, LIBREOFFICE_XLSX))["Sales"]
     assert again["A1"].font.b is True
     assert again["B2"].number_format.replace('"', "") == "#,##0.00 €"  # LibreOffice quotes the text part
     assert again["B1"].comment is not None and again["B1"].comment.text.strip() == "North region"

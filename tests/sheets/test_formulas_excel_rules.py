@@ -214,3 +214,33 @@ def test_what_excel_would_answer_differently_or_we_do_not_model_is_uncomputable(
 )
 def test_ceiling_math_and_floor_math_have_their_own_rules_for_negatives_and_zero(formula: str, expected: Any) -> None:
     assert calc(formula) == expected
+
+
+DYNAMIC_ERRORS: dict[tuple[str, int, int], Any] = {
+    ("S", 1, 1): CellError("#SPILL!"),
+    ("S", 2, 1): CellError("#CALC!"),
+    ("S", 3, 1): CellError("#N/A"),
+    ("S", 4, 1): 4.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("formula", "expected"),
+    [
+        ("=ERROR.TYPE(A1)", 9.0),
+        ("=ERROR.TYPE(A2)", 14.0),
+        ("=ERROR.TYPE(#SPILL!)", 9.0),
+        ("=ERROR.TYPE(#calc!)", 14.0),
+        ("=ISERROR(#SPILL!)", True),
+        ("=ISERR(A2)", True),
+        ('=IFERROR(#CALC!,"none")', "none"),
+        ("=#SPILL!", CellError("#SPILL!")),
+        ("=INDEX({1,#CALC!},1,2)", CellError("#CALC!")),
+        ('=COUNTIF(A1:A4,"#SPILL!")', 1.0),
+        ('=COUNTIF(A1:A4,"<>#CALC!")', 3.0),
+        ('=COUNTIF(A1:A4,"=#calc!")', 1.0),
+    ],
+)
+def test_the_dynamic_array_errors_are_error_values_as_excel_365_has_them(formula: str, expected: Any) -> None:
+    calculator = WorkbookCalculator(lambda s, r, c: DYNAMIC_ERRORS.get((s, r, c)), lambda s: (4, 1))
+    assert evaluate(formula, "S", calculator.value, calculator.extent) == expected

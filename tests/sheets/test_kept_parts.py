@@ -17,7 +17,7 @@ import pytest
 from deskmcp.sheets.xlsx.parts import write_cached_values
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import Connect, call, fail
-from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, libreoffice_xlsx
+from tests.helpers.workbooks import LIBREOFFICE_XLSX, assert_well_formed, libreoffice_convert, libreoffice_csv
 
 pytestmark = pytest.mark.anyio
 
@@ -364,7 +364,7 @@ async def test_the_excel_pivot_workbook_takes_a_write_and_a_row_insert_keeping_i
 async def test_a_libreoffice_workbook_with_a_chart_takes_writes_and_opens_with_the_values(
     root: Path, tmp_path: Path, connect: Connect
 ) -> None:
-    made = await libreoffice_xlsx(rich_workbook(tmp_path / "rich.xlsx"), tmp_path)
+    made = await libreoffice_convert(rich_workbook(tmp_path / "rich.xlsx"), tmp_path, LIBREOFFICE_XLSX)
     path = root / "rich.xlsx"
     shutil.copy(made, path)
     before = parts(path)

@@ -289,3 +289,163 @@ async def test_delete_rows_deletes_the_notes_in_them_with_their_boxes(
 
 def parts_text(found: dict[str, bytes], name: str) -> str:
     return found[name].decode("utf-8")
+
+
+def app_properties_in_utf16(path: Path) -> None:
+    """docProps/app.xml saved in UTF-16, as some tools write XML: the in-place sheet edits, which
+    read every XML part as UTF-8, leave such a workbook to openpyxl."""
+    with zipfile.ZipFile(path) as src:
+        kept = [(info, src.read(info)) for info in src.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for info, data in kept:
+            if info.filename == "docProps/app.xml":
+                text = data.decode("utf-8").replace('encoding="UTF-8"', 'encoding="UTF-16"', 1)
+                data = text.encode("utf-16")
+            zf.writestr(info, data)
+
+
+@pytest.mark.parametrize("path_taken", ["in place", "openpyxl"])
+async def test_a_copy_s_formulas_naming_their_own_sheet_point_at_the_copy_and_a_rename_touches_only_the_sheet(
+    root: Path, connect: Connect, path_taken: str
+) -> None:
+    from openpyxl import Workbook, load_workbook
+
+    wb = Workbook()
+    data: Any = wb.active
+    data.title = "Data"
+    data.append(["Item", 5, "=Data!B1*2", "='Data'!B1+Other!A1", '=MyData!A1&"Data!B1"'])
+    wb.create_sheet("Other").append([100])
+    wb.create_sheet("MyData").append(["mine"])
+    path = root / "d.xlsx"
+    wb.save(path)
+    if path_taken == "openpyxl":
+        app_properties_in_utf16(path)
+    with zipfile.ZipFile(path) as zf:
+        app_before = zf.read("docProps/app.xml")
+    sid = {"spreadsheet_id": "d.xlsx"}
+    async with connect() as c:
+        await call(c, "duplicate_sheet", {**sid, "sheet": "Data", "title": "Copy"})
+        await call(c, "update_values", {**sid, "range": "Copy!B1", "values": [[7]]})
+        copy = await call(c, "read_values", {**sid, "ranges": ["Copy!A1:E1"], "render": "formula"})
+        shown = await call(c, "read_values", {**sid, "ranges": ["Copy!C1:D1", "Data!C1:D1"]})
+        await call(c, "rename_sheet", {**sid, "sheet": "Data", "title": "Sales"})
+        sales = await call(c, "read_values", {**sid, "ranges": ["Sales!C1:E1"], "render": "formula"})
+    with zipfile.ZipFile(path) as zf:
+        app = zf.read("docProps/app.xml")
+    # openpyxl writes app.xml anew, in UTF-8; in place it is kept as it was
+    assert app == app_before if path_taken == "in place" else app.startswith(b"<Properties")
+    assert copy["ranges"][0]["values"] == [["Item", 7, "=Copy!B1*2", "=Copy!B1+Other!A1", '=MyData!A1&"Data!B1"']]
+    assert [r["values"] for r in shown["ranges"]] == [[[14, 107]], [[10, 105]]]
+    # MyData! and the text in quotes are not references to Data
+    assert sales["ranges"][0]["values"] == [["=Sales!B1*2", "=Sales!B1+Other!A1", '=MyData!A1&"Data!B1"']]
+    assert load_workbook(path)["Copy"]["C1"].value == "=Copy!B1*2"
+    assert_well_formed(path)
+
+
+THREADS = "http://schemas.microsoft.com/office/spreadsheetml/2018/threadedcomments"
+TC_REL = "http://schemas.microsoft.com/office/2017/10/relationships/threadedComment"
+PERSON_REL = "http://schemas.microsoft.com/office/2017/10/relationships/person"
+PERSON = "{5D7C2C4A-1B9E-4F33-9C1A-3E2B7A6D0F11}"
+FIRST, REPLY, OTHER = (
+    "{A1000000-0000-4000-8000-000000000001}",
+    "{A1000000-0000-4000-8000-000000000002}",
+    "{A1000000-0000-4000-8000-000000000003}",
+)
+
+
+def threaded_workbook(path: Path) -> Path:
+    """A sheet with threaded comments as Excel 365 writes them: the thread (a comment and a reply on
+    B3, a comment on B6) in xl/threadedComments/, its author in xl/persons/person.xml, and for
+    older readers a placeholder note per thread in the legacy comments part and its VML box."""
+    from openpyxl import Workbook
+    from openpyxl.comments import Comment
+
+    from tests.sheets.test_kept_parts import _rewrite
+
+    wb = Workbook()
+    ws: Any = wb.active
+    ws.title = "Data"
+    for row in [["Item", "Amount"], ["a", 10], ["b", 20], ["c", 30], ["d", 40], ["e", 50], ["total", "=SUM(B2:B6)"]]:
+        ws.append(row)
+    ws["B3"].comment = Comment("[Threaded comment]\n\nComment:\n    Is 20 right?", "tc=" + FIRST)
+    ws["B6"].comment = Comment("[Threaded comment]\n\nComment:\n    Fine", "tc=" + OTHER)
+    wb.save(path)
+    threads = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<ThreadedComments xmlns="{THREADS}" '
+        'xmlns:x="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        f'<threadedComment ref="B3" dT="2024-03-01T09:00:00.00" personId="{PERSON}" id="{FIRST}">'
+        "<text>Is 20 right?</text></threadedComment>"
+        f'<threadedComment ref="B3" dT="2024-03-01T10:00:00.00" personId="{PERSON}" id="{REPLY}" '
+        f'parentId="{FIRST}"><text>Yes, checked</text></threadedComment>'
+        f'<threadedComment ref="B6" dT="2024-03-02T09:00:00.00" personId="{PERSON}" id="{OTHER}">'
+        "<text>Fine</text></threadedComment></ThreadedComments>"
+    ).encode()
+    persons = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<personList xmlns="{THREADS}" '
+        'xmlns:x="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        f'<person displayName="Ann Lee" id="{PERSON}" userId="ann@example.com" providerId="None"/></personList>'
+    ).encode()
+
+    def types(text: str) -> str:
+        return text.replace(
+            "</Types>",
+            '<Override PartName="/xl/threadedComments/threadedComment1.xml" '
+            'ContentType="application/vnd.ms-excel.threadedcomments+xml"/>'
+            '<Override PartName="/xl/persons/person.xml" ContentType="application/vnd.ms-excel.person+xml"/></Types>',
+        )
+
+    def sheet_rels(text: str) -> str:
+        return text.replace(
+            "</Relationships>",
+            f'<Relationship Id="rIdTc1" Type="{TC_REL}" Target="../threadedComments/threadedComment1.xml"/>'
+            "</Relationships>",
+        )
+
+    def book_rels(text: str) -> str:
+        return text.replace(
+            "</Relationships>",
+            f'<Relationship Id="rIdP1" Type="{PERSON_REL}" Target="persons/person.xml"/></Relationships>',
+        )
+
+    _rewrite(
+        path,
+        {
+            "[Content_Types].xml": types,
+            "xl/worksheets/_rels/sheet1.xml.rels": sheet_rels,
+            "xl/_rels/workbook.xml.rels": book_rels,
+        },
+        {"xl/threadedComments/threadedComment1.xml": threads, "xl/persons/person.xml": persons},
+    )
+    return path
+
+
+async def test_delete_rows_deletes_threaded_comments_in_them_with_their_notes_and_keeps_the_people(
+    root: Path, connect: Connect, tmp_path: Path
+) -> None:
+    path = threaded_workbook(root / "t.xlsx")
+    before = parts(path)
+    sid = {"spreadsheet_id": "t.xlsx"}
+    async with connect() as c:
+        await call(c, "delete_rows", {**sid, "sheet": "Data", "at": 3, "count": 1})  # B3 held a thread
+        shown = await call(c, "read_values", {**sid, "ranges": ["Data!A1:B6"], "notes": True})
+    assert shown["ranges"][0]["values"] == [
+        ["Item", "Amount"],
+        ["a", 10],
+        ["c", 30],
+        ["d", 40],
+        ["e", 50],
+        ["total", 130],
+    ]
+    assert list(shown["ranges"][0]["notes"]) == ["B5"]  # B6's thread moved up with its row
+    after = parts(path)
+    threads = after["xl/threadedComments/threadedComment1.xml"].decode("utf-8")
+    assert FIRST not in threads and REPLY not in threads and "Yes, checked" not in threads
+    assert f'<threadedComment ref="B5" dT="2024-03-02T09:00:00.00" personId="{PERSON}" id="{OTHER}">' in threads
+    assert after["xl/persons/person.xml"] == before["xl/persons/person.xml"]
+    comments = next(n for n in before if n.startswith("xl/comments"))
+    vml = next(n for n in before if n.endswith(".vml"))
+    assert "Is 20 right?" not in parts_text(after, comments) and "Fine" in parts_text(after, comments)
+    assert parts_text(after, vml).count('ObjectType="Note"') == 1
+    assert_well_formed(path)
+    lines = await libreoffice_csv(path, tmp_path)
+    assert lines[:6] == ["Item,Amount", "a,10", "c,30", "d,40", "e,50", "total,130"]

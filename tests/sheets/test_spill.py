@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from deskmcp.sheets.formulas.engine import Spill, evaluate
+from deskmcp.sheets.formulas.engine import Spill, Uncomputable, evaluate
 from deskmcp.sheets.xlsx.spill import (
     DYNAMIC_ARRAY_EXT,
     METADATA_CONTENT,
@@ -21,7 +21,13 @@ from deskmcp.sheets.xlsx.spill import (
     with_dynamic_cm,
 )
 from tests.helpers.tool_calls import Connect, call
-from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, libreoffice_xlsx, make_xlsx
+from tests.helpers.workbooks import (
+    LIBREOFFICE_XLSX,
+    assert_well_formed,
+    libreoffice_convert,
+    libreoffice_csv,
+    make_xlsx,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -233,9 +239,87 @@ async def test_libreoffice_opens_the_spills_and_its_own_save_reads_back_spilled(
         ["60", "", ""],
         ["10", "", ""],
     ]
-    saved = await libreoffice_xlsx(path, tmp_path)
+    saved = await libreoffice_convert(path, tmp_path, LIBREOFFICE_XLSX)
     assert 't="array"' in cell_xml(saved, "D1")  # LibreOffice's own array formula
     shutil.copy(saved, root / "lo.xlsx")
     async with connect() as c:
         shown = await call(c, "read_values", {"spreadsheet_id": "lo.xlsx", "ranges": ["S!D1:F4"]})
     assert shown["ranges"][0]["values"] == ours
+
+
+def test_a_spill_reference_reads_the_cells_its_anchor_spills_over() -> None:
+    from deskmcp.sheets.formulas.engine import CellError, WorkbookCalculator
+
+    cells: dict[tuple[int, int], Any] = {(1, 1): 3.0, (2, 1): 1.0, (3, 1): 2.0, (1, 4): "=SORT(A1:A3)", (1, 6): 7.0}
+
+    def raw(_s: str, r: int, c: int) -> Any:
+        return cells.get((r, c))
+
+    calc = WorkbookCalculator(raw, lambda _s: (3, 6), spills={("S", 1, 4)})
+    assert evaluate("=SUM(D1#)", "S", calc.value, calc.extent, spilled=calc.spilled) == 6.0
+    assert evaluate("=ROWS(D1#)", "S", calc.value, calc.extent, spilled=calc.spilled) == 3.0
+    assert evaluate("=SUM(_xlfn.ANCHORARRAY(D1))", "S", calc.value, calc.extent, spilled=calc.spilled) == 6.0
+    doubled = evaluate("=D1#*2", "S", calc.value, calc.extent, spill=True, spilled=calc.spilled)
+    assert doubled == Spill(((2.0,), (4.0,), (6.0,)))
+    # a cell holding no spilling formula: #REF!, as in Excel
+    assert evaluate("=SUM(F1#)", "S", calc.value, calc.extent, spilled=calc.spilled) == CellError("#REF!")
+    blocked = WorkbookCalculator(raw, lambda _s: (3, 6), spills={("S", 1, 4)}, blocked={("S", 1, 4)})
+    assert evaluate("=ROWS(D1#)", "S", blocked.value, blocked.extent, spilled=blocked.spilled) == CellError("#REF!")
+    # without a way to know what a cell spills over, the formula is not guessed
+    with pytest.raises(Uncomputable):
+        evaluate("=SUM(D1#)", "S", calc.value, calc.extent)
+
+
+async def test_spill_references_are_stored_as_excel_stores_them_and_follow_their_spill(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "s.xlsx", {"S": ROWS})
+    async with connect() as c:
+        await call(
+            c,
+            "update_values",
+            {**SID, "range": "S!D1", "values": [["=SEQUENCE(3)", "=SUM(D1#)", "=ROWS(D1#)", "=D1#*2", "=SUM(A1#)"]]},
+        )
+        first = await values(c, "S!D1:H3")
+        await call(c, "update_values", {**SID, "range": "S!D1", "values": [["=SEQUENCE(5)"]]})
+        grown = await values(c, "S!D1:G5")
+        await call(c, "update_values", {**SID, "range": "S!D4", "values": [["in the way"]]})
+        blocked = await values(c, "S!D1:G1")
+        blocked_xml = cell_xml(path, "G1"), cell_xml(path, "G2")
+        await call(c, "clear_values", {**SID, "ranges": ["S!D4"]})
+        freed = await values(c, "S!D1:G1")
+        # a formula written later reads the spill the file holds
+        await call(c, "update_values", {**SID, "range": "S!I1", "values": [["=COUNT(S!D1#)+SUM(D1#)"]]})
+        later = await values(c, "S!I1")
+    assert first == [[1, 6, 3, 2, "#REF!"], [2, "", "", 4], [3, "", "", 6]]
+    assert grown == [[1, 15, 5, 2], [2, "", "", 4], [3, "", "", 6], [4, "", "", 8], [5, "", "", 10]]
+    assert blocked == [["#SPILL!", "#REF!", "#REF!", "#REF!"]]
+    # a dynamic array formula giving one value keeps its form, over its own cell
+    assert blocked_xml == (
+        '<c r="G1" cm="1" t="e"><f t="array" ref="G1">_xlfn.ANCHORARRAY(D1)*2</f><v>#REF!</v></c>',
+        "",
+    )
+    assert freed == [[1, 15, 5, 2]]
+    assert later == [[20]]
+    assert re.fullmatch(r'<c r="E1"><f>SUM\(_xlfn\.ANCHORARRAY\(D1\)\)</f><v>15</v></c>', cell_xml(path, "E1"))
+    assert '<f t="array" ref="G1:G5">_xlfn.ANCHORARRAY(D1)*2</f>' in cell_xml(path, "G1")
+    assert_well_formed(path)
+
+
+async def test_a_whole_workbook_save_refuses_a_formula_that_would_spill_and_writes_nothing(
+    root: Path, connect: Connect
+) -> None:
+    path = make_xlsx(root / "s.xlsx", {"S": ROWS})
+    kept = path.read_bytes()
+    async with connect(fast_writes=False) as c:
+        from tests.helpers.tool_calls import fail
+
+        err = await fail(c, "update_values", {**SID, "range": "S!D1", "values": [["=UNIQUE(A2:A5)", "=SUM(B2:B5)"]]})
+        assert path.read_bytes() == kept
+        # one value out: written, computed or listed as before
+        answer = await call(c, "update_values", {**SID, "range": "S!D1", "values": [["=SUM(B2:B5)", "=SUM(B2:B5*2)"]]})
+        shown = await values(c, "S!D1")
+    assert err["error"] == "bad_request" and err["details"]["cells"] == ["S!D1"]
+    assert "Nothing was written" in err["message"] and "SHEETS_FAST_WRITES" in err["message"]
+    assert shown == [[65]]
+    assert answer["uncomputed"] == ["S!E1"]

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.corpora import shared_corpus
 from tests.helpers.tool_calls import call
-from tests.helpers.workbooks import assert_well_formed, libreoffice_csv, libreoffice_xlsx
+from tests.helpers.workbooks import LIBREOFFICE_XLSX, assert_well_formed, libreoffice_convert, libreoffice_csv
 
 from .test_kept_parts import changed, part_text, parts, rich_workbook
 
@@ -63,7 +63,7 @@ async def test_a_workbook_with_a_chart_a_picture_and_notes_takes_a_whole_round_o
     assert lines[0].startswith("Edited by deskmcp")
     assert lines[1].startswith("Item,Amount,Price,Total")
     assert lines[3].startswith("item3,25,")
-    converted = await libreoffice_xlsx(path, tmp_path)
+    converted = await libreoffice_convert(path, tmp_path, LIBREOFFICE_XLSX)
     again: Any = load_workbook(converted)
     shown = again["Data"]
     assert shown["A2"].font.b is True
@@ -94,7 +94,7 @@ async def test_excels_pivot_table_workbook_takes_a_whole_round_of_edits(
     assert 'ref="A2:J12" sheet="DataSheet"' in after["xl/pivotCache/pivotCacheDefinition1.xml"].decode("utf-8")
     assert any(n.startswith("xl/charts/") for n in after) and any(n.startswith("xl/comments") for n in after)
     assert_well_formed(path)
-    again: Any = await libreoffice_xlsx(path, tmp_path)
+    again: Any = await libreoffice_convert(path, tmp_path, LIBREOFFICE_XLSX)
     from openpyxl import load_workbook
 
     shown = load_workbook(again)["DataSheet"]

@@ -223,8 +223,8 @@ def register(server: DeskServer, service: SheetsService) -> None:
         at: Annotated[int, Field(ge=1, description="First row to delete")],
         count: Annotated[int, Field(ge=1, le=10_000)] = 1,
     ) -> RowsResult:
-        """Delete rows; rows below move up, notes in them go. Refused when it would take a table's header,
-        a threaded comment or pivot cells."""
+        """Delete rows; rows below move up, notes and comment threads in them go. Refused when it would
+        take a table's header or pivot cells."""
         return service.delete_rows(spreadsheet_id, sheet, at, count)
 
     @server.tool("format_range", annotations=changes(destructive=False, idempotent=True), toolset="format")

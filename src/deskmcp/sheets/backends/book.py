@@ -160,14 +160,6 @@ def check_title(title: str, existing: list[str]) -> str:
     return title
 
 
-def rename_refs(formula: str, old: str, new: str) -> str:
-    """`formula` with its references to sheet `old` pointing at `new`."""
-    olds = {quote_sheet(old) + "!", "'" + old.replace("'", "''") + "'!"}
-    for form in olds:
-        formula = formula.replace(form, quote_sheet(new) + "!")
-    return formula
-
-
 def refuse_unreadable(
     path: Path,
     title: str,
@@ -492,6 +484,25 @@ class Book:
             except (Uncomputable, RecursionError) as exc:
                 log.info("formula %s!%s not computed: %s", title, name, exc)
                 uncomputed.setdefault(title, []).append(name)
+        # a formula written here that computes only as Excel 365 computes arrays: does it spill?
+        failed = {k for k in formulas if k in self.touched and k in calc.failed} if self.fmt == "xlsx" else set()
+        probe = WorkbookCalculator(raw, extent, is_text, names=names, now=self.now, spills=failed)
+        for key in sorted(failed):
+            try:
+                probe.value(*key)
+            except (Uncomputable, RecursionError):
+                continue
+        spilling = sorted(k for k, found in probe.arrays.items() if found.height * found.width > 1)
+        if spilling:
+            cells = [f"{quote_sheet(t)}!{cell_name(r, c)}" for t, r, c in spilling]
+            raise BadRequest(
+                f"{', '.join(cells)} give several values (a dynamic array formula, which spills over the cells "
+                "below and to the right). This change goes through a whole-workbook save (SHEETS_FAST_WRITES=0, "
+                "or a sheet part not in the plain form), which cannot store a formula in the form Excel 365 needs "
+                "to spill it (Excel would show one value). Nothing was written. Write it with fast writes on, or "
+                "wrap it in a function giving one value (SUM, INDEX...).",
+                {"cells": cells},
+            )
         return values, uncomputed
 
     def _previous_results(self, formulas: dict[Key, str]) -> dict[Key, Any] | None:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, PermissionDenied
 from deskmcp.sheets.a1 import GRID_COLUMNS, GRID_ROWS, A1Range
-from deskmcp.sheets.backends.book import Book, check_title, rename_refs
+from deskmcp.sheets.backends.book import Book, check_title
 from deskmcp.sheets.backends.describe import describe
 from deskmcp.sheets.backends.file_guard import FileChanged, FileLocks, file_version
 from deskmcp.sheets.backends.sheet_reader import SheetReader
@@ -45,6 +45,7 @@ from deskmcp.sheets.models import (
     Uncomputed,
     UpdatedRange,
 )
+from deskmcp.sheets.xlsx.sheet_edit import renamed
 from deskmcp.sheets.xlsx.structure import RowShift, StructureEdit
 
 _T = TypeVar("_T")
@@ -275,7 +276,7 @@ class LocalBackend:
             others = [n for n in book.wb.sheetnames if n != ws.title]
             old = ws.title
             ws.title = check_title(title, others)
-            book.rewrite_formulas(lambda f, _s: rename_refs(f, old, ws.title))
+            book.rewrite_formulas(lambda f, _s: renamed(f, old, ws.title))
 
         structure = StructureEdit("rename_sheet", sheet, title=title)
         _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)
@@ -299,6 +300,8 @@ class LocalBackend:
             ws = book.sheet(sheet)
             copy: Any = book.wb.copy_worksheet(ws)
             copy.title = check_title(title, book.wb.sheetnames[:-1])
+            # the copy's formulas naming their own sheet name the copy, as in Excel
+            book.rewrite_formulas(lambda f, s: renamed(f, ws.title, copy.title) if s == copy.title else f)
 
         structure = StructureEdit("duplicate_sheet", sheet, title=title)
         _, flagged = self.edit_flagged(spreadsheet_id, change, cells_only=False, structure=structure)

@@ -90,6 +90,8 @@ def inputs(formula: str, sheet: str, names: Names | None = None, depth: int = 0)
         return None
     found: list[Area] = []
     for kind, token in tokens:
+        if kind == "spill":  # `D1#` reads its anchor: the anchor is computed whenever its spill changes
+            kind, token = "ref", token[:-1]
         if kind == "ref":
             try:
                 found.append(_area(token, sheet))
@@ -129,6 +131,8 @@ def _recipe(shape: str) -> Recipe | str | None:
             return None  # tokenize fails on every formula of this shape
         kind = m.lastgroup or ""
         token = m.group(kind)
+        if kind == "spill":
+            kind, token = "ref", token[:-1]
         if kind == "name":
             return DIRECT  # a defined name's digits are part of its name
         if kind == "func" and _function(token) in DYNAMIC:
@@ -216,6 +220,8 @@ def anchor_refs(formula: str) -> list[tuple[str | None, Corner, Corner]] | None:
     for kind, token in tokens:
         if kind == "name" or (kind == "func" and _function(token) in DYNAMIC):
             return None
+        if kind == "spill":
+            kind, token = "ref", token[:-1]
         if kind != "ref":
             continue
         prefix, bang, cells = token.rpartition("!")

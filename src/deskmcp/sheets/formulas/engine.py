@@ -65,6 +65,10 @@ Extent = Callable[[str], tuple[int, int]]
 Names = Callable[[str, str], str | None]
 """(sheet, NAME in upper case) -> what the defined name refers to (e.g. "Rates!$B$2:$B$9"), or None."""
 
+SpillLookup = Callable[[str, int, int], Any]
+"""(sheet, row, column) of a spill reference's anchor -> the cells it spills over (an `Area`), or
+`#REF!` when that cell holds no spilling formula."""
+
 MAX_RANGE_CELLS = 2_000_000
 
 
@@ -84,6 +88,13 @@ class Ref:
     row1: int | None
     col1: int
     single: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SpillRef:
+    """`D1#`: the cells the dynamic array formula in D1 spills over (`_xlfn.ANCHORARRAY(D1)` in a file)."""
+
+    anchor: Ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +121,7 @@ class Unary:
     operand: Any
 
 
-Node = Const | Ref | NameRef | Call | Op | Unary
+Node = Const | Ref | SpillRef | NameRef | Call | Op | Unary
 
 
 class _Parser:
@@ -197,6 +208,8 @@ class _Parser:
             return Const(CellError(tok.upper()))
         if kind == "ref":
             return _reference(tok)
+        if kind == "spill":
+            return SpillRef(_reference(tok[:-1]))
         if kind == "array":
             return Const(_array_constant(tok))
         if kind == "name":
@@ -225,6 +238,10 @@ class _Parser:
                     raise Uncomputable(f"expected ',' or ')' in {name}")
         for prefix in ("_XLFN.", "_XLWS."):
             name = name.removeprefix(prefix)
+        if name == "ANCHORARRAY":  # how a file stores `D1#`
+            if len(args) != 1 or not isinstance(args[0], Ref) or not args[0].single:
+                raise Uncomputable("ANCHORARRAY of something other than one cell")
+            return SpillRef(args[0])
         return Call(name, tuple(args))
 
 
@@ -307,9 +324,12 @@ def parse(formula: str) -> Node:
 class _Evaluator:
     """Evaluates one formula's tree in the context of its cell."""
 
-    def __init__(self, ctx: Context, lookup: Lookup, extent: Extent, names: Names | None) -> None:
+    def __init__(
+        self, ctx: Context, lookup: Lookup, extent: Extent, names: Names | None, spilled: SpillLookup | None = None
+    ) -> None:
         self.ctx = ctx
         self.lookup = lookup
+        self.spilled = spilled
         self.extent = extent
         self.names = names
         self.name_depth = 0
@@ -320,6 +340,11 @@ class _Evaluator:
             return node.value
         if isinstance(node, Ref):
             return self.area(node)
+        if isinstance(node, SpillRef):
+            if self.spilled is None:
+                raise Uncomputable("which cells a formula spills over is not known here")
+            anchor = node.anchor
+            return self.spilled(self.ctx.sheet if anchor.sheet is None else anchor.sheet, anchor.row0 or 0, anchor.col0)
         if isinstance(node, Op):
             left = self.value(node.left, arrays)
             right = self.value(node.right, arrays)
@@ -517,13 +542,15 @@ def evaluate(
     formula_text: Callable[[str, int, int], str | None] | None = None,
     hidden_rows: Callable[[str], frozenset[int]] | None = None,
     spill: bool = False,
+    spilled: SpillLookup | None = None,
 ) -> Any:
     """The value of `formula` (with or without the leading '=') on `sheet`, at cell (`row`, `column`).
     `formula_text` and `hidden_rows` tell SUBTOTAL and AGGREGATE what they leave out. `spill`: the
     cell may hold a dynamic array formula, as Excel 365 writes it: a formula giving several values,
-    or needing arrays where one value is expected, gives a `Spill` instead of being uncomputable."""
+    or needing arrays where one value is expected, gives a `Spill` instead of being uncomputable.
+    `spilled` reads a spill reference (`D1#`); without it such a formula is uncomputable."""
     ctx = Context(sheet=sheet, row=row, column=column, now=now, formula_text=formula_text, hidden_rows=hidden_rows)
-    evaluator = _Evaluator(ctx, lookup, extent, names)
+    evaluator = _Evaluator(ctx, lookup, extent, names, spilled)
     evaluator.ctx = replace(ctx, read=evaluator.read_area, refer=evaluator.refer)
     try:
         tree = parse(formula)
@@ -567,8 +594,13 @@ class WorkbookCalculator:
         hidden_rows: Callable[[str], frozenset[int]] | None = None,
         spills: Collection[tuple[str, int, int]] = (),
         blocked: Collection[tuple[str, int, int]] = (),
+        spill_ranges: Callable[[str, int, int], tuple[int, int, int, int] | None] | None = None,
     ) -> None:
         self.raw = raw
+        self.spill_ranges = spill_ranges
+        """For a cell not in `spills`: the cells (first row, first column, last row, last column)
+        the dynamic array formula it already holds covers, or None when it holds none. Without it,
+        a spill reference to such a cell is uncomputable."""
         self.spills = spills
         """The cells that may hold a dynamic array formula: their arrays go into `arrays`, and a
         reference to the cell reads the array's first value."""
@@ -610,6 +642,7 @@ class WorkbookCalculator:
                 formula_text=self.formula_text,
                 hidden_rows=self.hidden_rows,
                 spill=key in self.spills,
+                spilled=self.spilled,
             )
         except Uncomputable as exc:
             self.failed[key] = exc
@@ -621,6 +654,29 @@ class WorkbookCalculator:
             result = SPILL if key in self.blocked else result.rows[0][0]
         self.memo[key] = result
         return result
+
+    def spilled(self, sheet: str, row: int, column: int) -> Any:
+        """The cells the formula in (`sheet`, `row`, `column`) spills over, for `D1#`; `#REF!`, as in
+        Excel, when it holds no formula spilling (a value, a one-value formula, a blocked spill)."""
+        key = (sheet, row, column)
+        first = self.value(sheet, row, column)  # computes the formula, and its array, first
+        if key in self.spills:
+            found = self.arrays.get(key)
+            if found is None or key in self.blocked:
+                return REF
+            rows = [list(values) for values in found.rows]
+            return Area(rows, ref=True, sheet=sheet, row=row, column=column)
+        if self.spill_ranges is None:
+            cell = self.raw(sheet, row, column)
+            if not (isinstance(cell, str) and cell.startswith("=")) or self.is_text(sheet, row, column):
+                return REF  # a value
+            raise Uncomputable("which cells a formula spills over is not known here")
+        covered = self.spill_ranges(sheet, row, column)
+        if covered is None or first == SPILL:
+            return REF
+        r0, c0, r1, c1 = covered
+        cells = [[self.value(sheet, r, c) for c in range(c0, c1 + 1)] for r in range(r0, r1 + 1)]
+        return Area(cells, ref=True, sheet=sheet, row=r0, column=c0)
 
 
 def names_resolver(found: dict[tuple[str, str], str]) -> Names:

@@ -182,9 +182,21 @@ def _prefixed(m: re.Match[str]) -> str:
     return name
 
 
+_CELL = r"(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?\$?[A-Za-z]{1,3}\$?\d+"
+# a spill reference (`D1#`, `'My data'!$D$1#`); text in quotes and quoted sheet names are skipped whole
+_SPILL_REF = re.compile(r"(?<![\w.$])(" + _CELL + r")#|\"(?:[^\"]|\"\")*\"|'(?:[^']|'')+'")
+
+
+def _anchor_array(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(1) is None else f"_xlfn.ANCHORARRAY({m.group(1)})"
+
+
 def excel_prefixes(formula: str) -> str:
     """`formula` as Excel stores it: functions newer than Excel 2007 carry `_xlfn.` (`=_xlfn.CONCAT(A1,B1)`),
-    and the names LET binds `_xlpm.` (`=_xlfn.LET(_xlpm.x,2,_xlpm.x*3)`)."""
+    the names LET binds `_xlpm.` (`=_xlfn.LET(_xlpm.x,2,_xlpm.x*3)`), and a spill reference is the
+    function it stands for (`=SUM(D1#)` is `=SUM(_xlfn.ANCHORARRAY(D1))`)."""
+    if "#" in formula:
+        formula = _SPILL_REF.sub(_anchor_array, formula)
     return _let_names(_FUNCTION.sub(_prefixed, formula))
 
 
@@ -226,9 +238,18 @@ def _let_names(formula: str) -> str:
     return "".join(out) + formula[last:]
 
 
-_PREFIX = re.compile(r'"(?:[^"]|"")*"|_xlfn\.(?:_xlws\.)?|_xlpm\.', re.IGNORECASE)
+_PREFIX = re.compile(
+    r'"(?:[^"]|"")*"|_xlfn\.ANCHORARRAY\(\s*(' + _CELL + r")\s*\)|_xlfn\.(?:_xlws\.)?|_xlpm\.", re.IGNORECASE
+)
+
+
+def _typed(m: re.Match[str]) -> str:
+    if m.group(0).startswith('"'):
+        return m.group(0)
+    return "" if m.group(1) is None else m.group(1) + "#"
 
 
 def without_prefixes(formula: str) -> str:
-    """`formula` as a user types it: `_xlfn.` and `_xlws.` prefixes dropped (text in quotes kept)."""
-    return _PREFIX.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", formula)
+    """`formula` as a user types it: `_xlfn.` and `_xlws.` prefixes dropped (text in quotes kept),
+    `_xlfn.ANCHORARRAY(D1)` written `D1#`."""
+    return _PREFIX.sub(_typed, formula)

@@ -1,5 +1,6 @@
-"""The tokens of a formula's text (strings, references, function calls, names, numbers, errors,
-operators), read by the engine, the dependency index and the prefixes alike."""
+"""The tokens of a formula's text (strings, references, spill references such as `D1#`, function
+calls, names, numbers, errors, operators), read by the engine, the dependency index and the
+prefixes alike."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ _TOKEN = re.compile(
     r"""\s*(?:
     (?P<string>"(?:[^"]|"")*")
   | (?P<array>\{(?:"(?:[^"]|"")*"|[^{}"])*\})
+  | (?P<spill>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?\$?[A-Za-z]{1,3}\$?\d+\#)
   | (?P<ref>(?:(?:'(?:[^']|'')+'|[A-Za-z_][\w.]*)!)?
         (?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}))(?![\w(.!])
   | (?P<func>[A-Za-z_][\w.]*)\s*\(
   | (?P<bool>TRUE|FALSE)(?![\w(.])
   | (?P<name>[A-Za-z_\\][\w.]*)(?![\w(!])
   | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
-  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!))
+  | (?P<error>\#(?:DIV/0!|VALUE!|REF!|NAME\?|NUM!|N/A|NULL!|SPILL!|CALC!))
   | (?P<op><>|<=|>=|[-+*/^&=<>%(),;])
     )""",
     re.VERBOSE | re.IGNORECASE,

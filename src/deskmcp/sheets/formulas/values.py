@@ -475,4 +475,5 @@ def _numeric_cell(cell: Any) -> float | None:
     return None
 
 
-ERROR_CODES = ("#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#NULL!")
+ERROR_CODES = ("#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#NULL!", "#SPILL!", "#CALC!")
+"""The error values a formula may name: the classic seven and the two of Excel 365's dynamic arrays."""

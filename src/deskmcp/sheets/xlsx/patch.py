@@ -272,7 +272,10 @@ class PackageBook:
                 needed.add(key)
         needed |= index.stale([*self.writes, *changed])
         spills = self._spilling(needed)
-        needed |= spills
+        # what reads a dynamic array formula computed again (`D1*2`, `SUM(D1#)`) is computed again too:
+        # its array may change without its inputs changing (a cell in its way written or emptied)
+        needed |= spills | index.stale(spills)
+        spills |= self._dynamic_among(needed - spills)
 
         def raw(sheet: str, row: int, col: int) -> Any:
             key = (sheet, row, col)
@@ -309,6 +312,16 @@ class PackageBook:
             f = self.formula((sheet, row, col))
             return None if f is None else f.text
 
+        anchors: dict[str, dict[tuple[int, int], Rect]] = {}
+
+        def spill_ranges(sheet: str, row: int, col: int) -> Rect | None:
+            """The cells a dynamic array formula the file holds (not computed here) covers."""
+            if sheet not in self.where.sheets or (sheet, row, col) in self.writes:
+                return None
+            if sheet not in anchors:
+                anchors[sheet] = dynamic_anchors(self.sheet(sheet), self.dynamic_cm())
+            return anchors[sheet].get((row, col))
+
         def hidden_rows(sheet: str) -> frozenset[int]:
             if sheet not in self.where.sheets:
                 raise Uncomputable(f"no sheet {sheet}")
@@ -332,6 +345,7 @@ class PackageBook:
                 hidden_rows=hidden_rows,
                 spills=spills,
                 blocked=blocked,
+                spill_ranges=spill_ranges,
             )
             results, uncomputed = {}, {}
             for key in sorted(needed):
@@ -361,6 +375,7 @@ class PackageBook:
                 self.spilled = {k: None for k in self.spilled if self._released(k)}
                 break
             needed |= index.stale(moved)
+            spills |= self._dynamic_among(needed - spills)
         for title in uncomputed:
             uncomputed[title] = list(dict.fromkeys(uncomputed[title]))
         self._prepare(results, uncomputed)
@@ -396,15 +411,26 @@ class PackageBook:
                 ):
                     spills.add(key)
                     self.old_spills[key] = rect
-        for key in needed - spills:
-            cell = self.sheet(key[0]).cells(key[1]).get(key[2]) if key[0] in self.where.sheets else None
+        return spills | self._dynamic_among(needed - spills)
+
+    def _dynamic_among(self, keys: set[Key]) -> set[Key]:
+        """The dynamic array formulas of the file among `keys` (formulas to compute again, not
+        written here), their old cells put in `old_spills`."""
+        cm = self.dynamic_cm()
+        found: set[Key] = set()
+        if cm is None:
+            return found
+        for key in keys:
+            if key in self.writes or key[0] not in self.where.sheets:
+                continue
+            cell = self.sheet(key[0]).cells(key[1]).get(key[2])
             if cell is None or cell.attrs.get(b"cm") != str(cm).encode():
                 continue
             f = FORMULA.search(cell.inner)
             if f is not None and (fattrs := attributes(f.group(1))).get(b"t") == b"array":
-                spills.add(key)
+                found.add(key)
                 self.old_spills[key] = _rect(fattrs.get(b"ref", b""), key[1], key[2])
-        return spills
+        return found
 
     def _blocked(self, key: Key) -> bool:
         """Whether the formula in `key` was saved blocked (`#SPILL!`)."""
@@ -451,9 +477,13 @@ class PackageBook:
         taken: set[Key] = set()
         for anchor in sorted(spills):
             found = arrays.get(anchor)
-            if found is None or results.get(anchor) is None:
+            if results.get(anchor) is None:
                 continue
             title, row, col = anchor
+            if found is None:
+                if anchor not in self.writes:  # a dynamic array formula of the file now giving one value
+                    ranges[anchor] = (row, col, row, col)
+                continue
             last_row, last_col = row + found.height - 1, col + found.width - 1
             cells = [
                 ((title, r, c), found.rows[r - row][c - col])

@@ -8,8 +8,9 @@ formula of another sheet, a defined name, a chart on another sheet, a pivot cach
 table of it used by name); otherwise it removes the sheet's part and every part only it used (its
 drawing, charts and pictures, notes, tables, pivot tables), their content types and
 relationships, its local defined names (the others' sheet indexes moved down) and the calculation
-chain (Excel builds it again). A copy takes the sheet's part and, under fresh names, its drawing,
-charts (their series moved to the copy), notes and printer settings; it refuses a part whose name
+chain (Excel builds it again). A copy takes the sheet's part (its formulas naming the sheet itself
+name the copy, as in Excel) and, under fresh names, its drawing, charts (their series moved to the
+copy), notes and printer settings; it refuses a part whose name
 must stay unique (a table, a pivot table) or that it does not know. Every other part is copied
 unchanged.
 """
@@ -73,6 +74,17 @@ def _rewrite_formulas(text: str, change: Callable[[str], str]) -> str:
         return m.group(0) if new == raw else m.group(1) + html.escape(new) + m.group(3)
 
     return _REF_ATTRIBUTE.sub(attribute, _FORMULA_TEXT.sub(element, text))
+
+
+def _formulas_renamed(text: str, old: str, new: str) -> str:
+    """A part's formulas (not its hyperlinks) with their references to sheet `old` naming `new`."""
+
+    def element(m: re.Match[str]) -> str:
+        raw = html.unescape(m.group(3))
+        changed = renamed(raw, old, new)
+        return m.group(0) if changed == raw else f"<{m.group(1)}{m.group(2)}>{_escape(changed)}</{m.group(1)}>"
+
+    return _FORMULA_TEXT.sub(element, text)
 
 
 def _text(zf: zipfile.ZipFile, name: str) -> str:
@@ -321,6 +333,9 @@ class _Copier:
             data = _rewrite_formulas(text, lambda f: renamed(f, self.old, self.new)).encode("utf-8")
         elif kind == "worksheet":
             data = re.sub(rb'(<sheetView\b[^>]*?)\s+tabSelected="(?:1|true)"', rb"\1", data, count=1)
+            text = data.decode("utf-8")
+            if _mentions(text, self.old):  # the copy's formulas naming their own sheet name the copy, as in Excel
+                data = _formulas_renamed(text, self.old, self.new).encode("utf-8")
         self.out[target] = data
         override = re.search(
             r"<Override\b[^>]*?PartName=\"/" + re.escape(part) + r"\"[^>]*?ContentType=\"([^\"]*)\"", self.types

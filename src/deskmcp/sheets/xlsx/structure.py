@@ -11,9 +11,8 @@ pivot cache sources, chart series, comments and notes (and the drawing shapes sh
 the anchors of pictures and charts. Every other part is copied unchanged. Shared formulas of a
 sheet being changed are written out cell by cell (each cell's own text), so no cell is left reading
 through an anchor that moved differently. What cannot be moved safely (a deletion taking a table's
-header, a pivot table's cells or a threaded comment; notes in deleted rows are deleted with them)
-raises `BadRequest` naming it; anything this code cannot
-read exactly raises `Fallback`.
+header or a pivot table's cells) raises `BadRequest` naming it; notes and threaded comments in
+deleted rows are deleted with them. Anything this code cannot read exactly raises `Fallback`.
 """
 
 from __future__ import annotations
@@ -686,13 +685,16 @@ class RowMove(RowShift):
 
     def _comments(self, part: str, element: str) -> None:
         original = text = _text(self.zf, part)
-        if element == "comment":
-            # a note in a deleted row goes with the row, as in Excel (its box in the VML too: `_vml`)
-            def gone(m: re.Match[str]) -> str:
-                cell = re.search(r'\sref="([^"]*)"', m.group(0))
-                return "" if cell is not None and not self.areas(cell.group(1)) else m.group(0)
 
-            text = re.sub(r"<((?:\w+:)?comment)\b[^>]*?(?:/>|>.*?</\1>)", gone, text, flags=re.S)
+        # a note or a threaded comment (every reply of its thread) in a deleted row goes with the
+        # row, as in Excel; so do a threaded comment's placeholder note and their boxes in the VML
+        # (`_vml`); the people who wrote them stay listed in the workbook's persons part
+        def gone(m: re.Match[str]) -> str:
+            cell = re.search(r'\sref="([^"]*)"', m.group(0))
+            return "" if cell is not None and not self.areas(cell.group(1)) else m.group(0)
+
+        text = re.sub(r"<((?:\w+:)?" + element + r")\b[^>]*?(?:/>|>.*?</\1>)", gone, text, flags=re.S)
+        if element == "comment":
             text = re.sub(r"<((?:\w+:)?commentList)\b([^>]*)>\s*</\1>", r"<\1\2/>", text)
 
         def ref(m: re.Match[str]) -> str:

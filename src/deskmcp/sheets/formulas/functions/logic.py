@@ -243,7 +243,18 @@ def _n(value: Any) -> Any:
     return 0.0
 
 
-_ERROR_NUMBERS = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
+# Excel's numbers; 8 to 13 are for errors of data types and connections this evaluator never meets.
+_ERROR_NUMBERS = {
+    "#NULL!": 1,
+    "#DIV/0!": 2,
+    "#VALUE!": 3,
+    "#REF!": 4,
+    "#NAME?": 5,
+    "#NUM!": 6,
+    "#N/A": 7,
+    "#SPILL!": 9,
+    "#CALC!": 14,
+}
 
 
 @register("ERROR.TYPE")

@@ -219,11 +219,15 @@ def _column(ctx: Context, ref: Any = MISSING) -> Any:
 
 @register("ROWS")
 def _rows(ref: Any) -> Any:
+    if isinstance(ref, CellError):  # an error in place of the array (a spill reference to no spill)
+        return ref
     return float(area(ref).height)
 
 
 @register("COLUMNS")
 def _columns(ref: Any) -> Any:
+    if isinstance(ref, CellError):
+        return ref
     return float(area(ref).width)
 
 
