@@ -51,9 +51,15 @@ def changes(
     scan: bool = True,
     whole: bool = True,
     layout: Layout | None = None,
+    texts: bool = False,
 ) -> Generator[Message]:
     """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}),
     and after it, when the file follows one, ("layout", {"layout": bytes}).
+
+    With `texts` (a first index in the background), the head is followed by every new or
+    changed meeting's searchable text first (("texts", {"items": [...]}) messages, see
+    `search_texts`, and ("texts_done", {"count": n})): searches can scan those while the
+    entries are indexed.
 
     With the `layout` of the version the index holds, a string cache is first compared with
     that version record by record (`cache_layout`). Else, or when that reader cannot follow
@@ -70,7 +76,7 @@ def changes(
     scanned = cache_scan.scan(path, max_bytes) if scan else None
     if scanned is not None:
         with scanned:
-            yield from _changes_of_scan(scanned, path, known)
+            yield from _changes_of_scan(scanned, path, known, texts=texts)
         return
     if not whole:
         return
@@ -89,11 +95,15 @@ def changes(
             live.add(raw.id)
             pending.append((raw, fingerprint))
     yield _head(path, document.source, fmt, folders, known, live, pending)
+    if texts:
+        yield from _texts(pending)
     yield from _entries(pending)
     yield "done", {}
 
 
-def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
+def _changes_of_scan(
+    scanned: ScannedCache, path: Path, known: Mapping[str, str], *, texts: bool = False
+) -> Iterator[Message]:
     raws, folders = raw_meetings(scanned.state)
     live: set[str] = set()
     pending = _sorted(raws, known, live, scanned)
@@ -103,6 +113,8 @@ def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]
         if span.offset not in used:
             scanned.read(span)
     yield _head(path, scanned.source, "string", folders, known, live, pending)
+    if texts:
+        yield from _texts(pending, scanned)
     yield from _entries(pending, scanned)
     scanned.check_unchanged()
     yield "done", {}
@@ -154,6 +166,61 @@ def _entries(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None
             yield "entry", index_entry(meeting, transcript, digest, fingerprint)
 
 
+TEXTS_BATCH = 500
+"""Meetings per ("texts", ...) message."""
+
+
+def search_texts(raw: RawMeeting, transcript: Any) -> list[Any] | None:
+    """What a search needs of one meeting before it is indexed: its key, its text fields in the
+    index's order (title, participants, folders, notes, transcript, as `index_entry` makes
+    them), the columns the filters read (start, platform, folders as [id, name]) and its
+    summary's fields (participants' names, has_transcript). None when it is not a meeting."""
+    piece = RawMeeting(raw.id, raw.doc, raw.meta, raw.panels, transcript, raw.folders)
+    built = piece.for_index()
+    if built is None:
+        return None
+    meeting, _, digest = built
+    return [
+        meeting.id,
+        [
+            meeting.title,
+            " ".join(f"{p.name or ''} {p.email or ''}" for p in meeting.participants),
+            " ".join(f.name for f in meeting.folders),
+            meeting.notes,
+            digest.text,
+        ],
+        meeting.start_ts,
+        meeting.platform,
+        [[f.id, f.name] for f in meeting.folders],
+        [p.name or p.email or "" for p in meeting.participants],
+        meeting.has_transcript,
+    ]
+
+
+def _texts(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None = None) -> Iterator[Message]:
+    """("texts", {"items": [...]}) for every meeting of `pending`, TEXTS_BATCH at a time, then
+    ("texts_done", {"count": n}). A transcript left in the file is unescaped for this alone
+    (not checked: its entry checks it, and a bad one sends the whole reading back)."""
+    items: list[list[Any]] = []
+    count = 0
+    for raw, _ in pending:
+        transcript = raw.transcript
+        if scanned is not None and isinstance(transcript, TranscriptSpan):
+            transcript = scanned.read_text(transcript)
+        item = search_texts(raw, transcript)
+        if item is None:
+            continue
+        items.append(item)
+        if len(items) >= TEXTS_BATCH:
+            count += len(items)
+            yield "texts", {"items": items}
+            items = []
+    if items:
+        count += len(items)
+        yield "texts", {"items": items}
+    yield "texts_done", {"count": count}
+
+
 def _head(
     path: Path,
     source: str,
@@ -195,7 +262,11 @@ def main() -> int:
     encoder = msgspec.msgpack.Encoder()
     try:
         stream = changes(
-            Path(request["path"]), int(request["max_bytes"]), request["known"], scan=bool(request.get("scan", True))
+            Path(request["path"]),
+            int(request["max_bytes"]),
+            request["known"],
+            scan=bool(request.get("scan", True)),
+            texts=bool(request.get("texts", False)),
         )
         for kind, body in stream:
             _write(out, encoder, kind, body)
@@ -221,6 +292,7 @@ class WorkerRun:
         command: list[str] | None = None,
         timeout: float = 300.0,
         scan: bool = True,
+        texts: bool = False,
     ) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         self._timed_out = threading.Event()
@@ -236,7 +308,7 @@ class WorkerRun:
         self._timer.daemon = True
         self._timer.start()
         request = msgspec.msgpack.encode(
-            {"path": str(path), "max_bytes": max_bytes, "known": dict(known), "scan": scan}
+            {"path": str(path), "max_bytes": max_bytes, "known": dict(known), "scan": scan, "texts": texts}
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         try:
