@@ -137,9 +137,6 @@ class MeetingService:
         self._complete.set()
         self._unindexed: Unindexed | None = None
         """The texts of a first index's meetings not indexed yet, scanned by searches meanwhile."""
-        self._batch_lock = threading.Lock()
-        """Held while a batch of a first index is applied, and while a search makes what was
-        applied searchable and looks in the index (see `_search_with_scan`)."""
         self._closing = threading.Event()
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
@@ -421,10 +418,12 @@ class MeetingService:
                     raise InternalError("The meetings index was closed while it was being filled.")
                 # Deferred: a search meanwhile sees the text index as committed a moment ago
                 # instead of committing a small segment of its own; the last apply is exact.
-                with self._batch_lock:  # a search scanning meanwhile sees it applied or not, whole
-                    stats = self.index.apply(batch, deferred=True)
-                    if self._unindexed is not None:
-                        self._unindexed.applied([record.key for record in batch])
+                stats = self.index.apply(batch, deferred=True)
+                if self._unindexed is not None:
+                    # Searches scan the meetings not indexed yet: this batch is made searchable
+                    # now, then leaves the scan (a meeting in both is answered once, by the index).
+                    self.index.flush()
+                    self._unindexed.indexed([record.key for record in batch])
                 total.added += stats.added
                 total.updated += stats.updated
                 if progress is not None:
@@ -548,18 +547,12 @@ class MeetingService:
         marked provisional, and the answer says how many meetings the scan covered."""
         where, params = filters.sql()
         wanted = offset + limit + 1
-        with self._batch_lock:
-            # Every batch applied is made searchable (the text index commits a bulk load's
-            # batches only now and then), and leaves the scan: the index and the scan then hold
-            # each meeting once. At most one commit per batch: nothing is pending after the first.
-            applied = pool.applied_count()
-            self.index.flush()
-            pool.indexed(applied)
-            # Every match the index holds, whatever the page: the index's scores are then those
-            # of one ranking (a filtered search may score a short list by another way), so the
-            # merged order is the same from page to page. Snippets are made for the page only.
-            everything = self.index.count() + 1
-            hits = self.index.search(q, where=where, params=params, limit=everything, snippet_tokens=0)
+        # Every match the index holds, whatever the page: the index's scores are then those of
+        # one ranking (a filtered search may score a short list by another way), so the merged
+        # order is the same from page to page; and a meeting the index already answers for is
+        # left out of the scan's hits. Snippets are made for the page only.
+        everything = self.index.count() + 1
+        hits = self.index.search(q, where=where, params=params, limit=everything, snippet_tokens=0)
         scanned: ScanResult = pool.search(q, admits(filters))
         shown = {hit.key for hit in hits}
         merged: list[tuple[float, int, Any]] = [(hit.score or 0.0, 0, hit) for hit in hits]

@@ -177,7 +177,7 @@ class Unindexed:
         self._sizes = np.zeros((0, FIELDS), dtype=np.float64)
         self._alive = np.zeros(0, dtype=bool)
         self._index_of: dict[str, int] = {}
-        self._applied: list[str] = []
+        self._indexed: list[str] = []
         self._stems: dict[bytes, list[str]] = {}
         self.ready = False
         """Every meeting's text has arrived: a scan now covers every meeting not indexed."""
@@ -222,26 +222,20 @@ class Unindexed:
             self._starts = starts
             self._sizes = lengths.reshape(-1, FIELDS).astype(np.float64) / BYTES_PER_WORD
             self._alive = np.ones(len(self._items), dtype=bool)
+            for key in self._indexed:
+                self._drop(key)
             self.ready = True
         self.arrived.set()
         self._lengths = []
 
-    def applied(self, keys: Sequence[str]) -> None:
-        """These meetings were written to the index (searchable once it commits)."""
+    def indexed(self, keys: Sequence[str]) -> None:
+        """These meetings are searchable in the index now: no longer scanned (kept until every
+        text has arrived when they come before)."""
         with self._lock:
-            self._applied.extend(keys)
-
-    def applied_count(self) -> int:
-        with self._lock:
-            return len(self._applied)
-
-    def indexed(self, count: int) -> None:
-        """The first `count` meetings applied are searchable in the index now: no longer scanned."""
-        with self._lock:
-            if not self.ready:
-                return
-            for key in self._applied[:count]:
-                self._drop(key)
+            self._indexed.extend(keys)
+            if self.ready:
+                for key in keys:
+                    self._drop(key)
 
     def _drop(self, key: str) -> None:
         at = self._index_of.get(key)
