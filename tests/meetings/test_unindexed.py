@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deskmcp.demo.meetings import build_state, write_cache
+from deskmcp.meetings import worker
 from deskmcp.meetings.filters import Filters
 from deskmcp.meetings.models import IndexingProgress
 from deskmcp.meetings.service import MeetingService
@@ -290,3 +291,26 @@ def release(gate: Path) -> None:
     """Let a worker waiting at the gate go on, if one is."""
     with contextlib.suppress(OSError):  # no worker waiting at it: nothing to release
         os.close(os.open(gate, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_texts_made_in_two_processes_are_those_made_in_one(cache: Path, monkeypatch: pytest.MonkeyPatch):
+    """The worker makes half of the texts in a forked copy of itself: the same texts arrive."""
+    monkeypatch.setattr(worker, "SPLIT_MIN", 100)
+    forks: list[int] = []
+    fork = os.fork
+    monkeypatch.setattr(worker.os, "fork", lambda: forks.append(1) or fork())
+
+    def texts(*, split: bool) -> list[Any]:
+        out: list[Any] = []
+        for kind, body in changes(cache / "cache-v3.json", 1 << 40, {}, texts=True, split=split):
+            if kind == "texts":
+                out.extend(body["items"])
+            elif kind == "texts_done":
+                assert body["count"] == len(out)
+                return out
+        raise AssertionError("no texts_done")
+
+    alone = texts(split=False)
+    assert len(alone) == 300 and not forks
+    assert sorted(texts(split=True), key=lambda item: item[0]) == sorted(alone, key=lambda item: item[0])
+    assert forks == [1]

@@ -137,6 +137,8 @@ class MeetingService:
         self._complete.set()
         self._unindexed: Unindexed | None = None
         """The texts of a first index's meetings not indexed yet, scanned by searches meanwhile."""
+        self._scan_wanted = threading.Event()
+        """Set by a search that scanned: the first index then makes each batch searchable."""
         self._closing = threading.Event()
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
@@ -413,6 +415,7 @@ class MeetingService:
             progress = self._progress
             if progress is not None:
                 progress.total = head["changed"]
+            waiting: list[str] = []
             while batch := list(itertools.islice(records, BATCH)):
                 if self._closing.is_set():
                     raise InternalError("The meetings index was closed while it was being filled.")
@@ -420,10 +423,16 @@ class MeetingService:
                 # instead of committing a small segment of its own; the last apply is exact.
                 stats = self.index.apply(batch, deferred=True)
                 if self._unindexed is not None:
-                    # Searches scan the meetings not indexed yet: this batch is made searchable
-                    # now, then leaves the scan (a meeting in both is answered once, by the index).
-                    self.index.flush()
-                    self._unindexed.indexed([record.key for record in batch])
+                    # Searches scan the meetings not indexed yet. Once one did, what is applied is
+                    # made searchable, then leaves the scan (a meeting found by both is answered
+                    # by the index). Without searches the text index commits only at the end:
+                    # a commit per batch would leave it in more pieces than an index made at once.
+                    waiting.extend(record.key for record in batch)
+                    if self._scan_wanted.is_set():
+                        self._scan_wanted.clear()
+                        self.index.flush()
+                        self._unindexed.indexed(waiting)
+                        waiting = []
                 total.added += stats.added
                 total.updated += stats.updated
                 if progress is not None:
@@ -551,6 +560,7 @@ class MeetingService:
         # one ranking (a filtered search may score a short list by another way), so the merged
         # order is the same from page to page; and a meeting the index already answers for is
         # left out of the scan's hits. Snippets are made for the page only.
+        self._scan_wanted.set()
         everything = self.index.count() + 1
         hits = self.index.search(q, where=where, params=params, limit=everything, snippet_tokens=0)
         scanned: ScanResult = pool.search(q, admits(filters))
