@@ -138,7 +138,8 @@ class MeetingService:
         self._unindexed: Unindexed | None = None
         """The texts of a first index's meetings not indexed yet, scanned by searches meanwhile."""
         self._scan_wanted = threading.Event()
-        """Set by a search that scanned: the first index then makes each batch searchable."""
+        """Set by a search that scanned: the first index then makes what it wrote searchable at
+        its next batch, and those meetings leave the scan."""
         self._closing = threading.Event()
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
@@ -423,7 +424,7 @@ class MeetingService:
                 # instead of committing a small segment of its own; the last apply is exact.
                 stats = self.index.apply(batch, deferred=True)
                 if self._unindexed is not None:
-                    # Searches scan the meetings not indexed yet. Once one did, what is applied is
+                    # Searches scan the meetings not indexed yet. After one did, what is applied is
                     # made searchable, then leaves the scan (a meeting found by both is answered
                     # by the index). Without searches the text index commits only at the end:
                     # a commit per batch would leave it in more pieces than an index made at once.
