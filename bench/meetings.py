@@ -9,13 +9,18 @@ The input is a cache made by the shared generator (deterministic, ~340 MB for 10
 Per run, on a fresh workspace and a private link to the cache (named `cache-v3.json`):
 - first search: time from `initialize` done to the first `granola_meetings_search` answer
   (a big cache's first index runs in the background: that answer may cover only the meetings
-  indexed so far, flagged `indexing`), and to the first answer without `indexing` (complete).
-  Meanwhile `granola_cache_status` is asked every 0.1 s (POLL) and the search again as soon as it
-  no longer says `indexing`: asking the search itself every second hid up to a second of the
-  figure, and asking it every 0.25 s cost the indexing server CPU (a search is far dearer than
-  a status call) and slowed what it measured;
-- resident: the server's VmRSS right after the complete answer, and again 10 s later (the
-  server process alone; a worker it started is shown apart);
+  indexed so far, flagged `indexing`), and to the first complete answer, one that considered
+  every meeting by its own flags: without `indexing`, or with `indexing.scanned` (the meetings
+  not indexed yet matched by a scan of their text, those hits ranked provisionally). Meanwhile
+  `granola_cache_status` is asked every 0.1 s (POLL) and the search again as soon as it says
+  `indexing.scanned` or no longer `indexing`: asking the search itself every second hid up to a
+  second of the figure, and asking it every 0.25 s cost the indexing server CPU (a search is
+  far dearer than a status call) and slowed what it measured. The CPU seconds until then are
+  the server's and its worker's. Then the time until the index itself is complete (no
+  `indexing` in the status);
+- resident: the server's and its worker's VmRSS together, the most seen while the first index
+  ran (sampled at every status call); the server's alone right after the index is complete, and
+  again 10 s later;
 - one changed meeting: once the server is idle (the first index's merges and write-back
   over: less than 0.05 s of CPU in a second), the cache atomically replaced (`os.replace`) by a
   copy with one meeting's title changed, time until a search for the new word finds that meeting;
@@ -69,6 +74,10 @@ class Figures:
     first_s: float = float("nan")
     first_partial: bool = False
     complete_s: float = float("nan")
+    complete_scanned: bool = False
+    cpu_complete: float = float("nan")
+    indexed_s: float = float("nan")
+    peak_rss: float = 0.0
     rss_first: float = float("nan")
     rss_later: float = float("nan")
     worker_first: float = 0.0
@@ -79,6 +88,7 @@ class Figures:
     warm_raw: list[float] = field(default_factory=list)
     peer_first_s: float = float("nan")
     peer_rss: float = float("nan")
+    peer_cpu: float = float("nan")
     peer_warm: list[float] = field(default_factory=list)
 
 
@@ -149,6 +159,17 @@ def worker_rss() -> float:
     return sum(rss_mb(p) for p in descendants(os.getpid()) if "deskmcp.meetings.worker" in cmdline(p))
 
 
+def worker_cpu() -> float:
+    """CPU seconds of a worker still running (once it has exited, the server's figure holds it)."""
+    return sum(cpu_s(p) for p in descendants(os.getpid()) if "deskmcp.meetings.worker" in cmdline(p))
+
+
+def covers_every_meeting(answer: dict[str, object]) -> bool:
+    """The answer says it considered every meeting: not `indexing`, or the rest `scanned`."""
+    indexing = answer.get("indexing")
+    return not indexing or (isinstance(indexing, dict) and indexing.get("scanned") is not None)
+
+
 async def ours(cache: Path, work: Path, words: list[str], rounds: int, figures: Figures) -> None:
     folder = work / "granola"
     folder.mkdir()
@@ -163,18 +184,34 @@ async def ours(cache: Path, work: Path, words: list[str], rounds: int, figures: 
         result = await client.call_tool(SEARCH, {"q": words[0]})
         figures.first_s = time.perf_counter() - started
         figures.first_partial = bool((result.structured_content or {}).get("indexing"))
-        # A big cache's first index runs in the background: until a search answers without
-        # `indexing`, answers cover the meetings indexed so far. Ask the (cheap) status every POLL
-        # seconds, and the search again once the status no longer says `indexing`.
+        pid = find_process("serve meetings")
+
+        def sample() -> None:
+            if pid:
+                figures.peak_rss = max(figures.peak_rss, rss_mb(pid) + worker_rss())
+
+        # A big cache's first index runs in the background: until a search answers complete,
+        # answers cover the meetings indexed so far. Ask the (cheap) status every POLL seconds,
+        # and the search again once the status says searches consider every meeting.
         with anyio.fail_after(600):
-            while (result.structured_content or {}).get("indexing"):
+            while not covers_every_meeting(result.structured_content or {}):
                 status = await client.call_tool(STATUS, {})
-                if (status.structured_content or {}).get("indexing"):
+                sample()
+                if not covers_every_meeting(status.structured_content or {}):
                     await anyio.sleep(POLL)
                     continue
                 result = await client.call_tool(SEARCH, {"q": words[0]})
         figures.complete_s = time.perf_counter() - started
-        pid = find_process("serve meetings")
+        figures.cpu_complete = cpu_s(pid) + worker_cpu()
+        figures.complete_scanned = bool((result.structured_content or {}).get("indexing"))
+        with anyio.fail_after(600):
+            while True:
+                status = await client.call_tool(STATUS, {})
+                sample()
+                if not (status.structured_content or {}).get("indexing"):
+                    break
+                await anyio.sleep(POLL)
+        figures.indexed_s = time.perf_counter() - started
         figures.cpu_first = cpu_s(pid)
         figures.rss_first = rss_mb(pid) if pid else float("nan")
         figures.worker_first = worker_rss()
@@ -218,6 +255,7 @@ async def peer(executable: Path, cache: Path, work: Path, words: list[str], roun
         figures.peer_first_s = time.perf_counter() - started
         pid = find_process(str(executable))
         figures.peer_rss = rss_mb(pid) if pid else float("nan")
+        figures.peer_cpu = cpu_s(pid)
         for _ in range(rounds):
             for q in words:
                 figures.peer_warm.append(await timed_call(client, "search_meetings", {"query": q}, validate=False))
@@ -227,12 +265,14 @@ def one_run(f: Figures) -> str:
     ratio = percentile(f.peer_warm, 50) / percentile(f.warm, 50) if f.peer_warm else float("nan")
     return (
         f"first search {f.first_s:.2f} s{' (partial, flagged indexing)' if f.first_partial else ''}, "
-        f"complete {f.complete_s:.2f} s (server CPU {f.cpu_first:.1f} s); resident {f.rss_first:.0f} MB, "
-        f"{SETTLE:.0f} s later {f.rss_later:.0f} MB (worker at the answer {f.worker_first:.0f} MB); "
+        f"complete {f.complete_s:.2f} s{' (rest scanned)' if f.complete_scanned else ''} "
+        f"(server + worker CPU {f.cpu_complete:.1f} s), index complete {f.indexed_s:.2f} s "
+        f"(server CPU {f.cpu_first:.1f} s); resident at most {f.peak_rss:.0f} MB while indexing "
+        f"(server + worker), after {f.rss_first:.0f} MB, {SETTLE:.0f} s later {f.rss_later:.0f} MB; "
         f"changed meeting {f.change_s:.2f} s (CPU {f.cpu_change:.2f} s); "
         f"warm p50/p95 {percentile(f.warm, 50):.2f}/{percentile(f.warm, 95):.2f} ms "
         f"(round trip {percentile(f.warm_raw, 50):.2f}/{percentile(f.warm_raw, 95):.2f} ms); "
-        f"peer: first {f.peer_first_s:.2f} s, resident {f.peer_rss:.0f} MB, "
+        f"peer: first {f.peer_first_s:.2f} s (CPU {f.peer_cpu:.1f} s), resident {f.peer_rss:.0f} MB, "
         f"warm p50 {percentile(f.peer_warm, 50):.1f} ms, ratio {ratio:.0f}x"
     )
 
@@ -285,8 +325,12 @@ async def bench(cache: Path, words: list[str], count: int, rounds: int, peer_exe
     print(f"\n== {len(runs)} runs (range) ==")
     partial = " (partial, flagged `indexing`)" if any(r.first_partial for r in runs) else ""
     print(f"first search answered after start:  {span(each(lambda r: r.first_s), '{:.2f}')} s{partial}")
-    print(f"first complete search answer:       {span(each(lambda r: r.complete_s), '{:.2f}')} s")
+    scanned = " (flagged indexing, the rest scanned)" if any(r.complete_scanned for r in runs) else ""
+    print(f"first complete search answer:       {span(each(lambda r: r.complete_s), '{:.2f}')} s{scanned}")
+    print(f"  server + worker CPU meanwhile:    {span(each(lambda r: r.cpu_complete), '{:.1f}')} s")
+    print(f"index complete:                     {span(each(lambda r: r.indexed_s), '{:.2f}')} s")
     print(f"  server CPU meanwhile (+ worker):  {span(each(lambda r: r.cpu_first), '{:.1f}')} s")
+    print(f"resident while indexing, at most:   {span(each(lambda r: r.peak_rss), '{:.0f}')} MB (server + worker)")
     print(f"server resident right after:        {span(each(lambda r: r.rss_first), '{:.0f}')} MB")
     print(f"  and {SETTLE:.0f} s later:                  {span(each(lambda r: r.rss_later), '{:.0f}')} MB")
     print(f"one changed meeting searchable:     {span(each(lambda r: r.change_s), '{:.2f}')} s")
@@ -301,7 +345,8 @@ async def bench(cache: Path, words: list[str], count: int, rounds: int, peer_exe
     )
     if peer_exe is not None:
         print(
-            f"peer granola-mcp-server: first search {span(each(lambda r: r.peer_first_s), '{:.2f}')} s, "
+            f"peer granola-mcp-server: first search {span(each(lambda r: r.peer_first_s), '{:.2f}')} s "
+            f"(CPU {span(each(lambda r: r.peer_cpu), '{:.1f}')} s), "
             f"resident {span(each(lambda r: r.peer_rss), '{:.0f}')} MB, warm p50 "
             f"{span(each(lambda r: percentile(r.peer_warm, 50)), '{:.1f}')} ms"
         )

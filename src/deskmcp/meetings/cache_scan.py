@@ -105,6 +105,15 @@ class ScannedCache:
             raise SpanError(self.path, f"the value at byte {offset} is not one JSON value") from exc
         return msgspec.Raw(raw)
 
+    def read_text(self, span: TranscriptSpan) -> msgspec.Raw | None:
+        """The transcript's JSON, unescaped but not checked (None when it does not even
+        unescape): what a scan for searchable text needs; `read` checks it for the index."""
+        data = self.read_escaped(span.offset, span.length)
+        try:
+            return msgspec.Raw(orjson.loads(b'"' + data + b'"').encode("utf-8", errors="replace"))
+        except orjson.JSONDecodeError:
+            return None
+
     def check_unchanged(self) -> None:
         """Raise `SpanError` when the file is no longer the version scanned."""
         after = os.fstat(self.handle.fileno())

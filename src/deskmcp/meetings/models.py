@@ -68,6 +68,11 @@ class IndexingProgress(BaseModel):
 
     done: int = Field(description="Meetings indexed so far")
     total: int = Field(description="Meetings to index (0 while the cache is still being read)")
+    scanned: int | None = Field(
+        default=None,
+        description="Set when searches also scan the text of the meetings not indexed yet (this many): such a"
+        " search considers every meeting, and marks the hits the scan found `provisional`",
+    )
 
 
 SYNCING = "Set while meetings are synced from Granola: results cover the meetings synced so far"
@@ -95,6 +100,11 @@ class SearchHit(MeetingSummary):
     snippet: str | None = Field(default=None, description="Matching text with matches marked ⟦like this⟧")
     lexical_rank: int | None = Field(default=None, description="Its rank by words (null: not among those matches)")
     semantic_rank: int | None = Field(default=None, description="Its rank by meaning (null: not among those)")
+    provisional: bool | None = Field(
+        default=None,
+        description="Found by a scan of a meeting not indexed yet (see `indexing.scanned`): its score is an"
+        " estimate, so its rank among the others may change once it is indexed",
+    )
 
 
 class SearchMeetingsOutput(BaseModel):

@@ -66,6 +66,7 @@ from deskmcp.meetings.models import (
 from deskmcp.meetings.normalize import transcript_segments
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.meetings.sources import CacheSource, MeetingSource
+from deskmcp.meetings.unindexed import ScanResult, Unindexed, admits
 from deskmcp.meetings.worker import WorkerRun, changes
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,11 @@ class MeetingService:
         self._complete = threading.Event()
         """Set once answers cover the whole cache (the first index holds every meeting)."""
         self._complete.set()
+        self._unindexed: Unindexed | None = None
+        """The texts of a first index's meetings not indexed yet, scanned by searches meanwhile."""
+        self._scan_wanted = threading.Event()
+        """Set by a search that scanned: the first index then makes what it wrote searchable at
+        its next batch, and those meetings leave the scan."""
         self._closing = threading.Event()
         self._layout: Layout | None = None
         """Where each record of the version indexed stands in the file (see `cache_layout`)."""
@@ -238,6 +244,7 @@ class MeetingService:
     def _done_indexing(self) -> None:
         """Answers are complete from now on: no longer flagged `indexing`."""
         self._progress = None
+        self._unindexed = None  # answers are the index's alone
         self._complete.set()
 
     def wait_complete(self, timeout: float | None = None) -> bool:
@@ -246,6 +253,20 @@ class MeetingService:
         not wait for), or it stopped (the next call then reads the cache itself). False if
         neither happened within `timeout`."""
         return self._complete.wait(timeout)
+
+    def wait_scannable(self, timeout: float | None = None) -> bool:
+        """Wait until searches consider every meeting: a first index in the background holds
+        every meeting's text for its scan (see `unindexed`), or answers are complete. False if
+        neither happened within `timeout`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._complete.is_set():
+            pool = self._unindexed
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if pool is not None and pool.arrived.wait(min(left, 0.05) if left is not None else 0.05):
+                return True
+            if left == 0.0:
+                return self._complete.is_set()
+        return True
 
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Wait for a first index running in the background; False if it still runs after `timeout`."""
@@ -329,9 +350,14 @@ class MeetingService:
         # Parsing creates many small objects; the cyclic GC would rescan them over and over
         # although none of them form cycles.
         layout = self._current_layout()
+        # A first index in the background sends every meeting's text first: searches scan it
+        # for the meetings not indexed yet (see `unindexed`).
+        texts = not known and self._progress is not None
+        self._unindexed = Unindexed() if texts else None
         if path.stat().st_size < self.settings.worker_min_mb * 1024 * 1024:
             with gc_paused():
-                return self._apply(changes(path, max_bytes, known, scan=scan, layout=layout), batched=not known)
+                stream = changes(path, max_bytes, known, scan=scan, layout=layout, texts=texts)
+                return self._apply(stream, batched=not known)
         if known and scan:
             with gc_paused():
                 stream = changes(path, max_bytes, known, whole=False, layout=layout)
@@ -342,7 +368,7 @@ class MeetingService:
                 finally:
                     stream.close()
         with WorkerRun(
-            path, max_bytes, known, command=self.worker_command, timeout=self.worker_timeout, scan=scan
+            path, max_bytes, known, command=self.worker_command, timeout=self.worker_timeout, scan=scan, texts=texts
         ) as run:
             return self._apply(run.messages(), batched=not known)
 
@@ -365,6 +391,10 @@ class MeetingService:
             for kind, fields in messages:
                 if kind == "entry":
                     yield IndexRecord(**fields)
+                elif kind == "texts" and self._unindexed is not None:
+                    self._unindexed.add(fields["items"])
+                elif kind == "texts_done" and self._unindexed is not None:
+                    self._unindexed.finish()
                 elif kind == "done":
                     return
             raise InternalError("The cache reader stopped before its last entry.")
@@ -386,12 +416,24 @@ class MeetingService:
             progress = self._progress
             if progress is not None:
                 progress.total = head["changed"]
+            waiting: list[str] = []
             while batch := list(itertools.islice(records, BATCH)):
                 if self._closing.is_set():
                     raise InternalError("The meetings index was closed while it was being filled.")
                 # Deferred: a search meanwhile sees the text index as committed a moment ago
                 # instead of committing a small segment of its own; the last apply is exact.
                 stats = self.index.apply(batch, deferred=True)
+                if self._unindexed is not None:
+                    # Searches scan the meetings not indexed yet. After one did, what is applied is
+                    # made searchable, then leaves the scan (a meeting found by both is answered
+                    # by the index). Without searches the text index commits only at the end:
+                    # a commit per batch would leave it in more pieces than an index made at once.
+                    waiting.extend(record.key for record in batch)
+                    if self._scan_wanted.is_set():
+                        self._scan_wanted.clear()
+                        self.index.flush()
+                        self._unindexed.indexed(waiting)
+                        waiting = []
                 total.added += stats.added
                 total.updated += stats.updated
                 if progress is not None:
@@ -485,6 +527,9 @@ class MeetingService:
         where, params = filters.sql()
         key = query_key("search", q, filters.key(), chosen)
         offset = decode_cursor(cursor, key)
+        pool = self._scannable() if progress is not None and chosen == "lexical" else None
+        if pool is not None:
+            return self._search_with_scan(pool, q, filters, limit=limit, offset=offset, key=key)
         found = fusion.search(
             self.index, self.vectors, q, mode=chosen, where=where, params=params, limit=limit + 1, offset=offset
         )
@@ -496,6 +541,59 @@ class MeetingService:
             indexing=progress,
             mode=found.mode,
             semantic_pending=found.pending or None,
+            **self._flags(),
+        )
+
+    def _scannable(self) -> Unindexed | None:
+        """The meetings a first index has not made searchable yet, once all their texts are here."""
+        pool = self._unindexed
+        return pool if pool is not None and pool.ready else None
+
+    def _search_with_scan(
+        self, pool: Unindexed, q: str, filters: Filters, *, limit: int, offset: int, key: str
+    ) -> SearchMeetingsOutput:
+        """A lexical search during a first index: the index's hits for the meetings it holds
+        and a scan's for the others (see `unindexed`), merged by score; the scan's hits are
+        marked provisional, and the answer says how many meetings the scan covered."""
+        where, params = filters.sql()
+        wanted = offset + limit + 1
+        # Every match the index holds, whatever the page: the index's scores are then those of
+        # one ranking (a filtered search may score a short list by another way), so the merged
+        # order is the same from page to page; and a meeting the index already answers for is
+        # left out of the scan's hits. Snippets are made for the page only.
+        self._scan_wanted.set()
+        everything = self.index.count() + 1
+        hits = self.index.search(q, where=where, params=params, limit=everything, snippet_tokens=0)
+        scanned: ScanResult = pool.search(q, admits(filters))
+        shown = {hit.key for hit in hits}
+        merged: list[tuple[float, int, Any]] = [(hit.score or 0.0, 0, hit) for hit in hits]
+        merged.extend((h.score, 1, h) for h in scanned.hits if h.pending.key not in shown)
+        merged.sort(key=lambda each: -each[0])
+        shown_page = merged[offset : offset + limit]
+        snippets = self.index.search_snippets(q, [found.key for _, scan, found in shown_page if not scan])
+        items: list[SearchHit] = []
+        for rank, (score, scan, found) in enumerate(shown_page, offset + 1):
+            if scan:
+                items.append(
+                    SearchHit(
+                        **found.pending.summary(),
+                        score=round(score, 4),
+                        snippet=scanned.snippet(found),
+                        lexical_rank=rank,
+                        provisional=True,
+                    )
+                )
+            else:
+                found.snippet = snippets.get(found.key)
+                items.append(_search_hit(found, rank, None))
+        missing = [t for t in self.index.unmatched_terms(q, where=where, params=params) if t not in scanned.held]
+        progress = self._progress
+        return SearchMeetingsOutput(
+            items=items,
+            next_cursor=page(offset, limit, len(merged[offset:wanted]), key),
+            unmatched_terms=missing,
+            indexing=progress.model_copy(update={"scanned": scanned.scanned}) if progress is not None else None,
+            mode="lexical",
             **self._flags(),
         )
 
@@ -673,6 +771,9 @@ class MeetingService:
         status.indexed_at = self.index.get_meta("indexed_at")
         status.last_sync_seconds = round(self._last_sync, 3) if self._last_sync is not None else None
         status.indexing = self.cache_indexing()
+        pool = self._unindexed
+        if status.indexing is not None and pool is not None and pool.ready:
+            status.indexing = status.indexing.model_copy(update={"scanned": pool.remaining()})
         return status
 
 

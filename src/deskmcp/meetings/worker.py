@@ -18,6 +18,7 @@ from the MCP SDK, so it starts quickly.
 from __future__ import annotations
 
 import gc
+import os
 import struct
 import subprocess
 import sys
@@ -51,9 +52,17 @@ def changes(
     scan: bool = True,
     whole: bool = True,
     layout: Layout | None = None,
+    texts: bool = False,
+    split: bool = False,
 ) -> Generator[Message]:
     """("head", ...), then ("entry", fields) per new or changed meeting, then ("done", {}),
     and after it, when the file follows one, ("layout", {"layout": bytes}).
+
+    With `texts` (a first index in the background), the head is followed by every new or
+    changed meeting's searchable text first (("texts", {"items": [...]}) messages, see
+    `search_texts`, and ("texts_done", {"count": n})): searches can scan those while the
+    entries are indexed. `split` (only in a process that runs no thread, the worker): half of
+    those texts are made by a forked copy of the process meanwhile (`_texts`).
 
     With the `layout` of the version the index holds, a string cache is first compared with
     that version record by record (`cache_layout`). Else, or when that reader cannot follow
@@ -70,7 +79,7 @@ def changes(
     scanned = cache_scan.scan(path, max_bytes) if scan else None
     if scanned is not None:
         with scanned:
-            yield from _changes_of_scan(scanned, path, known)
+            yield from _changes_of_scan(scanned, path, known, texts=texts, split=split)
         return
     if not whole:
         return
@@ -89,11 +98,15 @@ def changes(
             live.add(raw.id)
             pending.append((raw, fingerprint))
     yield _head(path, document.source, fmt, folders, known, live, pending)
+    if texts:
+        yield from _texts(pending, split=split)
     yield from _entries(pending)
     yield "done", {}
 
 
-def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]) -> Iterator[Message]:
+def _changes_of_scan(
+    scanned: ScannedCache, path: Path, known: Mapping[str, str], *, texts: bool = False, split: bool = False
+) -> Iterator[Message]:
     raws, folders = raw_meetings(scanned.state)
     live: set[str] = set()
     pending = _sorted(raws, known, live, scanned)
@@ -103,6 +116,8 @@ def _changes_of_scan(scanned: ScannedCache, path: Path, known: Mapping[str, str]
         if span.offset not in used:
             scanned.read(span)
     yield _head(path, scanned.source, "string", folders, known, live, pending)
+    if texts:
+        yield from _texts(pending, scanned, split=split)
     yield from _entries(pending, scanned)
     scanned.check_unchanged()
     yield "done", {}
@@ -154,6 +169,122 @@ def _entries(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None
             yield "entry", index_entry(meeting, transcript, digest, fingerprint)
 
 
+TEXTS_BATCH = 500
+"""Meetings per ("texts", ...) message."""
+SPLIT_MIN = 2 * TEXTS_BATCH
+"""Fewer meetings' texts than this are not worth a second process."""
+
+
+def search_texts(raw: RawMeeting, transcript: Any) -> list[Any] | None:
+    """What a search needs of one meeting before it is indexed: its key, its text fields in the
+    index's order (title, participants, folders, notes, transcript, as `index_entry` makes
+    them), the columns the filters read (start, platform, folders as [id, name]) and its
+    summary's fields (participants' names, has_transcript). None when it is not a meeting."""
+    piece = RawMeeting(raw.id, raw.doc, raw.meta, raw.panels, transcript, raw.folders)
+    built = piece.for_index()
+    if built is None:
+        return None
+    meeting, _, digest = built
+    return [
+        meeting.id,
+        [
+            meeting.title,
+            " ".join(f"{p.name or ''} {p.email or ''}" for p in meeting.participants),
+            " ".join(f.name for f in meeting.folders),
+            meeting.notes,
+            digest.text,
+        ],
+        meeting.start_ts,
+        meeting.platform,
+        [[f.id, f.name] for f in meeting.folders],
+        [p.name or p.email or "" for p in meeting.participants],
+        meeting.has_transcript,
+    ]
+
+
+def _text_batches(pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None) -> Iterator[list[list[Any]]]:
+    """`search_texts` of every meeting of `pending`, TEXTS_BATCH at a time. A transcript left in
+    the file is unescaped for this alone (not checked: its entry checks it, and a bad one sends
+    the whole reading back)."""
+    items: list[list[Any]] = []
+    for raw, _ in pending:
+        transcript = raw.transcript
+        if scanned is not None and isinstance(transcript, TranscriptSpan):
+            transcript = scanned.read_text(transcript)
+        item = search_texts(raw, transcript)
+        if item is None:
+            continue
+        items.append(item)
+        if len(items) >= TEXTS_BATCH:
+            yield items
+            items = []
+    if items:
+        yield items
+
+
+def _texts(
+    pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None = None, *, split: bool = False
+) -> Iterator[Message]:
+    """("texts", {"items": [...]}) for every meeting of `pending`, then ("texts_done", {"count": n}).
+
+    `split` (the worker process, which runs no thread of its own): the second half is made by a
+    forked copy of this process on the other core meanwhile, and sent after the first."""
+    count = 0
+    half = len(pending) // 2 if split and hasattr(os, "fork") and len(pending) >= SPLIT_MIN else len(pending)
+    helper = _Helper(pending[half:], scanned) if half < len(pending) else None
+    for items in _text_batches(pending[:half], scanned):
+        count += len(items)
+        yield "texts", {"items": items}
+    rest = helper.batches() if helper is not None else None
+    if helper is not None and rest is None:  # the copy failed: made here instead
+        rest = list(_text_batches(pending[half:], scanned))
+    for items in rest or []:
+        count += len(items)
+        yield "texts", {"items": items}
+    yield "texts_done", {"count": count}
+
+
+class _Helper:
+    """A forked copy of the worker making some meetings' texts; its batches arrive on a pipe,
+    read by a thread as they come (so neither side waits on the other's buffer)."""
+
+    def __init__(self, pending: list[tuple[RawMeeting, str]], scanned: ScannedCache | None) -> None:
+        read_end, write_end = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the copy: write its batches, then leave without running any cleanup
+            os.close(read_end)
+            code = 0
+            try:
+                with os.fdopen(write_end, "wb") as out:
+                    for items in _text_batches(pending, scanned):
+                        payload = msgspec.msgpack.encode(items)
+                        out.write(_LENGTH.pack(len(payload)) + payload)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(write_end)
+        self._pipe = os.fdopen(read_end, "rb")
+        self._received: list[bytes] = []
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        with self._pipe:
+            while len(header := self._pipe.read(_LENGTH.size)) == _LENGTH.size:
+                self._received.append(self._pipe.read(_LENGTH.unpack(header)[0]))
+
+    def batches(self) -> list[list[list[Any]]] | None:
+        """Its batches once it ended; None when it failed."""
+        self._thread.join()
+        _, status = os.waitpid(self.pid, 0)
+        if status != 0:
+            return None
+        try:
+            return [msgspec.msgpack.decode(payload) for payload in self._received]
+        except msgspec.DecodeError:
+            return None
+
+
 def _head(
     path: Path,
     source: str,
@@ -195,7 +326,12 @@ def main() -> int:
     encoder = msgspec.msgpack.Encoder()
     try:
         stream = changes(
-            Path(request["path"]), int(request["max_bytes"]), request["known"], scan=bool(request.get("scan", True))
+            Path(request["path"]),
+            int(request["max_bytes"]),
+            request["known"],
+            scan=bool(request.get("scan", True)),
+            texts=bool(request.get("texts", False)),
+            split=True,
         )
         for kind, body in stream:
             _write(out, encoder, kind, body)
@@ -221,6 +357,7 @@ class WorkerRun:
         command: list[str] | None = None,
         timeout: float = 300.0,
         scan: bool = True,
+        texts: bool = False,
     ) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
         self._timed_out = threading.Event()
@@ -236,7 +373,7 @@ class WorkerRun:
         self._timer.daemon = True
         self._timer.start()
         request = msgspec.msgpack.encode(
-            {"path": str(path), "max_bytes": max_bytes, "known": dict(known), "scan": scan}
+            {"path": str(path), "max_bytes": max_bytes, "known": dict(known), "scan": scan, "texts": texts}
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         try:
