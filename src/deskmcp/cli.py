@@ -7,7 +7,6 @@ everything heavy is imported inside the command that needs it.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -85,12 +84,14 @@ def ensure_workspace(workspace: Path | None) -> None:
     """Create the configured workspace (--workspace, else DESKMCP_WORKSPACE) when it does not exist
     yet, with one line on stderr naming it: a mistyped path must not pass for an empty workspace.
     The default data folder is created silently, as on any first run."""
-    from deskmcp.core.config import expand
+    from deskmcp.core.config import WorkspaceSettings, expand
+    from deskmcp.core.settings import origin, raw
 
+    configured = raw(WorkspaceSettings, "workspace")
     if workspace is not None:
         path, source = expand(workspace), "--workspace"
-    elif os.environ.get("DESKMCP_WORKSPACE"):
-        path, source = expand(os.environ["DESKMCP_WORKSPACE"]), "DESKMCP_WORKSPACE"
+    elif configured:
+        path, source = expand(configured), origin(WorkspaceSettings, "workspace") or "DESKMCP_WORKSPACE"
     else:
         return
     if path.is_dir():
@@ -195,10 +196,10 @@ def serve(
         return
 
     from deskmcp.serving.listen import serve as serve_http
-    from deskmcp.serving.options import HttpOptions, resolve_token
+    from deskmcp.serving.options import HttpOptions, HttpSettings, resolve_token
 
     authorization = _authorization()
-    token, generated = (None, False) if authorization else resolve_token(host, os.environ.get("DESKMCP_TOKEN"))
+    token, generated = (None, False) if authorization else resolve_token(host, HttpSettings().token_text)
     options = HttpOptions(
         host=host,
         port=port,
@@ -242,8 +243,11 @@ def _authorization() -> Any:
     from pydantic import ValidationError
 
     from deskmcp.core.extras import MissingExtra, needs_extra
+    from deskmcp.core.settings import raw
+    from deskmcp.serving.auth.settings import AuthorizationSettings
+    from deskmcp.serving.options import HttpSettings
 
-    if not os.environ.get("DESKMCP_AUTH_ISSUER"):
+    if not raw(AuthorizationSettings, "issuer"):
         return None  # the resource server's libraries (joserfc) are the remote extra: not needed
     try:
         with needs_extra("remote", "DESKMCP_AUTH_ISSUER (an OAuth authorization server)"):
@@ -259,7 +263,7 @@ def _authorization() -> Any:
         raise typer.Exit(2) from None
     if settings is None:
         return None
-    if os.environ.get("DESKMCP_TOKEN"):
+    if HttpSettings().token_text:
         typer.echo(
             "deskmcp: DESKMCP_TOKEN and DESKMCP_AUTH_ISSUER are both set; unset one (the static token is for "
             "one person on one machine, the authorization server for several).",
@@ -311,10 +315,10 @@ def _bind(host: str, port: int) -> socket.socket:
 
 def _allowed_origins(extra: list[str] | None) -> tuple[str, ...]:
     """DESKMCP_ALLOWED_ORIGINS and the --allow-origin values; a malformed one is a usage error."""
-    from deskmcp.serving.options import parse_origins
+    from deskmcp.serving.options import HttpSettings, parse_origins
 
     try:
-        return parse_origins(",".join([os.environ.get("DESKMCP_ALLOWED_ORIGINS", ""), *(extra or ())]))
+        return parse_origins(",".join([HttpSettings().allowed_origins, *(extra or ())]))
     except BadRequest as exc:
         typer.echo(f"deskmcp: {exc.message}", err=True)
         raise typer.Exit(2) from None

@@ -7,7 +7,7 @@ settings come from the file `settings.env` in that workspace (KEY=VALUE lines, t
 names of the single-user setup, read as data: nothing in them is expanded from this process's
 environment), never from the process environment, whose values every user would otherwise share;
 a user may set only what `user_keys()` lists, and only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
-`DESKMCP_OUTPUT_SCHEMAS`, `MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
+`DESKMCP_OUTPUT_SCHEMAS`, `DESKMCP_MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
 and file a user's settings name must lie inside that user's workspace after symlinks (`confine`);
 team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, shown to each user as extra
 documents folders that the documents tools may not write into.
@@ -38,13 +38,14 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 from pydantic import AliasChoices, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deskmcp.core.config import WorkspaceSettings, env_alias, expand, literal_paths
+from deskmcp.core.config import WorkspaceSettings, expand, literal_paths
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, PermissionDenied
 from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.principal import Principal, current_principal
+from deskmcp.core.settings import Settings, current_name, env_alias
 from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
@@ -98,10 +99,8 @@ USER_FILE_SCHEMES = frozenset({"file"})
 """Clone URL schemes that reach files of this machine, refused in a user's DIAGRAMS_GIT_ALLOWED_SCHEMES."""
 
 
-class UsersSettings(BaseSettings):
+class UsersSettings(Settings):
     """Environment: `DESKMCP_USERS_ROOT`, `DESKMCP_USERS_LIVE`, `DESKMCP_TEAM_FOLDERS`."""
-
-    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 
     users_root: Path | None = Field(
         default=None,
@@ -189,7 +188,8 @@ def read_user_settings(workspace: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     read = dotenv_values(path, encoding="utf-8", interpolate=False)
-    values = {k: v for k, v in read.items() if v is not None}
+    # A name from before its package's prefix is read as the new one (with the deprecation line).
+    values = {current_name(k): v for k, v in read.items() if v is not None}
     refused = sorted(FORBIDDEN_KEYS & values.keys())
     if refused:
         raise PermissionDenied(
