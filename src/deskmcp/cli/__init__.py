@@ -813,7 +813,3 @@ def models_remove(name: Annotated[str, typer.Argument(help="A model of the store
     except DeskError as exc:
         raise _models_failure(exc) from None
     typer.echo(f"Removed {name} ({folder}).")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    app()
