@@ -71,25 +71,6 @@ def main(
     """deskmcp: MCP servers over one local-first core."""
 
 
-@app.command("settings")
-def settings_(
-    server: Annotated[str | None, typer.Option("--server", help="Only the settings this server reads.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
-    user_workspace: Annotated[
-        Path | None, typer.Option("--user-workspace", help="A user's workspace (users mode): read its settings.env.")
-    ] = None,
-) -> None:
-    """List every setting: its name (and old name), the value in effect and where it came from; secrets masked."""
-    setup_logging("WARNING")
-    from deskmcp.settings_table import settings_command
-
-    try:
-        typer.echo(settings_command(server, as_json_output=as_json, user_workspace=user_workspace))
-    except DeskError as exc:
-        typer.echo(f"deskmcp: {exc.message}", err=True)
-        raise typer.Exit(2) from None
-
-
 @app.command()
 def demo(
     workspace: Annotated[
@@ -287,4 +268,5 @@ def models_remove(name: Annotated[str, typer.Argument(help="A model of the store
 from deskmcp.cli import serve  # noqa: E402, F401
 from deskmcp.cli import tools  # noqa: E402, F401
 from deskmcp.cli import orchestrate  # noqa: E402, F401
+from deskmcp.cli import settings_command  # noqa: E402, F401
 # isort: on
