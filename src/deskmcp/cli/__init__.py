@@ -72,27 +72,6 @@ def main(
 
 
 @app.command()
-def demo(
-    workspace: Annotated[
-        Path | None,
-        typer.Option(
-            "--workspace",
-            "-w",
-            help="Where to generate the demo (default: the 'demo' folder in your data folder; "
-            "DESKMCP_WORKSPACE is not used, so the demo never mixes with your own data).",
-        ),
-    ] = None,
-    meetings: Annotated[int, typer.Option(help="How many meetings to generate.")] = 300,
-    fresh: Annotated[bool, typer.Option("--fresh", help="Regenerate the demo data even if present.")] = False,
-) -> None:
-    """Create a demo workspace with generated data and tour the servers through a real MCP client."""
-    setup_logging("WARNING")
-    from deskmcp.demo.tour import run_tour
-
-    run_tour(workspace, meetings=meetings, fresh=fresh)
-
-
-@app.command()
 def connect(
     url: Annotated[str, typer.Argument(help="The remote deskmcp, e.g. http://server:8765 (its /mcp endpoint).")],
     workspace: WorkspaceOpt = None,
@@ -269,4 +248,5 @@ from deskmcp.cli import serve  # noqa: E402, F401
 from deskmcp.cli import tools  # noqa: E402, F401
 from deskmcp.cli import orchestrate  # noqa: E402, F401
 from deskmcp.cli import settings_command  # noqa: E402, F401
+from deskmcp.cli import demo  # noqa: E402, F401
 # isort: on
