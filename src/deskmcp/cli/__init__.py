@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import typer
 
 from deskmcp import __version__
-from deskmcp.cli.selection import ensure_workspace
 from deskmcp.core.errors import BadRequest, DeskError
 
 app = typer.Typer(
@@ -69,37 +68,6 @@ def main(
     ] = False,
 ) -> None:
     """deskmcp: MCP servers over one local-first core."""
-
-
-@app.command()
-def connect(
-    url: Annotated[str, typer.Argument(help="The remote deskmcp, e.g. http://server:8765 (its /mcp endpoint).")],
-    workspace: WorkspaceOpt = None,
-    log_level: LogLevelOpt = "WARNING",
-) -> None:
-    """Serve, over stdio, the tools of a deskmcp running elsewhere over HTTP.
-
-    A remote that asks for OAuth authorization is signed in to in the browser on first use; the
-    tokens are kept (0600) under your config folder and refreshed. Its client identity:
-    DESKMCP_CONNECT_CLIENT_METADATA_URL, or DESKMCP_CONNECT_CLIENT_ID (and _SECRET), else it
-    registers itself. A remote with one static token: set DESKMCP_REMOTE_TOKEN (or DESKMCP_TOKEN).
-    Starts even when the remote is down; calls then answer mcp_unavailable until it is back.
-    """
-    from deskmcp.connect.bridge import ForwardingServer, endpoint, token_from_environment
-    from deskmcp.connect.oauth import ClientSettings, oauth_for
-    from deskmcp.core.config import WorkspaceSettings
-
-    setup_logging(log_level)
-    ensure_workspace(workspace)
-    settings = WorkspaceSettings(workspace=workspace) if workspace else WorkspaceSettings()
-    token = token_from_environment()
-    try:
-        auth = None if token else oauth_for(endpoint(url), client=ClientSettings.from_environment())
-        server = ForwardingServer(url, token=token, cache_dir=settings.workspace / ".deskmcp", auth=auth)
-    except ValueError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    server.run("stdio")
 
 
 auth_app = typer.Typer(help="Authorise deskmcp to use an account (Google for mail and sheets).", no_args_is_help=True)
@@ -249,4 +217,5 @@ from deskmcp.cli import tools  # noqa: E402, F401
 from deskmcp.cli import orchestrate  # noqa: E402, F401
 from deskmcp.cli import settings_command  # noqa: E402, F401
 from deskmcp.cli import demo  # noqa: E402, F401
+from deskmcp.cli import connect  # noqa: E402, F401
 # isort: on
