@@ -86,7 +86,7 @@ def in_process_listing(root: Path, workspace: Path, rounds: int) -> tuple[float,
 
 async def over_stdio(root: Path, workspace: Path, reads: int, rounds: int) -> dict[str, object]:
     pidfile = workspace / "server.pid"
-    env = {"PROJECT_ROOT": str(root), "DESKMCP_WORKSPACE": str(workspace)}
+    env = {"DIAGRAMS_PROJECT_ROOT": str(root), "DESKMCP_WORKSPACE": str(workspace)}
     params = stdio_params(["-m", "deskmcp.cli", "serve", "diagrams"], env, pidfile)
     rng = random.Random(7)
     results: dict[str, object] = {}

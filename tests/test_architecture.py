@@ -57,6 +57,10 @@ SQL_ALLOWED = {
     "mail/backends/maildir_store.py",
     "mail/backends/imap_store.py",
 }
+ENVIRONMENT_ALLOWED = {"core/settings.py"}
+ENVIRONMENT_READ = re.compile(
+    r"\bos\s*\.\s*(?:environb?|getenv|putenv|unsetenv)\b|\bgetenv\s*\(|\bfrom\s+os\s+import\b[^\n]*\benviron"
+)
 GOOGLE_EXECUTE = {"mail/backends/gmail.py", "sheets/backends/google.py"}
 SQL_METHODS = ("execute", "executemany", "executescript")
 SQL_START = re.compile(
@@ -440,4 +444,42 @@ def test_the_server_name_check_sees_a_server_and_its_settings_named(tmp_path: Pa
         "users.py:3: MAIL_ACCOUNTS",
         "users.py:4: extra_roots",
         "gateway.py:2: vault",
+    ]
+
+
+def environment_reads(src: Path) -> list[str]:
+    """`path:line` of each place outside `ENVIRONMENT_ALLOWED` that names this process's environment."""
+    found: list[str] = []
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel in ENVIRONMENT_ALLOWED:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if ENVIRONMENT_READ.search(line):
+                found.append(f"{rel}:{number}")
+    return found
+
+
+def test_only_the_settings_mechanism_reads_the_environment() -> None:
+    assert all((SRC / rel).is_file() for rel in ENVIRONMENT_ALLOWED)
+    assert environment_reads(SRC) == [], "read settings through a Settings class, the rest through core.settings"
+
+
+def test_the_environment_check_sees_each_spelling(tmp_path: Path) -> None:
+    package = write_tree(
+        tmp_path,
+        {
+            "core/settings.py": "import os\nCOPY = dict(os.environ)\n",
+            "core/dates.py": "import os\nZONE = os.environ.get('TZ')\n",
+            "vault/service.py": "import os\nROOT = os.getenv('VAULT_PATH')\n",
+            "mail/service.py": "from os import environ as env, getenv\n",
+            "sheets/service.py": "import os\ndef f():\n    os.environ['X'] = '1'\n",
+            "diagrams/service.py": "import os\nPATH = os.path.join('a', 'b')  # the environment is not read here\n",
+        },
+    )
+    assert environment_reads(package) == [
+        "core/dates.py:2",
+        "mail/service.py:1",
+        "sheets/service.py:3",
+        "vault/service.py:2",
     ]

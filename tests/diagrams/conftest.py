@@ -9,32 +9,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from deskmcp.core.settings import environment_names
 from deskmcp.diagrams.server import Settings, create_server
 from deskmcp.diagrams.service import DiagramsService
 from tests.helpers.tool_calls import Connect
 
-ENVIRONMENT = (
-    "PROJECT_ROOT",
-    "DIAGRAM_OUT_DIR",
-    "KROKI_BASE_URL",
-    "GITHUB_TOKEN",
-    "GITHUB_API_URL",
-    "DIAGRAM_RENDER_TIMEOUT",
-    "DIAGRAM_RENDER_MEMORY_MB",
-    "DIAGRAM_MAX_PNG_PIXELS",
-    "DIAGRAM_RENDER_QUEUE",
-    "GIT_CACHE_TTL",
-    "DIAGRAMS_HTTP_TIMEOUT",
-    "DIAGRAMS_MAX_WAIT",
-    "DIAGRAMS_GIT_TIMEOUT",
-    "DIAGRAMS_GIT_DEADLINE",
-    "DIAGRAMS_GIT_ALLOWED_SCHEMES",
-    "DIAGRAMS_GIT_ALLOWED_HOSTS",
-    "DIAGRAMS_GIT_MAX_BLOB_MB",
-    "DIAGRAMS_GIT_CACHE_REPOS",
-    "DIAGRAMS_GIT_CACHE_MB",
-    "MAX_FILE_CHARS",
-)
+ENVIRONMENT = tuple(name for field, info in Settings.model_fields.items() for name in environment_names(field, info))
+"""Every name a diagrams setting is read by: the prefixed one, the conventional and the old ones."""
 
 
 @pytest.fixture(autouse=True)

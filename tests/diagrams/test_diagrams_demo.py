@@ -21,7 +21,7 @@ def test_demo_project_is_shaped_like_deskmcp(tmp_path: Path) -> None:
     assert 40 <= len(files) <= 50
     assert (tmp_path / "docs" / "architecture.mmd").read_text(encoding="utf-8").startswith("flowchart")
     assert DATA_FOLDERS["diagrams"] == "project"
-    assert demo.environment(tmp_path) == {"PROJECT_ROOT": str(tmp_path / "project")}
+    assert demo.environment(tmp_path) == {"DIAGRAMS_PROJECT_ROOT": str(tmp_path / "project")}
 
 
 @pytest.mark.e2e

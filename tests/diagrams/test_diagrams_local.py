@@ -370,8 +370,8 @@ async def test_a_missing_project_root_is_reported_by_every_tool_and_never_create
         ]
     for error in errors:
         assert error["error"] == "not_found"
-        assert "PROJECT_ROOT" in error["message"] and str(missing) in error["message"]
-        assert error["details"] == {"variable": "PROJECT_ROOT", "path": str(missing)}
+        assert "DIAGRAMS_PROJECT_ROOT" in error["message"] and str(missing) in error["message"]
+        assert error["details"] == {"variable": "DIAGRAMS_PROJECT_ROOT", "path": str(missing)}
     assert not missing.exists()
 
 

@@ -168,7 +168,7 @@ def test_a_render_past_the_time_limit_is_stopped_with_a_timeout(tmp_path: Path) 
     hanging = OfflineRenderer(settings, command=_fake_worker("sys.stdin.readline()\nsys.stdin.read()\n"))
     with pytest.raises(Timeout) as info:
         hanging.render(FLOW, "png")
-    assert "DIAGRAM_RENDER_TIMEOUT" in info.value.message
+    assert "DIAGRAMS_RENDER_TIMEOUT" in info.value.message
     assert hanging._worker is None  # the stuck worker was killed, not left running
 
 
@@ -187,7 +187,7 @@ async def test_validate_mermaid_past_the_time_limit_says_the_validation_timed_ou
     assert error["error"] == "timeout"
     assert error["message"].startswith("Validating the diagram")
     assert "Rendering" not in error["message"]
-    assert "DIAGRAM_RENDER_TIMEOUT" in error["message"]
+    assert "DIAGRAMS_RENDER_TIMEOUT" in error["message"]
     assert error["details"] == {"operation": "validate", "timeout_seconds": 0.5}
 
 
@@ -199,7 +199,7 @@ def test_a_worker_that_dies_mid_render_is_a_clear_bad_request_and_is_replaced(tm
         with pytest.raises(BadRequest) as info:
             dying.render(FLOW, "png")
         assert "512 MiB" in info.value.message
-        assert "DIAGRAM_RENDER_MEMORY_MB" in info.value.message
+        assert "DIAGRAMS_RENDER_MEMORY_MB" in info.value.message
 
 
 @pytest.mark.e2e
@@ -297,7 +297,7 @@ async def test_a_cheap_call_answers_while_45_validations_hold_the_renderer_and_t
                 await anyio.to_thread.run_sync(gated.gate.set)
     refused = [json.loads(a.content[0].text) for a in answers if a.is_error]
     assert {e["error"] for e in refused} == {"rate_limited"}
-    assert "DIAGRAM_RENDER_QUEUE" in refused[0]["message"]
+    assert "DIAGRAMS_RENDER_QUEUE" in refused[0]["message"]
     assert len(refused) == 45 - 1 - 8  # one running, eight waiting
     assert gated.finished == 9
     assert all(a.structured_content["valid"] for a in answers if not a.is_error)
@@ -335,7 +335,7 @@ def test_every_example_diagram_validates_or_names_its_unsupported_type(renderer:
     assert list(unsupported) == ["usecase--basic-use-cases.mmd"]
     check = unsupported["usecase--basic-use-cases.mmd"]
     assert check.diagram_type == "usecase-beta"
-    assert check.message is not None and "KROKI_BASE_URL" in check.message
+    assert check.message is not None and "DIAGRAMS_KROKI_URL" in check.message
 
 
 def test_an_unsupported_diagram_type_is_a_bad_request_suggesting_kroki(renderer: OfflineRenderer) -> None:
@@ -343,7 +343,7 @@ def test_an_unsupported_diagram_type_is_a_bad_request_suggesting_kroki(renderer:
     with pytest.raises(BadRequest) as info:
         renderer.render(code, "png")
     assert "usecase" in info.value.message
-    assert "KROKI_BASE_URL" in info.value.message
+    assert "DIAGRAMS_KROKI_URL" in info.value.message
 
 
 def test_every_invalid_corpus_diagram_is_a_bad_request_with_message_and_line(renderer: OfflineRenderer) -> None:

@@ -11,7 +11,8 @@ import pytest
 from tests.helpers.files import write
 from typer.testing import CliRunner
 
-from deskmcp.cli import app, one_line, parse_assignments
+from deskmcp.cli import app
+from deskmcp.cli.tools import one_line, parse_assignments
 from deskmcp.core.errors import BadRequest
 from deskmcp.gateway import compose
 

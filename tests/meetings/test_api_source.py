@@ -508,10 +508,10 @@ def test_deskmcp_call_says_an_answer_given_while_syncing_is_partial(
     it is partial, and exits 3 rather than 0 (or waiting for ever)."""
     from typer.testing import CliRunner
 
-    from deskmcp import cli
     from deskmcp.cli import app
+    from deskmcp.cli import tools as tools_command
 
-    monkeypatch.setattr(cli, "SYNC_STALL_SECONDS", 2.0)
+    monkeypatch.setattr(tools_command, "SYNC_STALL_SECONDS", 2.0)
 
     stub.reset(NOTES[:10])  # within one burst of Granola's rate limit
     stub.faults.append(Fault(NOTES[3]["id"], garbled=True, times=1000))

@@ -426,7 +426,9 @@ def test_security_a_users_missing_folders_are_reported_without_the_users_root(de
     d = deployment
     ws = d.root / principal("erin").key
     erin = _user_with_settings(
-        d, "erin", f"VAULT_PATH={ws}/no-vault\nDOCUMENTS_PATH={ws}/no-documents\nPROJECT_ROOT={ws}/no-project\n"
+        d,
+        "erin",
+        f"VAULT_PATH={ws}/no-vault\nDOCUMENTS_PATH={ws}/no-documents\nDIAGRAMS_PROJECT_ROOT={ws}/no-project\n",
     )
 
     answers = {

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     import httpx2
 
 log = logging.getLogger("deskmcp.connect.bridge")
-
-TOKEN_VARIABLES = ("DESKMCP_REMOTE_TOKEN", "DESKMCP_TOKEN")
 
 
 def endpoint(url: str) -> str:
@@ -189,8 +186,8 @@ class ForwardingServer(MCPServer[Any]):
 
 
 def token_from_environment() -> str | None:
-    for name in TOKEN_VARIABLES:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+    """DESKMCP_REMOTE_TOKEN, else DESKMCP_TOKEN, else None (sign in with OAuth)."""
+    from deskmcp.connect.settings import ConnectSettings
+
+    token = ConnectSettings().token
+    return token.get_secret_value() or None if token is not None else None

@@ -22,7 +22,6 @@ import hashlib
 import http.server
 import json
 import logging
-import os
 import socket
 import sys
 import threading
@@ -236,10 +235,14 @@ class ClientSettings:
 
     @classmethod
     def from_environment(cls) -> ClientSettings:
+        from deskmcp.connect.settings import ConnectSettings
+
+        settings = ConnectSettings()
+        secret = settings.client_secret.get_secret_value() if settings.client_secret is not None else ""
         return cls(
-            client_metadata_url=os.environ.get("DESKMCP_CONNECT_CLIENT_METADATA_URL") or None,
-            client_id=os.environ.get("DESKMCP_CONNECT_CLIENT_ID") or None,
-            client_secret=os.environ.get("DESKMCP_CONNECT_CLIENT_SECRET") or None,
+            client_metadata_url=settings.client_metadata_url,
+            client_id=settings.client_id,
+            client_secret=secret or None,
         )
 
 

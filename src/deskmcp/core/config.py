@@ -1,7 +1,8 @@
 """Configuration shared by every server: the workspace, the index folder and the time zone.
 
-Each server has one frozen settings class that subclasses `WorkspaceSettings`. Only the CLI
-(and tests) build them; servers receive them as arguments.
+Each server has one frozen settings class that subclasses `WorkspaceSettings` (itself a
+`deskmcp.core.settings.Settings`, the one way settings are read). Only the CLI (and tests) build
+them; servers receive them as arguments.
 """
 
 from __future__ import annotations
@@ -13,19 +14,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import AliasChoices, BeforeValidator, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, field_validator
+
+from deskmcp.core.settings import Settings, env_alias
 
 APP_NAME = "deskmcp"
 
 
 def default_workspace() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
-
-
-def env_alias(*names: str) -> AliasChoices:
-    """Accept the field name (for keyword construction) and the given environment names."""
-    return AliasChoices(*names)
 
 
 _LITERAL_PATHS: ContextVar[bool] = ContextVar("deskmcp_literal_paths", default=False)
@@ -63,10 +60,8 @@ OptionalText = Annotated[str | None, BeforeValidator(lambda value: value or None
 """A text setting that may be unset; an empty value means unset."""
 
 
-class WorkspaceSettings(BaseSettings):
-    """Where deskmcp keeps its data. Environment: `DESKMCP_WORKSPACE`, `DESKMCP_INDEX_DIR`, `DESKMCP_TIMEZONE`."""
-
-    model_config = SettingsConfigDict(env_prefix="DESKMCP_", frozen=True, populate_by_name=True, extra="ignore")
+class WorkspaceSettings(Settings):
+    """Where deskmcp keeps its data and how every server publishes its tools (`DESKMCP_*`)."""
 
     workspace: Path = Field(
         default_factory=default_workspace,
@@ -81,7 +76,7 @@ class WorkspaceSettings(BaseSettings):
     max_chars: int = Field(
         default=200_000,
         ge=1_000,
-        validation_alias=env_alias("max_chars", "MAX_FILE_CHARS"),
+        validation_alias=env_alias("max_chars", "DESKMCP_MAX_FILE_CHARS", old="MAX_FILE_CHARS"),
         description="Longest text one tool answer carries (exports, transcripts, document text).",
     )
     tool_names: Literal["spec", "safe"] = Field(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from deskmcp.core.errors import BadRequest
+from deskmcp.core.settings import variable
 
 _MS_THRESHOLD = 1e11  # epoch values above this are milliseconds (year 5138 in seconds)
 
@@ -98,7 +98,7 @@ def _posix_zone_name() -> str | None:
 
 def _system_zone_name() -> str | None:
     """The IANA name of the system's zone: $TZ, the POSIX files, else tzlocal (Windows' registry)."""
-    name = os.environ.get("TZ")
+    name = variable("TZ")
     if name:
         return name.lstrip(":")
     name = _posix_zone_name()

@@ -95,7 +95,7 @@ def generate(root: Path, rng: random.Random) -> None:
 
 
 def environment(workspace: Path) -> dict[str, str]:
-    return {"PROJECT_ROOT": str(workspace / "project")}
+    return {"DIAGRAMS_PROJECT_ROOT": str(workspace / "project")}
 
 
 STEPS: list[tuple[str, str, dict[str, Any]]] = [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
-import os
 import random
 import re
 import shutil
@@ -31,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deskmcp.core.config import default_workspace
+from deskmcp.core.settings import environment, variable
 from deskmcp.servers import SERVERS
 
 DATA_FOLDERS = {
@@ -227,7 +227,7 @@ async def tour_server(server: DemoServer, workspace: Path, console: Console) -> 
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    env = dict(os.environ)
+    env = environment()
     # Every toolset, so the tour can show the tools a default client does not list.
     env.update({"DESKMCP_WORKSPACE": str(workspace), "DESKMCP_TOOLSETS": "all", **server.environment(workspace)})
     params = StdioServerParameters(command=sys.executable, args=["-m", "deskmcp.cli", "serve", server.name], env=env)
@@ -303,10 +303,10 @@ def server_command() -> list[str]:
 def _uvx_command() -> list[str] | None:
     """`uvx --from SOURCE deskmcp` when this Python is an environment in uv's cache (where uvx
     makes them), else None. uv names itself to what it runs in the UV variable."""
-    uv = os.environ.get("UV")
+    uv = variable("UV")
     if not uv or not Path(uv).is_file():
         return None
-    cache = os.environ.get("UV_CACHE_DIR")
+    cache = variable("UV_CACHE_DIR")
     if not cache:
         try:
             done = subprocess.run([uv, "cache", "dir"], capture_output=True, text=True, timeout=30, check=True)

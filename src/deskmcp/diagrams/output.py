@@ -1,4 +1,4 @@
-"""Where rendered diagrams go: a sanitised file name in DIAGRAM_OUT_DIR, inside PROJECT_ROOT."""
+"""Where rendered diagrams go: a sanitised file name in DIAGRAMS_OUT_DIR, inside DIAGRAMS_PROJECT_ROOT."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def out_folder(settings: DiagramsSettings) -> Path:
         resolved = out.resolve()
         if not is_within(root, resolved):
             raise PermissionDenied(
-                f"DIAGRAM_OUT_DIR {out} is outside PROJECT_ROOT {root}; set it to a folder inside the project.",
+                f"DIAGRAMS_OUT_DIR {out} is outside DIAGRAMS_PROJECT_ROOT {root}; set it to a folder inside the "
+                "project.",
                 {"out_dir": str(out)},
             )
         return resolved

@@ -1,4 +1,4 @@
-"""Rendering Mermaid: offline in a worker process (default), or through Kroki (`KROKI_BASE_URL`).
+"""Rendering Mermaid: offline in a worker process (default), or through Kroki (`DIAGRAMS_KROKI_URL`).
 
 The offline renderer runs mermaid.js in a child process (`render_worker`) that is reused between
 renders, limited in address space, stopped when a render runs past the time limit and replaced
@@ -75,7 +75,7 @@ def syntax_error(message: str, line: int | None) -> BadRequest:
 def unsupported_type(keyword: str | None) -> BadRequest:
     return BadRequest(
         f"The offline renderer does not support the diagram type {keyword!r}. "
-        "Use another diagram type, or set KROKI_BASE_URL to render through Kroki.",
+        "Use another diagram type, or set DIAGRAMS_KROKI_URL to render through Kroki.",
         {"diagram_type": keyword, "renderer": "offline"},
     )
 
@@ -182,7 +182,7 @@ class OfflineRenderer:
                     self._worker = None
                     raise ExternalServiceError(
                         "The Mermaid renderer could not start "
-                        f"({exc}); check DIAGRAM_RENDER_MEMORY_MB (now {self.memory_mb}) or set KROKI_BASE_URL.",
+                        f"({exc}); check DIAGRAMS_RENDER_MEMORY_MB (now {self.memory_mb}) or set DIAGRAMS_KROKI_URL.",
                         {"renderer": "offline"},
                     ) from exc
             try:
@@ -216,20 +216,20 @@ class OfflineRenderer:
             return Timeout(
                 f"Validating the diagram (a syntax check, no image) took longer than {self.timeout:g} s and "
                 "was stopped: Mermaid parses the whole diagram to check it, so a very large one is slow. "
-                "Split it into smaller diagrams and validate each, or raise DIAGRAM_RENDER_TIMEOUT "
+                "Split it into smaller diagrams and validate each, or raise DIAGRAMS_RENDER_TIMEOUT "
                 "(it limits validations too).",
                 details,
             )
         return Timeout(
             f"Rendering took longer than {self.timeout:g} s and was stopped. Simplify or split the "
-            "diagram, or raise DIAGRAM_RENDER_TIMEOUT.",
+            "diagram, or raise DIAGRAMS_RENDER_TIMEOUT.",
             details,
         )
 
     def _too_big(self) -> BadRequest:
         return BadRequest(
             f"The diagram needs more memory than the renderer may use ({self.memory_mb} MiB). "
-            "Split or simplify it, or raise DIAGRAM_RENDER_MEMORY_MB.",
+            "Split or simplify it, or raise DIAGRAMS_RENDER_MEMORY_MB.",
             {"memory_mb": self.memory_mb},
         )
 

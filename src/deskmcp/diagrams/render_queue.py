@@ -44,7 +44,7 @@ class RenderQueue:
             if self._admitted >= self.workers + self.queue_limit:
                 raise RateLimited(
                     f"{self._admitted} renders or validations are already running or waiting (the most "
-                    f"DIAGRAM_RENDER_QUEUE={self.queue_limit} allows). Try again once one has answered.",
+                    f"DIAGRAMS_RENDER_QUEUE={self.queue_limit} allows). Try again once one has answered.",
                     {"running_or_queued": self._admitted, "queue_limit": self.queue_limit},
                 )
             self._admitted += 1

@@ -56,7 +56,7 @@ def create_service(settings: DiagramsSettings) -> DiagramsService:
 def unavailable(settings: DiagramsSettings) -> str | None:
     if settings.project_root is not None and not settings.project_root.is_dir():
         where = shown_path(settings.project_root, settings.shown_root)
-        return f"the project folder {where} does not exist; create it or fix PROJECT_ROOT"
+        return f"the project folder {where} does not exist; create it or fix DIAGRAMS_PROJECT_ROOT"
     return None
 
 

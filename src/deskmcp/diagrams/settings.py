@@ -11,64 +11,62 @@ from deskmcp.core.errors import PermissionDenied
 
 
 class DiagramsSettings(WorkspaceSettings):
-    """Environment: `PROJECT_ROOT`, `DIAGRAM_OUT_DIR`, `KROKI_BASE_URL`, `GITHUB_TOKEN`, `GITHUB_API_URL`,
-    `DIAGRAM_RENDER_TIMEOUT`, `DIAGRAM_RENDER_MEMORY_MB`, `DIAGRAM_MAX_PNG_PIXELS`, `DIAGRAM_RENDER_QUEUE`,
-    `GIT_CACHE_TTL`, `DIAGRAMS_HTTP_TIMEOUT`, `DIAGRAMS_MAX_WAIT`, plus the workspace's
-    (`MAX_FILE_CHARS` bounds reads)."""
+    """Environment: `DIAGRAMS_*` (and `GITHUB_TOKEN`), plus the workspace's (`DESKMCP_MAX_FILE_CHARS`
+    bounds reads); the names without the prefix (`PROJECT_ROOT`, `KROKI_BASE_URL`, ...) are still read."""
 
     project_root: OptionalPath = Field(
         default=None,
-        validation_alias=env_alias("project_root", "PROJECT_ROOT"),
+        validation_alias=env_alias("project_root", "DIAGRAMS_PROJECT_ROOT", old="PROJECT_ROOT"),
         description="Folder the local source reads (default: <workspace>/project, created when missing).",
     )
     out_dir: Path = Field(
         default=Path("diagrams"),
-        validation_alias=env_alias("out_dir", "DIAGRAM_OUT_DIR"),
-        description="Where render_mermaid saves images: a folder inside PROJECT_ROOT (relative to it).",
+        validation_alias=env_alias("out_dir", "DIAGRAMS_OUT_DIR", old="DIAGRAM_OUT_DIR"),
+        description="Where render_mermaid saves images: a folder inside DIAGRAMS_PROJECT_ROOT (relative to it).",
     )
     kroki_base_url: str | None = Field(
         default=None,
-        validation_alias=env_alias("kroki_base_url", "KROKI_BASE_URL"),
+        validation_alias=env_alias("kroki_base_url", "DIAGRAMS_KROKI_URL", old="KROKI_BASE_URL"),
         description="Render through Kroki (e.g. https://kroki.io or a self-hosted one) instead of offline.",
     )
     github_token: str | None = Field(
         default=None,
-        validation_alias=env_alias("github_token", "GITHUB_TOKEN"),
+        validation_alias=env_alias("github_token", "DIAGRAMS_GITHUB_TOKEN", "GITHUB_TOKEN"),
         description="GitHub token (optional; raises the rate limit and reaches private repositories).",
     )
     github_api_url: str = Field(
         default="https://api.github.com",
-        validation_alias=env_alias("github_api_url", "GITHUB_API_URL"),
+        validation_alias=env_alias("github_api_url", "DIAGRAMS_GITHUB_API_URL", old="GITHUB_API_URL"),
         description="GitHub REST API base (GitHub Enterprise: https://HOST/api/v3).",
     )
     render_timeout: float = Field(
         default=60.0,
         gt=0,
-        validation_alias=env_alias("render_timeout", "DIAGRAM_RENDER_TIMEOUT"),
+        validation_alias=env_alias("render_timeout", "DIAGRAMS_RENDER_TIMEOUT", old="DIAGRAM_RENDER_TIMEOUT"),
         description="Seconds one render may take before it is stopped with a timeout error.",
     )
     render_memory_mb: int = Field(
         default=2048,
         ge=256,
-        validation_alias=env_alias("render_memory_mb", "DIAGRAM_RENDER_MEMORY_MB"),
+        validation_alias=env_alias("render_memory_mb", "DIAGRAMS_RENDER_MEMORY_MB", old="DIAGRAM_RENDER_MEMORY_MB"),
         description="Address-space limit of the render worker process, in MiB.",
     )
     max_png_pixels: int = Field(
         default=16_000_000,
         ge=10_000,
-        validation_alias=env_alias("max_png_pixels", "DIAGRAM_MAX_PNG_PIXELS"),
+        validation_alias=env_alias("max_png_pixels", "DIAGRAMS_MAX_PNG_PIXELS", old="DIAGRAM_MAX_PNG_PIXELS"),
         description="Largest PNG (width x height); bigger diagrams are scaled down to fit.",
     )
     render_queue: int = Field(
         default=8,
         ge=0,
-        validation_alias=env_alias("render_queue", "DIAGRAM_RENDER_QUEUE"),
+        validation_alias=env_alias("render_queue", "DIAGRAMS_RENDER_QUEUE", old="DIAGRAM_RENDER_QUEUE"),
         description="Renders and validations that may wait behind the running ones; more are rate_limited.",
     )
     git_cache_ttl: float = Field(
         default=300.0,
         ge=0,
-        validation_alias=env_alias("git_cache_ttl", "GIT_CACHE_TTL"),
+        validation_alias=env_alias("git_cache_ttl", "DIAGRAMS_GIT_CACHE_TTL", old="GIT_CACHE_TTL"),
         description="Seconds a cloned remote repository is used before it is fetched again.",
     )
     git_timeout: float = Field(

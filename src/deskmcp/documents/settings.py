@@ -15,7 +15,7 @@ from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
 
 class DocumentsSettings(WorkspaceSettings):
     """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_READ_ONLY_ROOTS`,
-    `DOCUMENTS_MAX_FILE_MB`, `MAX_FILE_CHARS`, `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and
+    `DOCUMENTS_MAX_FILE_MB`, `DESKMCP_MAX_FILE_CHARS`, `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and
     `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), plus the workspace's."""
 
     documents_path: OptionalPath = Field(

@@ -276,7 +276,9 @@ class MailService:
             raise BadRequest("offset must be 0 or more.", {"offset": offset})
         limit = self.settings.max_chars
         if max_chars is not None and not 1 <= max_chars <= limit:
-            raise BadRequest(f"max_chars must be between 1 and {limit:,} (MAX_FILE_CHARS).", {"max_chars": max_chars})
+            raise BadRequest(
+                f"max_chars must be between 1 and {limit:,} (DESKMCP_MAX_FILE_CHARS).", {"max_chars": max_chars}
+            )
         summary, parsed = self._parsed(message_id)
         _readable(message_id, parsed)
         if offset and offset >= len(parsed.body):

@@ -4,7 +4,6 @@ accounts (`MAIL_ACCOUNTS`), each one a `MailSettings` of its own."""
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -13,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from deskmcp.core.config import OptionalPath, env_alias, expand
 from deskmcp.core.errors import BadRequest, NotFound
+from deskmcp.core.settings import variable as environment_variable
 from deskmcp.google.auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
@@ -233,13 +233,14 @@ class MailSettings(GoogleSettings):
                     update[f"{kind}_password"] = None
                     update.setdefault(f"{kind}_user", None)
                 if variable is not None:
-                    if variable not in os.environ:
+                    password = environment_variable(variable)
+                    if password is None:
                         raise BadRequest(
                             f"Mail account {entry.name!r}: {kind}_password_env names {variable}, which is not set."
                             f" Set it, or leave {kind}_password_env out to use the OS keyring.",
                             {"account": entry.name, "variable": variable},
                         )
-                    update[f"{kind}_password"] = SecretStr(os.environ[variable])
+                    update[f"{kind}_password"] = SecretStr(password)
             update["account"] = update.pop("name")
             update["accounts"] = ""
             accounts[entry.name] = self.model_copy(update=update)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from deskmcp.core.errors import IOFailure, NotFound, ParseError
+from deskmcp.core.settings import variable
 from deskmcp.meetings import cache_file
 from deskmcp.meetings.cache_records import FolderInfo, lazy_state, raw_meetings, tolerant_state
 from deskmcp.meetings.models import Meeting
@@ -35,11 +36,11 @@ def granola_folders() -> list[Path]:
     if sys.platform == "darwin":
         places.append(home / "Library" / "Application Support" / "Granola")
     elif sys.platform == "win32":
-        appdata = os.environ.get("APPDATA")
+        appdata = variable("APPDATA")
         if appdata:
             places.append(Path(appdata) / "Granola")
     else:
-        places.append(Path(os.environ.get("XDG_CONFIG_HOME", home / ".config")) / "Granola")
+        places.append(Path(variable("XDG_CONFIG_HOME") or home / ".config") / "Granola")
     return places
 
 

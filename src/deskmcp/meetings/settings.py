@@ -17,7 +17,7 @@ class MeetingsSettings(WorkspaceSettings):
     """Environment: `GRANOLA_SOURCE`, `GRANOLA_MCP_URL`, `GRANOLA_API_KEY`, `GRANOLA_OS_KEYRING`,
     `GRANOLA_API_URL`, `GRANOLA_API_SYNC_SECONDS`,
     `GRANOLA_CACHE_PATH`, `GRANOLA_MAX_CACHE_MB`, `GRANOLA_WORKER_MIN_MB`,
-    `GRANOLA_BACKGROUND_MIN_MB`, `MAX_FILE_CHARS`, plus the workspace's.
+    `GRANOLA_BACKGROUND_MIN_MB`, `DESKMCP_MAX_FILE_CHARS`, plus the workspace's.
 
     With `GRANOLA_API_KEY` set, meetings come from Granola's public API (synced into the index);
     else from the local cache."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -32,6 +31,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
 from deskmcp.core.errors import DeskError, InternalError, MCPUnavailable, from_payload
+from deskmcp.core.settings import environment
 from deskmcp.orchestrator.journal import Journal
 
 log = logging.getLogger("deskmcp.orchestrator")
@@ -110,7 +110,7 @@ class MCPClient:
             return self.server
         if self.url:
             return self.url
-        env = dict(os.environ) if self.env is None else self.env
+        env = environment() if self.env is None else self.env
         return StdioServerParameters(command=self.command[0], args=self.command[1:], env=env)
 
     async def _serve(self, *, task_status: anyio.abc.TaskStatus[MemoryObjectSendStream[_Request]]) -> None:

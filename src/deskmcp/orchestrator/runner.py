@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ import anyio
 import watchfiles
 
 from deskmcp.core.paths import is_hidden
+from deskmcp.core.settings import environment
 from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import create_decider
 from deskmcp.orchestrator.layout import APPROVED
@@ -36,7 +36,7 @@ def server_environment(settings: OrchestratorSettings) -> dict[str, str]:
     """The environment the mail and vault subprocesses get: ours, pointed at the same vault, with
     every toolset on (the user's DESKMCP_TOOLSETS is about what a model sees, not this client) and
     no protected vault folders: this vault server's only client is the orchestrator, which owns them."""
-    env = dict(os.environ)
+    env = environment()
     env["DESKMCP_WORKSPACE"] = str(settings.workspace)
     env["VAULT_PATH"] = str(settings.root)
     env["DESKMCP_TOOLSETS"] = "all"

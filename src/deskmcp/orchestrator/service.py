@@ -30,6 +30,7 @@ import anyio
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import BadRequest, Conflict, DeskError, MCPUnavailable, NotFound, PermissionDenied
 from deskmcp.core.paths import safe_join
+from deskmcp.core.settings import variable
 from deskmcp.orchestrator import layout
 from deskmcp.orchestrator.access import MailAccess
 from deskmcp.orchestrator.deciders import Decider
@@ -57,7 +58,7 @@ crash tests use it to prove that a restart still sends exactly once."""
 
 
 def _fault(point: str) -> None:
-    if os.environ.get(FAULT_ENV) == point:
+    if variable(FAULT_ENV) == point:
         log.error("fault injection: killing the process at %s", point)
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -14,10 +14,12 @@ from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     TransportSecuritySettings,
 )
+from pydantic import Field, SecretStr
 
 from deskmcp.core.errors import (
     BadRequest,
 )
+from deskmcp.core.settings import Settings, env_alias
 from deskmcp.serving.hosts import bracketed, is_loopback
 
 if TYPE_CHECKING:
@@ -30,6 +32,25 @@ OPEN_PATHS = frozenset({"/", "/callback"})
 redirect back to `/callback`, which a browser cannot send a token with: it is authorised by the
 one-time `state` that only a caller of `/auth/url` (behind the token) holds. A `/callback` that does
 come with a token is checked, and must be the token of whoever began that sign-in."""
+
+
+class HttpSettings(Settings):
+    """What `deskmcp serve --http` reads from the environment beside its options (`DESKMCP_*`)."""
+
+    token: SecretStr | None = Field(
+        default=None,
+        validation_alias=env_alias("token", "DESKMCP_TOKEN"),
+        description="Bearer token every HTTP request must carry; unset: none on loopback, one generated elsewhere.",
+    )
+    allowed_origins: str = Field(
+        default="",
+        validation_alias=env_alias("allowed_origins", "DESKMCP_ALLOWED_ORIGINS"),
+        description="Comma-separated browser origins (scheme://host[:port]) allowed besides the server's own.",
+    )
+
+    @property
+    def token_text(self) -> str | None:
+        return (self.token.get_secret_value() or None) if self.token is not None else None
 
 
 @dataclass(frozen=True)

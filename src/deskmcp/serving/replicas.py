@@ -20,10 +20,9 @@ import ipaddress
 
 from mcp.server.request_state import RequestStateSecurity
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings
 
-from deskmcp.core.config import env_alias
 from deskmcp.core.errors import BadRequest
+from deskmcp.core.settings import Settings, env_alias
 
 MIN_KEY_CHARS = 32
 """The SDK derives its AES-256 key from each secret, and asks for at least 32 bytes of it."""
@@ -31,10 +30,8 @@ MIN_KEY_CHARS = 32
 KEY_ADVICE = "generate one with: python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
-class ReplicaSettings(BaseSettings):
+class ReplicaSettings(Settings):
     """Environment: `DESKMCP_STATELESS`, `DESKMCP_STATE_KEYS`, `DESKMCP_TRUSTED_PROXIES`."""
-
-    model_config = {"frozen": True, "extra": "ignore", "populate_by_name": True}
 
     stateless: bool = Field(
         default=False,

@@ -9,7 +9,7 @@ environment, whose values every user would otherwise share. Each server declares
 a user may set for it and where its data lives (`servers.UserPolicy`, the module's `USERS`); this
 module applies those declarations to every server alike and names none. A user may set only what
 `user_keys()` lists, and only the deployment-wide `DESKMCP_TOOLSETS`, `DESKMCP_TOOL_NAMES`,
-`DESKMCP_OUTPUT_SCHEMAS`, `MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
+`DESKMCP_OUTPUT_SCHEMAS`, `DESKMCP_MAX_FILE_CHARS` and `DESKMCP_TIMEZONE` are taken from it. Every folder
 and file a user's settings name must lie inside that user's workspace after symlinks (`confine`);
 team folders (`DESKMCP_TEAM_FOLDERS`) are the one exception, given to the settings each server
 declares (`UserPolicy.team_folders`), never written into.
@@ -40,13 +40,14 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 from pydantic import AliasChoices, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deskmcp.core.config import WorkspaceSettings, env_alias, expand, literal_paths
+from deskmcp.core.config import WorkspaceSettings, expand, literal_paths
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, PermissionDenied
 from deskmcp.core.files import PRIVATE_FOLDER
 from deskmcp.core.principal import Principal, current_principal
+from deskmcp.core.settings import Settings, current_name, env_alias
 from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
@@ -95,10 +96,8 @@ credentials), and whether answers show the server's full paths (they never do to
 `WorkspaceSettings.relative_paths`). Each server adds its own (`UserPolicy.forbidden`)."""
 
 
-class UsersSettings(BaseSettings):
+class UsersSettings(Settings):
     """Environment: `DESKMCP_USERS_ROOT`, `DESKMCP_USERS_LIVE`, `DESKMCP_TEAM_FOLDERS`."""
-
-    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 
     users_root: Path | None = Field(
         default=None,
@@ -215,7 +214,8 @@ def read_user_settings(workspace: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     read = dotenv_values(path, encoding="utf-8", interpolate=False)
-    values = {k: v for k, v in read.items() if v is not None}
+    # A name from before its package's prefix is read as the new one (with the deprecation line).
+    values = {current_name(k): v for k, v in read.items() if v is not None}
     refused = sorted(forbidden_keys() & values.keys())
     if refused:
         raise PermissionDenied(

@@ -43,7 +43,7 @@ class SourceFactory:
         return self._github
 
     def project_root(self) -> Path:
-        """The project folder. A configured PROJECT_ROOT that is missing is reported, never created
+        """The project folder. A configured DIAGRAMS_PROJECT_ROOT that is missing is reported, never created
         (a typo must not become an empty project); the default folder is created on first use."""
         root = self.settings.root
         if self.settings.project_root is None:
@@ -51,9 +51,10 @@ class SourceFactory:
         elif not root.is_dir():
             where = shown_path(root.absolute(), self.settings.shown_root)
             raise NotFound(
-                f"The project folder {where} (PROJECT_ROOT) does not exist. Create it, or set PROJECT_ROOT "
+                f"The project folder {where} (DIAGRAMS_PROJECT_ROOT) does not exist. Create it, or set "
+                "DIAGRAMS_PROJECT_ROOT "
                 "to the folder of your project and restart the server.",
-                {"variable": "PROJECT_ROOT", "path": where},
+                {"variable": "DIAGRAMS_PROJECT_ROOT", "path": where},
             )
         return root
 
@@ -61,7 +62,7 @@ class SourceFactory:
         if kind == "local":
             if repo or ref:
                 raise BadRequest(
-                    "The local source reads PROJECT_ROOT as it is: omit repo and ref, or use source='git'.",
+                    "The local source reads DIAGRAMS_PROJECT_ROOT as it is: omit repo and ref, or use source='git'.",
                     {"source": kind},
                 )
             return LocalSource(self.project_root(), self.settings.shown_root)

@@ -2,7 +2,7 @@
 
 A repository is either a folder inside the project (`.` for the project itself) or a clone URL.
 Remote repositories are cloned bare under the workspace once and fetched again when older than
-`GIT_CACHE_TTL`; the working folder of a local repository is never touched. Pure Python (dulwich).
+`DIAGRAMS_GIT_CACHE_TTL`; the working folder of a local repository is never touched. Pure Python (dulwich).
 """
 
 from __future__ import annotations

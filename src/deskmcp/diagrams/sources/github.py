@@ -102,7 +102,7 @@ class GitHubClient:
         if host != (api.hostname or "") or (api.scheme == "https" and request.url.scheme != "https"):
             raise PermissionDenied(
                 f"GitHub redirected the request to {request.url.scheme}://{host}, which is not the API host "
-                f"{api.hostname} (GITHUB_API_URL); it was not followed.",
+                f"{api.hostname} (DIAGRAMS_GITHUB_API_URL); it was not followed.",
                 {"host": host, "api_host": api.hostname},
             )
 

@@ -1,4 +1,4 @@
-"""The local source: files of the project folder (`PROJECT_ROOT`), never anything outside it."""
+"""The local source: files of the project folder (`DIAGRAMS_PROJECT_ROOT`), never anything outside it."""
 
 from __future__ import annotations
 

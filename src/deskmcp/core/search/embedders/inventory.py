@@ -3,17 +3,17 @@ search uses. Reads manifests only (no hashing, no numpy), so it answers at once.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from deskmcp.core.search.embedders.downloads import CATALOG
-from deskmcp.core.search.embedders.store import MODELS_DIR_ENV, Manifest, default_store, list_models
+from deskmcp.core.search.embedders.store import Manifest, default_store, list_models, store_configured
 
 
 def describe_store(store: Path | None = None, *, configured: str | None = None) -> list[str]:
     """Lines for a person: one per model (name, kind, dimension, hash prefix, source)."""
     root = store or default_store()
-    where = f" ({MODELS_DIR_ENV})" if store is None and os.environ.get(MODELS_DIR_ENV) else ""
+    configured_by = store_configured() if store is None else None
+    where = f" ({configured_by})" if configured_by else ""
     lines = [f"Model store: {root}{where}"]
     models = list_models(root)
     names: set[str] = set()

@@ -8,13 +8,13 @@ Hugging Face hub switched off, so loading never reaches the network.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from deskmcp.core.search.embedders.rows import normalise_rows
+from deskmcp.core.settings import set_variable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def load_static_model(folder: Path) -> StaticModel:
     """The model2vec model in `folder`; ValueError when its weights are not usable."""
-    os.environ["HF_HUB_OFFLINE"] = "1"  # read by huggingface_hub, which model2vec imports, at import time
+    set_variable("HF_HUB_OFFLINE", "1")  # read by huggingface_hub, which model2vec imports, at import time
     import numpy as np
     from model2vec import StaticModel
 

