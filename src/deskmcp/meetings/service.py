@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import importlib.util
 import itertools
 import logging
 import os
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import orjson
@@ -66,8 +67,10 @@ from deskmcp.meetings.models import (
 from deskmcp.meetings.normalize import transcript_segments
 from deskmcp.meetings.settings import MeetingsSettings
 from deskmcp.meetings.sources import CacheSource, MeetingSource
-from deskmcp.meetings.unindexed import ScanResult, Unindexed, admits
 from deskmcp.meetings.worker import WorkerRun, changes
+
+if TYPE_CHECKING:
+    from deskmcp.meetings.unindexed import ScanResult, Unindexed
 
 log = logging.getLogger(__name__)
 
@@ -352,8 +355,12 @@ class MeetingService:
         layout = self._current_layout()
         # A first index in the background sends every meeting's text first: searches scan it
         # for the meetings not indexed yet (see `unindexed`).
-        texts = not known and self._progress is not None
-        self._unindexed = Unindexed() if texts else None
+        texts = not known and self._progress is not None and can_scan()
+        self._unindexed = None
+        if texts:
+            from deskmcp.meetings.unindexed import Unindexed
+
+            self._unindexed = Unindexed()
         if path.stat().st_size < self.settings.worker_min_mb * 1024 * 1024:
             with gc_paused():
                 stream = changes(path, max_bytes, known, scan=scan, layout=layout, texts=texts)
@@ -564,6 +571,8 @@ class MeetingService:
         self._scan_wanted.set()
         everything = self.index.count() + 1
         hits = self.index.search(q, where=where, params=params, limit=everything, snippet_tokens=0)
+        from deskmcp.meetings.unindexed import admits
+
         scanned: ScanResult = pool.search(q, admits(filters))
         shown = {hit.key for hit in hits}
         merged: list[tuple[float, int, Any]] = [(hit.score or 0.0, 0, hit) for hit in hits]
@@ -845,6 +854,13 @@ def _search_hit(hit: Hit, lexical_rank: int | None, semantic_rank: int | None) -
         lexical_rank=lexical_rank,
         semantic_rank=semantic_rank,
     )
+
+
+def can_scan() -> bool:
+    """Whether a first index's searches can scan the meetings not indexed yet: the scan counts
+    with numpy, which comes with the `semantic` extra; without it those searches answer from
+    what is indexed, flagged `indexing`, as before."""
+    return importlib.util.find_spec("numpy") is not None
 
 
 def _passages(texts: Mapping[str, str]) -> list[str]:
