@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import importlib.util
 import itertools
 import logging
 import os
@@ -860,7 +859,11 @@ def can_scan() -> bool:
     """Whether a first index's searches can scan the meetings not indexed yet: the scan counts
     with numpy, which comes with the `semantic` extra; without it those searches answer from
     what is indexed, flagged `indexing`, as before."""
-    return importlib.util.find_spec("numpy") is not None
+    try:
+        import numpy  # noqa: F401  (the scan imports it itself when it runs)
+    except ImportError:
+        return False
+    return True
 
 
 def _passages(texts: Mapping[str, str]) -> list[str]:
