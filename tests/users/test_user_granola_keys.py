@@ -94,6 +94,8 @@ def test_security_a_user_never_gets_the_machines_hosted_granola_sign_in(
     record = user_record(carol)
     assert isinstance(record, FileRecord) and record.path.is_relative_to(tmp_path / "users" / "carol")
     assert record.load() is None
+    record.save({"url": carol.mcp_url, "tokens": {"access_token": "carols"}})
+    assert record.path.stat().st_mode & 0o777 == 0o600
 
 
 def test_security_a_user_cannot_name_whose_granola_sign_in_they_use(tmp_path: Path) -> None:

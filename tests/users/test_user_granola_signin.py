@@ -179,6 +179,9 @@ def test_security_each_user_syncs_their_own_hosted_granola_through_their_own_sea
 
 def test_security_a_sign_in_finishes_only_for_the_user_who_began_it_and_only_once(deployment: Deployment) -> None:
     params = authorised(deployment.begin("alice"), "alice-at-granola")
+    key_id, _, sealed = params["state"].partition(".")
+    altered = f"{key_id}.{sealed[:-4]}{'AAAA' if not sealed.endswith('AAAA') else 'BBBB'}"
+    assert deployment.callback({**params, "state": altered}).status_code == 400
 
     by_bob = deployment.callback(params, subject="bob")
     assert by_bob.status_code == 403 and "another user" in by_bob.text

@@ -242,8 +242,8 @@ class GranolaMcp:
         if any(isinstance(leaf, OAuthFlowError) for leaf in leaves) or 401 in statuses:
             return signed_out(self.sign_in)
         for leaf in leaves:
-            if isinstance(leaf, AuthRequired | ExternalServiceError):
-                return leaf  # said by the sign-in's own tokens (a refresh refused, its endpoint down)
+            if isinstance(leaf, AuthRequired):
+                return leaf  # said by the sign-in's own tokens (none for this address, a refresh refused)
         if statuses and statuses[-1] == 403:
             return PermissionDenied(
                 f"{SERVICE} refused {tool} (403) for the account deskmcp signed in as. {self.sign_in}",
