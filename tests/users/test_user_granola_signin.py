@@ -12,6 +12,7 @@ import json
 import os
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,16 +23,23 @@ import httpx2
 import psycopg
 import pytest
 
+from deskmcp.core.principal import Principal
 from deskmcp.gateway import compose
 from deskmcp.meetings.granola_mcp import GranolaMcp, signed_out
 from deskmcp.servers import SERVERS
 from deskmcp.serving.app import create_app
 from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings, read_user_settings, user_settings, user_workspace
-from tests.helpers.authorization_server import AuthorizationServer, Person, authorization_server, provider_missing
+from tests.helpers.authorization_server import (
+    CLIENT_SECRET,
+    INTROSPECTOR,
+    AuthorizationServer,
+    Person,
+    authorization_server,
+    provider_missing,
+)
 from tests.helpers.granola_mcp import HostedGranola, hosted_granola
-from tests.helpers.network import serving
-from tests.helpers.principals import ActingFromHeader, as_user, principal
+from tests.helpers.network import free_port, serving
 from tests.meetings.test_api_source import NOTES
 
 pytestmark = pytest.mark.e2e  # oidc-provider, the hosted stand-in, PostgreSQL
@@ -57,13 +65,22 @@ def hosted(issuer: AuthorizationServer) -> Iterator[HostedGranola]:
 
 @dataclass
 class Deployment:
-    base: str
+    """Two replicas of one users-mode deskmcp behind one address (the resource), each checking access
+    tokens from the tests' oidc-provider, sharing the users root, PostgreSQL and the sealing keys."""
+
+    bases: list[str]
+    issuer: AuthorizationServer
+    resource: str
     users: UsersSettings
     database: str
 
+    def headers(self, subject: str) -> dict[str, str]:
+        token = self.issuer.sign(self.issuer.claims(self.resource, sub=subject))
+        return {"authorization": f"Bearer {token}"}
+
     def call(self, subject: str, tool: str, arguments: dict[str, Any] | None = None) -> tuple[int, Any]:
         response = httpx2.post(
-            f"{self.base}/api/tools/{tool}", json=arguments or {}, headers=as_user(subject), timeout=60
+            f"{self.bases[0]}/api/tools/{tool}", json=arguments or {}, headers=self.headers(subject), timeout=60
         )
         return response.status_code, response.json()
 
@@ -75,7 +92,7 @@ class Deployment:
                 async with httpx2.AsyncClient(timeout=60) as http:
                     while True:
                         answer = await http.post(
-                            f"{self.base}/api/tools/granola.cache.status", json={}, headers=as_user(subject)
+                            f"{self.bases[0]}/api/tools/granola.cache.status", json={}, headers=self.headers(subject)
                         )
                         status = answer.json()
                         if answer.status_code != 200 or status.get("syncing") is None:
@@ -85,18 +102,20 @@ class Deployment:
         return anyio.run(asking)
 
     def begin(self, subject: str) -> str:
-        answer = httpx2.get(f"{self.base}/auth/granola/url", headers=as_user(subject), timeout=60)
+        answer = httpx2.get(f"{self.bases[0]}/auth/granola/url", headers=self.headers(subject), timeout=60)
         assert answer.status_code == 200, answer.text
         return answer.json()["url"]
 
-    def callback(self, params: dict[str, str], subject: str | None = None) -> httpx2.Response:
-        headers = as_user(subject) if subject else {}
-        return httpx2.get(f"{self.base}/auth/granola/callback", params=params, headers=headers, timeout=60)
+    def callback(self, params: dict[str, str], subject: str | None = None, replica: int = 0) -> httpx2.Response:
+        """The browser's return (no token), or the same made with `subject`'s token."""
+        headers = self.headers(subject) if subject else {}
+        return httpx2.get(f"{self.bases[replica]}/auth/granola/callback", params=params, headers=headers, timeout=60)
 
     def settings(self, subject: str) -> Any:
         assert self.users.users_root is not None
-        workspace = user_workspace(self.users.users_root, principal(subject))
-        return user_settings(SERVERS["meetings"], workspace, read_user_settings(workspace), (), principal(subject))
+        who = Principal(self.issuer.issuer, subject)
+        workspace = user_workspace(self.users.users_root, who)
+        return user_settings(SERVERS["meetings"], workspace, read_user_settings(workspace), (), who)
 
     def record(self, subject: str) -> Any:
         from deskmcp.meetings.mcp_source import user_record
@@ -106,22 +125,41 @@ class Deployment:
 
 @pytest.fixture
 def deployment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str, hosted: HostedGranola
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str, hosted: HostedGranola, issuer: AuthorizationServer
 ) -> Iterator[Deployment]:
+    from deskmcp.serving.auth.gate import ResourceServer
+    from deskmcp.serving.auth.settings import AuthorizationSettings
+
     monkeypatch.setenv("GRANOLA_MCP_URL", hosted.url)
     monkeypatch.setenv("DESKMCP_DATABASE_URL", database)
     monkeypatch.setenv("DESKMCP_TOKEN_KEYS", "k1:" + base64.b64encode(os.urandom(32)).decode())
     users = UsersSettings(users_root=tmp_path / "users")
     for subject in ("alice", "bob"):
-        workspace = user_workspace(tmp_path / "users", principal(subject))
+        workspace = user_workspace(tmp_path / "users", Principal(issuer.issuer, subject))
         # A user's own GRANOLA_MCP_URL is dropped: tokens go to the deployment's address only.
         (workspace / "settings.env").write_text(
             "GRANOLA_SOURCE=mcp\nGRANOLA_MCP_URL=http://127.0.0.1:9/elsewhere\nGRANOLA_API_SYNC_SECONDS=3600\n",
             encoding="utf-8",
         )
-    app = create_app(compose(keep_unavailable=True), HttpOptions(users=users))
-    with serving(ActingFromHeader(app)) as base:
-        yield Deployment(base, users, database)
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    checked = AuthorizationSettings(
+        issuer=issuer.issuer, resource=resource, client_id=INTROSPECTOR, client_secret=CLIENT_SECRET
+    )
+    with ExitStack() as stack:
+        bases = [
+            stack.enter_context(
+                serving(
+                    create_app(
+                        compose(keep_unavailable=True),
+                        HttpOptions(port=port, authorization=ResourceServer(checked), users=users),
+                    ),
+                    port=port if replica == 0 else 0,
+                )
+            )
+            for replica in (0, 1)
+        ]
+        yield Deployment(bases, issuer, resource, users, database)
 
 
 def authorised(url: str, login: str) -> dict[str, str]:
@@ -177,20 +215,26 @@ def test_security_each_user_syncs_their_own_hosted_granola_through_their_own_sea
             assert not any(s.encode() in path.read_bytes() for s in secrets), path
 
 
-def test_security_a_sign_in_finishes_only_for_the_user_who_began_it_and_only_once(deployment: Deployment) -> None:
+def test_security_a_sign_in_finishes_only_for_the_user_who_began_it_and_only_once_across_replicas(
+    deployment: Deployment,
+) -> None:
     params = authorised(deployment.begin("alice"), "alice-at-granola")
     key_id, _, sealed = params["state"].partition(".")
     altered = f"{key_id}.{sealed[:-4]}{'AAAA' if not sealed.endswith('AAAA') else 'BBBB'}"
     assert deployment.callback({**params, "state": altered}).status_code == 400
+    mixed_up = deployment.callback({**params, "iss": "http://127.0.0.1:9"})  # RFC 9207: another server's answer
+    assert mixed_up.status_code == 400 and "authorization server" in mixed_up.text
 
     by_bob = deployment.callback(params, subject="bob")
     assert by_bob.status_code == 403 and "another user" in by_bob.text
     assert deployment.record("alice").load() is None and deployment.record("bob").load() is None
 
-    assert deployment.callback(params).status_code == 200
+    # The browser's return, without a token, passes the gate (the sealed state authorises it) on
+    # either replica; the same state again, on the other one, is refused.
+    assert deployment.callback(params, replica=1).status_code == 200
     first = deployment.record("alice").load()
 
-    again = deployment.callback(params)
+    again = deployment.callback(params, replica=0)
     assert again.status_code == 400 and "already used" in again.text
     assert deployment.record("alice").load() == first
     assert deployment.record("bob").load() is None

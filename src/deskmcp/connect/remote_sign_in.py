@@ -14,7 +14,8 @@ signed-in principal, `GET /auth/<name>/url` and `GET /auth/<name>/callback` (`Pr
   it, a callback made by another signed-in principal is refused, it expires after ten minutes, and
   its one-time id is spent by the first callback (`OnceLedger`: the shared database's when there is
   one), so a replayed callback is refused;
-- the callback exchanges the code and keeps the tokens in that user's own record (`TokenRecord`:
+- the callback checks the answer's RFC 9207 `iss` against the authorization server the sign-in began
+  with, exchanges the code and keeps the tokens in that user's own record (`TokenRecord`:
   a sealed row in PostgreSQL, or a 0600 file in their workspace), with the remote's address they
   were issued for.
 
@@ -445,6 +446,8 @@ class PrincipalRemoteSignIn:
             "u": account.url,
             "res": found.resource,
             "t": str(found.metadata.token_endpoint),
+            "i": str(found.metadata.issuer),
+            "ri": bool(found.metadata.authorization_response_iss_parameter_supported),
             "c": client_info,
             "e": expires,
             "n": secrets.token_urlsafe(18),
@@ -482,13 +485,23 @@ class PrincipalRemoteSignIn:
             raise unknown
         return payload
 
-    def finish(self, state: str | None, code: str | None, error: str | None, caller: Principal | None) -> Principal:
-        """Check the state, spend it, exchange the code and keep the tokens in its owner's record."""
+    def finish(
+        self, state: str | None, code: str | None, error: str | None, caller: Principal | None, iss: str | None = None
+    ) -> Principal:
+        """Check the state (and the RFC 9207 `iss` of the answer), spend it, exchange the code and keep
+        the tokens in its owner's record."""
         payload = self._opened(state)
         owner = Principal(str(payload["iss"]), str(payload["sub"]))
         if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
             raise PermissionDenied(
                 f"This sign-in to {self.service} was begun by another user; begin your own from {url_path(self.name)}.",
+                {},
+            )
+        issuer = str(payload.get("i", ""))
+        if (iss is not None and iss.rstrip("/") != issuer.rstrip("/")) or (iss is None and payload.get("ri")):
+            raise BadRequest(
+                f"This answer does not come from the authorization server the sign-in to {self.service} began "
+                f"with; begin again from {url_path(self.name)}.",
                 {},
             )
         once = payload.get("n")
@@ -552,7 +565,7 @@ class PrincipalRemoteSignIn:
         caller = current_principal()
         try:
             await anyio.to_thread.run_sync(
-                self.finish, params.get("state"), params.get("code"), params.get("error"), caller
+                self.finish, params.get("state"), params.get("code"), params.get("error"), caller, params.get("iss")
             )
         except DeskError as exc:
             return _page("deskmcp was not authorised", exc.message, exc.http_status)
