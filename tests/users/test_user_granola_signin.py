@@ -23,6 +23,7 @@ import httpx2
 import psycopg
 import pytest
 
+from deskmcp.core.errors import AuthRequired
 from deskmcp.core.principal import Principal
 from deskmcp.gateway import compose
 from deskmcp.meetings.granola_mcp import GranolaMcp, signed_out
@@ -256,3 +257,10 @@ def test_a_users_sign_in_refreshes_when_its_access_token_expires(deployment: Dep
     after = record.load()
     assert after["tokens"]["access_token"] != before["tokens"]["access_token"]
     assert after["expires_at"] > 0 and after["client_info"] == before["client_info"]
+
+    record.save({**after, "expires_at": 0, "tokens": {**after["tokens"], "refresh_token": "not-granolas"}})
+    with pytest.raises(AuthRequired) as refused:
+        GranolaMcp(hosted.url, auth=RemoteTokens(record, hosted.url, signed_out)).list_page(
+            updated_after=None, cursor=None
+        )
+    assert "sign in" in refused.value.message.lower()
