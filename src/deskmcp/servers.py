@@ -45,6 +45,29 @@ USER_SETTINGS_FILE = "settings.env"
 
 
 @dataclass(frozen=True)
+class RemoteSignIn:
+    """A remote MCP server a user of a shared server signs in to with their own account (OAuth), for
+    one server to read on their behalf: the HTTP app serves `/auth/<name>/url` and
+    `/auth/<name>/callback` for it (`deskmcp.connect.remote_sign_in`), and each user's settings of the
+    server carry who they are (`principal`), so that the server finds that user's own tokens."""
+
+    name: str
+    """The routes' segment (`/auth/<name>/url`)."""
+    service: str
+    """The remote as said to the user."""
+    url: Callable[[Any], str]
+    """The remote's MCP address, from a user's settings of the server (the deployment's, never the user's)."""
+    record: Callable[[Any], Any]
+    """That user's `remote_sign_in.TokenRecord`, from their settings of the server."""
+    principal: str
+    """The setting that gets (issuer, subject) of the user."""
+    database: str | None = None
+    """The setting that gets the deployment's token database (`DESKMCP_DATABASE_URL`)."""
+    keys: str | None = None
+    """The setting that gets the deployment's sealing keys (`DESKMCP_TOKEN_KEYS`)."""
+
+
+@dataclass(frozen=True)
 class UserPolicy:
     """What a user of a shared server (users mode, `deskmcp.serving.users`) may set for one server in
     their own settings file, and where the server's data lives in their workspace.
@@ -66,6 +89,11 @@ class UserPolicy:
     own API key is sent to)."""
     from_deployment: Mapping[str, str] = field(default_factory=dict)
     """Settings every user takes from the deployment's Google settings: setting -> `GoogleSettings` field."""
+    deployment: frozenset[str] = frozenset()
+    """Settings every user takes from the deployment's own settings of the server (this process's
+    environment), whatever their file says (e.g. the address the server's sign-in tokens are sent to)."""
+    remote_sign_in: RemoteSignIn | None = None
+    """A remote MCP server each user signs in to with their own account (see `RemoteSignIn`)."""
     data: Mapping[str, str] = field(default_factory=dict)
     """Where the server's data lives when the user names no place: setting -> folder of their workspace."""
     refused_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)

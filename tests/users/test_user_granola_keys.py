@@ -10,7 +10,7 @@ import pytest
 
 from deskmcp.core.errors import PermissionDenied
 from deskmcp.meetings.settings import MeetingsSettings
-from deskmcp.serving.users import settings_of
+from deskmcp.serving.users import read_user_settings, settings_of
 from tests.helpers.mail import fake_keyring
 from tests.helpers.principals import principal
 
@@ -63,10 +63,14 @@ def test_security_a_user_never_gets_the_machines_hosted_granola_sign_in(
 ) -> None:
     """The machine's OS user signed in to Granola's hosted MCP server (a token file in this
     machine's folder): a user of the shared server without a key reads their own cache folder,
-    and asking for the hosted source is refused."""
+    and one asking for the hosted source gets their own sign-in (the principal's), never that file,
+    with the deployment's address whatever their own file says."""
     config = tmp_path / "config"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.setenv("GRANOLA_MCP_URL", "https://mcp.granola.example/mcp")
+    from deskmcp.connect.remote_sign_in import FileRecord
     from deskmcp.meetings.granola_mcp import signed_in_at, token_file_for
+    from deskmcp.meetings.mcp_source import user_record
 
     signed_in = token_file_for(MeetingsSettings(workspace=tmp_path / "own").mcp_url)
     signed_in.parent.mkdir(parents=True)
@@ -77,15 +81,29 @@ def test_security_a_user_never_gets_the_machines_hosted_granola_sign_in(
     bob = settings_of(MeetingsSettings, "meetings", workspace_of(tmp_path, "bob"), {}, principal=principal("bob"))
     assert bob.remote_source(bob.granola_api_key() is not None) is None
     assert bob.cache_path == tmp_path / "users" / "bob" / "granola"
-    with pytest.raises(PermissionDenied) as refused:
-        settings_of(
-            MeetingsSettings,
-            "meetings",
-            workspace_of(tmp_path, "carol"),
-            {"GRANOLA_SOURCE": "mcp"},
-            principal=principal("carol"),
-        )
-    assert "GRANOLA_API_KEY" in refused.value.message
+    carol = settings_of(
+        MeetingsSettings,
+        "meetings",
+        workspace_of(tmp_path, "carol"),
+        {"GRANOLA_SOURCE": "mcp", "GRANOLA_MCP_URL": "http://169.254.169.254/mcp"},
+        principal=principal("carol"),
+    )
+    assert carol.remote_source(False) == "mcp"
+    assert carol.mcp_url == "https://mcp.granola.example/mcp"
+    assert carol.mcp_token_principal == (principal("carol").issuer, "carol")
+    record = user_record(carol)
+    assert isinstance(record, FileRecord) and record.path.is_relative_to(tmp_path / "users" / "carol")
+    assert record.load() is None
+    record.save({"url": carol.mcp_url, "tokens": {"access_token": "carols"}})
+    assert record.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_security_a_user_cannot_name_whose_granola_sign_in_they_use(tmp_path: Path) -> None:
+    for line in ("mcp_token_principal", "mcp_token_database", "mcp_token_keys"):
+        workspace = workspace_of(tmp_path, line)
+        (workspace / "settings.env").write_text(f"{line}=x\n", encoding="utf-8")
+        with pytest.raises(PermissionDenied, match="may not set"):
+            read_user_settings(workspace)
 
 
 def test_a_users_key_chooses_the_api_for_them_alone(tmp_path: Path) -> None:

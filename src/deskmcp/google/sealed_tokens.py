@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString
 
 from deskmcp.core.errors import AuthRequired, BadRequest
 from deskmcp.core.postgres import connection
@@ -72,25 +72,32 @@ class SealingKeys:
         nonce = os.urandom(12)
         return self.current, nonce + AESGCM(self.keys[self.current]).encrypt(nonce, plain, associated)
 
-    def open(self, key_id: str, sealed: bytes, associated: bytes) -> bytes:
+    def open(
+        self, key_id: str, sealed: bytes, associated: bytes, *, what: str = "Google token", again: str = SIGN_IN
+    ) -> bytes:
+        """`sealed` opened; auth_required naming `what` was stored and how to sign in `again` otherwise."""
         from cryptography.exceptions import InvalidTag
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         key = self.keys.get(key_id)
         if key is None:
             raise AuthRequired(
-                f"The stored Google token was sealed with key {key_id!r}, which DESKMCP_TOKEN_KEYS no longer "
-                f"holds. {SIGN_IN}",
+                f"The stored {what} was sealed with key {key_id!r}, which DESKMCP_TOKEN_KEYS no longer holds. {again}",
                 {"key_id": key_id},
             )
         try:
             return AESGCM(key).decrypt(sealed[:12], sealed[12:], associated)
         except (InvalidTag, ValueError):
-            raise AuthRequired(f"The stored Google token does not open for this user. {SIGN_IN}", {}) from None
+            raise AuthRequired(f"The stored {what} does not open for this user. {again}", {}) from None
 
 
 SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (owner TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
+    " sealed BYTEA NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
+)
+REMOTE_TABLE = "deskmcp_remote_tokens"
+REMOTE_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {REMOTE_TABLE} (owner TEXT PRIMARY KEY, key_id TEXT NOT NULL,"
     " sealed BYTEA NOT NULL, updated TIMESTAMPTZ NOT NULL DEFAULT now())"
 )
 
@@ -111,6 +118,11 @@ class Held:
 class PostgresTokenStore:
     """The `TokenStore` of one principal (issuer, subject) in PostgreSQL (see the module docstring)."""
 
+    table: LiteralString = TABLE
+    schema: LiteralString = SCHEMA
+    what = "Google token"
+    again = SIGN_IN
+
     def __init__(self, url: str, keys: SealingKeys, issuer: str, subject: str) -> None:
         import hashlib
 
@@ -121,17 +133,19 @@ class PostgresTokenStore:
 
     def _connection(self) -> AbstractContextManager[Connection[Any]]:
         return connection(
-            self.url, SCHEMA, unreachable="The token database could not be reached: {exc}. Check DESKMCP_DATABASE_URL."
+            self.url,
+            self.schema,
+            unreachable="The token database could not be reached: {exc}. Check DESKMCP_DATABASE_URL.",
         )
 
     def _read(self, conn: Connection[Any], *, lock: bool) -> dict[str, Any] | None:
         row = conn.execute(
-            f"SELECT key_id, sealed FROM {TABLE} WHERE owner = %s" + (" FOR UPDATE" if lock else ""), (self.owner,)
+            f"SELECT key_id, sealed FROM {self.table} WHERE owner = %s" + (" FOR UPDATE" if lock else ""), (self.owner,)
         ).fetchone()
         if row is None:
             return None
         key_id, sealed = row[0], bytes(row[1])
-        data = json.loads(self.keys.open(key_id, sealed, self.associated))
+        data = json.loads(self.keys.open(key_id, sealed, self.associated, what=self.what, again=self.again))
         if key_id != self.keys.current:
             self._write(conn, data)  # sealed again with the newest key
         return data if isinstance(data, dict) else None
@@ -139,7 +153,7 @@ class PostgresTokenStore:
     def _write(self, conn: Connection[Any], data: dict[str, Any]) -> None:
         key_id, sealed = self.keys.seal(json.dumps(data, sort_keys=True).encode(), self.associated)
         conn.execute(
-            f"INSERT INTO {TABLE} (owner, key_id, sealed, updated) VALUES (%s, %s, %s, now())"
+            f"INSERT INTO {self.table} (owner, key_id, sealed, updated) VALUES (%s, %s, %s, now())"
             " ON CONFLICT (owner) DO UPDATE SET key_id = excluded.key_id, sealed = excluded.sealed,"
             " updated = excluded.updated",
             (self.owner, key_id, sealed),
@@ -158,3 +172,21 @@ class PostgresTokenStore:
         """The row locked for the time of a refresh: another replica's refresh waits for this one."""
         with self._connection() as conn, conn.transaction():
             yield Held(self, conn, self._read(conn, lock=True))
+
+
+class RemoteTokenStore(PostgresTokenStore):
+    """One principal's sign-in to one remote MCP server (`deskmcp.connect.remote_sign_in`), sealed the
+    same way in a table of its own: the remote's name is part of the associated data, so a row copied
+    to another user or another remote does not open."""
+
+    table = REMOTE_TABLE
+    schema = REMOTE_SCHEMA
+
+    def __init__(self, url: str, keys: SealingKeys, issuer: str, subject: str, remote: str, again: str) -> None:
+        super().__init__(url, keys, issuer, subject)
+        import hashlib
+
+        self.associated = f"{issuer}\0{subject}\0{remote}".encode()
+        self.owner = hashlib.sha256(self.associated).hexdigest()[:32]
+        self.what = f"sign-in to {remote}"
+        self.again = again

@@ -61,12 +61,20 @@ GET_BATCH = 10
 """Meetings asked for in one `get_meetings` call."""
 _PLAN_WORDS = re.compile(r"\b(plan|tier|upgrade|paid|subscription)\b", re.IGNORECASE)
 SIGN_IN = "Run `deskmcp auth granola` to sign in to Granola in the browser."
+USER_SIGN_IN_PATH = "/auth/granola/url"
+USER_SIGN_IN = (
+    f"Sign in to Granola with your own account: open {USER_SIGN_IN_PATH} on this deskmcp server (with your "
+    "deskmcp access token) and follow the address it answers in a browser."
+)
+"""How a user of a shared server signs in (users mode: `servers.RemoteSignIn` named "granola")."""
 
 
-def signed_out() -> AuthRequired:
+def signed_out(sign_in: str = SIGN_IN) -> AuthRequired:
+    details = {"service": SERVICE, "setting": "GRANOLA_MCP_URL"}
+    if sign_in == USER_SIGN_IN:
+        details = {"service": SERVICE, "sign_in": USER_SIGN_IN_PATH}
     return AuthRequired(
-        f"deskmcp is not signed in to {SERVICE}, or Granola no longer accepts its sign-in. {SIGN_IN}",
-        {"service": SERVICE, "setting": "GRANOLA_MCP_URL"},
+        f"deskmcp is not signed in to {SERVICE}, or Granola no longer accepts its sign-in. {sign_in}", details
     )
 
 
@@ -127,6 +135,7 @@ class GranolaMcp:
         *,
         auth: httpx2.Auth | None = None,
         signed_in: Callable[[], bool] = lambda: True,
+        sign_in: str = SIGN_IN,
         clock: Clock = SYSTEM_CLOCK,
         rate: float = 1.0,
         timeout: float = 60.0,
@@ -136,6 +145,8 @@ class GranolaMcp:
         self.url = url
         self.auth = auth
         self.signed_in = signed_in
+        self.sign_in = sign_in
+        """How to sign in, said in auth_required."""
         self.timeout = timeout
         self.throttle = Throttle(concurrency=1, bucket=TokenBucket(BURST, PER_MINUTE / 60 * rate, clock), clock=clock)
         self.requests = 0
@@ -195,7 +206,7 @@ class GranolaMcp:
 
     def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         if not self.signed_in():
-            raise signed_out()
+            raise signed_out(self.sign_in)
         with self.throttle:
             self.requests += 1
             portal = self._portal
@@ -229,10 +240,13 @@ class GranolaMcp:
 
         leaves = _leaves(exc)
         if any(isinstance(leaf, OAuthFlowError) for leaf in leaves) or 401 in statuses:
-            return signed_out()
+            return signed_out(self.sign_in)
+        for leaf in leaves:
+            if isinstance(leaf, AuthRequired):
+                return leaf  # said by the sign-in's own tokens (none for this address, a refresh refused)
         if statuses and statuses[-1] == 403:
             return PermissionDenied(
-                f"{SERVICE} refused {tool} (403) for the account deskmcp signed in as. {SIGN_IN}",
+                f"{SERVICE} refused {tool} (403) for the account deskmcp signed in as. {self.sign_in}",
                 {"service": SERVICE, "tool": tool, "status": 403},
             )
         reason = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)[:300]

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from pydantic import Field
 
-from deskmcp.core.errors import DeskError, NotFound, PermissionDenied
+from deskmcp.core.errors import DeskError, NotFound
 from deskmcp.core.pagination import CursorArg
 from deskmcp.core.search.embedders import configured_embedder
 from deskmcp.core.search.fusion import ModeArg
 from deskmcp.core.search.index import QUERY_WORDS
 from deskmcp.core.server import READ_ONLY, DeskServer
+from deskmcp.meetings.granola_mcp import SERVICE
+from deskmcp.meetings.mcp_source import REMOTE, user_record
 from deskmcp.meetings.models import (
     CacheStatus,
     ExportMarkdownOutput,
@@ -28,7 +30,7 @@ from deskmcp.meetings.models import (
 )
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
-from deskmcp.servers import SERVERS, USER_SETTINGS_FILE, ServerModule, UserPolicy
+from deskmcp.servers import SERVERS, RemoteSignIn, ServerModule, UserPolicy
 
 T = TypeVar("T")
 
@@ -72,15 +74,9 @@ DEFAULT_TOOLSETS = ("read",)
 
 
 def _users_source(values: Mapping[str, str]) -> dict[str, str]:
-    """A user's meetings come from their own API key or their own cache folder: the hosted Granola
-    MCP server's sign-in is kept in this machine's folder, so it is its OS user's, never a user's."""
+    """A user's meetings come from their own API key, their own sign-in to Granola's hosted MCP
+    server (GRANOLA_SOURCE=mcp, signed in at /auth/granola/url), or their own cache folder."""
     chosen = next((values[k] for k in ("GRANOLA_SOURCE", "source") if k in values), "auto").strip().lower()
-    if chosen == "mcp":
-        raise PermissionDenied(
-            f"GRANOLA_SOURCE=mcp in {USER_SETTINGS_FILE} is not offered on a shared server: its sign-in would be "
-            "this machine's. Set GRANOLA_API_KEY (a key from Granola's Settings -> API) instead.",
-            {"setting": "GRANOLA_SOURCE", "file": USER_SETTINGS_FILE},
-        )
     if chosen == "auto":
         has_key = any(values.get(k, "").strip() for k in ("GRANOLA_API_KEY", "api_key"))
         return {"source": "api" if has_key else "cache"}
@@ -89,11 +85,24 @@ def _users_source(values: Mapping[str, str]) -> dict[str, str]:
 
 USERS = UserPolicy(
     # The keyring is this server's OS user's; a user's key is sent to Granola's own API only; their
-    # cache is a folder of their workspace, never the Granola app folder of this machine.
+    # cache is a folder of their workspace, never the Granola app folder of this machine. Their
+    # sign-in to the hosted MCP server is their own, its tokens sent only to the deployment's
+    # GRANOLA_MCP_URL (a user's own value is dropped).
     fixed={"os_keyring": False},
     ignored=frozenset({"api_url"}),
+    deployment=frozenset({"mcp_url"}),
+    forbidden=frozenset({"mcp_token_principal", "mcp_token_database", "mcp_token_keys"}),
     data={"cache_path": "granola"},
     chosen=_users_source,
+    remote_sign_in=RemoteSignIn(
+        name=REMOTE,
+        service=SERVICE,
+        url=lambda settings: settings.mcp_url,
+        record=user_record,
+        principal="mcp_token_principal",
+        database="mcp_token_database",
+        keys="mcp_token_keys",
+    ),
 )
 
 

@@ -56,7 +56,22 @@ class MeetingsSettings(WorkspaceSettings):
     mcp_url: str = Field(
         default="https://mcp.granola.ai/mcp",
         validation_alias=env_alias("mcp_url", "GRANOLA_MCP_URL"),
-        description="Granola's hosted MCP server (every plan; sign in with `deskmcp auth granola`).",
+        description="Granola's hosted MCP server (every plan; sign in with `deskmcp auth granola`, or per user"
+        " at /auth/granola/url on a shared server, where this is the deployment's alone).",
+    )
+    mcp_token_principal: tuple[str, str] | None = Field(
+        default=None,
+        description="(issuer, subject) of the user whose own sign-in to the hosted MCP server is used; set per"
+        " user by deskmcp.serving.users.",
+    )
+    mcp_token_database: str | None = Field(
+        default=None,
+        description="PostgreSQL URL keeping each user's sealed sign-in to the hosted MCP server; set per user by"
+        " deskmcp.serving.users from DESKMCP_DATABASE_URL.",
+    )
+    mcp_token_keys: SecretStr | None = Field(
+        default=None,
+        description="Keys sealing those sign-ins; set per user by deskmcp.serving.users from DESKMCP_TOKEN_KEYS.",
     )
 
     cache_path: OptionalPath = Field(

@@ -105,14 +105,15 @@ def create_app(composition: Composition, options: HttpOptions | None = None) -> 
     if options.authorization is not None:
         from deskmcp.serving.auth.gate import AuthorizationGate
 
+        callbacks = _remote_callbacks(options)
         gate = Middleware(
             AuthorizationGate,
             resource_server=options.authorization,
             tools=composition.server,
             mcp_path=MCP_PATH,
-            open_paths=OPEN_PATHS,
+            open_paths=OPEN_PATHS | callbacks,
             max_body_bytes=options.max_body_bytes,
-            bound_paths=frozenset({"/callback"}),
+            bound_paths=frozenset({"/callback"}) | callbacks,
         )
         middleware.insert(1, gate)
     if options.trusted_proxies:
@@ -172,7 +173,38 @@ def _users_oauth_routes(
             default_scopes=sign_in_scopes(spec.name for spec in per_user_servers()),
             spent=ledger(GoogleSettings().google_token_database),
         )
-    return _host_checked_routes(oauth.routes(), security)
+    return _host_checked_routes([*oauth.routes(), *_remote_sign_in_routes(users, options)], security)
+
+
+def _remote_callbacks(options: HttpOptions) -> frozenset[str]:
+    """The callbacks of the users' remote sign-ins (users mode): a browser comes back there without
+    deskmcp's token, authorised by the sealed state alone, like Google's `/callback`."""
+    if options.users is None or options.users.users_root is None:
+        return frozenset()
+    from deskmcp.connect.remote_sign_in import callback_path
+    from deskmcp.serving.users import remote_sign_ins
+
+    return frozenset(callback_path(remote.name) for _spec, remote in remote_sign_ins())
+
+
+def _remote_sign_in_routes(users: UsersSettings, options: HttpOptions) -> list[Route]:
+    """`/auth/<name>/url` and `/auth/<name>/callback` for each remote MCP server a server declares its
+    users sign in to (`UserPolicy.remote_sign_in`), bound to the signed-in principal, the state spent
+    once in the shared database's ledger like Google's."""
+    from deskmcp.connect.remote_sign_in import PrincipalRemoteSignIn
+    from deskmcp.core.once import ledger
+    from deskmcp.google.auth import GoogleSettings
+    from deskmcp.serving.users import remote_account, remote_sign_ins, state_keys
+
+    keys = state_keys()
+    spent = ledger(GoogleSettings().google_token_database)
+    routes: list[Route] = []
+    for spec, remote in remote_sign_ins():
+        made = PrincipalRemoteSignIn(
+            remote.name, remote.service, lambda p, spec=spec: remote_account(p, users, spec), keys, spent=spent
+        )
+        routes += made.routes()
+    return routes
 
 
 def _oauth_routes(

@@ -31,7 +31,9 @@ OPEN_PATHS = frozenset({"/", "/callback"})
 """Paths answered without a token: the health check, which then hides skip reasons, and Google's
 redirect back to `/callback`, which a browser cannot send a token with: it is authorised by the
 one-time `state` that only a caller of `/auth/url` (behind the token) holds. A `/callback` that does
-come with a token is checked, and must be the token of whoever began that sign-in."""
+come with a token is checked, and must be the token of whoever began that sign-in. In users mode the
+callbacks of the users' sign-ins to remote MCP servers (`/auth/<name>/callback`) are answered the
+same way (`app._remote_callbacks`)."""
 
 
 class HttpSettings(Settings):

@@ -35,7 +35,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -51,8 +51,11 @@ from deskmcp.core.settings import Settings, current_name, env_alias
 from deskmcp.gateway import Composition, compose
 from deskmcp.google.auth import GoogleSettings
 from deskmcp.google.sealed_tokens import SealingKeys
-from deskmcp.servers import SERVERS, USER_SETTINGS_FILE, ServerSpec, UserPolicy
+from deskmcp.servers import SERVERS, USER_SETTINGS_FILE, RemoteSignIn, ServerSpec, UserPolicy
 from deskmcp.serving.responses import error_response
+
+if TYPE_CHECKING:
+    from deskmcp.connect.remote_sign_in import RemoteAccount
 
 log = logging.getLogger("deskmcp.serving.users")
 
@@ -321,6 +324,18 @@ def _settings_of(
     for setting in policy.ignored:
         for key in _names(cls, [setting]):
             given.pop(key, None)
+    if policy.deployment:
+        own = cls()  # the deployment's own settings of this server: this process's environment
+        for setting in policy.deployment:
+            _set(given, cls, setting, getattr(own, setting))
+    if (remote := policy.remote_sign_in) is not None:
+        google = GoogleSettings()
+        if principal is not None:
+            given[remote.principal] = (principal.issuer, principal.subject)
+        if remote.database is not None:
+            given[remote.database] = google.google_token_database
+        if remote.keys is not None:
+            given[remote.keys] = google.google_token_keys
     if policy.chosen is not None:
         for setting, value in policy.chosen(values).items():
             _set(given, cls, setting, value)
@@ -474,6 +489,25 @@ def google_settings(principal: Principal, settings: UsersSettings) -> GoogleSett
     assert settings.users_root is not None
     workspace = user_workspace(settings.users_root, principal)
     return settings_of(GoogleSettings, "google", workspace, read_user_settings(workspace), (), principal)
+
+
+def remote_sign_ins() -> list[tuple[ServerSpec, RemoteSignIn]]:
+    """The remote MCP servers the users sign in to, each with the server that declares it."""
+    return [(spec, remote) for spec in per_user_servers() if (remote := spec.load().USERS.remote_sign_in) is not None]
+
+
+def remote_account(principal: Principal, settings: UsersSettings, spec: ServerSpec) -> RemoteAccount:
+    """`principal`'s account at the remote server `spec` declares (`UserPolicy.remote_sign_in`): the
+    remote's address and their own token record, from their settings of that server."""
+    from deskmcp.connect.remote_sign_in import RemoteAccount
+
+    assert settings.users_root is not None
+    remote = spec.load().USERS.remote_sign_in
+    assert remote is not None
+    workspace = user_workspace(settings.users_root, principal)
+    values = read_user_settings(workspace)
+    own = user_settings(spec, workspace, values, settings.team_folders, principal)
+    return RemoteAccount(remote.url(own), remote.record(own))
 
 
 def state_keys() -> SealingKeys:
