@@ -5,6 +5,7 @@ connect call without asking the person again; an answer whose `iss` names anothe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -88,3 +89,38 @@ def test_security_connect_refuses_an_answer_naming_another_issuer(issuer: Author
     assert answer["is_error"]
     assert '"auth_required"' in answer["text"]
     assert "issuer" in answer["text"].lower() or "iss" in answer["text"]
+
+
+def test_connect_refreshes_at_the_authorization_servers_token_endpoint_after_a_restart(
+    issuer: AuthorizationServer, tmp_path: Path
+) -> None:
+    """The authorization server lives at another origin than the MCP server (as Granola's does). A
+    new process holding only an expired access token and a refresh token must refresh at that
+    server's token endpoint, without sending the person to the browser again."""
+    port = free_port()
+    app, _ = protected_app(issuer, port, tmp_path / "workspace")
+    person = Person(login="erin")
+    tokens = tmp_path / "tokens"
+    browsed: list[str] = []
+    browse = browser_of(person)
+
+    async def counting_browser(authorization_url: str) -> None:
+        browsed.append(authorization_url)
+        await browse(authorization_url)
+
+    async def call(url: str) -> bool:
+        server = ForwardingServer(url, auth=oauth_for(url, folder=tokens, browser=counting_browser))
+        with anyio.fail_after(120):
+            result = await server.call_tool("whoami", {})
+        return result.is_error
+
+    with serving(app, port=port) as base:
+        assert not anyio.run(call, f"{base}/mcp")
+        [kept] = tokens.glob("oauth-*.json")
+        data = json.loads(kept.read_text(encoding="utf-8"))
+        assert data["tokens"].get("refresh_token"), "the sign-in kept a refresh token"
+        kept.write_text(json.dumps({**data, "expires_at": 0}), encoding="utf-8")  # expired since
+        assert not anyio.run(call, f"{base}/mcp")
+
+    assert len(browsed) == 1, "the expired token was refreshed, not signed in again"
+    assert json.loads(kept.read_text(encoding="utf-8"))["tokens"]["access_token"] != data["tokens"]["access_token"]

@@ -65,7 +65,7 @@ class ForwardingServer(MCPServer[Any]):
         self.url = endpoint(url)
         self.token = token
         self.auth = auth
-        """The OAuth client (`connect_oauth.oauth_for`), used when no static token is set."""
+        """The OAuth client (`deskmcp.connect.oauth.oauth_for`), used when no static token is set."""
         digest = hashlib.blake2b(self.url.encode(), digest_size=6).hexdigest()
         self.cache_file = cache_dir / f"connect-tools-{digest}.json" if cache_dir else None
         self._tools: list[MCPTool] | None = None

@@ -8,7 +8,9 @@ exchanges the code. This module gives it what stays on this machine:
 
 - `TokenFile`: the tokens and client registration, one 0600 JSON file per remote under the user
   config folder; an access token past its expiry is not handed back, only its refresh token, so
-  the next request refreshes instead of using a dead token;
+  the next request refreshes instead of using a dead token; the authorization server's metadata
+  is kept beside the tokens, so a new process refreshes at that server's token endpoint (the SDK,
+  knowing no metadata yet, would send the refresh to the MCP server's own origin);
 - `LoopbackRedirect`: the redirect URI, `http://127.0.0.1:PORT/callback`, answered by a one-shot
   listener while the person signs in (the port is kept in the token file, since the registration
   names it);
@@ -36,7 +38,13 @@ from typing import Any
 import anyio
 import platformdirs
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+)
 
 from deskmcp import __version__
 from deskmcp.core.files import atomic_write_text
@@ -66,6 +74,8 @@ class TokenFile:
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.clock = clock
+        self.metadata_of: Callable[[], OAuthMetadata | None] = lambda: None
+        """The authorization server's metadata when tokens are stored (set by `oauth_for`)."""
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -101,7 +111,23 @@ class TokenFile:
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         expires_at = self.clock() + tokens.expires_in if tokens.expires_in is not None else None
-        self._write(tokens=tokens.model_dump(mode="json", exclude_none=True), expires_at=expires_at)
+        changes: dict[str, Any] = {
+            "tokens": tokens.model_dump(mode="json", exclude_none=True),
+            "expires_at": expires_at,
+        }
+        if (metadata := self.metadata_of()) is not None:
+            changes["authorization_server"] = metadata.model_dump(mode="json", exclude_none=True)
+        self._write(**changes)
+
+    def authorization_server(self) -> OAuthMetadata | None:
+        """The metadata of the authorization server that issued the kept tokens, if recorded."""
+        raw = self._read().get("authorization_server")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            return OAuthMetadata.model_validate(raw)
+        except ValueError:
+            return None
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         raw = self._read().get("client_info")
@@ -223,6 +249,22 @@ async def open_browser(url: str) -> None:
         print(f"deskmcp connect: open this address to sign in: {url}", file=sys.stderr, flush=True)
 
 
+class _KeptServerProvider(OAuthClientProvider):
+    """The SDK's provider, starting from the authorization server metadata kept in the token file:
+    a refresh in a new process then goes to that server's token endpoint. A 401 still runs the
+    discovery anew, so a moved authorization server is found again."""
+
+    def __init__(self, store: TokenFile, **kwargs: Any) -> None:
+        super().__init__(storage=store, **kwargs)
+        self._store = store
+        store.metadata_of = lambda: self.context.oauth_metadata
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        if self.context.oauth_metadata is None:
+            self.context.oauth_metadata = self._store.authorization_server()
+
+
 @dataclass(frozen=True)
 class ClientSettings:
     """How `deskmcp connect` identifies itself to the authorization server: a client ID metadata
@@ -281,10 +323,10 @@ def oauth_for(
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
     )
-    return OAuthClientProvider(
+    return _KeptServerProvider(
+        store,
         server_url=url,
         client_metadata=metadata,
-        storage=store,
         redirect_handler=redirect_handler,
         callback_handler=redirect.wait,
         client_metadata_url=client.client_metadata_url,

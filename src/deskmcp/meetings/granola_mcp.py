@@ -140,7 +140,7 @@ class GranolaMcp:
         rate: float = 1.0,
         timeout: float = 60.0,
     ) -> None:
-        """`auth`: the OAuth client (`connect_oauth.oauth_for`); `signed_in`: whether its token
+        """`auth`: the OAuth client (`deskmcp.connect.oauth.oauth_for`); `signed_in`: whether its token
         file holds tokens (without them no request is made: nobody is there to sign in)."""
         self.url = url
         self.auth = auth
@@ -337,7 +337,7 @@ def signed_in_at(path: Path) -> bool:
 
 async def sign_in(url: str, *, folder: Path | None = None, browser: Browser | None = None) -> list[str]:
     """Sign in to the hosted server at `url` in the browser (`deskmcp auth granola`) and keep the
-    tokens (`connect_oauth`); the server's tool names, read once signed in."""
+    tokens (`deskmcp.connect.oauth`); the server's tool names, read once signed in."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client

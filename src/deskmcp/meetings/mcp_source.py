@@ -8,7 +8,7 @@ changed ones ten at a time, `get_meeting_transcript` their transcripts while the
 Each meeting is mapped by the API source's own mapping (`api_notes`), so the tools answer the same
 from either source.
 
-deskmcp signs in as an OAuth client (`connect_oauth`): `deskmcp auth granola` opens the browser
+deskmcp signs in as an OAuth client (`deskmcp.connect.oauth`): `deskmcp auth granola` opens the browser
 once; the sync uses the tokens kept (0600 file per URL) and refreshes them, and never opens a
 browser itself: without a sign-in every tool answers `auth_required` saying how to sign in.
 
