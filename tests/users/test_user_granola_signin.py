@@ -264,3 +264,33 @@ def test_a_users_sign_in_refreshes_when_its_access_token_expires(deployment: Dep
             updated_after=None, cursor=None
         )
     assert "sign in" in refused.value.message.lower()
+
+
+def test_signing_in_again_reuses_the_users_registration(deployment: Deployment) -> None:
+    assert deployment.callback(authorised(deployment.begin("alice"), "alice-at-granola")).status_code == 200
+    first = deployment.record("alice").load()
+    again = deployment.begin("alice")
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(again).query))
+
+    assert query["client_id"] == first["client_info"]["client_id"], "no new client registered"
+    assert deployment.callback(authorised(again, "alice-at-granola")).status_code == 200
+    second = deployment.record("alice").load()
+    assert second["client_info"] == first["client_info"]
+    assert second["tokens"]["access_token"] != first["tokens"]["access_token"]
+
+
+def test_a_user_signs_out_of_hosted_granola_and_only_their_own_tokens_go(deployment: Deployment) -> None:
+    assert deployment.callback(authorised(deployment.begin("alice"), "alice-at-granola")).status_code == 200
+    assert deployment.callback(authorised(deployment.begin("bob"), "bob-at-granola")).status_code == 200
+    url = f"{deployment.bases[1]}/auth/granola"
+
+    assert httpx2.delete(url, timeout=60).status_code == 401  # only a signed-in user signs out, and only themself
+    gone = httpx2.delete(url, headers=deployment.headers("alice"), timeout=60)
+
+    assert gone.status_code == 200 and gone.json()["signed_out"] is True, gone.text
+    assert deployment.record("alice").load() is None
+    assert deployment.record("bob").load() is not None and len(rows(deployment.database)) == 1
+    again = httpx2.delete(url, headers=deployment.headers("alice"), timeout=60)
+    assert again.status_code == 200 and again.json()["signed_out"] is False
+    status, refused = deployment.call("alice", "granola.cache.status")
+    assert status == 200 and "/auth/granola/url" in json.dumps(refused), refused

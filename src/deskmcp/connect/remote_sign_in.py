@@ -2,7 +2,8 @@
 
 A server that reads a remote MCP server on a user's behalf (one asking for OAuth, as the MCP
 authorization spec has it) declares it (`servers.RemoteSignIn`); the HTTP app then serves, for the
-signed-in principal, `GET /auth/<name>/url` and `GET /auth/<name>/callback` (`PrincipalRemoteSignIn`):
+signed-in principal, `GET /auth/<name>/url`, `GET /auth/<name>/callback` and `DELETE /auth/<name>`
+(sign out) (`PrincipalRemoteSignIn`):
 
 - `/auth/<name>/url` (behind deskmcp's own token) discovers the remote's authorization server
   (RFC 9728 protected-resource metadata at the resource's well-known address, then RFC 8414
@@ -32,6 +33,7 @@ import hashlib
 import html
 import json
 import logging
+import os
 import secrets
 import time
 import urllib.parse
@@ -55,7 +57,7 @@ from starlette.routing import Route
 
 from deskmcp import __version__
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
-from deskmcp.core.files import PRIVATE_FOLDER, atomic_write_text
+from deskmcp.core.files import PRIVATE_FOLDER, atomic_write_text, lock_exclusively
 from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal, current_principal
 
@@ -84,11 +86,14 @@ class Sealer(Protocol):
 
 
 class TokenRecord(Protocol):
-    """One user's sign-in to one remote, as a JSON object: `load` (None when there is none) and `save`."""
+    """One user's sign-in to one remote, as a JSON object: `load` (None when there is none), `save`
+    and `forget` (the record goes)."""
 
     def load(self) -> dict[str, Any] | None: ...
 
     def save(self, data: dict[str, Any]) -> None: ...
+
+    def forget(self) -> None: ...
 
 
 class Held(Protocol):
@@ -116,6 +121,32 @@ class FileRecord:
     def save(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
         atomic_write_text(self.path, json.dumps(data), mode=0o600)
+
+    def forget(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    @contextmanager
+    def refreshing(self) -> Iterator[Held]:
+        """The record read and saved under the OS lock of a file beside it, for the time of a
+        refresh: another process's (or thread's) refresh of the same record waits for this one, then
+        finds the new tokens, so one refresh token is never spent twice."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+        fd = os.open(self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            lock_exclusively(fd, wait=True)
+            yield _FileHeld(self)
+        finally:
+            os.close(fd)  # lets the lock go
+
+
+class _FileHeld:
+    def __init__(self, record: FileRecord) -> None:
+        self.record = record
+        self.data = record.load()
+
+    def save(self, data: dict[str, Any]) -> None:
+        self.record.save(data)
+        self.data = data
 
 
 @dataclass(frozen=True)
@@ -392,6 +423,17 @@ def _page(title: str, text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(_PAGE.format(title=html.escape(title), text=html.escape(text)), status_code=status)
 
 
+def _kept_registration(record: TokenRecord, metadata: OAuthMetadata, redirect_uri: str) -> dict[str, Any] | None:
+    """The registration of the user's last sign-in, when it was made with the same authorization
+    server for the same callback: signing in again then registers no new client."""
+    data = record.load() or {}
+    info = data.get("client_info")
+    if not isinstance(info, dict) or not info.get("client_id"):
+        return None
+    same_server = str(data.get("issuer", "")).rstrip("/") == str(metadata.issuer).rstrip("/")
+    return info if same_server and data.get("redirect_uri") == redirect_uri else None
+
+
 def _challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
@@ -435,7 +477,9 @@ class PrincipalRemoteSignIn:
         account = self.account_for(principal)
         with self._client() as client:
             found = discover(client, account.url, self.service)
-            client_info = register(client, found.metadata, redirect_uri, found.scopes, self.service)
+            client_info = _kept_registration(account.record, found.metadata, redirect_uri) or register(
+                client, found.metadata, redirect_uri, found.scopes, self.service
+            )
         verifier = secrets.token_urlsafe(64)
         expires = self.clock() + self.ttl
         payload = {
@@ -541,6 +585,8 @@ class PrincipalRemoteSignIn:
             "resource": payload["res"],
             "token_endpoint": payload["t"],
             "client_info": payload["c"],
+            "issuer": payload["i"],
+            "redirect_uri": payload["r"],
         }
         account.record.save(stored(tokens, self.clock(), prior))
         log.info("a user signed in to %s", self.service)
@@ -560,6 +606,24 @@ class PrincipalRemoteSignIn:
             return RedirectResponse(url, status_code=302)
         return JSONResponse({"url": url, "redirect_uri": redirect_uri, "service": self.service})
 
+    async def sign_out(self, request: Request) -> Response:
+        """`DELETE /auth/<name>`: the signed-in user's tokens for the remote are forgotten here (the
+        remote's own list of connected apps is where the grant itself is withdrawn)."""
+        principal = current_principal()
+        if principal is None:
+            denied = AuthRequired(
+                f"Sign in to deskmcp first: the sign-out from {self.service} is the signed-in user's."
+            )
+            return JSONResponse(denied.to_dict(), status_code=denied.http_status)
+        try:
+            record = self.account_for(principal).record
+            had = await anyio.to_thread.run_sync(lambda: record.load() is not None)
+            await anyio.to_thread.run_sync(record.forget)
+        except DeskError as exc:
+            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+        log.info("a user signed out of %s", self.service)
+        return JSONResponse({"service": self.service, "signed_out": had})
+
     async def callback(self, request: Request) -> Response:
         params = request.query_params
         caller = current_principal()
@@ -574,5 +638,6 @@ class PrincipalRemoteSignIn:
     def routes(self) -> list[Route]:
         return [
             Route(url_path(self.name), self.auth_url, methods=["GET"]),
+            Route(f"/auth/{self.name}", self.sign_out, methods=["DELETE"]),
             Route(callback_path(self.name), self.callback, methods=["GET"], name=self.route_name),
         ]

@@ -167,6 +167,11 @@ class PostgresTokenStore:
         with self._connection() as conn, conn.transaction():
             self._write(conn, data)
 
+    def forget(self) -> None:
+        """The row goes (a sign-out)."""
+        with self._connection() as conn, conn.transaction():
+            conn.execute(f"DELETE FROM {self.table} WHERE owner = %s", (self.owner,))
+
     @contextmanager
     def refreshing(self) -> Iterator[Held]:
         """The row locked for the time of a refresh: another replica's refresh waits for this one."""
