@@ -64,8 +64,6 @@ class UserPolicy:
     ignored: frozenset[str] = frozenset()
     """Settings a user's file may name but whose value is dropped for the default (e.g. the URL their
     own API key is sent to)."""
-    from_deployment: Mapping[str, str] = field(default_factory=dict)
-    """Settings every user takes from the deployment's Google settings: setting -> `GoogleSettings` field."""
     data: Mapping[str, str] = field(default_factory=dict)
     """Where the server's data lives when the user names no place: setting -> folder of their workspace."""
     refused_schemes: Mapping[str, frozenset[str]] = field(default_factory=dict)

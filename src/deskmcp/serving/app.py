@@ -170,7 +170,7 @@ def _users_oauth_routes(
             lambda p: google_settings(p, users),
             state_keys(),
             default_scopes=sign_in_scopes(spec.name for spec in per_user_servers()),
-            spent=ledger(GoogleSettings().google_token_database),
+            spent=ledger(GoogleSettings().database_url),
         )
     return _host_checked_routes(oauth.routes(), security)
 

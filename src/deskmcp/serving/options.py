@@ -14,12 +14,13 @@ from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     TransportSecuritySettings,
 )
-from pydantic import Field, SecretStr
+from pydantic import Field
 
 from deskmcp.core.errors import (
     BadRequest,
 )
-from deskmcp.core.settings import Settings, env_alias
+from deskmcp.core.settings import env_alias
+from deskmcp.core.shared_settings import ServerTokenSettings
 from deskmcp.serving.hosts import bracketed, is_loopback
 
 if TYPE_CHECKING:
@@ -34,23 +35,15 @@ one-time `state` that only a caller of `/auth/url` (behind the token) holds. A `
 come with a token is checked, and must be the token of whoever began that sign-in."""
 
 
-class HttpSettings(Settings):
-    """What `deskmcp serve --http` reads from the environment beside its options (`DESKMCP_*`)."""
+class HttpSettings(ServerTokenSettings):
+    """What `deskmcp serve --http` reads from the environment beside its options (`DESKMCP_*`):
+    `DESKMCP_TOKEN` (`ServerTokenSettings`, which `deskmcp connect` sends too), `DESKMCP_ALLOWED_ORIGINS`."""
 
-    token: SecretStr | None = Field(
-        default=None,
-        validation_alias=env_alias("token", "DESKMCP_TOKEN"),
-        description="Bearer token every HTTP request must carry; unset: none on loopback, one generated elsewhere.",
-    )
     allowed_origins: str = Field(
         default="",
         validation_alias=env_alias("allowed_origins", "DESKMCP_ALLOWED_ORIGINS"),
         description="Comma-separated browser origins (scheme://host[:port]) allowed besides the server's own.",
     )
-
-    @property
-    def token_text(self) -> str | None:
-        return (self.token.get_secret_value() or None) if self.token is not None else None
 
 
 @dataclass(frozen=True)
