@@ -58,7 +58,8 @@ class HttpOptions:
     workspace: Path | None = None
     """The workspace the servers use (where the Google token is kept by default)."""
     oauth: Any = None
-    """The Google sign-in routes (`deskmcp.google.web.OAuthRoutes`); built from the environment when None."""
+    """The Google sign-in routes (`deskmcp.google.web.OAuthRoutes`), or in users mode the sign-in flow
+    its routes use (`deskmcp.google.web.PrincipalSignIn`); built from the environment when None."""
     read_timeout: float = 30.0
     """Seconds a client has to send a whole request, head and body, before its connection is closed."""
     keep_alive_timeout: int = 5
