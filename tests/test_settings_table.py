@@ -299,3 +299,19 @@ def test_connect_sends_its_own_token_else_the_servers_one(monkeypatch: pytest.Mo
     assert token_from_environment() == "remote-token"
     monkeypatch.setenv("DESKMCP_REMOTE_TOKEN", "")  # set, and empty: no token, sign in with OAuth
     assert token_from_environment() is None
+
+
+def test_one_servers_list_shows_each_package_once_the_shared_ones_first() -> None:
+    from itertools import groupby
+
+    from deskmcp.settings_table import server_settings
+
+    runs = {
+        server: [package for package, _ in groupby(s.package for s in server_settings(server))]
+        for server in ("mail", "orchestrator")
+    }
+
+    assert runs == {
+        "mail": ["deskmcp", "google", "vault", "documents", "mail"],
+        "orchestrator": ["deskmcp", "vault", "mail", "orchestrator"],
+    }

@@ -174,13 +174,16 @@ def all_settings() -> list[Setting]:
 
 
 def server_settings(server: str) -> list[Setting]:
-    """Every setting server `server` reads, its inherited ones (workspace, Google) included."""
+    """Every setting server `server` reads, its inherited ones (workspace, Google, the shared ones)
+    included, in the order of the whole table (the shared packages' first)."""
     from deskmcp.servers import SERVERS
 
     if server not in SERVERS:
         raise BadRequest(f"No server {server!r}; choose one of {', '.join(SERVERS)}.", {"server": server})
     cls = SERVERS[server].load().Settings
-    packages = {owner: package for package, owner in settings_classes()}
+    classes = settings_classes()
+    packages = {owner: package for package, owner in classes}
+    order = {owner: index for index, (_package, owner) in enumerate(classes)}
     out: list[Setting] = []
     for field in cls.model_fields:
         owner = next(
@@ -191,7 +194,7 @@ def server_settings(server: str) -> list[Setting]:
         setting = _setting(packages.get(owner, server), owner if owner in packages else cls, field)
         if setting is not None:
             out.append(setting)
-    return out
+    return sorted(out, key=lambda s: order.get(s.owner, len(order)))
 
 
 # -- values and their sources ---------------------------------------------------------------
