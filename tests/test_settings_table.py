@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -9,8 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deskmcp.core.settings import is_secret, renamed
-from deskmcp.settings_table import TABLE_END, TABLE_START, all_settings, markdown_table, with_table
+import pytest
+from pydantic import Field
+
+from deskmcp.core.config import OptionalPath
+from deskmcp.core.settings import Settings, env_alias, environment_names, is_secret, renamed
+from deskmcp.core.shared_settings import VaultFolderSettings
+from deskmcp.settings_table import (
+    TABLE_END,
+    TABLE_START,
+    all_settings,
+    markdown_table,
+    settings_classes,
+    with_table,
+)
 from tests.helpers.principals import principal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,4 +245,73 @@ def test_secrets_are_known_by_type_and_by_name() -> None:
         ("google", "GOOGLE_TOKEN_FILE"): False,  # a path
         ("meetings", "GRANOLA_OS_KEYRING"): False,  # a switch
         ("mail", "MAIL_ADDRESS"): False,
+    }
+
+
+def declarations(classes: list[type[Settings]]) -> dict[str, list[str]]:
+    """Environment name -> `Class.field` of every field declaring it, each class of `classes` and of
+    their bases walked; a field a class inherits is its base's declaration, one it writes again its own."""
+    found: dict[str, set[str]] = {}
+    for cls in classes:
+        for base in cls.__mro__:
+            if not (isinstance(base, type) and issubclass(base, Settings)):
+                continue
+            own = inspect.get_annotations(base)
+            for field, info in base.model_fields.items():
+                if field in own:
+                    for name in environment_names(field, info):
+                        found.setdefault(name, set()).add(f"{base.__name__}.{field}")
+    return {name: sorted(fields) for name, fields in found.items()}
+
+
+def test_every_environment_name_is_declared_by_one_field_of_one_class() -> None:
+    found = declarations([cls for _package, cls in settings_classes()])
+
+    twice = {name: fields for name, fields in found.items() if len(fields) > 1}
+    assert twice == {}, "declare a setting several packages read once, in deskmcp.core.shared_settings"
+    # the walk sees the shared settings through the servers' classes that inherit them
+    assert found["VAULT_PATH"] == ["VaultFolderSettings.vault_path"]
+    assert found["DESKMCP_DATABASE_URL"] == ["DatabaseSettings.database_url"]
+    # and the table lists every name the classes declare (a shared class it does not know would be missing)
+    assert found.keys() == {name for s in all_settings() for name in s.names}
+
+
+def test_the_declaration_check_sees_a_name_declared_twice() -> None:
+    class Mine(VaultFolderSettings):
+        folder: str = Field(default="", validation_alias=env_alias("folder", "VAULT_PATH"))
+
+    class Again(Mine):
+        vault_path: OptionalPath = Field(default=None, validation_alias=env_alias("vault_path", "VAULT_PATH"))
+
+    assert declarations([Mine])["VAULT_PATH"] == ["Mine.folder", "VaultFolderSettings.vault_path"]
+    assert declarations([Again])["VAULT_PATH"] == ["Again.vault_path", "Mine.folder", "VaultFolderSettings.vault_path"]
+
+
+def test_connect_sends_its_own_token_else_the_servers_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskmcp.connect.bridge import token_from_environment
+
+    monkeypatch.delenv("DESKMCP_REMOTE_TOKEN", raising=False)
+    monkeypatch.delenv("DESKMCP_TOKEN", raising=False)
+    assert token_from_environment() is None
+    monkeypatch.setenv("DESKMCP_TOKEN", "server-token")
+    assert token_from_environment() == "server-token"
+    monkeypatch.setenv("DESKMCP_REMOTE_TOKEN", "remote-token")
+    assert token_from_environment() == "remote-token"
+    monkeypatch.setenv("DESKMCP_REMOTE_TOKEN", "")  # set, and empty: no token, sign in with OAuth
+    assert token_from_environment() is None
+
+
+def test_one_servers_list_shows_each_package_once_the_shared_ones_first() -> None:
+    from itertools import groupby
+
+    from deskmcp.settings_table import server_settings
+
+    runs = {
+        server: [package for package, _ in groupby(s.package for s in server_settings(server))]
+        for server in ("mail", "orchestrator")
+    }
+
+    assert runs == {
+        "mail": ["deskmcp", "google", "vault", "documents", "mail"],
+        "orchestrator": ["deskmcp", "vault", "mail", "orchestrator"],
     }

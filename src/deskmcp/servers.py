@@ -87,8 +87,6 @@ class UserPolicy:
     ignored: frozenset[str] = frozenset()
     """Settings a user's file may name but whose value is dropped for the default (e.g. the URL their
     own API key is sent to)."""
-    from_deployment: Mapping[str, str] = field(default_factory=dict)
-    """Settings every user takes from the deployment's Google settings: setting -> `GoogleSettings` field."""
     deployment: frozenset[str] = frozenset()
     """Settings every user takes from the deployment's own settings of the server (this process's
     environment), whatever their file says (e.g. the address the server's sign-in tokens are sent to)."""

@@ -4,7 +4,10 @@ came from, and whether it is a secret.
 `deskmcp settings` prints it (`settings_command`), and docs/configuration.md is checked against
 `markdown_table()` so that the page cannot fall behind the settings classes. The classes are
 found here and nowhere else: the core's, each server's through the registry, Google's, serving's
-and connect's; a field is listed under the package whose class declares it.
+and connect's. Each environment name is declared by one field of one class (a test checks it); a
+field is listed under the package whose class declares it, and a class several packages' settings
+inherit (`deskmcp.core.shared_settings`) under the package whose name it carries, with the others
+that read it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from deskmcp.core.settings import (
 )
 
 MASK = "********"
+SHARED_MODULE = "deskmcp.core.shared_settings"
+"""Where the settings several packages read are declared (each package's own class inherits them)."""
 UNSET = "(unset)"
 
 
@@ -47,7 +52,7 @@ class Setting:
     secret: bool
     description: str
     also_read_by: tuple[str, ...] = ()
-    """Other packages whose settings class reads the same name (a server's path another one needs)."""
+    """Other packages whose settings class reads the same setting (a server's path another one needs)."""
 
     @property
     def info(self) -> FieldInfo:
@@ -79,10 +84,19 @@ class Reading:
 
 
 def settings_classes() -> list[tuple[str, type[Settings]]]:
-    """(package, class) for every settings class, the shared ones first."""
+    """(package, class) for every settings class, the shared ones first; the settings several
+    servers read just before the server whose name they carry."""
     from deskmcp.connect.settings import ConnectSettings
     from deskmcp.core.config import WorkspaceSettings
     from deskmcp.core.search.embedders.store import ModelStoreSettings
+    from deskmcp.core.shared_settings import (
+        DatabaseSettings,
+        DocumentsFolderSettings,
+        ProtectedFoldersSettings,
+        RecipientSettings,
+        ServerTokenSettings,
+        VaultFolderSettings,
+    )
     from deskmcp.google.auth import GoogleSettings
     from deskmcp.servers import SERVERS
     from deskmcp.serving.auth.settings import AuthorizationSettings
@@ -90,13 +104,22 @@ def settings_classes() -> list[tuple[str, type[Settings]]]:
     from deskmcp.serving.replicas import ReplicaSettings
     from deskmcp.serving.users import UsersSettings
 
+    shared: dict[str, tuple[type[Settings], ...]] = {
+        "vault": (VaultFolderSettings, ProtectedFoldersSettings),
+        "documents": (DocumentsFolderSettings,),
+        "mail": (RecipientSettings,),
+    }
     classes: list[tuple[str, type[Settings]]] = [
         ("deskmcp", WorkspaceSettings),
         ("deskmcp", ModelStoreSettings),
+        ("deskmcp", DatabaseSettings),
         ("google", GoogleSettings),
     ]
-    classes += [(name, spec.load().Settings) for name, spec in SERVERS.items()]
+    for name, spec in SERVERS.items():
+        classes += [(name, cls) for cls in shared.get(name, ())]
+        classes.append((name, spec.load().Settings))
     classes += [
+        ("serving", ServerTokenSettings),
         ("serving", HttpSettings),
         ("serving", ReplicaSettings),
         ("serving", UsersSettings),
@@ -135,30 +158,32 @@ def _setting(package: str, cls: type[Settings], field: str) -> Setting | None:
 
 
 def all_settings() -> list[Setting]:
-    """Every setting, each name once: under the package whose class declares it first (the shared
-    ones, then each server's), with the other packages that read the same name."""
-    out: dict[str, Setting] = {}
-    for package, cls in settings_classes():
+    """Every setting, each name once, under the package whose class declares it, with the other
+    packages whose settings class inherits that one (the server settings the shared ones are part of)."""
+    classes = settings_classes()
+    out: list[Setting] = []
+    for package, cls in classes:
+        readers: tuple[str, ...] = ()
+        if cls.__module__ == SHARED_MODULE:
+            readers = tuple(dict.fromkeys(p for p, other in classes if p != package and issubclass(other, cls)))
         for field in _declared(cls):
             setting = _setting(package, cls, field)
-            if setting is None:
-                continue
-            first = out.get(setting.name)
-            if first is None:
-                out[setting.name] = setting
-            elif package != first.package and package not in first.also_read_by:
-                out[setting.name] = replace(first, also_read_by=(*first.also_read_by, package))
-    return list(out.values())
+            if setting is not None:
+                out.append(replace(setting, also_read_by=readers))
+    return out
 
 
 def server_settings(server: str) -> list[Setting]:
-    """Every setting server `server` reads, its inherited ones (workspace, Google) included."""
+    """Every setting server `server` reads, its inherited ones (workspace, Google, the shared ones)
+    included, in the order of the whole table (the shared packages' first)."""
     from deskmcp.servers import SERVERS
 
     if server not in SERVERS:
         raise BadRequest(f"No server {server!r}; choose one of {', '.join(SERVERS)}.", {"server": server})
     cls = SERVERS[server].load().Settings
-    packages = {owner: package for package, owner in settings_classes()}
+    classes = settings_classes()
+    packages = {owner: package for package, owner in classes}
+    order = {owner: index for index, (_package, owner) in enumerate(classes)}
     out: list[Setting] = []
     for field in cls.model_fields:
         owner = next(
@@ -169,7 +194,7 @@ def server_settings(server: str) -> list[Setting]:
         setting = _setting(packages.get(owner, server), owner if owner in packages else cls, field)
         if setting is not None:
             out.append(setting)
-    return out
+    return sorted(out, key=lambda s: order.get(s.owner, len(order)))
 
 
 # -- values and their sources ---------------------------------------------------------------

@@ -90,7 +90,7 @@ async def test_security_the_default_vault_in_the_workspace_is_protected_too(tmp_
 async def test_notes_go_into_the_vaults_other_folders_and_protection_follows_the_setting(
     tmp_path: Path, vault: Path
 ) -> None:
-    open_settings = _settings(tmp_path, documents_path=vault, vault_path=vault, vault_protected_folders="")
+    open_settings = _settings(tmp_path, documents_path=vault, vault_path=vault, protected_folders="")
     async with Client(create_server(_settings(tmp_path, documents_path=vault, vault_path=vault))) as c:
         written = await ok(c, "create_note", title="Plan", content="x", folder="Projects")
     async with Client(create_server(open_settings)) as c:

@@ -147,7 +147,7 @@ def test_two_processes_refreshing_at_once_spend_the_refresh_token_once(
     PostgresTokenStore(database, SealingKeys.parse(keys), ISSUER, "alice").save(token(token_uri=uri, expiry=expired))
     settings = GoogleSettings(
         workspace=tmp_path,
-        google_token_database=database,
+        database_url=database,
         google_token_keys=SecretStr(keys),
         google_token_principal=(ISSUER, "alice"),
     )

@@ -1,5 +1,5 @@
 """Only the person approves: a reply is sent only when deskmcp drafted it, to the people it was
-drafted for (or to addresses on MAIL_ALLOWED_RECIPIENTS), and a person moved it to Approved/."""
+drafted for (or to addresses on ORCHESTRATOR_TRUSTED_RECIPIENTS), and a person moved it to Approved/."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ async def test_security_the_assistant_cannot_approve_a_reply_through_the_default
     assert (vault / draft).exists()
     error = frontmatter(vault / "Approved" / "pay.md")["send_error"]
     assert error.startswith("Not sent: deskmcp did not draft this reply.")
-    assert "MAIL_ALLOWED_RECIPIENTS" in error
+    assert "ORCHESTRATOR_TRUSTED_RECIPIENTS" in error
     assert any(e["event"] == "send_refused" and e["note"] == "Approved/pay.md" for e in events(vault))
 
 
@@ -108,7 +108,8 @@ async def test_security_a_draft_whose_recipients_were_changed_is_not_sent(
     assert "recipients were changed after deskmcp drafted it (added: boss@evil.example)" in error
 
 
-async def test_a_changed_recipient_on_the_allowlist_is_sent(orchestrator, vault: Path, store: Path) -> None:
+async def approved_with_changed_recipient(orchestrator, vault: Path, store: Path) -> None:
+    """A draft deskmcp wrote to ana@example.org, moved to Approved/ addressed to team@example.com."""
     write_rules(vault)
     add_mail(store, "d1", "ana@example.org", "Let us meet", "When?")
     async with orchestrator() as o:
@@ -117,10 +118,51 @@ async def test_a_changed_recipient_on_the_allowlist_is_sent(orchestrator, vault:
         text = draft.read_text(encoding="utf-8").replace("to: ana@example.org", "to: Team <team@example.com>")
         (vault / "Approved" / draft.name).write_text(text, encoding="utf-8")
         draft.unlink()
-    async with orchestrator(allowed_recipients="ana@example.org, @example.com") as o:
+
+
+async def test_a_changed_recipient_on_the_trusted_list_is_sent(orchestrator, vault: Path, store: Path) -> None:
+    await approved_with_changed_recipient(orchestrator, vault, store)
+    async with orchestrator(trusted_recipients="ana@example.org, @example.com") as o:
         summary = await o.run_pass()
     assert summary.sent == 1
     assert [m["to"] for m in sent(store)] == ["Team <team@example.com>"]
+
+
+async def test_the_mail_allowlist_still_vouches_while_the_trusted_list_is_unset_and_says_it_is_deprecated(
+    orchestrator, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import deskmcp.core.settings
+
+    monkeypatch.setattr(deskmcp.core.settings, "_WARNED", set())
+    await approved_with_changed_recipient(orchestrator, vault, store)
+    monkeypatch.setenv("MAIL_ALLOWED_RECIPIENTS", "ana@example.org, @example.com")
+    with caplog.at_level("WARNING", logger="deskmcp.settings"):
+        async with orchestrator() as o:
+            summary = await o.run_pass()
+            await o.run_pass()
+    assert summary.sent == 1
+    assert [m["to"] for m in sent(store)] == ["Team <team@example.com>"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "deskmcp.settings"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("MAIL_ALLOWED_RECIPIENTS as the recipients of replies the orchestrator did not")
+    assert "is deprecated" in warnings[0] and "set ORCHESTRATOR_TRUSTED_RECIPIENTS instead" in warnings[0]
+
+
+async def test_security_an_empty_trusted_list_trusts_nobody_whatever_the_mail_allowlist_says(
+    orchestrator, vault: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await approved_with_changed_recipient(orchestrator, vault, store)
+    monkeypatch.setenv("MAIL_ALLOWED_RECIPIENTS", "@example.com")
+    monkeypatch.setenv("ORCHESTRATOR_TRUSTED_RECIPIENTS", "")
+    async with orchestrator() as o:
+        summary = await o.run_pass()
+    assert summary.sent == 0 and summary.failed == 1
+    assert sent(store) == []
+    refused = next((vault / "Approved").glob("*.md"))
+    assert (
+        "recipients were changed after deskmcp drafted it (added: team@example.com)"
+        in frontmatter(refused)["send_error"]
+    )
 
 
 async def test_a_draft_the_person_edited_and_moved_is_sent_to_the_same_people(

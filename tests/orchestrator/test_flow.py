@@ -142,7 +142,7 @@ async def test_a_reply_written_by_hand_to_an_allowed_recipient_gets_an_id_before
 ) -> None:
     (vault / "Approved").mkdir()
     (vault / "Approved" / "hello.md").write_text("---\nto: bob@example.org\nsubject: Hello\n---\nHi Bob\n")
-    async with orchestrator(decider="assistant", allowed_recipients="@example.org") as o:
+    async with orchestrator(decider="assistant", trusted_recipients="@example.org") as o:
         await o.run_pass()
     done = frontmatter(vault / "Done" / "hello.md")
     assert done["draft_id"].startswith("draft-")

@@ -14,10 +14,11 @@ from typing import Any
 import httpx2
 import pytest
 
+from deskmcp.core.errors import BadRequest, PermissionDenied
 from deskmcp.gateway import compose
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import SealingKeys
-from deskmcp.google.web import PrincipalOAuthRoutes
+from deskmcp.google.web import PrincipalSignIn
 from deskmcp.serving.app import create_app
 from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings, google_settings
@@ -38,9 +39,7 @@ def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
     monkeypatch.setenv("GOOGLE_CLIENT_SECRET", "deskmcp-secret")
     users = UsersSettings(users_root=tmp_path / "users")
     keys = SealingKeys.parse("s1:" + base64.b64encode(os.urandom(32)).decode())
-    oauth = PrincipalOAuthRoutes(
-        lambda p: google_settings(p, users), keys, transport=httpx2.MockTransport(google_token_endpoint)
-    )
+    oauth = PrincipalSignIn(keys, transport=httpx2.MockTransport(google_token_endpoint))
     app = create_app(compose(keep_unavailable=True), HttpOptions(users=users, oauth=oauth))
     with serving(ActingFromHeader(app)) as base:
         yield base, users
@@ -100,3 +99,29 @@ def test_security_auth_url_needs_a_signed_in_user(deployment: tuple[str, UsersSe
 
     assert answer.status_code == 401
     assert answer.json()["error"] == "auth_required"
+
+
+def test_security_the_flow_stores_a_token_only_through_the_settings_of_the_user_who_began(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOOGLE_CLIENT_ID", "deskmcp-client")
+    monkeypatch.setenv("GOOGLE_CLIENT_SECRET", "deskmcp-secret")
+    users = UsersSettings(users_root=tmp_path / "users")
+    keys = SealingKeys.parse("s1:" + base64.b64encode(os.urandom(32)).decode())
+    flow = PrincipalSignIn(keys, transport=httpx2.MockTransport(google_token_endpoint))
+    alice, bob = principal("alice"), principal("bob")
+
+    url, scopes = flow.begin(alice, google_settings(alice, users), "http://127.0.0.1/callback", ["mail"])
+    state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))["state"]
+    returned = flow.returned(state, "c5", None, caller=None)
+
+    assert (returned.owner.issuer, returned.owner.subject) == (alice.issuer, alice.subject)
+    assert returned.scopes == scopes
+    with pytest.raises(PermissionDenied, match="not those of the user who began"):
+        flow.finish(returned, google_settings(bob, users))
+    assert stored(users, "alice") is None and stored(users, "bob") is None
+    flow.finish(returned, google_settings(alice, users))
+    assert stored(users, "alice")["token"] == "access-for-c5"
+    assert stored(users, "bob") is None
+    with pytest.raises(BadRequest, match="already used"):
+        flow.returned(state, "c5", None, caller=alice)

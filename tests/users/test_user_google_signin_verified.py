@@ -22,7 +22,7 @@ from deskmcp.core.principal import Principal
 from deskmcp.gateway import compose
 from deskmcp.google.auth import token_store
 from deskmcp.google.sealed_tokens import SealingKeys
-from deskmcp.google.web import PrincipalOAuthRoutes
+from deskmcp.google.web import PrincipalSignIn
 from deskmcp.serving.app import create_app
 from deskmcp.serving.options import HttpOptions
 from deskmcp.serving.users import UsersSettings, google_settings
@@ -100,12 +100,7 @@ def replicas(
                 issuer=issuer.issuer, resource=resource, client_id=INTROSPECTOR, client_secret=CLIENT_SECRET
             )
         )
-        oauth = PrincipalOAuthRoutes(
-            lambda p: google_settings(p, users),
-            keys,
-            transport=httpx2.MockTransport(google_token_endpoint),
-            spent=spent,
-        )
+        oauth = PrincipalSignIn(keys, transport=httpx2.MockTransport(google_token_endpoint), spent=spent)
         options = HttpOptions(port=port, authorization=checker, users=users, oauth=oauth)
         app = create_app(compose(keep_unavailable=True), options)
         bases.append(stack.enter_context(serving(app, port=port if index == 0 else 0)))

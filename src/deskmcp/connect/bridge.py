@@ -189,5 +189,4 @@ def token_from_environment() -> str | None:
     """DESKMCP_REMOTE_TOKEN, else DESKMCP_TOKEN, else None (sign in with OAuth)."""
     from deskmcp.connect.settings import ConnectSettings
 
-    token = ConnectSettings().token
-    return token.get_secret_value() or None if token is not None else None
+    return ConnectSettings().sent_token

@@ -6,16 +6,19 @@ from __future__ import annotations
 from pydantic import Field, SecretStr
 
 from deskmcp.core.config import OptionalText
-from deskmcp.core.settings import Settings, env_alias
+from deskmcp.core.settings import env_alias
+from deskmcp.core.shared_settings import ServerTokenSettings
 
 
-class ConnectSettings(Settings):
-    """Environment: `DESKMCP_REMOTE_TOKEN` (or `DESKMCP_TOKEN`), `DESKMCP_CONNECT_CLIENT_*`."""
+class ConnectSettings(ServerTokenSettings):
+    """Environment: `DESKMCP_REMOTE_TOKEN`, else `DESKMCP_TOKEN` (`ServerTokenSettings`: the same
+    token on both sides), `DESKMCP_CONNECT_CLIENT_*`."""
 
-    token: SecretStr | None = Field(
+    remote_token: SecretStr | None = Field(
         default=None,
-        validation_alias=env_alias("token", "DESKMCP_REMOTE_TOKEN", "DESKMCP_TOKEN"),
-        description="Static bearer token sent to the remote deskmcp (its DESKMCP_TOKEN); unset: OAuth sign-in.",
+        validation_alias=env_alias("remote_token", "DESKMCP_REMOTE_TOKEN"),
+        description="Static bearer token sent to the remote deskmcp (its DESKMCP_TOKEN, which is sent when this "
+        "is unset); neither set: OAuth sign-in.",
     )
     client_metadata_url: OptionalText = Field(
         default=None,
@@ -32,3 +35,11 @@ class ConnectSettings(Settings):
         validation_alias=env_alias("client_secret", "DESKMCP_CONNECT_CLIENT_SECRET"),
         description="That client's secret, when it has one.",
     )
+
+    @property
+    def sent_token(self) -> str | None:
+        """The token sent to the remote: DESKMCP_REMOTE_TOKEN when it is set (empty: none), else
+        DESKMCP_TOKEN, else None (sign in with OAuth)."""
+        if self.remote_token is not None:
+            return self.remote_token.get_secret_value() or None
+        return self.token_text

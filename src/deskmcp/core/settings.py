@@ -74,10 +74,17 @@ def current_name(name: str) -> str:
     new = _RENAMED.get(name)
     if new is None:
         return name
-    if name not in _WARNED:
-        _WARNED.add(name)
-        log.warning("%s is deprecated and will stop working in the next release: set %s instead.", name, new)
+    deprecated(name, f"{name} is deprecated and will stop working in the next release: set {new} instead.")
     return new
+
+
+def deprecated(key: str, message: str) -> None:
+    """Log `message` (what stops working in the next release, and what to set instead) once per
+    process for `key`: an old name, or an old use of a name that stays (a setting another package
+    no longer reads for its own purpose after the next release)."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("%s", message)
 
 
 def is_secret(name: str, info: FieldInfo) -> bool:

@@ -9,21 +9,16 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
-from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias, expand
-from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
+from deskmcp.core.config import env_alias, expand
+from deskmcp.core.shared_settings import DocumentsFolderSettings, ProtectedFoldersSettings, VaultFolderSettings
 
 
-class DocumentsSettings(WorkspaceSettings):
-    """Environment: `DOCUMENTS_PATH`, `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_READ_ONLY_ROOTS`,
-    `DOCUMENTS_MAX_FILE_MB`, `DESKMCP_MAX_FILE_CHARS`, `DOCUMENTS_INDEX_MAX_FILES`, `VAULT_PATH` and
-    `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), plus the workspace's."""
+class DocumentsSettings(DocumentsFolderSettings, VaultFolderSettings, ProtectedFoldersSettings):
+    """Environment: `DOCUMENTS_EXTRA_ROOTS`, `DOCUMENTS_READ_ONLY_ROOTS`, `DOCUMENTS_MAX_FILE_MB`,
+    `DOCUMENTS_MAX_INDEX_CHARS`, `DOCUMENTS_INDEX_MAX_FILES`; `DOCUMENTS_PATH`, and `VAULT_PATH` and
+    `VAULT_PROTECTED_FOLDERS` (the vault's folders no note is written into), which other servers read
+    too (`deskmcp.core.shared_settings`); plus the workspace's."""
 
-    documents_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
-        description="The main documents folder (default: <workspace>/documents, created if missing; "
-        "a folder set here is never created).",
-    )
     # NoDecode: the variable is a path list, not JSON.
     extra_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
         default=(),
@@ -55,17 +50,6 @@ class DocumentsSettings(WorkspaceSettings):
         description="Most files one index_folder call reads and indexes (unchanged files do not count); "
         "calling again continues.",
     )
-    vault_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("vault_path", "VAULT_PATH"),
-        description="The vault (default: <workspace>/vault): when it is or lies in a root, its protected "
-        "folders are never written into.",
-    )
-    vault_protected_folders: str = Field(
-        default=",".join(TRIAGE_FOLDERS),
-        validation_alias=env_alias("vault_protected_folders", "VAULT_PROTECTED_FOLDERS"),
-        description="Comma-separated top-level folders of the vault no note is written into (as the vault server).",
-    )
 
     @field_validator("extra_roots", "read_only_roots", mode="before")
     @classmethod
@@ -80,19 +64,11 @@ class DocumentsSettings(WorkspaceSettings):
 
     @property
     def root(self) -> Path:
-        return self.documents_path or self.workspace / "documents"
+        return self.documents
 
     @property
     def read_only_folders(self) -> frozenset[Path]:
         return frozenset(p.resolve() for p in self.read_only_roots)
-
-    @property
-    def vault(self) -> Path:
-        return self.vault_path or self.workspace / "vault"
-
-    @property
-    def protected(self) -> tuple[str, ...]:
-        return folder_names(self.vault_protected_folders)
 
     @property
     def max_file_bytes(self) -> int:

@@ -26,6 +26,7 @@ from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
 from deskmcp.core.errors import AuthRequired, BadRequest, ExternalServiceError, IOFailure, ParseError
 from deskmcp.core.extras import needs_extra
 from deskmcp.core.files import PRIVATE_FILE, PRIVATE_FOLDER, atomic_write_text
+from deskmcp.core.shared_settings import DatabaseSettings
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -53,9 +54,11 @@ SCOPES: dict[str, tuple[str, ...]] = {
 }
 
 
-class GoogleSettings(WorkspaceSettings):
+class GoogleSettings(WorkspaceSettings, DatabaseSettings):
     """Environment: `GOOGLE_CLIENT_SECRETS`, `GOOGLE_CLIENT_ID`, `GOOGLE_CLIENT_SECRET`, `GOOGLE_TOKEN_FILE`,
-    `GOOGLE_SERVICE_ACCOUNT_FILE`, `GOOGLE_DELEGATED_USER`, `GOOGLE_USE_ADC`, plus the workspace's."""
+    `GOOGLE_SERVICE_ACCOUNT_FILE`, `GOOGLE_DELEGATED_USER`, `GOOGLE_USE_ADC`, `DESKMCP_TOKEN_KEYS`;
+    `DESKMCP_DATABASE_URL` (`DatabaseSettings`: each user's token is kept there when deskmcp serves
+    several users); plus the workspace's."""
 
     google_client_secrets: OptionalPath = Field(
         default=None,
@@ -93,12 +96,6 @@ class GoogleSettings(WorkspaceSettings):
         description="Use Application Default Credentials (gcloud auth application-default login, metadata server).",
     )
 
-    google_token_database: str | None = Field(
-        default=None,
-        validation_alias=env_alias("google_token_database", "DESKMCP_DATABASE_URL"),
-        description="PostgreSQL URL keeping each user's token (with DESKMCP_TOKEN_KEYS), when deskmcp serves "
-        "several users; the token of the principal in google_token_principal.",
-    )
     google_token_keys: SecretStr | None = Field(
         default=None,
         validation_alias=env_alias("google_token_keys", "DESKMCP_TOKEN_KEYS"),
@@ -161,7 +158,7 @@ class FileTokenStore:
 
 def token_store(settings: GoogleSettings) -> TokenStore:
     """The principal's row in the database when one is configured with a principal, else the file."""
-    if settings.google_token_database and settings.google_token_principal is not None:
+    if settings.database_url and settings.google_token_principal is not None:
         from deskmcp.google.sealed_tokens import PostgresTokenStore, SealingKeys
 
         if settings.google_token_keys is None:
@@ -171,7 +168,7 @@ def token_store(settings: GoogleSettings) -> TokenStore:
             )
         issuer, subject = settings.google_token_principal
         keys = SealingKeys.parse(settings.google_token_keys.get_secret_value())
-        return PostgresTokenStore(settings.google_token_database, keys, issuer, subject)
+        return PostgresTokenStore(settings.database_url, keys, issuer, subject)
     return FileTokenStore(settings.google_token_path)
 
 

@@ -6,6 +6,10 @@ URL, with a fresh `state` and a PKCE challenge. Google then sends the user's bro
 `state`, which only a caller of `/auth/url` holds and which expires after ten minutes. The
 code is exchanged with its PKCE verifier and the token stored through the `TokenStore`. One
 set of routes serves every server that uses Google (mail, sheets): `?scopes=mail,sheets`.
+
+`OAuthRoutes` are those routes for one user. When deskmcp serves several users, `PrincipalSignIn`
+is the same flow in steps that take each user's settings as data, and the routes are serving's
+(`deskmcp.serving.signin`), where a user's settings are known.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import secrets
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +33,7 @@ from starlette.routing import Route
 from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.once import OnceLedger, ledger
-from deskmcp.core.principal import Principal, current_principal
+from deskmcp.core.principal import Principal
 from deskmcp.google.auth import (
     AUTH_URI,
     TOKEN_URI,
@@ -280,20 +285,37 @@ def _query(url: str) -> list[tuple[str, str]]:
     return urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)
 
 
-class PrincipalOAuthRoutes:
-    """`/auth/url` and `/callback` when deskmcp serves several users (`deskmcp.serving.users`): the state is
-    sealed (AES-GCM) and carries the signed-in principal, the PKCE verifier and the redirect address,
-    so any process holding the same keys finishes it and the token goes to that principal's store.
-    A callback made by another signed-in principal is refused; one without a principal (a browser
-    coming back from Google) is authorised by the sealed state alone. The state also carries a
-    one-time id, spent by the first callback (`spent`: the shared database's ledger when there is
-    one, so replicas agree): the same state never finishes a second time."""
+@dataclass(frozen=True)
+class ReturnedSignIn:
+    """A callback whose sealed state was opened, checked and spent (`PrincipalSignIn.returned`):
+    whose sign-in it finishes, and what exchanging its code takes."""
+
+    owner: Principal
+    code: str
+    verifier: str
+    redirect_uri: str
+    scopes: list[str]
+
+
+class PrincipalSignIn:
+    """The sign-in when deskmcp serves several users, in steps that take a user's `GoogleSettings`
+    as data (the routes, `deskmcp.serving.signin`, resolve them for the user):
+
+    - `begin`: the consent URL for the signed-in principal. The state is sealed (AES-GCM) and
+      carries that principal, the PKCE verifier and the redirect address, so any process holding
+      the same keys finishes it.
+    - `returned`: the callback's parameters opened into a `ReturnedSignIn` naming the principal who
+      began it. A callback made by another signed-in principal is refused; one without a principal
+      (a browser coming back from Google) is authorised by the sealed state alone. The state also
+      carries a one-time id, spent here by the first callback (`spent`: the shared database's
+      ledger when there is one, so replicas agree): the same state never returns a second time.
+    - `finish`: the code exchanged and the token stored through the owner's settings, which must be
+      the owner's (`google_token_principal`)."""
 
     STATE_DATA = b"deskmcp google state"
 
     def __init__(
         self,
-        settings_for: Callable[[Principal], GoogleSettings],
         keys: SealingKeys,
         *,
         default_scopes: tuple[str, ...] = ("sheets",),
@@ -302,7 +324,6 @@ class PrincipalOAuthRoutes:
         clock: Callable[[], float] = time.time,
         spent: OnceLedger | None = None,
     ) -> None:
-        self.settings_for = settings_for
         self.keys = keys
         self.default_scopes = default_scopes
         self.transport = transport
@@ -310,18 +331,13 @@ class PrincipalOAuthRoutes:
         self.clock = clock
         self.spent = spent or ledger(None)
 
-    async def auth_url(self, request: Request) -> Response:
-        principal = current_principal()
-        if principal is None:
-            denied = AuthRequired("Sign in to deskmcp first: connecting Google is done for the signed-in user.")
-            return JSONResponse(denied.to_dict(), status_code=denied.http_status)
-        names = tuple(n.strip() for n in request.query_params.get("scopes", "").split(",") if n.strip())
-        try:
-            scopes = scopes_for(names or self.default_scopes)
-            entry = client_entry(client_config(self.settings_for(principal)))
-        except DeskError as exc:
-            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
-        redirect_uri = str(request.url_for("google_callback"))
+    def begin(
+        self, principal: Principal, settings: GoogleSettings, redirect_uri: str, names: Sequence[str] = ()
+    ) -> tuple[str, list[str]]:
+        """The consent URL for `principal` (whose settings hold the deployment's OAuth client) and the
+        scopes it asks for: those of the servers `names` (default: `default_scopes`)."""
+        scopes = scopes_for(tuple(names) or self.default_scopes)
+        entry = client_entry(client_config(settings))
         verifier = secrets.token_urlsafe(64)
         payload = {
             "iss": principal.issuer,
@@ -334,10 +350,7 @@ class PrincipalOAuthRoutes:
         }
         key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.STATE_DATA)
         state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
-        url = consent_url(entry, redirect_uri, scopes, state, verifier)
-        if request.query_params.get("redirect") in ("1", "true"):
-            return RedirectResponse(url, status_code=302)
-        return JSONResponse({"url": url, "redirect_uri": redirect_uri, "scopes": scopes})
+        return consent_url(entry, redirect_uri, scopes, state, verifier), scopes
 
     def _opened(self, state: str | None) -> dict[str, Any]:
         unknown = BadRequest(
@@ -355,32 +368,35 @@ class PrincipalOAuthRoutes:
             raise unknown
         return payload
 
-    async def callback(self, request: Request) -> Response:
-        params = request.query_params
-        try:
-            payload = self._opened(params.get("state"))
-            owner = Principal(str(payload["iss"]), str(payload["sub"]))
-            caller = current_principal()
-            if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
-                raise PermissionDenied(
-                    "This Google authorisation was started by another user; start your own from /auth/url.", {}
-                )
-            once = payload.get("n")
-            if not isinstance(once, str) or not self.spent.spend("google-state", once, float(payload["e"])):
-                raise BadRequest(
-                    "This Google authorisation was already used; each one finishes once. Open /auth/url again.", {}
-                )
-            if params.get("error"):
-                raise AuthRequired(f"Google did not authorise deskmcp: {params['error']}.", {})
-            code = params.get("code")
-            if not code:
-                raise BadRequest("The callback carries no code.", {})
-            settings = self.settings_for(owner)
-            data = exchange_code(settings, code, payload["v"], payload["r"], payload["s"], self.transport)
-            token_store(settings).save(data)
-        except DeskError as exc:
-            return not_authorised(exc)
-        return authorised()
+    def returned(
+        self, state: str | None, code: str | None, error: str | None, *, caller: Principal | None
+    ) -> ReturnedSignIn:
+        """The sign-in a callback finishes, its state spent; a `DeskError` when it may not (an unknown,
+        expired or spent state, another caller's, Google's refusal, no code)."""
+        payload = self._opened(state)
+        owner = Principal(str(payload["iss"]), str(payload["sub"]))
+        if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
+            raise PermissionDenied(
+                "This Google authorisation was started by another user; start your own from /auth/url.", {}
+            )
+        once = payload.get("n")
+        if not isinstance(once, str) or not self.spent.spend("google-state", once, float(payload["e"])):
+            raise BadRequest(
+                "This Google authorisation was already used; each one finishes once. Open /auth/url again.", {}
+            )
+        if error:
+            raise AuthRequired(f"Google did not authorise deskmcp: {error}.", {})
+        if not code:
+            raise BadRequest("The callback carries no code.", {})
+        return ReturnedSignIn(owner, code, str(payload["v"]), str(payload["r"]), [str(s) for s in payload["s"]])
 
-    def routes(self) -> list[Route]:
-        return sign_in_routes(self.auth_url, self.callback)
+    def finish(self, returned: ReturnedSignIn, settings: GoogleSettings) -> None:
+        """Exchange the code and store the token through `settings`, the owner's: settings whose token
+        belongs to someone else are refused before anything is exchanged or stored."""
+        owner = (returned.owner.issuer, returned.owner.subject)
+        if settings.google_token_principal != owner:
+            raise PermissionDenied("These Google settings are not those of the user who began this sign-in.", {})
+        data = exchange_code(
+            settings, returned.code, returned.verifier, returned.redirect_uri, returned.scopes, self.transport
+        )
+        token_store(settings).save(data)

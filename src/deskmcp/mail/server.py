@@ -87,10 +87,9 @@ def _users_accounts(settings: MailSettings, workspace: Path) -> None:
 
 
 USERS = UserPolicy(
-    # The keyring is this server's OS user's; the send journal is kept in the deployment's database.
-    forbidden=frozenset({"database_url"}),
+    # The keyring is this server's OS user's. The send journal is kept in the deployment's database
+    # (DESKMCP_DATABASE_URL), which every user's Google settings take from the deployment.
     fixed={"os_keyring": False},
-    from_deployment={"database_url": "google_token_database"},
     check=_users_accounts,
 )
 

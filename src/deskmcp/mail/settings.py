@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from deskmcp.core.config import OptionalPath, env_alias, expand
 from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.core.settings import variable as environment_variable
+from deskmcp.core.shared_settings import DocumentsFolderSettings, RecipientSettings, VaultFolderSettings
 from deskmcp.google.auth import GoogleSettings
 
 MailMode = Literal["read_only", "draft_only", "send"]
@@ -20,9 +21,10 @@ DEFAULT_ACCOUNT = "default"
 ACCOUNT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$"
 
 
-class MailSettings(GoogleSettings):
-    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, allowlist), `VAULT_PATH`, `GOOGLE_*`,
-    plus the workspace's."""
+class MailSettings(GoogleSettings, DocumentsFolderSettings, VaultFolderSettings, RecipientSettings):
+    """Environment: `MAIL_*` (backend, Maildir, SMTP, IMAP, mode, accounts); `MAIL_ALLOWED_RECIPIENTS`,
+    `DOCUMENTS_PATH`, `VAULT_PATH` and `DESKMCP_DATABASE_URL`, which other packages read too
+    (`deskmcp.core.shared_settings`); `GOOGLE_*`; plus the workspace's."""
 
     backend: Literal["maildir", "imap", "gmail"] = Field(
         default="maildir",
@@ -78,11 +80,6 @@ class MailSettings(GoogleSettings):
         validation_alias=env_alias("mode", "MAIL_MODE"),
         description="read_only, draft_only or send (default: send on maildir, draft_only on imap and gmail).",
     )
-    allowed_recipients: str = Field(
-        default="",
-        validation_alias=env_alias("allowed_recipients", "MAIL_ALLOWED_RECIPIENTS"),
-        description="Comma-separated addresses and @domains mail may go to; empty means anyone.",
-    )
     confirm_sends: bool = Field(
         default=True,
         validation_alias=env_alias("confirm_sends", "MAIL_CONFIRM_SENDS"),
@@ -107,22 +104,6 @@ class MailSettings(GoogleSettings):
         ge=1024,
         validation_alias=env_alias("max_attachment_bytes", "MAIL_MAX_ATTACHMENT_BYTES"),
         description="Most bytes of attachments, all together, on one outgoing message.",
-    )
-    documents_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("documents_path", "DOCUMENTS_PATH"),
-        description="The documents folder files can be attached from (default: <workspace>/documents).",
-    )
-    database_url: str | None = Field(
-        default=None,
-        validation_alias=env_alias("database_url", "DESKMCP_DATABASE_URL"),
-        description="PostgreSQL shared by several deskmcp processes: the send journal (idempotency keys) is "
-        "kept there instead of SQLite, so a keyed send retried on another process is sent once.",
-    )
-    vault_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("vault_path", "VAULT_PATH"),
-        description="The vault whose Logs/ folder receives the send audit log (default: <workspace>/vault).",
     )
 
     account: str = Field(
@@ -191,14 +172,11 @@ class MailSettings(GoogleSettings):
     @property
     def attachment_roots(self) -> dict[str, Path]:
         """The folders outgoing attachments may come from, by the first part of their path."""
-        return {
-            "documents": self.documents_path or self.workspace / "documents",
-            "vault": self.vault_path or self.workspace / "vault",
-        }
+        return {"documents": self.documents, "vault": self.vault}
 
     @property
     def audit_folder(self) -> Path:
-        return (self.vault_path or self.workspace / "vault") / "Logs"
+        return self.vault / "Logs"
 
     @property
     def index_path(self) -> Path:
@@ -208,10 +186,6 @@ class MailSettings(GoogleSettings):
     def state_path(self) -> Path:
         """The send journal (idempotency keys); user data, not a rebuildable index."""
         return self.workspace / ".deskmcp" / self._per_account("mail-sends", ".sqlite3")
-
-    @property
-    def allowlist(self) -> tuple[str, ...]:
-        return tuple(p.strip().lower() for p in self.allowed_recipients.split(",") if p.strip())
 
     def account_settings(self) -> dict[str, MailSettings]:
         """Every account by name, the first one the default: those of MAIL_ACCOUNTS, or this one alone.

@@ -2,8 +2,8 @@
 
 A reply in `Approved/` is sent only when it is vouched for: this ledger says the orchestrator
 drafted it (its `draft_id`) and its recipients are among those it was drafted for, or every one of
-its recipients is on `MAIL_ALLOWED_RECIPIENTS`. A note put into `Approved/` by anyone else (a
-hand-written reply, a draft whose `to` was changed) is therefore refused unless the allowlist
+its recipients is on `ORCHESTRATOR_TRUSTED_RECIPIENTS`. A note put into `Approved/` by anyone else
+(a hand-written reply, a draft whose `to` was changed) is therefore refused unless that list
 covers it, and the reason is written into the note.
 
 The ledger is append-only: one JSON line per draft written (before its note is written) and per
@@ -38,10 +38,10 @@ def addresses(*fields: str | None) -> list[str]:
     return found
 
 
-def on_allowlist(address: str, allowlist: tuple[str, ...]) -> bool:
-    """Whether `address` is an entry of MAIL_ALLOWED_RECIPIENTS, or in one of its `@domain` entries."""
+def is_trusted(address: str, trusted: tuple[str, ...]) -> bool:
+    """Whether `address` is an entry of ORCHESTRATOR_TRUSTED_RECIPIENTS, or in one of its `@domain` entries."""
     domain = "@" + address.rpartition("@")[2]
-    return any(entry in (address, domain) for entry in allowlist)
+    return any(entry in (address, domain) for entry in trusted)
 
 
 class DraftLedger:
@@ -89,11 +89,11 @@ class DraftLedger:
         return found
 
     def refusal(
-        self, draft_id: str, to: str, cc: str | None, allowlist: tuple[str, ...], *, approving: bool = False
+        self, draft_id: str, to: str, cc: str | None, trusted: tuple[str, ...], *, approving: bool = False
     ) -> str | None:
         """Why a reply must not be sent (or approved), or None when it may be."""
         wanted = addresses(to, cc)
-        if allowlist and wanted and all(on_allowlist(a, allowlist) for a in wanted):
+        if trusted and wanted and all(is_trusted(a, trusted) for a in wanted):
             return None
         entry = self.entry(draft_id) if draft_id else None
         if entry is None:
@@ -110,6 +110,6 @@ class DraftLedger:
         after = "" if approving else "; move the note out of Approved/ to stop the retries"
         return (
             f"Not {'approved' if approving else 'sent'}: {why}. A reply is sent only to the people it was drafted "
-            "for, unless every recipient is on MAIL_ALLOWED_RECIPIENTS. Put the recipients back, add them to "
-            f"MAIL_ALLOWED_RECIPIENTS, or send it from your mail client{after}."
+            "for, unless every recipient is on ORCHESTRATOR_TRUSTED_RECIPIENTS. Put the recipients back, add them "
+            f"to ORCHESTRATOR_TRUSTED_RECIPIENTS, or send it from your mail client{after}."
         )

@@ -280,8 +280,8 @@ class Orchestrator:
 
     def refusal(self, draft: ApprovedDraft, *, approving: bool = False) -> str | None:
         """Why a reply must not be sent (deskmcp did not draft it, or its recipients were changed,
-        and MAIL_ALLOWED_RECIPIENTS does not cover them), or None."""
-        return self.ledger.refusal(draft.draft_id, draft.to, draft.cc, self.settings.allowlist, approving=approving)
+        and ORCHESTRATOR_TRUSTED_RECIPIENTS does not cover them), or None."""
+        return self.ledger.refusal(draft.draft_id, draft.to, draft.cc, self.settings.trusted, approving=approving)
 
     async def _finish_interrupted(self, approved: set[str]) -> None:
         """Finish sends whose draft reached Done/ but whose bookkeeping was cut short by a crash."""

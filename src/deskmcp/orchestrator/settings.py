@@ -9,7 +9,9 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
+from deskmcp.core.config import env_alias
+from deskmcp.core.settings import deprecated
+from deskmcp.core.shared_settings import RecipientSettings, VaultFolderSettings
 
 DeciderName = Literal["rules", "llm", "assistant"]
 
@@ -17,15 +19,11 @@ DEFAULT_QUERY = "in:inbox newer_than:7d -label:AI_PROCESSED"
 """The last week of the inbox: a first run does not draft replies to years of old mail."""
 
 
-class OrchestratorSettings(WorkspaceSettings):
-    """Environment: `VAULT_PATH`, `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider), `MAIL_ALLOWED_RECIPIENTS`,
-    plus the workspace's."""
+class OrchestratorSettings(VaultFolderSettings, RecipientSettings):
+    """Environment: `ORCHESTRATOR_*`, `OPENAI_*` (for the LLM decider); `VAULT_PATH`, and
+    `MAIL_ALLOWED_RECIPIENTS` (read by the mail server the replies go through, and, while
+    `ORCHESTRATOR_TRUSTED_RECIPIENTS` is unset, in its place until the next release); plus the workspace's."""
 
-    vault_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("vault_path", "VAULT_PATH"),
-        description="The vault the flow lives in (default: <workspace>/vault).",
-    )
     decider: DeciderName = Field(
         default="rules",
         validation_alias=env_alias("decider", "ORCHESTRATOR_DECIDER"),
@@ -81,12 +79,13 @@ class OrchestratorSettings(WorkspaceSettings):
         validation_alias=env_alias("max_body_chars", "ORCHESTRATOR_MAX_BODY_CHARS"),
         description="Longest mail text copied into a note (the rest is cut, with a line saying so).",
     )
-    allowed_recipients: str = Field(
-        default="",
-        validation_alias=env_alias("allowed_recipients", "MAIL_ALLOWED_RECIPIENTS"),
+    trusted_recipients: str | None = Field(
+        default=None,
+        validation_alias=env_alias("trusted_recipients", "ORCHESTRATOR_TRUSTED_RECIPIENTS"),
         description=(
             "Comma-separated addresses and @domains a reply deskmcp did not draft (or whose recipients were "
-            "changed) may still go to; empty: such replies are never sent."
+            "changed) may still be sent to; empty: such replies are never sent. Unset: MAIL_ALLOWED_RECIPIENTS "
+            "in its place, until the next release (with a deprecation warning), else nobody."
         ),
     )
     llm_base_url: str | None = Field(
@@ -112,12 +111,24 @@ class OrchestratorSettings(WorkspaceSettings):
     )
 
     @property
-    def allowlist(self) -> tuple[str, ...]:
-        return tuple(p.strip().lower() for p in self.allowed_recipients.split(",") if p.strip())
+    def trusted(self) -> tuple[str, ...]:
+        """The addresses and @domains a reply deskmcp did not draft may still go to: those of
+        ORCHESTRATOR_TRUSTED_RECIPIENTS; while it is unset, those of MAIL_ALLOWED_RECIPIENTS, as
+        before that name had one meaning, said once per process (the safe default stays: nobody)."""
+        if self.trusted_recipients is not None:
+            return tuple(p.strip().lower() for p in self.trusted_recipients.split(",") if p.strip())
+        if self.allowlist:
+            deprecated(
+                "orchestrator:MAIL_ALLOWED_RECIPIENTS",
+                "MAIL_ALLOWED_RECIPIENTS as the recipients of replies the orchestrator did not draft is deprecated "
+                "and will stop working in the next release (it will only limit where mail may go): set "
+                "ORCHESTRATOR_TRUSTED_RECIPIENTS instead (empty: nobody).",
+            )
+        return self.allowlist
 
     @property
     def root(self) -> Path:
-        return self.vault_path or self.workspace / "vault"
+        return self.vault
 
     def server_command(self, name: Literal["mail", "vault"]) -> list[str]:
         configured = self.mail_command if name == "mail" else self.vault_command

@@ -159,21 +159,25 @@ def _users_routes(
 def _users_oauth_routes(
     users: UsersSettings, options: HttpOptions, security: TransportSecurityMiddleware
 ) -> list[BaseRoute]:
-    """`/auth/url` and `/callback` bound to the signed-in principal (`PrincipalOAuthRoutes`)."""
+    """`/auth/url` and `/callback` bound to the signed-in principal: the sealed-state flow
+    (`PrincipalSignIn`, or the one `options.oauth` gives), each user's Google settings handed to it
+    as data by the routes (`UsersGoogleSignIn`)."""
     from deskmcp.core.once import ledger
     from deskmcp.google.auth import GoogleSettings, sign_in_scopes
-    from deskmcp.google.web import PrincipalOAuthRoutes
-    from deskmcp.serving.users import google_settings, per_user_servers, state_keys
+    from deskmcp.google.web import PrincipalSignIn
+    from deskmcp.serving.signin import UsersGoogleSignIn
+    from deskmcp.serving.users import per_user_servers, state_keys
 
-    oauth = options.oauth
-    if not isinstance(oauth, PrincipalOAuthRoutes):
-        oauth = PrincipalOAuthRoutes(
-            lambda p: google_settings(p, users),
+    flow = options.oauth
+    if not isinstance(flow, PrincipalSignIn):
+        flow = PrincipalSignIn(
             state_keys(),
             default_scopes=sign_in_scopes(spec.name for spec in per_user_servers()),
-            spent=ledger(GoogleSettings().google_token_database),
+            spent=ledger(GoogleSettings().database_url),
         )
-    return _host_checked_routes([*oauth.routes(), *_remote_sign_in_routes(users, options)], security)
+    return _host_checked_routes(
+        [*UsersGoogleSignIn(flow, users).routes(), *_remote_sign_in_routes(users, options)], security
+    )
 
 
 def _remote_callbacks(options: HttpOptions) -> frozenset[str]:
@@ -197,7 +201,7 @@ def _remote_sign_in_routes(users: UsersSettings, options: HttpOptions) -> list[R
     from deskmcp.serving.users import remote_account, remote_sign_ins, state_keys
 
     keys = state_keys()
-    spent = ledger(GoogleSettings().google_token_database)
+    spent = ledger(GoogleSettings().database_url)
     routes: list[Route] = []
     for spec, remote in remote_sign_ins():
         made = PrincipalRemoteSignIn(

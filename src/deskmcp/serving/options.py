@@ -14,12 +14,13 @@ from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     TransportSecuritySettings,
 )
-from pydantic import Field, SecretStr
+from pydantic import Field
 
 from deskmcp.core.errors import (
     BadRequest,
 )
-from deskmcp.core.settings import Settings, env_alias
+from deskmcp.core.settings import env_alias
+from deskmcp.core.shared_settings import ServerTokenSettings
 from deskmcp.serving.hosts import bracketed, is_loopback
 
 if TYPE_CHECKING:
@@ -36,23 +37,15 @@ callbacks of the users' sign-ins to remote MCP servers (`/auth/<name>/callback`)
 same way (`app._remote_callbacks`)."""
 
 
-class HttpSettings(Settings):
-    """What `deskmcp serve --http` reads from the environment beside its options (`DESKMCP_*`)."""
+class HttpSettings(ServerTokenSettings):
+    """What `deskmcp serve --http` reads from the environment beside its options (`DESKMCP_*`):
+    `DESKMCP_TOKEN` (`ServerTokenSettings`, which `deskmcp connect` sends too), `DESKMCP_ALLOWED_ORIGINS`."""
 
-    token: SecretStr | None = Field(
-        default=None,
-        validation_alias=env_alias("token", "DESKMCP_TOKEN"),
-        description="Bearer token every HTTP request must carry; unset: none on loopback, one generated elsewhere.",
-    )
     allowed_origins: str = Field(
         default="",
         validation_alias=env_alias("allowed_origins", "DESKMCP_ALLOWED_ORIGINS"),
         description="Comma-separated browser origins (scheme://host[:port]) allowed besides the server's own.",
     )
-
-    @property
-    def token_text(self) -> str | None:
-        return (self.token.get_secret_value() or None) if self.token is not None else None
 
 
 @dataclass(frozen=True)
@@ -67,7 +60,8 @@ class HttpOptions:
     workspace: Path | None = None
     """The workspace the servers use (where the Google token is kept by default)."""
     oauth: Any = None
-    """The Google sign-in routes (`deskmcp.google.web.OAuthRoutes`); built from the environment when None."""
+    """The Google sign-in routes (`deskmcp.google.web.OAuthRoutes`), or in users mode the sign-in flow
+    its routes use (`deskmcp.google.web.PrincipalSignIn`); built from the environment when None."""
     read_timeout: float = 30.0
     """Seconds a client has to send a whole request, head and body, before its connection is closed."""
     keep_alive_timeout: int = 5

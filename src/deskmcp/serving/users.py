@@ -72,10 +72,11 @@ DEPLOYMENT_GOOGLE_FIELDS = (
     "google_client_secrets",
     "google_client_id",
     "google_client_secret",
-    "google_token_database",
+    "database_url",
     "google_token_keys",
 )
-"""The deployment's Google OAuth client and token database, the same for every user."""
+"""The deployment's Google OAuth client, its database (the users' tokens and every other store the
+processes share) and the keys sealing the tokens, the same for every user."""
 
 FORBIDDEN_KEYS = frozenset(
     {
@@ -311,8 +312,6 @@ def _settings_of(
             allowed["google_client_secrets"] = (google.google_client_secrets.resolve(),)
         if principal is not None:
             given["google_token_principal"] = (principal.issuer, principal.subject)
-        for setting, source in policy.from_deployment.items():
-            given[setting] = getattr(google, source)
     given.update(values)
     given["workspace"] = workspace
     given["relative_paths"] = True  # a user never learns where the server keeps its users
@@ -333,7 +332,7 @@ def _settings_of(
         if principal is not None:
             given[remote.principal] = (principal.issuer, principal.subject)
         if remote.database is not None:
-            given[remote.database] = google.google_token_database
+            given[remote.database] = google.database_url
         if remote.keys is not None:
             given[remote.keys] = google.google_token_keys
     if policy.chosen is not None:

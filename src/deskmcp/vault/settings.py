@@ -7,19 +7,15 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from deskmcp.core.config import OptionalPath, WorkspaceSettings, env_alias
-from deskmcp.core.protected_folders import TRIAGE_FOLDERS, folder_names
+from deskmcp.core.config import env_alias
+from deskmcp.core.shared_settings import ProtectedFoldersSettings, VaultFolderSettings
 
 
-class VaultSettings(WorkspaceSettings):
-    """Environment: `VAULT_PATH`, `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`,
-    `VAULT_INDEX_WORKERS`, `VAULT_PROTECTED_FOLDERS`, plus the workspace's."""
+class VaultSettings(VaultFolderSettings, ProtectedFoldersSettings):
+    """Environment: `VAULT_READ_ONLY`, `VAULT_MAX_NOTE_BYTES`, `VAULT_WATCH`, `VAULT_INDEX_WORKERS`;
+    `VAULT_PATH` and `VAULT_PROTECTED_FOLDERS`, which other servers read too
+    (`deskmcp.core.shared_settings`); plus the workspace's."""
 
-    vault_path: OptionalPath = Field(
-        default=None,
-        validation_alias=env_alias("vault_path", "VAULT_PATH"),
-        description="The vault folder (default: <workspace>/vault, created when missing).",
-    )
     read_only: bool = Field(
         default=False,
         validation_alias=env_alias("read_only", "VAULT_READ_ONLY"),
@@ -44,25 +40,12 @@ class VaultSettings(WorkspaceSettings):
         description="Watch the vault for edits while serving (else re-scan by mtime before answering).",
     )
 
-    protected_folders: str = Field(
-        default=",".join(TRIAGE_FOLDERS),
-        validation_alias=env_alias("protected_folders", "VAULT_PROTECTED_FOLDERS"),
-        description=(
-            "Comma-separated top-level folders the writing tools refuse to write into, out of or within "
-            "(default: the email triage folders, changed only by the triage flow and the person); empty for none."
-        ),
-    )
-
     read_only_switch: ClassVar[str] = "VAULT_READ_ONLY=1"
     """The setting named when a writing tool is called in read-only mode."""
 
     @property
-    def protected(self) -> tuple[str, ...]:
-        return folder_names(self.protected_folders)
-
-    @property
     def root(self) -> Path:
-        return self.vault_path or self.workspace / "vault"
+        return self.vault
 
     @property
     def index_path(self) -> Path:
