@@ -136,3 +136,64 @@ def test_shared_formulas_whose_references_would_leave_the_sheet_are_left_to_the_
     assert _shared_reads(("C3", "RATE*A1", 3, 3), 3, [4], "S") is None  # a name: read in full
     with pytest.raises(Fallback):
         translate(master, "C1")
+
+
+def _sheet_part(rows: dict[int, list[tuple[str, str]]]) -> bytes:
+    """A worksheet part of formula cells: row -> (cell, formula text without '=')."""
+    body = b"".join(
+        f'<row r="{r}">'.encode()
+        + b"".join(f'<c r="{ref}"><f>{text}</f><v>0</v></c>'.encode() for ref, text in cells)
+        + b"</row>"
+        for r, cells in sorted(rows.items())
+    )
+    return b'<worksheet><dimension ref="A1:Z200"/><sheetData>' + body + b"</sheetData></worksheet>"
+
+
+def test_the_scan_finds_what_each_formula_reads_when_its_digit_runs_differ_in_length_and_interleave() -> None:
+    """Formulas of one shape whose row numbers have different lengths (`=B9*2`, `=B10*2`), in an order
+    where those of different lengths alternate (`=A5+A10`, `=A16+A6`, `=A7+A12`): each is indexed with
+    the cells it reads, as if added one by one."""
+    from deskmcp.sheets.xlsx.patch_sheets import Sheet, scan_sheet
+
+    rows: dict[int, list[tuple[str, str]]] = {}
+    texts: dict[tuple[int, int], str] = {}
+    for r in range(5, 120):
+        row = [(f"C{r}", f"B{r}*2"), (f"D{r}", f"A{r}+A{r + 5}" if r % 2 else f"A{r + 10}+A{r}")]
+        rows[r] = row
+        texts[(r, 3)], texts[(r, 4)] = row[0][1], row[1][1]
+    sheet = Sheet.load("S", "xl/worksheets/sheet1.xml", _sheet_part(rows))
+    scanned, one_by_one = Dependents(), Dependents()
+    reader = InputReader(_names)
+    uncached, shares = scan_sheet(sheet, (), reader, scanned)
+    assert uncached == [] and shares == {}
+    for (r, c), text in texts.items():
+        one_by_one.add(("S", r, c), inputs("=" + text, "S"))
+    assert scanned.keys() == one_by_one.keys() == {("S", r, c) for r, c in texts}
+    for cell in [("S", r, c) for r in (5, 9, 10, 14, 15, 16, 99, 100, 101, 124, 129) for c in (1, 2)]:
+        assert scanned.stale([cell]) == one_by_one.stale([cell]), cell
+
+
+@pytest.mark.parametrize(
+    ("part", "expected"),
+    [
+        (b'<sheetData><row r="1"><c r="A1"><v>1</v></c><c r="B1" s="2"/></row></sheetData>', True),
+        (b"<sheetData><row><c><v>1</v></c></row></sheetData>", False),  # a cell without attributes
+        (b'<sheetData><row r="1"><c/><c r="B1"/></row></sheetData>', False),
+        (b'<sheetData><row r="1"><c s="1" r="A1"/></row></sheetData>', False),  # r not first
+        (b"<sheetData><row r='1'><c r='A1'/></row></sheetData>", False),  # single quotes
+        (b'<x:sheetData><x:row r="1"><x:c r="A1"/></x:row></x:sheetData>', False),  # prefixed
+        (b'<cols><col min="1"/></cols><sheetData/><conditionalFormatting><cfRule/></conditionalFormatting>', True),
+        (
+            b'<sheetData><row r="1"><c r="A1" t="inlineStr"><is><r><rPr><color rgb="FF0000"/></rPr>'
+            b"<t>c</t></r></is></c></row></sheetData>",
+            True,
+        ),
+    ],
+)
+def test_a_part_is_plain_when_every_cell_tag_starts_with_its_double_quoted_reference(
+    part: bytes, expected: bool
+) -> None:
+    from deskmcp.sheets.xlsx.cellxml import plain
+
+    assert plain(part) is expected
+    assert plain(bytearray(part)) is expected

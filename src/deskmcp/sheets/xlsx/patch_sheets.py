@@ -39,6 +39,7 @@ DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
 CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 
 
@@ -70,11 +71,12 @@ class Sheet:
 
     @classmethod
     def load(cls, title: str, part: str, data: bytes | bytearray) -> Sheet:
-        if not plain(data) or b"<sheetData" not in data:
+        start = data.find(b"<sheetData")
+        if start < 0 or not plain(data):
             raise Fallback(f"{part} is not in the plain form")
-        if EMPTY_DATA.search(data):  # (a substitution copies even when it finds nothing to replace)
-            data = EMPTY_DATA.sub(b"<sheetData></sheetData>", data, count=1)
-        start = data.index(b"<sheetData")
+        empty = EMPTY_DATA.match(data, start)  # (the one sheetData element: the first)
+        if empty is not None:
+            data = data[:start] + b"<sheetData></sheetData>" + data[empty.end() :]
         end = data.find(b"</sheetData>", start)
         if end < 0:
             raise Fallback(f"{part} has no end of sheetData")
@@ -137,7 +139,7 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
     masters: dict[bytes, Master] = {}
     columns: dict[bytes, int] = {}
     skip_rows = {k[1] for k in skip if k[0] == title}
-    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
+    by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
     sharing: dict[tuple[Master, int], array[int]] = {}  # (anchor, column) -> rows
     count = 0
     for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
@@ -176,18 +178,25 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
         # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
         if (b"</v>" not in tail or b"<v></v>" in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
             uncached.append((title, row, col))
-        shape = DIGITS.sub(b"0", ftext)
-        group = shapes.get(shape)
+        # grouped by the text with each digit read as 0 (a byte mapping, cheaper than a regular
+        # expression per formula); the groups of one shape are joined below
+        zeros = ftext.translate(_DIGITS_AS_ZERO)
+        group = by_zeros.get(zeros)
         if group is None:
-            group = shapes[shape] = (array("i"), array("i"), [])
+            group = by_zeros[zeros] = (array("i"), array("i"), [])
         group[0].append(row)
         group[1].append(col)
         group[2].append(ftext)
     # every <f> of the cells is one of those read above, or the part is not in the form they assume
-    # (`<family>` of rich text is the one other element of cells whose name starts with f)
-    tags = data.count(b"<f", sheet.start, sheet.end) - data.count(b"<family", sheet.start, sheet.end)
+    # (`<family>` of rich text is the one other element of cells whose name starts with f; each
+    # cell read holds an <f>, so when the <f> are as many as the cells read there is no <family>)
+    tags = data.count(b"<f", sheet.start, sheet.end)
+    if count != tags:
+        tags -= data.count(b"<family", sheet.start, sheet.end)
     if count != tags:
         raise Fallback(f"formulas of {sheet.part} in an unexpected form")
+    shapes = _by_shape(by_zeros)
+    del by_zeros
     while shapes:  # one shape at a time, each let go once indexed
         shape, (rows, cols, texts) = shapes.popitem()
         recipe = reader.recipe(html.unescape(shape.decode("utf-8")))
@@ -226,6 +235,36 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
             text = translate(master, cell_name(row, col))
             index.add((title, row, col), reader.areas("=" + text, title))
     return uncached, shares
+
+
+def _by_shape(
+    by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]],
+) -> dict[bytes, tuple[array[int], array[int], list[bytes]]]:
+    """The formulas grouped by shape (each run of digits read as one 0), from their groups by text
+    with each digit read as 0 (`=B7*2` and `=B10*2` are two of those, of one shape). The formulas
+    of a shape stay in the order of the part; where its groups interleave, by row then column."""
+    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}
+    unordered: set[bytes] = set()
+    for zeros, (rows, cols, texts) in by_zeros.items():
+        shape = DIGITS.sub(b"0", zeros)
+        found = shapes.get(shape)
+        if found is None:
+            shapes[shape] = (rows, cols, texts)
+            continue
+        if (found[0][-1], found[1][-1]) > (rows[0], cols[0]):
+            unordered.add(shape)
+        found[0].extend(rows)
+        found[1].extend(cols)
+        found[2].extend(texts)
+    for shape in unordered:
+        rows, cols, texts = shapes[shape]
+        order = sorted(range(len(rows)), key=lambda i: (rows[i], cols[i]))
+        shapes[shape] = (
+            array("i", [rows[i] for i in order]),
+            array("i", [cols[i] for i in order]),
+            [texts[i] for i in order],
+        )
+    return shapes
 
 
 def _ascending(rows: array[int]) -> bool:
