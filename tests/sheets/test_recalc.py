@@ -197,3 +197,56 @@ def test_a_part_is_plain_when_every_cell_tag_starts_with_its_double_quoted_refer
 
     assert plain(part) is expected
     assert plain(bytearray(part)) is expected
+
+
+@pytest.mark.parametrize("stretch", [300, 1 << 17])
+def test_the_scan_reads_stretch_by_stretch_what_it_reads_formula_by_formula(
+    monkeypatch: pytest.MonkeyPatch, stretch: int
+) -> None:
+    """Stretches of a few rows, or one of the whole part (each question asked of a stretch at once,
+    its formulas grouped by a pass per text of zeros, or sorted when there are many): many shapes,
+    a text with an entity other than XML's five (`&#65;`), escaped comparisons, formulas in a row
+    written (left out), without a cached value (reported) and shared ones (read from their anchor)
+    are indexed as the tokenizer reads each formula."""
+    from deskmcp.sheets.xlsx import patch_sheets
+    from deskmcp.sheets.xlsx.patch_sheets import Sheet, scan_sheet
+
+    monkeypatch.setattr(patch_sheets, "SCAN_BYTES", stretch)
+    shapes = [f"{column}{{r}}*2+{column}$1" for column in "ABCDFGHIJKLM"] + [
+        "SUM(B{r}:D{r})",
+        'IF(B{r}&gt;3,"x&amp;y","n")',
+        'B{r}&amp;"&#65;"&amp;C{r}',
+        "IF(B{r}&lt;&gt;C{r},B{r},0)",
+        "Other!A{r}+B{r}",
+        "MAX(B1:B{r})",
+    ]
+    body, texts, no_value = [], {}, set()
+    for r in range(2, 90):
+        text = shapes[(r * 7) % len(shapes)].format(r=r)
+        value = "" if r % 11 == 0 else "<v>1</v>"
+        if value == "":
+            no_value.add(("S", r, 5))
+        cells = f'<c r="E{r}"><f>{text}</f>{value}</c>'
+        if r == 40:
+            cells += f'<c r="F{r}"><f t="shared" ref="F40:F42" si="0">B{r}*3</f><v>1</v></c>'
+        elif r in (41, 42):
+            cells += f'<c r="F{r}"><f t="shared" si="0"/><v>1</v></c>'
+        texts[(r, 5)] = text
+        body.append(f'<row r="{r}">{cells}</row>')
+    part = ("<worksheet><sheetData>" + "".join(body) + "</sheetData></worksheet>").encode()
+    sheet = Sheet.load("S", "xl/worksheets/sheet1.xml", part)
+    scanned, expected = Dependents(), Dependents()
+    uncached, shares = scan_sheet(sheet, {("S", 30, 5)}, InputReader(_names), scanned)
+    assert set(uncached) == no_value - {("S", 30, 5)}
+    assert set(shares) == {6}
+    import html
+
+    for (r, c), text in texts.items():
+        if r != 30:
+            expected.add(("S", r, c), inputs("=" + html.unescape(text), "S"))
+    for r in (40, 41, 42):
+        expected.add(("S", r, 6), inputs(f"=B{r}*3", "S"))
+    assert scanned.keys() == expected.keys()
+    for cell in [("S", r, c) for r in (1, 2, 3, 29, 30, 40, 41, 42, 55, 65, 89, 90) for c in (1, 2, 3, 4, 5)]:
+        assert scanned.stale([cell]) == expected.stale([cell]), cell
+    assert scanned.stale([("Other", 28, 1)]) == expected.stale([("Other", 28, 1)]) == {("S", 28, 5)}

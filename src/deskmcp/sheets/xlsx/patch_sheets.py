@@ -10,10 +10,11 @@ import re
 import zipfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import pairwise
+from itertools import compress, groupby, pairwise, repeat
+from operator import contains
 from typing import Any
 
 from deskmcp.sheets.a1 import GRID_ROWS, MAX_COLUMNS, MAX_ROWS, cell_name, column_index
@@ -39,6 +40,9 @@ DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
 CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
+SCAN_BYTES = 1 << 17
+"""Bytes of a sheet part whose formulas are read at once: what a stretch's matches hold at once
+stays small enough to be fast to make and let go (4 MB stretches were slower than one by one)."""
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 
@@ -142,51 +146,88 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
     by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
     sharing: dict[tuple[Master, int], array[int]] = {}  # (anchor, column) -> rows
     count = 0
-    for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
-        count += 1
-        letters, digits, cattrs, fattrs, ftext, tail = m.groups()
-        row = int(digits)
-        if row > GRID_ROWS:
-            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
-        col = columns.get(letters)
-        if col is None:
-            col = columns[letters] = column_index(letters.decode("ascii"))
-        if row in skip_rows or b"shared" in fattrs or not ftext or (b"&" in ftext and _ODD_ENTITY.search(ftext)):
-            text = unescape(ftext) if ftext else ""
-            master: Master | None = None
-            if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
-                si = fa.get(b"si", b"")
-                if text:
-                    masters[si] = (cell_name(row, col), text, row, col)
-                elif si in masters:
-                    master = masters[si]
-                else:
-                    raise Fallback("a shared formula before its anchor")
-            key = (title, row, col)
-            if key in skip:
-                continue
-            if _no_value(cattrs, tail):
-                uncached.append(key)
-            if master is None:
-                index.add(key, reader.areas("=" + text, title))
+
+    def one_by_one(row: int, col: int, cattrs: bytes, fattrs: bytes, ftext: bytes, tail: bytes) -> None:
+        """A formula read by itself: shared, empty, or in a row written."""
+        text = unescape(ftext) if ftext else ""
+        master: Master | None = None
+        if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
+            si = fa.get(b"si", b"")
+            if text:
+                masters[si] = (cell_name(row, col), text, row, col)
+            elif si in masters:
+                master = masters[si]
             else:
-                rows_of = sharing.get((master, col))
-                if rows_of is None:
-                    rows_of = sharing[(master, col)] = array("i")
-                rows_of.append(row)
-            continue
+                raise Fallback("a shared formula before its anchor")
+        key = (title, row, col)
+        if key in skip:
+            return
+        if _no_value(cattrs, tail):
+            uncached.append(key)
+        if master is None:
+            index.add(key, reader.areas("=" + text, title))
+        else:
+            rows_of = sharing.get((master, col))
+            if rows_of is None:
+                rows_of = sharing[(master, col)] = array("i")
+            rows_of.append(row)
+
+    # The formulas of each stretch of rows (`SCAN_BYTES` of the part) are read at once, each question
+    # asked of the whole stretch in one pass (a Python step per formula costs more than the
+    # regular expression finding them); only the formulas a question singles out are read alone.
+    for found in _formula_cells(data, sheet.start, sheet.end):
+        count += len(found)
+        letters_of, digits_of, cattrs_of, fattrs_of, ftexts, tails = zip(*found, strict=True)
+        del found
+        rows = array("i", map(int, digits_of))
+        if max(rows) > GRID_ROWS:
+            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
+        for letters in set(letters_of).difference(columns):
+            columns[letters] = column_index(letters.decode("ascii"))
+        cols = array("i", map(columns.__getitem__, letters_of))
+        alone = _read_alone(rows, fattrs_of, ftexts, skip_rows)
+        for i in alone:
+            one_by_one(rows[i], cols[i], cattrs_of[i], fattrs_of[i], ftexts[i], tails[i])
         # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
-        if (b"</v>" not in tail or b"<v></v>" in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
-            uncached.append((title, row, col))
-        # grouped by the text with each digit read as 0 (a byte mapping, cheaper than a regular
-        # expression per formula); the groups of one shape are joined below
-        zeros = ftext.translate(_DIGITS_AS_ZERO)
-        group = by_zeros.get(zeros)
-        if group is None:
-            group = by_zeros[zeros] = (array("i"), array("i"), [])
-        group[0].append(row)
-        group[1].append(col)
-        group[2].append(ftext)
+        if (
+            not all(map(contains, tails, repeat(b"</v>")))
+            or b"<v></v>" in b"".join(tails)
+            or b't="s"' in b"".join(cattrs_of)
+        ):
+            by_itself = set(alone)
+            uncached.extend(
+                (title, rows[i], cols[i])
+                for i in range(len(rows))
+                if i not in by_itself
+                and (b"</v>" not in tails[i] or b"<v></v>" in tails[i] or b't="s"' in cattrs_of[i])
+                and _no_value(cattrs_of[i], tails[i])
+            )
+        # grouped by the text with each digit read as 0 (a byte mapping of the whole stretch);
+        # the groups of one shape are joined below
+        zeros = b"\0".join(ftexts).translate(_DIGITS_AS_ZERO).split(b"\0")
+        if len(zeros) != len(ftexts):  # (a NUL in a formula's text: not XML, but read as it stands)
+            zeros = [text.translate(_DIGITS_AS_ZERO) for text in ftexts]
+        for i in alone:
+            zeros[i] = b""  # (every other formula's text has something)
+        for key, members in _groups(zeros):
+            if not key:
+                continue
+            group = by_zeros.get(key)
+            if group is None:
+                group = by_zeros[key] = (array("i"), array("i"), [])
+            if len(members) == len(rows):
+                group[0].extend(rows)
+                group[1].extend(cols)
+                group[2].extend(ftexts)
+            else:
+                group[0].extend(map(rows.__getitem__, members))
+                group[1].extend(map(cols.__getitem__, members))
+                group[2].extend(map(ftexts.__getitem__, members))
+    # a text with an entity other than XML's five is unescaped whole, formula by formula (such an
+    # entity has no digit in its name before the `;`, so the text of zeros shows it as the text does)
+    for key in [key for key in by_zeros if b"&" in key and _ODD_ENTITY.search(key)]:
+        for row, col, ftext in zip(*by_zeros.pop(key), strict=True):
+            index.add((title, row, col), reader.areas("=" + unescape(ftext), title))
     # every <f> of the cells is one of those read above, or the part is not in the form they assume
     # (`<family>` of rich text is the one other element of cells whose name starts with f; each
     # cell read holds an <f>, so when the <f> are as many as the cells read there is no <family>)
@@ -237,6 +278,41 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
     return uncached, shares
 
 
+def _read_alone(
+    rows: array[int], fattrs_of: Sequence[bytes], ftexts: Sequence[bytes], skip_rows: Collection[int]
+) -> list[int]:
+    """The formulas of a stretch read one by one, in order: shared ones, those without a text and
+    those in the rows written."""
+    alone: set[int] = set()
+    if any(fattrs_of):  # (most formulas have no attributes)
+        alone.update(i for i, fattrs in enumerate(fattrs_of) if b"shared" in fattrs)
+    if not all(ftexts):
+        alone.update(i for i, text in enumerate(ftexts) if not text)
+    for row in skip_rows:
+        at = -1
+        try:
+            while True:
+                at = rows.index(row, at + 1)
+                alone.add(at)
+        except ValueError:
+            pass
+    return sorted(alone)
+
+
+def _groups(keys: list[bytes]) -> Iterator[tuple[bytes, list[int]]]:
+    """The positions in `keys` of each key, in order; a few distinct keys (the usual case: a
+    column's formulas differ only by their digits) found by one comparison pass each."""
+    distinct = dict.fromkeys(keys)
+    if len(distinct) <= 16:
+        every = range(len(keys))
+        for key in distinct:
+            yield key, list(compress(every, map(key.__eq__, keys)))
+        return
+    ordered = sorted(range(len(keys)), key=keys.__getitem__)
+    for key, members in groupby(ordered, keys.__getitem__):
+        yield key, list(members)
+
+
 def _by_shape(
     by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]],
 ) -> dict[bytes, tuple[array[int], array[int], list[bytes]]]:
@@ -265,6 +341,19 @@ def _by_shape(
             [texts[i] for i in order],
         )
     return shapes
+
+
+def _formula_cells(data: bytes | bytearray, start: int, end: int) -> Iterator[list[tuple[bytes, ...]]]:
+    """The groups of `FORMULA_CELL` of every formula cell of `data[start:end]`, a list per stretch
+    of about `SCAN_BYTES` ending where a row starts (no cell crosses a row's start)."""
+    pos = start
+    while pos < end:
+        stop = data.find(b"<row", pos + SCAN_BYTES, end) if pos + SCAN_BYTES < end else -1
+        stop = end if stop < 0 else stop
+        found = FORMULA_CELL.findall(data, pos, stop)
+        if found:
+            yield found
+        pos = stop
 
 
 def _ascending(rows: array[int]) -> bool:
