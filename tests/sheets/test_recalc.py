@@ -250,3 +250,27 @@ def test_the_scan_reads_stretch_by_stretch_what_it_reads_formula_by_formula(
     for cell in [("S", r, c) for r in (1, 2, 3, 29, 30, 40, 41, 42, 55, 65, 89, 90) for c in (1, 2, 3, 4, 5)]:
         assert scanned.stale([cell]) == expected.stale([cell]), cell
     assert scanned.stale([("Other", 28, 1)]) == expected.stale([("Other", 28, 1)]) == {("S", 28, 5)}
+
+
+@pytest.mark.parametrize(
+    ("rows", "where", "disorder"),
+    [
+        ('<row r="1"/><row r="3" spans="1:2"><c r="A3"/></row><row r="7"/>', {1: 0, 3: 12, 7: 52}, None),
+        ('<row/><row><c r="A2"/></row>', {1: 0, 2: 6}, None),  # unnumbered: each the one after the last
+        ('<row r="2"/><row/><row r="9"/>', {2: 0, 3: 12, 9: 18}, None),
+        ('<row r="4"/><row r="2"/><row r="5"/>', {4: 0, 2: 12, 5: 24}, 2),  # out of order
+        ('<row r="4"/><row r="4"/>', {4: 0}, 4),  # numbered twice: the first kept
+        ('<row r="0"/><row r="1"/>', {0: 0, 1: 12}, 0),
+        ("", {}, None),
+    ],
+)
+def test_a_sheet_part_knows_where_each_row_starts_and_the_first_out_of_order(
+    rows: str, where: dict[int, int], disorder: int | None
+) -> None:
+    from deskmcp.sheets.xlsx.patch_sheets import Sheet
+
+    head = '<worksheet><dimension ref="A1:C9"/><sheetData>'
+    sheet = Sheet.load("S", "p", (head + rows + "</sheetData></worksheet>").encode())
+    assert {row: at - len(head) for row, at in sheet.rows.items()} == where
+    assert sheet.disorder == disorder
+    assert sheet.max_row == max(where, default=0) and sheet.max_column == 3

@@ -13,8 +13,8 @@ from bisect import bisect_left
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import compress, groupby, pairwise, repeat
-from operator import contains
+from itertools import compress, groupby, islice, pairwise, repeat
+from operator import contains, ge
 from typing import Any
 
 from deskmcp.sheets.a1 import GRID_ROWS, MAX_COLUMNS, MAX_ROWS, cell_name, column_index
@@ -85,6 +85,16 @@ class Sheet:
         if end < 0:
             raise Fallback(f"{part} has no end of sheetData")
         sheet = cls(title, part, data, start=start, end=end)
+        # the usual part, every row numbered and in order, read in passes in C
+        refs = ROW_OPEN.findall(data, start, end)
+        numbers = list(map(int, refs)) if all(refs) else []
+        if len(numbers) == len(refs) and (
+            not numbers or (numbers[0] > 0 and not any(map(ge, numbers, islice(numbers, 1, None))))
+        ):
+            sheet.rows = dict(zip(numbers, map(re.Match.start, ROW_OPEN.finditer(data, start, end)), strict=True))
+            sheet.max_row = numbers[-1] if numbers else 0
+            sheet.max_column = _max_column(data, start)
+            return sheet
         number = 0
         rows = sheet.rows
         for m in ROW_OPEN.finditer(data, start, end):
@@ -94,8 +104,7 @@ class Sheet:
                 sheet.disorder = number
             rows.setdefault(number, m.start())
         sheet.max_row = max(rows, default=0)
-        dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
-        sheet.max_column = column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
+        sheet.max_column = _max_column(data, start)
         return sheet
 
     def span(self, row: int) -> tuple[int, int] | None:
@@ -122,6 +131,12 @@ class Sheet:
                 found[col] = Cell(attributes(m.group(1)), m.group(2) or b"", m.group(0))
         self.parsed[row] = found
         return found
+
+
+def _max_column(data: bytes | bytearray, start: int) -> int:
+    """The last column the part's `<dimension>` names (before `start`), else the last there is."""
+    dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
+    return column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
 
 
 @dataclass
