@@ -7,7 +7,8 @@ stdio as an MCP client would, and measures at the client:
 - read_values of 1,000 rows at random offsets, p50 / p95;
 - find_in_spreadsheet of a value that occurs once (a scan of every cell), p50 / p95;
 - in a second server that has read nothing: update_values of one cell and append_rows of 1,000
-  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux);
+  rows (formulas that depend on them recomputed), each with the server's CPU time in the call,
+  and that server's peak RSS (VmHWM, Linux);
   with `--chart-and-pivot` the workbook holds a chart and a pivot table the writes must keep;
 - `--first-read`: read_values of A1:T100 in a fresh server (with its uncomputed and volatile
   flags) and, with `--peer "excel-mcp-server stdio"`, the same window in a fresh excel-mcp-server.
