@@ -35,6 +35,21 @@ def stored_entry(path: Path, info: zipfile.ZipInfo) -> tuple[int, int, int, int,
         return info.compress_type, info.CRC, info.file_size, info.compress_size, f.read(info.compress_size)
 
 
+def assert_headers_agree(path: Path) -> None:
+    """Each part's local header gives the compression, CRC and sizes the central directory gives
+    (readers that stream a zip go by the local headers)."""
+    with zipfile.ZipFile(path) as zf, path.open("rb") as f:
+        for info in zf.infolist():
+            f.seek(info.header_offset)
+            method, _time, _date, crc, compressed, size = struct.unpack("<HHHLLL", f.read(30)[8:26])
+            assert (method, crc, compressed, size) == (
+                info.compress_type,
+                info.CRC,
+                info.compress_size,
+                info.file_size,
+            ), info.filename
+
+
 def stored_parts(path: Path) -> dict[str, tuple[int, int, int, int, bytes]]:
     with zipfile.ZipFile(path) as zf:
         return {info.filename: stored_entry(path, info) for info in zf.infolist()}
@@ -100,6 +115,7 @@ async def test_every_part_a_write_leaves_keeps_its_compressed_bytes_crc_and_comp
         assert after[name] == before[name], name
     with zipfile.ZipFile(path) as zf:
         assert zf.testzip() is None
+    assert_headers_agree(path)
     assert_well_formed(path)
 
 
@@ -175,3 +191,39 @@ def test_a_package_written_where_it_cannot_seek_gets_its_parts_deflated_again(tm
     with zipfile.ZipFile(io.BytesIO(bytes(sink.data))) as zf:
         assert zf.read("a.xml") == b"<a>" + b"text " * 500 + b"</a>"
         assert zf.testzip() is None
+
+
+def test_a_part_whose_sizes_follow_its_bytes_is_copied_as_stored_with_them_in_its_header(tmp_path: Path) -> None:
+    """A zip written where it could not seek gives each part's CRC and sizes after its bytes (a data
+    descriptor): the copy keeps the compressed bytes and puts the CRC and sizes in the header."""
+
+    class Unseekable(io.RawIOBase):
+        def __init__(self) -> None:
+            self.data = bytearray()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b: Any) -> int:
+            self.data += bytes(b)
+            return len(b)
+
+    text = b"<a>" + b"described " * 800 + b"</a>"
+    sink = Unseekable()
+    with zipfile.ZipFile(sink, "w") as zf:
+        zf.writestr("a.xml", text, zipfile.ZIP_DEFLATED, 9)
+        zf.writestr("b.xml", b"<b/>", zipfile.ZIP_DEFLATED)
+    source = tmp_path / "source.zip"
+    source.write_bytes(bytes(sink.data))
+    out = tmp_path / "out.zip"
+    with zipfile.ZipFile(source) as src, out.open("wb") as handle, zipfile.ZipFile(handle, "w") as dst:
+        assert src.getinfo("a.xml").flag_bits & 0x08
+        for info in src.infolist():
+            copy_part(src, info, dst)
+    with zipfile.ZipFile(out) as zf, zipfile.ZipFile(source) as was:
+        assert not zf.getinfo("a.xml").flag_bits & 0x08
+        assert zf.read("a.xml") == text and zf.read("b.xml") == b"<b/>"
+        assert zf.testzip() is None
+        for name in ("a.xml", "b.xml"):
+            assert stored_entry(out, zf.getinfo(name)) == stored_entry(source, was.getinfo(name))
+    assert_headers_agree(out)
