@@ -48,6 +48,18 @@ def stdio_params(args: list[str], env: dict[str, str], pidfile: Path) -> StdioSe
     return StdioServerParameters(command="/bin/sh", args=["-c", command], env=full_env)
 
 
+def cpu_seconds(pidfile: Path) -> float | None:
+    """User plus system CPU time so far of the process whose pid is in `pidfile` (Linux only): on
+    a machine shared with other jobs, what a call cost its server apart from waiting for a core."""
+    try:
+        pid = int(pidfile.read_text(encoding="utf-8").strip())
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+        fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def peak_rss_mb(pidfile: Path) -> float | None:
     """VmHWM (peak resident set) of the process whose pid is in `pidfile` (Linux only)."""
     try:

@@ -7,7 +7,8 @@ stdio as an MCP client would, and measures at the client:
 - read_values of 1,000 rows at random offsets, p50 / p95;
 - find_in_spreadsheet of a value that occurs once (a scan of every cell), p50 / p95;
 - in a second server that has read nothing: update_values of one cell and append_rows of 1,000
-  rows (formulas that depend on them recomputed), and that server's peak RSS (VmHWM, Linux);
+  rows (formulas that depend on them recomputed), each with the server's CPU time in the call,
+  and that server's peak RSS (VmHWM, Linux);
   with `--chart-and-pivot` the workbook holds a chart and a pivot table the writes must keep;
 - `--first-read`: read_values of A1:T100 in a fresh server (with its uncomputed and volatile
   flags) and, with `--peer "excel-mcp-server stdio"`, the same window in a fresh excel-mcp-server.
@@ -40,7 +41,7 @@ from collections.abc import Iterator
 
 import anyio
 
-from bench.common import peak_rss_mb, percentile, stdio_params, summary, timed_call
+from bench.common import cpu_seconds, peak_rss_mb, percentile, stdio_params, summary, timed_call
 
 
 def generate(
@@ -382,18 +383,26 @@ async def measure_writes(root: Path, rows: int, cols: int) -> None:
     env = {"SHEETS_PATH": str(root / "sheets"), "DESKMCP_WORKSPACE": str(root / "ws")}
     params = stdio_params(["-m", "deskmcp.cli", "serve", "sheets"], env, pidfile)
     async with Client(params) as client:
+
+        def cpu() -> str:
+            """The server's CPU time in the call just made (`started`: its CPU time before)."""
+            now = cpu_seconds(pidfile)
+            return f"  (server CPU {(now - started) * 1000:7.1f} ms)" if now is not None and started is not None else ""
+
+        started = cpu_seconds(pidfile)
         update = await timed_call(
             client,
             "update_values",
             {"spreadsheet_id": "big.xlsx", "range": f"Data!B{rows // 2}", "values": [[123]]},
             validate=False,
         )
-        print(f"update_values 1 cell      {update:9.1f} ms")
+        print(f"update_values 1 cell      {update:9.1f} ms{cpu()}")
         new_rows = [[f"new{i}", *range(cols - 4)] for i in range(1000)]
+        started = cpu_seconds(pidfile)
         append = await timed_call(
             client, "append_rows", {"spreadsheet_id": "big.xlsx", "range": "Data", "values": new_rows}, validate=False
         )
-        print(f"append_rows 1,000 rows    {append:9.1f} ms")
+        print(f"append_rows 1,000 rows    {append:9.1f} ms{cpu()}")
         after = await timed_call(
             client,
             "read_values",

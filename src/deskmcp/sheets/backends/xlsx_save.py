@@ -12,7 +12,6 @@ import datetime as dt
 import io
 import json
 import logging
-import shutil
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable
@@ -47,7 +46,7 @@ from deskmcp.sheets.xlsx.parts import (
     sheet_parts,
     write_cached_values,
 )
-from deskmcp.sheets.xlsx.patch_xml import zip_entry
+from deskmcp.sheets.xlsx.patch_xml import copy_part, zip_entry
 
 if TYPE_CHECKING:
     from openpyxl import Workbook
@@ -261,8 +260,7 @@ class WorkbookWriter:
                             if body is not None:
                                 out.writestr(zip_entry(info, len(body)), body)
                             continue
-                        with zf.open(info) as src, out.open(zip_entry(info, info.file_size), "w") as dst:
-                            shutil.copyfileobj(src, dst, 1 << 20)
+                        copy_part(zf, info, out)
                     for name, body in parts.items():
                         if body is not None:
                             out.writestr(name, body)

@@ -16,7 +16,8 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
+from itertools import islice
+from operator import gt, sub
 from typing import NamedTuple
 
 from deskmcp.sheets.a1 import MAX_ROWS, column_index
@@ -277,14 +278,16 @@ class _Column:
         self.formulas[b].append(formula)
 
     def add_many(self, row0s: list[int], row1s: list[int], formulas: range) -> None:
-        heights = {b - a for a, b in zip(row0s, row1s, strict=True)}
+        if len(row0s) != len(row1s):
+            raise ValueError("as many first rows as last rows")
+        heights = set(map(sub, row1s, row0s))  # (a pass in C: blocks are of many formulas)
         if len(heights) != 1 or not 0 <= next(iter(heights)) < SMALL_RANGE - 1 or max(row1s) > _LAST_ROW:
             for row0, row1, formula in zip(row0s, row1s, formulas, strict=True):
                 self.add(row0, row1, formula)
             return
         b = (next(iter(heights)) + 1).bit_length()  # one height: one bucket, extended at once
         firsts = self.firsts[b]
-        if (firsts and firsts[-1] > row0s[0]) or any(x > y for x, y in pairwise(row0s)):
+        if (firsts and firsts[-1] > row0s[0]) or any(map(gt, row0s, islice(row0s, 1, None))):
             self.ordered[b] = False
         firsts.extend(row0s)
         self.lasts[b].extend(row1s)
@@ -299,9 +302,9 @@ class _Column:
                 continue
             if not self.ordered[b]:
                 order = sorted(range(len(firsts)), key=firsts.__getitem__)
-                self.firsts[b] = firsts = array("i", [firsts[i] for i in order])
-                self.lasts[b] = array("i", [self.lasts[b][i] for i in order])
-                self.formulas[b] = array("i", [self.formulas[b][i] for i in order])
+                self.firsts[b] = firsts = array("i", map(firsts.__getitem__, order))
+                self.lasts[b] = array("i", map(self.lasts[b].__getitem__, order))
+                self.formulas[b] = array("i", map(self.formulas[b].__getitem__, order))
                 self.ordered[b] = True
             lasts, formulas = self.lasts[b], self.formulas[b]
             # an area of fewer than 2**b rows holding `row` starts at most 2**b - 1 rows above it

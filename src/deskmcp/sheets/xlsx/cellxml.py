@@ -33,6 +33,8 @@ _UNDEFINED_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos|#[0-9]+|#x[0-9A-Fa-
 _ROW_ZERO = re.compile(rb'<row\b[^>]*?\sr="0+"')
 _ROW_NUMBER = re.compile(rb'<row\b(?:[^>]*?\sr="([0-9]+)")?')
 _STRING_ITEM = re.compile(rb"<(?:\w+:)?si[\s>/]")
+_NOT_PLAIN_CELL = re.compile(rb'<c(?:>|/>| (?!r="))')
+"""A cell tag without attributes, or whose first is not `r="` (`<c r='A1'`, `<c s="1" r="A1"`)."""
 
 
 def unreadable(
@@ -104,9 +106,9 @@ def string_count(data: bytes) -> int:
 
 
 def plain(data: bytes | bytearray) -> bool:
-    """Every cell tag is `<c r="..."`, unprefixed, attributes double-quoted."""
-    cells = data.count(b"<c ") + data.count(b"<c>") + data.count(b"<c/>")
-    return cells == data.count(b'<c r="') and b":c " not in data and b"<c r='" not in data
+    """Every cell tag is `<c r="..."`, unprefixed, attributes double-quoted (one pass for the cell
+    tags not so, one for a prefixed cell tag)."""
+    return _NOT_PLAIN_CELL.search(data) is None and b":c " not in data
 
 
 def number_text(value: float) -> str:

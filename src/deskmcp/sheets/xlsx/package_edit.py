@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import re
-import shutil
 import zipfile
 from bisect import bisect_left
 from typing import BinaryIO
@@ -22,7 +21,7 @@ from deskmcp.core.errors import BadRequest, NotFound
 from deskmcp.sheets.a1 import cell_name
 from deskmcp.sheets.xlsx.parts import PackageMap, package_map, read_part
 from deskmcp.sheets.xlsx.patch_sheets import CHUNK, ROW, Fallback, Sheet, read_cells
-from deskmcp.sheets.xlsx.patch_xml import zip_entry
+from deskmcp.sheets.xlsx.patch_xml import copy_part, zip_entry
 from deskmcp.sheets.xlsx.styles import MINIMAL_STYLES, StyleSheet
 
 REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -443,8 +442,7 @@ class PackageEdit:
                             out.write(new)
                             pos = end
                     continue
-                with self.zf.open(info) as src, dst.open(zip_entry(info, info.file_size), "w") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+                copy_part(self.zf, info, dst)
             now = dt.datetime.now().timetuple()[:6]
             for name, body in self.parts.items():
                 if name not in self.names:

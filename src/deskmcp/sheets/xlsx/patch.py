@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-import shutil
 import zipfile
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -54,6 +53,7 @@ from deskmcp.sheets.xlsx.patch_sheets import (
 )
 from deskmcp.sheets.xlsx.patch_xml import (
     add_date_style,
+    copy_part,
     formula_cell,
     patched_rows,
     record_uncomputed,
@@ -604,7 +604,6 @@ class PackageBook:
                             out.write(new)
                             pos = end
                     continue
-                with self.zf.open(info) as src, dst.open(zip_entry(info, info.file_size), "w") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+                copy_part(self.zf, info, dst)
             for name, body in self.new_parts.items():
                 dst.writestr(name, body)

@@ -10,10 +10,11 @@ import re
 import zipfile
 from array import array
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import pairwise
+from itertools import compress, groupby, islice, pairwise, repeat
+from operator import contains, ge
 from typing import Any
 
 from deskmcp.sheets.a1 import GRID_ROWS, MAX_COLUMNS, MAX_ROWS, cell_name, column_index
@@ -39,6 +40,10 @@ DIGITS = re.compile(rb"[0-9]+")
 # An entity other than the five of XML: unescaping it may change the digits of a formula's text.
 _ODD_ENTITY = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
 CHUNK = 1 << 20  # bytes read or written at a time when a part is streamed
+SCAN_BYTES = 1 << 17
+"""Bytes of a sheet part whose formulas are read at once: what a stretch's matches hold at once
+stays small enough to be fast to make and let go (4 MB stretches were slower than one by one)."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 EMPTY_DATA = re.compile(rb"<sheetData\s*/>")
 
 
@@ -70,15 +75,26 @@ class Sheet:
 
     @classmethod
     def load(cls, title: str, part: str, data: bytes | bytearray) -> Sheet:
-        if not plain(data) or b"<sheetData" not in data:
+        start = data.find(b"<sheetData")
+        if start < 0 or not plain(data):
             raise Fallback(f"{part} is not in the plain form")
-        if EMPTY_DATA.search(data):  # (a substitution copies even when it finds nothing to replace)
-            data = EMPTY_DATA.sub(b"<sheetData></sheetData>", data, count=1)
-        start = data.index(b"<sheetData")
+        empty = EMPTY_DATA.match(data, start)  # (the one sheetData element: the first)
+        if empty is not None:
+            data = data[:start] + b"<sheetData></sheetData>" + data[empty.end() :]
         end = data.find(b"</sheetData>", start)
         if end < 0:
             raise Fallback(f"{part} has no end of sheetData")
         sheet = cls(title, part, data, start=start, end=end)
+        # the usual part, every row numbered and in order, read in passes in C
+        refs = ROW_OPEN.findall(data, start, end)
+        numbers = list(map(int, refs)) if all(refs) else []
+        if len(numbers) == len(refs) and (
+            not numbers or (numbers[0] > 0 and not any(map(ge, numbers, islice(numbers, 1, None))))
+        ):
+            sheet.rows = dict(zip(numbers, map(re.Match.start, ROW_OPEN.finditer(data, start, end)), strict=True))
+            sheet.max_row = numbers[-1] if numbers else 0
+            sheet.max_column = _max_column(data, start)
+            return sheet
         number = 0
         rows = sheet.rows
         for m in ROW_OPEN.finditer(data, start, end):
@@ -88,8 +104,7 @@ class Sheet:
                 sheet.disorder = number
             rows.setdefault(number, m.start())
         sheet.max_row = max(rows, default=0)
-        dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
-        sheet.max_column = column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
+        sheet.max_column = _max_column(data, start)
         return sheet
 
     def span(self, row: int) -> tuple[int, int] | None:
@@ -118,6 +133,12 @@ class Sheet:
         return found
 
 
+def _max_column(data: bytes | bytearray, start: int) -> int:
+    """The last column the part's `<dimension>` names (before `start`), else the last there is."""
+    dim = re.search(rb'<dimension ref="[A-Z]*[0-9]*:?\$?([A-Z]{1,3})', data[:start])
+    return column_index(dim.group(1).decode("ascii")) if dim else MAX_COLUMNS
+
+
 @dataclass
 class Formula:
     text: str  # with its leading "="
@@ -137,57 +158,101 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
     masters: dict[bytes, Master] = {}
     columns: dict[bytes, int] = {}
     skip_rows = {k[1] for k in skip if k[0] == title}
-    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
+    by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}  # rows, columns, texts
     sharing: dict[tuple[Master, int], array[int]] = {}  # (anchor, column) -> rows
     count = 0
-    for m in FORMULA_CELL.finditer(data, sheet.start, sheet.end):
-        count += 1
-        letters, digits, cattrs, fattrs, ftext, tail = m.groups()
-        row = int(digits)
-        if row > GRID_ROWS:
-            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
-        col = columns.get(letters)
-        if col is None:
-            col = columns[letters] = column_index(letters.decode("ascii"))
-        if row in skip_rows or b"shared" in fattrs or not ftext or (b"&" in ftext and _ODD_ENTITY.search(ftext)):
-            text = unescape(ftext) if ftext else ""
-            master: Master | None = None
-            if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
-                si = fa.get(b"si", b"")
-                if text:
-                    masters[si] = (cell_name(row, col), text, row, col)
-                elif si in masters:
-                    master = masters[si]
-                else:
-                    raise Fallback("a shared formula before its anchor")
-            key = (title, row, col)
-            if key in skip:
-                continue
-            if _no_value(cattrs, tail):
-                uncached.append(key)
-            if master is None:
-                index.add(key, reader.areas("=" + text, title))
+
+    def one_by_one(row: int, col: int, cattrs: bytes, fattrs: bytes, ftext: bytes, tail: bytes) -> None:
+        """A formula read by itself: shared, empty, or in a row written."""
+        text = unescape(ftext) if ftext else ""
+        master: Master | None = None
+        if b"shared" in fattrs and (fa := attributes(fattrs)).get(b"t") == b"shared":
+            si = fa.get(b"si", b"")
+            if text:
+                masters[si] = (cell_name(row, col), text, row, col)
+            elif si in masters:
+                master = masters[si]
             else:
-                rows_of = sharing.get((master, col))
-                if rows_of is None:
-                    rows_of = sharing[(master, col)] = array("i")
-                rows_of.append(row)
-            continue
+                raise Fallback("a shared formula before its anchor")
+        key = (title, row, col)
+        if key in skip:
+            return
+        if _no_value(cattrs, tail):
+            uncached.append(key)
+        if master is None:
+            index.add(key, reader.areas("=" + text, title))
+        else:
+            rows_of = sharing.get((master, col))
+            if rows_of is None:
+                rows_of = sharing[(master, col)] = array("i")
+            rows_of.append(row)
+
+    # The formulas of each stretch of rows (`SCAN_BYTES` of the part) are read at once, each question
+    # asked of the whole stretch in one pass (a Python step per formula costs more than the
+    # regular expression finding them); only the formulas a question singles out are read alone.
+    for found in _formula_cells(data, sheet.start, sheet.end):
+        count += len(found)
+        letters_of, digits_of, cattrs_of, fattrs_of, ftexts, tails = zip(*found, strict=True)
+        del found
+        rows = array("i", map(int, digits_of))
+        if max(rows) > GRID_ROWS:
+            raise Fallback(f"a cell of {sheet.part} past the last row a sheet can have")
+        for letters in set(letters_of).difference(columns):
+            columns[letters] = column_index(letters.decode("ascii"))
+        cols = array("i", map(columns.__getitem__, letters_of))
+        alone = _read_alone(rows, fattrs_of, ftexts, skip_rows)
+        for i in alone:
+            one_by_one(rows[i], cols[i], cattrs_of[i], fattrs_of[i], ftexts[i], tails[i])
         # a <v> holds a value unless the cell is a shared string's (t="s" exactly)
-        if (b"</v>" not in tail or b"<v></v>" in tail or b't="s"' in cattrs) and _no_value(cattrs, tail):
-            uncached.append((title, row, col))
-        shape = DIGITS.sub(b"0", ftext)
-        group = shapes.get(shape)
-        if group is None:
-            group = shapes[shape] = (array("i"), array("i"), [])
-        group[0].append(row)
-        group[1].append(col)
-        group[2].append(ftext)
+        if (
+            not all(map(contains, tails, repeat(b"</v>")))
+            or b"<v></v>" in b"".join(tails)
+            or b't="s"' in b"".join(cattrs_of)
+        ):
+            by_itself = set(alone)
+            uncached.extend(
+                (title, rows[i], cols[i])
+                for i in range(len(rows))
+                if i not in by_itself
+                and (b"</v>" not in tails[i] or b"<v></v>" in tails[i] or b't="s"' in cattrs_of[i])
+                and _no_value(cattrs_of[i], tails[i])
+            )
+        # grouped by the text with each digit read as 0 (a byte mapping of the whole stretch);
+        # the groups of one shape are joined below
+        zeros = b"\0".join(ftexts).translate(_DIGITS_AS_ZERO).split(b"\0")
+        if len(zeros) != len(ftexts):  # (a NUL in a formula's text: not XML, but read as it stands)
+            zeros = [text.translate(_DIGITS_AS_ZERO) for text in ftexts]
+        for i in alone:
+            zeros[i] = b""  # (every other formula's text has something)
+        for key, members in _groups(zeros):
+            if not key:
+                continue
+            group = by_zeros.get(key)
+            if group is None:
+                group = by_zeros[key] = (array("i"), array("i"), [])
+            if len(members) == len(rows):
+                group[0].extend(rows)
+                group[1].extend(cols)
+                group[2].extend(ftexts)
+            else:
+                group[0].extend(map(rows.__getitem__, members))
+                group[1].extend(map(cols.__getitem__, members))
+                group[2].extend(map(ftexts.__getitem__, members))
+    # a text with an entity other than XML's five is unescaped whole, formula by formula (such an
+    # entity has no digit in its name before the `;`, so the text of zeros shows it as the text does)
+    for key in [key for key in by_zeros if b"&" in key and _ODD_ENTITY.search(key)]:
+        for row, col, ftext in zip(*by_zeros.pop(key), strict=True):
+            index.add((title, row, col), reader.areas("=" + unescape(ftext), title))
     # every <f> of the cells is one of those read above, or the part is not in the form they assume
-    # (`<family>` of rich text is the one other element of cells whose name starts with f)
-    tags = data.count(b"<f", sheet.start, sheet.end) - data.count(b"<family", sheet.start, sheet.end)
+    # (`<family>` of rich text is the one other element of cells whose name starts with f; each
+    # cell read holds an <f>, so when the <f> are as many as the cells read there is no <family>)
+    tags = data.count(b"<f", sheet.start, sheet.end)
+    if count != tags:
+        tags -= data.count(b"<family", sheet.start, sheet.end)
     if count != tags:
         raise Fallback(f"formulas of {sheet.part} in an unexpected form")
+    shapes = _by_shape(by_zeros)
+    del by_zeros
     while shapes:  # one shape at a time, each let go once indexed
         shape, (rows, cols, texts) = shapes.popitem()
         recipe = reader.recipe(html.unescape(shape.decode("utf-8")))
@@ -226,6 +291,84 @@ def scan_sheet(sheet: Sheet, skip: Collection[Key], reader: InputReader, index: 
             text = translate(master, cell_name(row, col))
             index.add((title, row, col), reader.areas("=" + text, title))
     return uncached, shares
+
+
+def _read_alone(
+    rows: array[int], fattrs_of: Sequence[bytes], ftexts: Sequence[bytes], skip_rows: Collection[int]
+) -> list[int]:
+    """The formulas of a stretch read one by one, in order: shared ones, those without a text and
+    those in the rows written."""
+    alone: set[int] = set()
+    if any(fattrs_of):  # (most formulas have no attributes)
+        alone.update(i for i, fattrs in enumerate(fattrs_of) if b"shared" in fattrs)
+    if not all(ftexts):
+        alone.update(i for i, text in enumerate(ftexts) if not text)
+    for row in skip_rows:
+        at = -1
+        try:
+            while True:
+                at = rows.index(row, at + 1)
+                alone.add(at)
+        except ValueError:
+            pass
+    return sorted(alone)
+
+
+def _groups(keys: list[bytes]) -> Iterator[tuple[bytes, list[int]]]:
+    """The positions in `keys` of each key, in order; a few distinct keys (the usual case: a
+    column's formulas differ only by their digits) found by one comparison pass each."""
+    distinct = dict.fromkeys(keys)
+    if len(distinct) <= 16:
+        every = range(len(keys))
+        for key in distinct:
+            yield key, list(compress(every, map(key.__eq__, keys)))
+        return
+    ordered = sorted(range(len(keys)), key=keys.__getitem__)
+    for key, members in groupby(ordered, keys.__getitem__):
+        yield key, list(members)
+
+
+def _by_shape(
+    by_zeros: dict[bytes, tuple[array[int], array[int], list[bytes]]],
+) -> dict[bytes, tuple[array[int], array[int], list[bytes]]]:
+    """The formulas grouped by shape (each run of digits read as one 0), from their groups by text
+    with each digit read as 0 (`=B7*2` and `=B10*2` are two of those, of one shape). The formulas
+    of a shape stay in the order of the part; where its groups interleave, by row then column."""
+    shapes: dict[bytes, tuple[array[int], array[int], list[bytes]]] = {}
+    unordered: set[bytes] = set()
+    for zeros, (rows, cols, texts) in by_zeros.items():
+        shape = DIGITS.sub(b"0", zeros)
+        found = shapes.get(shape)
+        if found is None:
+            shapes[shape] = (rows, cols, texts)
+            continue
+        if (found[0][-1], found[1][-1]) > (rows[0], cols[0]):
+            unordered.add(shape)
+        found[0].extend(rows)
+        found[1].extend(cols)
+        found[2].extend(texts)
+    for shape in unordered:
+        rows, cols, texts = shapes[shape]
+        order = sorted(range(len(rows)), key=lambda i: (rows[i], cols[i]))
+        shapes[shape] = (
+            array("i", [rows[i] for i in order]),
+            array("i", [cols[i] for i in order]),
+            [texts[i] for i in order],
+        )
+    return shapes
+
+
+def _formula_cells(data: bytes | bytearray, start: int, end: int) -> Iterator[list[tuple[bytes, ...]]]:
+    """The groups of `FORMULA_CELL` of every formula cell of `data[start:end]`, a list per stretch
+    of about `SCAN_BYTES` ending where a row starts (no cell crosses a row's start)."""
+    pos = start
+    while pos < end:
+        stop = data.find(b"<row", pos + SCAN_BYTES, end) if pos + SCAN_BYTES < end else -1
+        stop = end if stop < 0 else stop
+        found = FORMULA_CELL.findall(data, pos, stop)
+        if found:
+            yield found
+        pos = stop
 
 
 def _ascending(rows: array[int]) -> bool:

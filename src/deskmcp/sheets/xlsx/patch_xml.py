@@ -9,6 +9,8 @@ import datetime as dt
 import html
 import json
 import re
+import shutil
+import struct
 import zipfile
 from bisect import bisect_left
 from typing import Any
@@ -238,3 +240,70 @@ def zip_entry(info: zipfile.ZipInfo, size: int) -> zipfile.ZipInfo:
     # ZipFile.open(entry, "w") reads the level from the entry (named compress_level from Python 3.13)
     setattr(entry, "compress_level" if hasattr(entry, "compress_level") else "_compresslevel", level)
     return entry
+
+
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip entry's local header: signature, ..., name and extra lengths
+_RAW_LIMIT = 1 << 30  # parts bigger than this are inflated and deflated again (their headers change size)
+
+
+def _stored_at(src: zipfile.ZipFile, info: zipfile.ZipInfo) -> int | None:
+    """Where the compressed bytes of `info` start in the file of `src`; None when they are not
+    copied as they are (encrypted, compressed otherwise than by deflate or not at all, or a local
+    header not naming the part)."""
+    fp = src.fp
+    if (
+        fp is None
+        or info.flag_bits & 0x1
+        or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+        or max(info.file_size, info.compress_size) > _RAW_LIMIT
+    ):
+        return None
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL_HEADER.size)
+    if len(header) < _LOCAL_HEADER.size:
+        return None
+    signature, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+    if signature != b"PK\x03\x04":
+        return None
+    name = fp.read(name_length)
+    if name not in (info.orig_filename.encode("utf-8"), info.orig_filename.encode("cp437", "replace")):
+        return None
+    return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+
+
+def copy_part(src: zipfile.ZipFile, info: zipfile.ZipInfo, dst: zipfile.ZipFile) -> None:
+    """The part `info` of `src` into `dst` (written in order, to a file that can seek) as it is
+    stored: its compressed bytes copied, with its CRC, sizes and compression, so the part is the
+    same in the zip too and costs no inflating and deflating. A part that cannot be copied so
+    (`_stored_at`) is inflated and deflated again."""
+    # (zipfile wraps a file it cannot seek in one without `seekable`, and ends its entries with
+    # a data descriptor instead of going back to their header)
+    seekable = getattr(dst.fp, "seekable", None)
+    start = _stored_at(src, info) if seekable is not None and seekable() else None
+    if start is None:
+        with src.open(info) as data, dst.open(zip_entry(info, info.file_size), "w") as out:
+            shutil.copyfileobj(data, out, 1 << 20)
+        return
+    assert src.fp is not None and dst.fp is not None
+    # written through zipfile as a stored entry of the compressed bytes (so it lands in the
+    # central directory), then its header told the part's real compression, CRC and sizes
+    entry = copy.copy(info)
+    entry.compress_type = zipfile.ZIP_STORED
+    entry.file_size = info.compress_size
+    left = info.compress_size
+    with dst.open(entry, "w") as out:
+        while left > 0:
+            src.fp.seek(start + info.compress_size - left)
+            chunk = src.fp.read(min(left, 1 << 20))
+            if not chunk:
+                raise zipfile.BadZipFile(f"{info.filename} is cut short")
+            out.write(chunk)
+            left -= len(chunk)
+    entry.compress_type = info.compress_type
+    entry.CRC = info.CRC
+    entry.file_size = info.file_size
+    entry.compress_size = info.compress_size
+    end = dst.fp.tell()
+    dst.fp.seek(entry.header_offset)
+    dst.fp.write(entry.FileHeader(False))
+    dst.fp.seek(end)
