@@ -303,14 +303,12 @@ def _read_alone(
         alone.update(i for i, fattrs in enumerate(fattrs_of) if b"shared" in fattrs)
     if not all(ftexts):
         alone.update(i for i, text in enumerate(ftexts) if not text)
-    for row in skip_rows:
-        at = -1
-        try:
-            while True:
-                at = rows.index(row, at + 1)
-                alone.add(at)
-        except ValueError:
-            pass
+    if skip_rows and rows:
+        # (one pass over the stretch, for the written rows it spans: an append writes rows past
+        # every stretch, and a search per written row would read each stretch as often)
+        low, high = min(rows), max(rows)
+        if wanted := {row for row in skip_rows if low <= row <= high}:
+            alone.update(i for i, row in enumerate(rows) if row in wanted)
     return sorted(alone)
 
 
