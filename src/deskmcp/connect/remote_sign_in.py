@@ -3,7 +3,8 @@
 A server that reads a remote MCP server on a user's behalf (one asking for OAuth, as the MCP
 authorization spec has it) declares it (`servers.RemoteSignIn`); the HTTP app then serves, for the
 signed-in principal, `GET /auth/<name>/url`, `GET /auth/<name>/callback` and `DELETE /auth/<name>`
-(sign out) (`PrincipalRemoteSignIn`):
+(sign out): the flow is `PrincipalRemoteSignIn` here, in steps taking each user's account as data;
+the routes that resolve it are the serving layer's (`serving.signin`):
 
 - `/auth/<name>/url` (behind deskmcp's own token) discovers the remote's authorization server
   (RFC 9728 protected-resource metadata at the resource's well-known address, then RFC 8414
@@ -51,15 +52,13 @@ from mcp.client.auth.utils import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 from pydantic import ValidationError
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse
 
 from deskmcp import __version__
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.files import PRIVATE_FOLDER, atomic_write_text, lock_exclusively
 from deskmcp.core.once import OnceLedger, ledger
-from deskmcp.core.principal import Principal, current_principal
+from deskmcp.core.principal import Principal
 
 log = logging.getLogger("deskmcp.connect.remote_sign_in")
 
@@ -438,16 +437,25 @@ def _challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
 
 
+@dataclass(frozen=True)
+class Returned:
+    """A sign-in's state as it came back: checked, spent, and the principal who began it."""
+
+    owner: Principal
+    payload: dict[str, Any]
+
+
 class PrincipalRemoteSignIn:
-    """`/auth/<name>/url` and `/auth/<name>/callback` for the signed-in principal (module docstring).
-    `account_for(principal)` gives that user's `RemoteAccount`; `transport` lets tests answer the
-    remote's HTTP themselves."""
+    """The sign-in flow of the signed-in principal to one remote (module docstring), in steps that
+    take the user's `RemoteAccount` as data: `begin`, `returned` (the state opened, checked and
+    spent), `finish` (the code exchanged, the tokens kept), `sign_out`. The HTTP routes that resolve
+    each user's account and call these steps are the serving layer's (`serving.signin`).
+    `transport` lets tests answer the remote's HTTP themselves."""
 
     def __init__(
         self,
         name: str,
         service: str,
-        account_for: Callable[[Principal], RemoteAccount],
         keys: Sealer,
         *,
         spent: OnceLedger | None = None,
@@ -457,7 +465,6 @@ class PrincipalRemoteSignIn:
     ) -> None:
         self.name = name
         self.service = service
-        self.account_for = account_for
         self.keys = keys
         self.spent = spent or ledger(None)
         self.ttl = ttl
@@ -472,9 +479,9 @@ class PrincipalRemoteSignIn:
     def _client(self) -> httpx2.Client:
         return httpx2.Client(transport=self.transport, timeout=30.0, follow_redirects=False)
 
-    def begin(self, principal: Principal, redirect_uri: str) -> str:
-        """The authorization address for `principal` (blocking: discovery and registration)."""
-        account = self.account_for(principal)
+    def begin(self, principal: Principal, account: RemoteAccount, redirect_uri: str) -> str:
+        """The authorization address for `principal`, whose account is `account` (blocking:
+        discovery, and registration unless their last one serves)."""
         with self._client() as client:
             found = discover(client, account.url, self.service)
             client_info = _kept_registration(account.record, found.metadata, redirect_uri) or register(
@@ -529,11 +536,10 @@ class PrincipalRemoteSignIn:
             raise unknown
         return payload
 
-    def finish(
-        self, state: str | None, code: str | None, error: str | None, caller: Principal | None, iss: str | None = None
-    ) -> Principal:
-        """Check the state (and the RFC 9207 `iss` of the answer), spend it, exchange the code and keep
-        the tokens in its owner's record."""
+    def returned(self, state: str | None, caller: Principal | None, iss: str | None = None) -> Returned:
+        """The state the browser brought back: opened, bound to the principal who began (a `caller`
+        signed in as someone else is refused), from the authorization server the sign-in began
+        with (RFC 9207 `iss`), and spent, so it finishes once."""
         payload = self._opened(state)
         owner = Principal(str(payload["iss"]), str(payload["sub"]))
         if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
@@ -555,11 +561,16 @@ class PrincipalRemoteSignIn:
                 f"{url_path(self.name)} again.",
                 {},
             )
+        return Returned(owner, payload)
+
+    def finish(self, returned: Returned, account: RemoteAccount, code: str | None, error: str | None) -> None:
+        """The code exchanged at the sign-in's token endpoint and the tokens kept in `account`'s
+        record (the account of `returned.owner`)."""
+        payload = returned.payload
         if error:
             raise AuthRequired(f"{self.service} did not authorise deskmcp: {error[:100]}.", {})
         if not code:
             raise BadRequest("The callback carries no code.", {})
-        account = self.account_for(owner)
         if account.url != payload["u"]:
             raise BadRequest(f"{self.service}'s address changed since this sign-in began; begin again.", {})
         form, basic = _token_request(
@@ -590,54 +601,19 @@ class PrincipalRemoteSignIn:
         }
         account.record.save(stored(tokens, self.clock(), prior))
         log.info("a user signed in to %s", self.service)
-        return owner
 
-    async def auth_url(self, request: Request) -> Response:
-        principal = current_principal()
-        if principal is None:
-            denied = AuthRequired(f"Sign in to deskmcp first: {self.service} is signed in to for the signed-in user.")
-            return JSONResponse(denied.to_dict(), status_code=denied.http_status)
-        redirect_uri = str(request.url_for(self.route_name))
-        try:
-            url = await anyio.to_thread.run_sync(self.begin, principal, redirect_uri)
-        except DeskError as exc:
-            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
-        if request.query_params.get("redirect") in ("1", "true"):
-            return RedirectResponse(url, status_code=302)
-        return JSONResponse({"url": url, "redirect_uri": redirect_uri, "service": self.service})
-
-    async def sign_out(self, request: Request) -> Response:
-        """`DELETE /auth/<name>`: the signed-in user's tokens for the remote are forgotten here (the
-        remote's own list of connected apps is where the grant itself is withdrawn)."""
-        principal = current_principal()
-        if principal is None:
-            denied = AuthRequired(
-                f"Sign in to deskmcp first: the sign-out from {self.service} is the signed-in user's."
-            )
-            return JSONResponse(denied.to_dict(), status_code=denied.http_status)
-        try:
-            record = self.account_for(principal).record
-            had = await anyio.to_thread.run_sync(lambda: record.load() is not None)
-            await anyio.to_thread.run_sync(record.forget)
-        except DeskError as exc:
-            return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+    def sign_out(self, account: RemoteAccount) -> bool:
+        """The user's tokens for the remote forgotten here (the remote's own list of connected apps
+        is where the grant itself is withdrawn); whether there were any."""
+        had = account.record.load() is not None
+        account.record.forget()
         log.info("a user signed out of %s", self.service)
-        return JSONResponse({"service": self.service, "signed_out": had})
+        return had
 
-    async def callback(self, request: Request) -> Response:
-        params = request.query_params
-        caller = current_principal()
-        try:
-            await anyio.to_thread.run_sync(
-                self.finish, params.get("state"), params.get("code"), params.get("error"), caller, params.get("iss")
-            )
-        except DeskError as exc:
-            return _page("deskmcp was not authorised", exc.message, exc.http_status)
-        return _page("deskmcp is authorised", f"{self.service} is connected. You can close this window.")
 
-    def routes(self) -> list[Route]:
-        return [
-            Route(url_path(self.name), self.auth_url, methods=["GET"]),
-            Route(f"/auth/{self.name}", self.sign_out, methods=["DELETE"]),
-            Route(callback_path(self.name), self.callback, methods=["GET"], name=self.route_name),
-        ]
+def authorised(service: str) -> HTMLResponse:
+    return _page("deskmcp is authorised", f"{service} is connected. You can close this window.")
+
+
+def not_authorised(exc: DeskError) -> HTMLResponse:
+    return _page("deskmcp was not authorised", exc.message, exc.http_status)

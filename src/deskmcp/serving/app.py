@@ -192,22 +192,22 @@ def _remote_callbacks(options: HttpOptions) -> frozenset[str]:
 
 
 def _remote_sign_in_routes(users: UsersSettings, options: HttpOptions) -> list[Route]:
-    """`/auth/<name>/url` and `/auth/<name>/callback` for each remote MCP server a server declares its
-    users sign in to (`UserPolicy.remote_sign_in`), bound to the signed-in principal, the state spent
-    once in the shared database's ledger like Google's."""
+    """`/auth/<name>/url`, `/auth/<name>/callback` and `DELETE /auth/<name>` for each remote MCP
+    server a server declares its users sign in to (`UserPolicy.remote_sign_in`), bound to the
+    signed-in principal, the state spent once in the shared database's ledger like Google's; each
+    user's account resolved by the routes and handed to the flow as data (`UsersRemoteSignIn`)."""
     from deskmcp.connect.remote_sign_in import PrincipalRemoteSignIn
     from deskmcp.core.once import ledger
     from deskmcp.google.auth import GoogleSettings
-    from deskmcp.serving.users import remote_account, remote_sign_ins, state_keys
+    from deskmcp.serving.signin import UsersRemoteSignIn
+    from deskmcp.serving.users import remote_sign_ins, state_keys
 
     keys = state_keys()
     spent = ledger(GoogleSettings().database_url)
     routes: list[Route] = []
     for spec, remote in remote_sign_ins():
-        made = PrincipalRemoteSignIn(
-            remote.name, remote.service, lambda p, spec=spec: remote_account(p, users, spec), keys, spent=spent
-        )
-        routes += made.routes()
+        flow = PrincipalRemoteSignIn(remote.name, remote.service, keys, spent=spent)
+        routes += UsersRemoteSignIn(flow, users, spec).routes()
     return routes
 
 
