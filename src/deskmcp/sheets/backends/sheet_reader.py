@@ -38,7 +38,7 @@ from deskmcp.sheets.xlsx.parts import (
     package_names,
     verify_parts,
 )
-from deskmcp.sheets.xlsx.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
+from deskmcp.sheets.xlsx.sheetdata import Extent, Styles, Unordered, extent, scan_formulas, styles, window
 
 log = logging.getLogger("deskmcp.sheets")
 
@@ -46,7 +46,7 @@ NEAR_ROWS = 20_000
 """A range ending above this row has its uncomputed and volatile formulas found from the rows it
 depends on (`SheetReader._near`), as long as those stay above it too; else the workbook is scanned."""
 STREAM_ROWS = 2_000
-"""A first read ending above this row of a big, not yet loaded xlsx sheet is streamed."""
+"""A first read of at most this many rows of a big, not yet loaded xlsx sheet is streamed."""
 STREAM_BYTES = 2_000_000
 """Workbooks smaller than this load whole at once: streaming would not be quicker."""
 DENSE_SLACK = 1_000_000
@@ -290,8 +290,11 @@ class SheetReader:
             _remember_in(self._extents, key, size, 64)
         return size
 
-    def window(self, path: Path, sheet: str, rng: A1Range, *, formulas: bool = False) -> list[list[Any]]:
-        """The rows of a range of an xlsx sheet, streamed from its XML: costs what the range holds."""
+    def window(
+        self, path: Path, sheet: str, rng: A1Range, *, formulas: bool = False, seek: bool = False
+    ) -> list[list[Any]]:
+        """The rows of a range of an xlsx sheet, streamed from its XML: costs what the range holds.
+        With `seek`, the rows above it are passed over unparsed; rows out of order raise `Unordered`."""
         where, look = self.package(path)
         part = self.part(path, sheet)
         r0, c0 = rng.start_row or 1, rng.start_col or 1
@@ -300,7 +303,16 @@ class SheetReader:
         try:
             with zipfile.ZipFile(path) as zf:
                 cells = window(
-                    zf, part, r0, c0, r1, c1, shared_strings=where.shared_strings, look=look, formulas=formulas
+                    zf,
+                    part,
+                    r0,
+                    c0,
+                    r1,
+                    c1,
+                    shared_strings=where.shared_strings,
+                    look=look,
+                    formulas=formulas,
+                    seek=seek,
                 )
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
@@ -316,8 +328,9 @@ class SheetReader:
 
     def _quick_window(self, path: Path, fmt: str, sheet: str, rng: A1Range) -> list[list[Any]] | None:
         """Rows streamed for a read of an xlsx sheet that is not loaded: a sparse sheet (always),
-        or a first read near the top of a big one (the whole sheet then loads in the background).
-        None to read from the loaded sheet."""
+        or a first read of a few rows of a big one, anywhere in it (the rows above are passed over
+        unparsed; the whole sheet then loads in the background). None to read from the loaded
+        sheet, as for a sheet whose rows are out of order."""
         if fmt not in ("xlsx", "xlsm"):
             return None
         key = (*stat_key(path), sheet)
@@ -326,14 +339,26 @@ class SheetReader:
                 return None
             measured = self._extents.get(key)
         if measured is not None and not dense(measured):
-            return self.window(path, sheet, rng)
-        if rng.end_row is None or rng.end_row > STREAM_ROWS or path.stat().st_size < STREAM_BYTES:
+            return self._sparse_window(path, sheet, rng)
+        few = rng.end_row is not None and rng.end_row - (rng.start_row or 1) < STREAM_ROWS
+        if not few or path.stat().st_size < STREAM_BYTES:
             if not dense(self.extent(path, sheet)):
-                return self.window(path, sheet, rng)
+                return self._sparse_window(path, sheet, rng)
             return None
-        rows = self.window(path, sheet, rng)
+        try:
+            rows = self.window(path, sheet, rng, seek=True)
+        except Unordered as exc:
+            log.info("%s!%s is read whole: %s", path.name, sheet, exc)
+            return None
         self._warm(key, path, fmt, sheet)
         return rows
+
+    def _sparse_window(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]]:
+        """A window of a sheet too sparse to load whole: passed over to when its rows are in order."""
+        try:
+            return self.window(path, sheet, rng, seek=True)
+        except Unordered:
+            return self.window(path, sheet, rng)
 
     # -- answering a read ---------------------------------------------------------------------------
 

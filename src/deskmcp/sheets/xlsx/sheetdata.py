@@ -137,13 +137,11 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _events(handle: IO[bytes]) -> Iterator[tuple[str, Element]]:
-    """("start"|"end", element) of an XML stream, parsed as it is read."""
+def _events(handle: IO[bytes] | Iterator[bytes]) -> Iterator[tuple[str, Element]]:
+    """("start"|"end", element) of an XML stream (a file or its chunks), parsed as it is read."""
     parser = XMLPullParser(events=("start", "end"))
-    while True:
-        chunk = handle.read(64 * 1024)
-        if not chunk:
-            break
+    chunks = iter(lambda: handle.read(64 * 1024), b"") if not isinstance(handle, Iterator) else handle
+    for chunk in chunks:
         parser.feed(chunk)
         yield from parser.read_events()  # type: ignore[misc]
     parser.close()
@@ -362,6 +360,70 @@ def _number(text: str, style: int, look: Styles) -> Any:
     return value
 
 
+class Unordered(Exception):
+    """The rows of a worksheet part do not come in increasing order (of their `r`): a window of it
+    cannot be read by stopping past its last row."""
+
+
+_ROW_OPEN = re.compile(rb"<row\b")
+_ROW_NUMBER = re.compile(rb'<row\b[^>]*?\sr="([0-9]+)"')
+
+
+class RowSeek:
+    """The chunks of a worksheet part without the rows above `first`, which are passed over with
+    byte searches instead of being parsed: what comes before the first row (the root element and
+    its namespaces), then the part from the first row the window may need.
+
+    Rows are passed over only in the plain form: unprefixed `<row r="N"` tags in increasing order,
+    each carrying its number. A stretch where a row tag lacks `r` is parsed from there on (a row
+    without `r` follows the one before it); a stretch of rows out of order raises `Unordered`.
+    `last` is the number of the last row passed over (0 when none was).
+    """
+
+    def __init__(self, handle: IO[bytes], first: int) -> None:
+        self._handle = handle
+        self._first = first
+        self.last = 0
+
+    def chunks(self) -> Iterator[bytes]:
+        data = b""
+        while (at := _ROW_OPEN.search(data)) is None:
+            chunk = self._handle.read(CHUNK)
+            if not chunk:
+                yield data
+                return
+            data += chunk
+        head, data = data[: at.start()], data[at.start() :]
+        if b":sheetData" in head:  # prefixed tags: a row may not be found by `<row`
+            yield head + data
+            yield from iter(lambda: self._handle.read(CHUNK), b"")
+            return
+        yield head
+        while True:
+            chunk = self._handle.read(CHUNK)
+            data += chunk
+            cut = data.rfind(b"<row") if chunk else -1  # the last row tag may go on in the next chunk
+            if cut == 0:
+                continue  # one row longer than a chunk
+            if cut < 0:
+                break
+            body = data[:cut]
+            if b":row" in body or b"</sheetData" in body:
+                break
+            numbers = [int(n) for n in _ROW_NUMBER.findall(body)]
+            if len(numbers) != len(_ROW_OPEN.findall(body)):
+                break  # a row without `r`: counted from the ones before it
+            if any(b <= a for a, b in zip([self.last, *numbers], numbers, strict=False)):
+                raise Unordered(f"row {numbers[-1]} is out of order")
+            if numbers and numbers[-1] >= self._first:
+                break
+            if numbers:
+                self.last = numbers[-1]
+            data = data[cut:]
+        yield data
+        yield from iter(lambda: self._handle.read(CHUNK), b"")
+
+
 def window(
     zf: zipfile.ZipFile,
     part: str,
@@ -373,27 +435,39 @@ def window(
     shared_strings: str | None,
     look: Styles,
     formulas: bool = False,
+    seek: bool = False,
 ) -> dict[tuple[int, int], Any]:
     """The stored cells of rows r0..r1, columns c0..c1, keyed (row, column); parsing stops past r1.
 
-    With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value.
+    With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value. With
+    `seek` (values only), the rows above r0 are passed over unparsed (`RowSeek`), and rows out of
+    order raise `Unordered`: the caller then reads the sheet another way.
     """
+    if seek and formulas:
+        raise ValueError("a window of formulas is read from the top: shared formulas start above it")
     found: dict[tuple[int, int], Any] = {}
     masters: dict[str, tuple[str, str]] = {}  # shared formula id -> (cell, formula)
     strings: dict[tuple[int, int], int] = {}
     row = col = 0
+    started = False
     data: Element | None = None
     with zf.open(part) as handle:
+        seeker = RowSeek(handle, r0) if seek else None
         try:
-            for event, element in _events(handle):
+            for event, element in _events(seeker.chunks() if seeker is not None else handle):
                 name = _local(element.tag)
                 if name == "sheetData" and event == "start":
                     data = element
                 if name == "row":
                     if event == "start":
+                        if seeker is not None and not started:
+                            row, started = seeker.last, True  # the rows above were passed over
                         ref = element.get("r")
+                        previous = row
                         row = int(ref) if ref and ref.isdigit() else row + 1
                         col = 0
+                        if seeker is not None and row <= previous:
+                            raise Unordered(f"row {row} comes after row {previous}")
                         if row > r1:
                             break  # rows come in order: nothing below is wanted
                     elif data is not None:
