@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zipfile
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -180,19 +181,28 @@ class FormulaScan:
 _LAST_ROW = re.compile(rb'<row\b[^>]*?\sr="([0-9]+)"')
 
 
-def scan_formulas(zf: zipfile.ZipFile, part: str, last_row: int | None = None) -> FormulaScan:
+def scan_formulas(zf: zipfile.ZipFile, part: str, last_row: int | None = None, first_row: int = 1) -> FormulaScan:
     """`FormulaScan` of a worksheet part, read in chunks. openpyxl writes a formula it did not
     compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
     empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too. With
-    `last_row`, only the rows up to it (reading stops past it: rows come in order)."""
-    scan = _scan_blocks(zf, part, last_row)
+    `last_row`, only the rows up to it (reading stops past it: rows come in order); with
+    `first_row` too, the rows above it are passed over unparsed (`RowSeek`) unless shared formulas
+    are met, whose anchors may be above (the part is then read from the top)."""
+    scan = None
+    if first_row > 1 and last_row is not None:
+        try:
+            scan = _scan_blocks(zf, part, last_row, first_row)
+        except Unordered:
+            scan = None
+    if scan is None:
+        scan = _scan_blocks(zf, part, last_row)
     if last_row is not None:
-        scan.valueless = {k for k in scan.valueless if k[0] <= last_row}
-        scan.volatile = {k for k in scan.volatile if k[0] <= last_row}
+        scan.valueless = {k for k in scan.valueless if first_row <= k[0] <= last_row}
+        scan.volatile = {k for k in scan.volatile if first_row <= k[0] <= last_row}
     return scan
 
 
-def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None) -> FormulaScan:
+def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None, first_row: int = 1) -> FormulaScan:
     from deskmcp.sheets.formulas.dependencies import calls_volatile
     from deskmcp.sheets.xlsx.cellxml import plain
 
@@ -201,12 +211,15 @@ def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None) -> Formul
     tail = b""
     size = CHUNK // 4 if last_row is not None else 4 * CHUNK  # a few rows: small blocks first
     with zf.open(part) as handle:
+        chunks = RowSeek(handle, first_row).chunks() if first_row > 1 else None
         while True:
-            block = handle.read(size)
+            block = next(chunks, b"") if chunks is not None else handle.read(size)
             size = min(2 * size, 4 * CHUNK)
             data = tail + block
             cut = data.rfind(b"<c ") if block else len(data)  # a cell may go on in the next block
             body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
+            if chunks is not None and b'"shared"' in body:
+                raise Unordered("shared formulas, whose anchors may be above the rows read")
             if not plain(body):
                 return _scan_elements(zf, part)
             for m in _VALUELESS.finditer(body):
@@ -361,8 +374,8 @@ def _number(text: str, style: int, look: Styles) -> Any:
 
 
 class Unordered(Exception):
-    """The rows of a worksheet part do not come in increasing order (of their `r`): a window of it
-    cannot be read by stopping past its last row."""
+    """A window of a worksheet part cannot be read from its rows alone: the rows do not come in
+    increasing order (of their `r`), or a cell in it shares the formula of a cell above it."""
 
 
 _ROW_OPEN = re.compile(rb"<row\b")
@@ -416,6 +429,11 @@ class RowSeek:
             if any(b <= a for a, b in zip([self.last, *numbers], numbers, strict=False)):
                 raise Unordered(f"row {numbers[-1]} is out of order")
             if numbers and numbers[-1] >= self._first:
+                above = bisect_left(numbers, self._first)  # the rows of this stretch above the first wanted
+                if above:
+                    self.last = numbers[above - 1]
+                    starts = [m.start() for m in _ROW_NUMBER.finditer(body)]
+                    data = data[starts[above] :]
                 break
             if numbers:
                 self.last = numbers[-1]
@@ -440,11 +458,10 @@ def window(
     """The stored cells of rows r0..r1, columns c0..c1, keyed (row, column); parsing stops past r1.
 
     With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value. With
-    `seek` (values only), the rows above r0 are passed over unparsed (`RowSeek`), and rows out of
-    order raise `Unordered`: the caller then reads the sheet another way.
+    `seek`, the rows above r0 are passed over unparsed (`RowSeek`); rows out of order raise
+    `Unordered`, and so does a cell sharing the formula of a cell passed over: the caller then
+    reads the sheet another way.
     """
-    if seek and formulas:
-        raise ValueError("a window of formulas is read from the top: shared formulas start above it")
     found: dict[tuple[int, int], Any] = {}
     masters: dict[str, tuple[str, str]] = {}  # shared formula id -> (cell, formula)
     strings: dict[tuple[int, int], int] = {}
@@ -476,7 +493,7 @@ def window(
                 if name != "c" or event != "end":
                     continue
                 row, col = _cell_position(element, row, col)
-                if formulas and (formula := _formula(element, masters, row, col)) is not None:
+                if formulas and (formula := _formula(element, masters, row, col, seeker is not None)) is not None:
                     if r0 <= row <= r1 and c0 <= col <= c1:
                         found[(row, col)] = formula
                     continue
@@ -527,8 +544,11 @@ def window(
     return found
 
 
-def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: int) -> str | None:
-    """The formula of a cell as typed (`=...`), shared formulas translated to the cell; None if none."""
+def _formula(
+    cell: Element, masters: dict[str, tuple[str, str]], row: int, col: int, seeking: bool = False
+) -> str | None:
+    """The formula of a cell as typed (`=...`), shared formulas translated to the cell; None if none.
+    `seeking`: a cell sharing a formula whose first cell was not read raises `Unordered`."""
     f = next((child for child in cell if _local(child.tag) == "f"), None)
     if f is None:
         return None
@@ -537,6 +557,8 @@ def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: 
     if f.get("t") == "shared" and (si := f.get("si")) is not None:
         if text:
             masters[si] = (here, text)
+        elif seeking and si not in masters:
+            raise Unordered(f"{here} shares the formula of a cell above the rows read")
         elif si in masters:
             from openpyxl.formula.translate import Translator, TranslatorError
 
