@@ -38,16 +38,15 @@ from deskmcp.sheets.xlsx.parts import (
     package_names,
     verify_parts,
 )
-from deskmcp.sheets.xlsx.sheetdata import Extent, Styles, Unordered, extent, scan_formulas, styles, window
+from deskmcp.sheets.xlsx.sheetdata import Extent, Styles, extent, scan_formulas, styles, window
 
 log = logging.getLogger("deskmcp.sheets")
 
 NEAR_ROWS = 20_000
-"""A range of at most this many rows has its uncomputed and volatile formulas found from the rows
-it depends on (`SheetReader._near`), as long as those span at most as many rows of each sheet
-too; else the workbook is scanned."""
+"""A range ending above this row has its uncomputed and volatile formulas found from the rows it
+depends on (`SheetReader._near`), as long as those stay above it too; else the workbook is scanned."""
 STREAM_ROWS = 2_000
-"""A first read of at most this many rows of a big, not yet loaded xlsx sheet is streamed."""
+"""A first read ending above this row of a big, not yet loaded xlsx sheet is streamed."""
 STREAM_BYTES = 2_000_000
 """Workbooks smaller than this load whole at once: streaming would not be quicker."""
 DENSE_SLACK = 1_000_000
@@ -291,11 +290,8 @@ class SheetReader:
             _remember_in(self._extents, key, size, 64)
         return size
 
-    def window(
-        self, path: Path, sheet: str, rng: A1Range, *, formulas: bool = False, seek: bool = False
-    ) -> list[list[Any]]:
-        """The rows of a range of an xlsx sheet, streamed from its XML: costs what the range holds.
-        With `seek`, the rows above it are passed over unparsed; rows out of order raise `Unordered`."""
+    def window(self, path: Path, sheet: str, rng: A1Range, *, formulas: bool = False) -> list[list[Any]]:
+        """The rows of a range of an xlsx sheet, streamed from its XML: costs what the range holds."""
         where, look = self.package(path)
         part = self.part(path, sheet)
         r0, c0 = rng.start_row or 1, rng.start_col or 1
@@ -304,16 +300,7 @@ class SheetReader:
         try:
             with zipfile.ZipFile(path) as zf:
                 cells = window(
-                    zf,
-                    part,
-                    r0,
-                    c0,
-                    r1,
-                    c1,
-                    shared_strings=where.shared_strings,
-                    look=look,
-                    formulas=formulas,
-                    seek=seek,
+                    zf, part, r0, c0, r1, c1, shared_strings=where.shared_strings, look=look, formulas=formulas
                 )
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise ParseError(f"Sheet {sheet!r} of {path.name} cannot be read: {exc}.", {"sheet": sheet}) from exc
@@ -327,13 +314,10 @@ class SheetReader:
             for r in range(r0, max(widths) + 1)
         ]
 
-    def _quick_window(
-        self, path: Path, fmt: str, sheet: str, rng: A1Range, to_load: list[_Key]
-    ) -> list[list[Any]] | None:
+    def _quick_window(self, path: Path, fmt: str, sheet: str, rng: A1Range) -> list[list[Any]] | None:
         """Rows streamed for a read of an xlsx sheet that is not loaded: a sparse sheet (always),
-        or a first read of a few rows of a big one, anywhere in it (the rows above are passed over
-        unparsed; the whole sheet is put in `to_load`, to load in the background once the read is
-        answered). None to read from the loaded sheet, as for a sheet whose rows are out of order."""
+        or a first read near the top of a big one (the whole sheet then loads in the background).
+        None to read from the loaded sheet."""
         if fmt not in ("xlsx", "xlsm"):
             return None
         key = (*stat_key(path), sheet)
@@ -342,26 +326,14 @@ class SheetReader:
                 return None
             measured = self._extents.get(key)
         if measured is not None and not dense(measured):
-            return self._sparse_window(path, sheet, rng)
-        few = rng.end_row is not None and rng.end_row - (rng.start_row or 1) < STREAM_ROWS
-        if not few or path.stat().st_size < STREAM_BYTES:
-            if not dense(self.extent(path, sheet)):
-                return self._sparse_window(path, sheet, rng)
-            return None
-        try:
-            rows = self.window(path, sheet, rng, seek=True)
-        except Unordered as exc:
-            log.info("%s!%s is read whole: %s", path.name, sheet, exc)
-            return None
-        to_load.append(key)
-        return rows
-
-    def _sparse_window(self, path: Path, sheet: str, rng: A1Range) -> list[list[Any]]:
-        """A window of a sheet too sparse to load whole: passed over to when its rows are in order."""
-        try:
-            return self.window(path, sheet, rng, seek=True)
-        except Unordered:
             return self.window(path, sheet, rng)
+        if rng.end_row is None or rng.end_row > STREAM_ROWS or path.stat().st_size < STREAM_BYTES:
+            if not dense(self.extent(path, sheet)):
+                return self.window(path, sheet, rng)
+            return None
+        rows = self.window(path, sheet, rng)
+        self._warm(key, path, fmt, sheet)
+        return rows
 
     # -- answering a read ---------------------------------------------------------------------------
 
@@ -369,13 +341,12 @@ class SheetReader:
         """The values of each range as the tools answer them, with the error and uncomputed cells."""
         uncomputed = self._uncomputed(path, fmt)
         out = []
-        to_load: list[_Key] = []  # loaded once the read is answered: loading competes with it for the GIL
         for rng in ranges:
             sheet = rng.sheet or self.default_sheet(path, fmt)
             if render == "formula" and fmt in ("xlsx", "xlsm"):
                 cells = self.window(path, sheet, rng, formulas=True)
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
-            elif (streamed := self._quick_window(path, fmt, sheet, rng, to_load)) is not None:
+            elif (streamed := self._quick_window(path, fmt, sheet, rng)) is not None:
                 cells = streamed
                 r0, c0 = rng.start_row or 1, rng.start_col or 1
             else:
@@ -420,8 +391,6 @@ class SheetReader:
                     volatile=[f"{quote_sheet(sheet)}!{cell}" for cell in volatile if cell not in unvalued],
                 )
             )
-        for key in dict.fromkeys(to_load):
-            self._warm(key, path, fmt, key[-1])
         return out
 
     def formula_cells(self, path: Path, sheet: str, rng: A1Range) -> tuple[list[str], list[str]]:
@@ -438,58 +407,41 @@ class SheetReader:
         return _within(valueless, rng), _within(self._volatile(path).get(sheet, []), rng)
 
     def _near(self, path: Path, sheet: str, rng: A1Range) -> tuple[list[str], list[str]] | None:
-        """`formula_cells` of a bounded range, read from the rows it and what it reads (through
-        any chain, across sheets) reach, not from every formula of the workbook: a first read of a
-        big workbook costs what the range depends on (the rows above those of a sheet are passed
-        over unparsed). None when that reach is not bounded (a whole column, an unknown name),
-        spans more than `NEAR_ROWS` rows of a sheet, or its rows cannot be read alone
-        (`Unordered`)."""
-        r0, c0 = rng.start_row or 1, rng.start_col or 1
-        if rng.end_row is None or rng.end_row - r0 >= NEAR_ROWS:
+        """`formula_cells` of a bounded range near the top, read from the rows it and what it reads
+        (through any chain, across sheets) reach, not from every formula of the workbook: a first
+        read of a big workbook costs what the range depends on. None when that reach is not
+        bounded (a whole column, an unknown name) or goes past `NEAR_ROWS`."""
+        if rng.end_row is None or rng.end_row > NEAR_ROWS:
             return None
-        r1 = rng.end_row
         where, look = self.package(path)
-        seen: dict[str, tuple[int, int, dict[int, dict[int, str]], set[tuple[int, int]], set[tuple[int, int]]]] = {}
+        seen: dict[str, tuple[int, dict[int, dict[int, str]], set[tuple[int, int]], set[tuple[int, int]]]] = {}
 
         try:
             with zipfile.ZipFile(path) as zf:
                 reader = InputReader(package_names(zf))
 
-                def rows_of(title: str, first: int, last: int) -> dict[int, dict[int, str]] | None:
-                    """The formulas of a sheet's rows first..last (at least) by row and column, read
-                    again when rows are needed beyond those read so far; None past the bound."""
-                    known = seen.get(title)
-                    if known is not None:
-                        if known[0] <= first and last <= known[1]:
-                            return known[2]
-                        first, last = min(first, known[0]), max(last, known[1])
-                    if last - first >= NEAR_ROWS:
+                def rows_of(title: str, upto: int) -> dict[int, dict[int, str]] | None:
+                    """The formulas of a sheet's rows 1..upto by row and column (read again when more
+                    rows are needed than read so far); None past the bound."""
+                    if upto > NEAR_ROWS:
                         return None
-                    if known is not None and last > known[1]:
-                        last = max(last, known[1] + (known[1] - known[0] + 1))  # read ahead as much again
+                    known = seen.get(title)
+                    if known is not None and known[0] >= upto:
+                        return known[1]
+                    upto = max(upto, 2 * known[0] if known is not None else upto)
                     part = where.sheets[title]
-                    cells = window(
-                        zf,
-                        part,
-                        first,
-                        1,
-                        last,
-                        MAX_COLUMNS,
-                        shared_strings=None,
-                        look=look,
-                        formulas=True,
-                        seek=True,
-                    )
+                    cells = window(zf, part, 1, 1, upto, MAX_COLUMNS, shared_strings=None, look=look, formulas=True)
                     by_row: dict[int, dict[int, str]] = {}
                     for (r, c), v in cells.items():
                         if isinstance(v, str) and v[:1] == "=":
                             by_row.setdefault(r, {})[c] = v
-                    scan = scan_formulas(zf, part, last, first)
-                    seen[title] = (first, last, by_row, scan.valueless, scan.volatile)
+                    scan = scan_formulas(zf, part, upto)
+                    seen[title] = (upto, by_row, scan.valueless, scan.volatile)
                     return by_row
 
+                r0, c0, r1 = rng.start_row or 1, rng.start_col or 1, rng.end_row
                 c1 = rng.end_col if rng.end_col is not None else MAX_COLUMNS
-                top = rows_of(sheet, r0, r1)
+                top = rows_of(sheet, r1)
                 if top is None:
                     return None
                 start = [(sheet, r, c) for r, row in top.items() if r0 <= r <= r1 for c in row if c0 <= c <= c1]
@@ -500,9 +452,9 @@ class SheetReader:
                     if cell in reads:
                         continue
                     title, r, c = cell
-                    areas = reader.areas(seen[title][2][r][c], title)
+                    areas = reader.areas(seen[title][1][r][c], title)
                     if areas is None:
-                        if (r, c) in seen[title][4]:
+                        if (r, c) in seen[title][3]:
                             reads[cell] = []  # volatile itself (OFFSET, INDIRECT...): what it reads does not matter
                             continue
                         return None
@@ -510,7 +462,7 @@ class SheetReader:
                     for area in areas:
                         if area.sheet not in where.sheets:
                             continue
-                        by_row = rows_of(area.sheet, area.row0, area.row1)
+                        by_row = rows_of(area.sheet, area.row1)
                         if by_row is None:
                             return None
                         for row in range(area.row0, area.row1 + 1):
@@ -519,7 +471,7 @@ class SheetReader:
                                     found.append((area.sheet, row, col))
                     reads[cell] = found
                     todo.extend(found)
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError, Unordered) as exc:
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile, ElementTree.ParseError) as exc:
             log.info("formulas near %s of %s not read (%s): the sheet is scanned whole", rng.a1(), path.name, exc)
             return None
         volatile: dict[tuple[str, int, int], bool] = {}
@@ -528,10 +480,10 @@ class SheetReader:
             if cell not in volatile:
                 volatile[cell] = False  # a cycle reads as not volatile through itself
                 title, r, c = cell
-                volatile[cell] = (r, c) in seen[title][4] or any(is_volatile(x) for x in reads.get(cell, ()))
+                volatile[cell] = (r, c) in seen[title][3] or any(is_volatile(x) for x in reads.get(cell, ()))
             return volatile[cell]
 
-        valueless = sorted(k for k in seen[sheet][3] if r0 <= k[0] <= r1 and c0 <= k[1] <= c1)
+        valueless = sorted(k for k in seen[sheet][2] if r0 <= k[0] <= r1 and c0 <= k[1] <= c1)
         flagged = sorted((r, c) for title, r, c in start if is_volatile((title, r, c)))
         return [cell_name(r, c) for r, c in valueless], [cell_name(r, c) for r, c in flagged]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import zipfile
-from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -138,11 +137,13 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _events(handle: IO[bytes] | Iterator[bytes]) -> Iterator[tuple[str, Element]]:
-    """("start"|"end", element) of an XML stream (a file or its chunks), parsed as it is read."""
+def _events(handle: IO[bytes]) -> Iterator[tuple[str, Element]]:
+    """("start"|"end", element) of an XML stream, parsed as it is read."""
     parser = XMLPullParser(events=("start", "end"))
-    chunks = iter(lambda: handle.read(64 * 1024), b"") if not isinstance(handle, Iterator) else handle
-    for chunk in chunks:
+    while True:
+        chunk = handle.read(64 * 1024)
+        if not chunk:
+            break
         parser.feed(chunk)
         yield from parser.read_events()  # type: ignore[misc]
     parser.close()
@@ -181,28 +182,19 @@ class FormulaScan:
 _LAST_ROW = re.compile(rb'<row\b[^>]*?\sr="([0-9]+)"')
 
 
-def scan_formulas(zf: zipfile.ZipFile, part: str, last_row: int | None = None, first_row: int = 1) -> FormulaScan:
+def scan_formulas(zf: zipfile.ZipFile, part: str, last_row: int | None = None) -> FormulaScan:
     """`FormulaScan` of a worksheet part, read in chunks. openpyxl writes a formula it did not
     compute with `<v></v>` or no `<v>`; a formula whose value is the empty text (`t="str"` and an
     empty `<v>`) has one. A cell sharing a volatile anchor's formula is volatile too. With
-    `last_row`, only the rows up to it (reading stops past it: rows come in order); with
-    `first_row` too, the rows above it are passed over unparsed (`RowSeek`) unless shared formulas
-    are met, whose anchors may be above (the part is then read from the top)."""
-    scan = None
-    if first_row > 1 and last_row is not None:
-        try:
-            scan = _scan_blocks(zf, part, last_row, first_row)
-        except Unordered:
-            scan = None
-    if scan is None:
-        scan = _scan_blocks(zf, part, last_row)
+    `last_row`, only the rows up to it (reading stops past it: rows come in order)."""
+    scan = _scan_blocks(zf, part, last_row)
     if last_row is not None:
-        scan.valueless = {k for k in scan.valueless if first_row <= k[0] <= last_row}
-        scan.volatile = {k for k in scan.volatile if first_row <= k[0] <= last_row}
+        scan.valueless = {k for k in scan.valueless if k[0] <= last_row}
+        scan.volatile = {k for k in scan.volatile if k[0] <= last_row}
     return scan
 
 
-def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None, first_row: int = 1) -> FormulaScan:
+def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None) -> FormulaScan:
     from deskmcp.sheets.formulas.dependencies import calls_volatile
     from deskmcp.sheets.xlsx.cellxml import plain
 
@@ -211,15 +203,12 @@ def _scan_blocks(zf: zipfile.ZipFile, part: str, last_row: int | None, first_row
     tail = b""
     size = CHUNK // 4 if last_row is not None else 4 * CHUNK  # a few rows: small blocks first
     with zf.open(part) as handle:
-        chunks = RowSeek(handle, first_row).chunks() if first_row > 1 else None
         while True:
-            block = next(chunks, b"") if chunks is not None else handle.read(size)
+            block = handle.read(size)
             size = min(2 * size, 4 * CHUNK)
             data = tail + block
             cut = data.rfind(b"<c ") if block else len(data)  # a cell may go on in the next block
             body, tail = (data[:cut], data[cut:]) if cut > 0 else (b"", data)
-            if chunks is not None and b'"shared"' in body:
-                raise Unordered("shared formulas, whose anchors may be above the rows read")
             if not plain(body):
                 return _scan_elements(zf, part)
             for m in _VALUELESS.finditer(body):
@@ -373,75 +362,6 @@ def _number(text: str, style: int, look: Styles) -> Any:
     return value
 
 
-class Unordered(Exception):
-    """A window of a worksheet part cannot be read from its rows alone: the rows do not come in
-    increasing order (of their `r`), or a cell in it shares the formula of a cell above it."""
-
-
-_ROW_OPEN = re.compile(rb"<row\b")
-_ROW_NUMBER = re.compile(rb'<row\b[^>]*?\sr="([0-9]+)"')
-
-
-class RowSeek:
-    """The chunks of a worksheet part without the rows above `first`, which are passed over with
-    byte searches instead of being parsed: what comes before the first row (the root element and
-    its namespaces), then the part from the first row the window may need.
-
-    Rows are passed over only in the plain form: unprefixed `<row r="N"` tags in increasing order,
-    each carrying its number. A stretch where a row tag lacks `r` is parsed from there on (a row
-    without `r` follows the one before it); a stretch of rows out of order raises `Unordered`.
-    `last` is the number of the last row passed over (0 when none was).
-    """
-
-    def __init__(self, handle: IO[bytes], first: int) -> None:
-        self._handle = handle
-        self._first = first
-        self.last = 0
-
-    def chunks(self) -> Iterator[bytes]:
-        data = b""
-        while (at := _ROW_OPEN.search(data)) is None:
-            chunk = self._handle.read(CHUNK)
-            if not chunk:
-                yield data
-                return
-            data += chunk
-        head, data = data[: at.start()], data[at.start() :]
-        if b":sheetData" in head:  # prefixed tags: a row may not be found by `<row`
-            yield head + data
-            yield from iter(lambda: self._handle.read(CHUNK), b"")
-            return
-        yield head
-        while True:
-            chunk = self._handle.read(CHUNK)
-            data += chunk
-            cut = data.rfind(b"<row") if chunk else -1  # the last row tag may go on in the next chunk
-            if cut == 0:
-                continue  # one row longer than a chunk
-            if cut < 0:
-                break
-            body = data[:cut]
-            if b":row" in body or b"</sheetData" in body:
-                break
-            numbers = [int(n) for n in _ROW_NUMBER.findall(body)]
-            if len(numbers) != len(_ROW_OPEN.findall(body)):
-                break  # a row without `r`: counted from the ones before it
-            if any(b <= a for a, b in zip([self.last, *numbers], numbers, strict=False)):
-                raise Unordered(f"row {numbers[-1]} is out of order")
-            if numbers and numbers[-1] >= self._first:
-                above = bisect_left(numbers, self._first)  # the rows of this stretch above the first wanted
-                if above:
-                    self.last = numbers[above - 1]
-                    starts = [m.start() for m in _ROW_NUMBER.finditer(body)]
-                    data = data[starts[above] :]
-                break
-            if numbers:
-                self.last = numbers[-1]
-            data = data[cut:]
-        yield data
-        yield from iter(lambda: self._handle.read(CHUNK), b"")
-
-
 def window(
     zf: zipfile.ZipFile,
     part: str,
@@ -453,38 +373,27 @@ def window(
     shared_strings: str | None,
     look: Styles,
     formulas: bool = False,
-    seek: bool = False,
 ) -> dict[tuple[int, int], Any]:
     """The stored cells of rows r0..r1, columns c0..c1, keyed (row, column); parsing stops past r1.
 
-    With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value. With
-    `seek`, the rows above r0 are passed over unparsed (`RowSeek`); rows out of order raise
-    `Unordered`, and so does a cell sharing the formula of a cell passed over: the caller then
-    reads the sheet another way.
+    With `formulas`, a formula cell gives its formula (`=SUM(A1:A3)`) instead of its value.
     """
     found: dict[tuple[int, int], Any] = {}
     masters: dict[str, tuple[str, str]] = {}  # shared formula id -> (cell, formula)
     strings: dict[tuple[int, int], int] = {}
     row = col = 0
-    started = False
     data: Element | None = None
     with zf.open(part) as handle:
-        seeker = RowSeek(handle, r0) if seek else None
         try:
-            for event, element in _events(seeker.chunks() if seeker is not None else handle):
+            for event, element in _events(handle):
                 name = _local(element.tag)
                 if name == "sheetData" and event == "start":
                     data = element
                 if name == "row":
                     if event == "start":
-                        if seeker is not None and not started:
-                            row, started = seeker.last, True  # the rows above were passed over
                         ref = element.get("r")
-                        previous = row
                         row = int(ref) if ref and ref.isdigit() else row + 1
                         col = 0
-                        if seeker is not None and row <= previous:
-                            raise Unordered(f"row {row} comes after row {previous}")
                         if row > r1:
                             break  # rows come in order: nothing below is wanted
                     elif data is not None:
@@ -493,7 +402,7 @@ def window(
                 if name != "c" or event != "end":
                     continue
                 row, col = _cell_position(element, row, col)
-                if formulas and (formula := _formula(element, masters, row, col, seeker is not None)) is not None:
+                if formulas and (formula := _formula(element, masters, row, col)) is not None:
                     if r0 <= row <= r1 and c0 <= col <= c1:
                         found[(row, col)] = formula
                     continue
@@ -544,11 +453,8 @@ def window(
     return found
 
 
-def _formula(
-    cell: Element, masters: dict[str, tuple[str, str]], row: int, col: int, seeking: bool = False
-) -> str | None:
-    """The formula of a cell as typed (`=...`), shared formulas translated to the cell; None if none.
-    `seeking`: a cell sharing a formula whose first cell was not read raises `Unordered`."""
+def _formula(cell: Element, masters: dict[str, tuple[str, str]], row: int, col: int) -> str | None:
+    """The formula of a cell as typed (`=...`), shared formulas translated to the cell; None if none."""
     f = next((child for child in cell if _local(child.tag) == "f"), None)
     if f is None:
         return None
@@ -557,8 +463,6 @@ def _formula(
     if f.get("t") == "shared" and (si := f.get("si")) is not None:
         if text:
             masters[si] = (here, text)
-        elif seeking and si not in masters:
-            raise Unordered(f"{here} shares the formula of a cell above the rows read")
         elif si in masters:
             from openpyxl.formula.translate import Translator, TranslatorError
 
