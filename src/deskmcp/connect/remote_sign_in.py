@@ -23,8 +23,8 @@ the routes that resolve it are the serving layer's (`serving.signin`):
 
 `RemoteTokens` is the `httpx2.Auth` a sync uses with such a record: it sends the access token
 only to the address the tokens were issued for, and refreshes them at the token endpoint of the
-sign-in when they expire or the remote answers 401 (under the record's lock when it has one, so
-two replicas never spend one refresh token). Tokens are never logged, nor put in an answer.
+sign-in when they expire or the remote answers 401 (under the record's lock, so two replicas
+never spend one refresh token). Tokens are never logged, nor put in an answer.
 """
 
 from __future__ import annotations
@@ -84,9 +84,18 @@ class Sealer(Protocol):
     def open(self, key_id: str, sealed: bytes, associated: bytes) -> bytes: ...
 
 
+class Held(Protocol):
+    """A record as read under its lock; `save` writes it before the lock goes."""
+
+    data: dict[str, Any] | None
+
+    def save(self, data: dict[str, Any]) -> None: ...
+
+
 class TokenRecord(Protocol):
-    """One user's sign-in to one remote, as a JSON object: `load` (None when there is none), `save`
-    and `forget` (the record goes)."""
+    """One user's sign-in to one remote, as a JSON object: `load` (None when there is none), `save`,
+    `forget` (the record goes) and `refreshing` (the record held under its lock for a refresh, so
+    two processes never spend one refresh token)."""
 
     def load(self) -> dict[str, Any] | None: ...
 
@@ -94,11 +103,7 @@ class TokenRecord(Protocol):
 
     def forget(self) -> None: ...
 
-
-class Held(Protocol):
-    data: dict[str, Any] | None
-
-    def save(self, data: dict[str, Any]) -> None: ...
+    def refreshing(self) -> AbstractContextManager[Held]: ...
 
 
 class FileRecord:
@@ -338,7 +343,7 @@ class RemoteTokens(httpx2.Auth):
         token = str(data["tokens"].get("access_token", ""))
         if token and self._fresh(data) and token != refused:
             return token
-        with self._held() as held:
+        with self.record.refreshing() as held:
             data = self._current(held.data)
             token = str(data["tokens"].get("access_token", ""))
             if token and self._fresh(data) and token != refused:
@@ -346,24 +351,6 @@ class RemoteTokens(httpx2.Auth):
             refreshed = self._refresh(data)
             held.save(refreshed)
         return str(refreshed["tokens"]["access_token"])
-
-    @contextmanager
-    def _held(self) -> Iterator[Held]:
-        refreshing: Callable[[], AbstractContextManager[Held]] | None = getattr(self.record, "refreshing", None)
-        if refreshing is not None:
-            with refreshing() as held:
-                yield held
-            return
-
-        class Unlocked:
-            def __init__(self, record: TokenRecord) -> None:
-                self.record = record
-                self.data = record.load()
-
-            def save(self, data: dict[str, Any]) -> None:
-                self.record.save(data)
-
-        yield Unlocked(self.record)
 
     def _refresh(self, data: dict[str, Any]) -> dict[str, Any]:
         refresh_token = data["tokens"].get("refresh_token")
