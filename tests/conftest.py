@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.authorization_server import AuthorizationServer, authorization_server, provider_missing
 from tests.helpers.postgres import Postgres, fresh_database, session_cluster
 from tests.helpers.tool_memo import remember_tools
 
@@ -44,6 +45,16 @@ def _tools_built_once() -> Iterator[None]:
 def postgres() -> Postgres:
     """The test session's PostgreSQL cluster (tests/helpers/postgres.py), started on first use."""
     return session_cluster()
+
+
+@pytest.fixture(scope="session")
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizationServer]:
+    """oidc-provider on a free loopback port, started once per session for every test that signs in
+    (skips, saying why, when node or the package is missing)."""
+    if (reason := provider_missing()) is not None:
+        pytest.skip(reason)
+    with authorization_server(tmp_path_factory.mktemp("oidc")) as server:
+        yield server
 
 
 @pytest.fixture

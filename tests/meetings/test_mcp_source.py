@@ -21,7 +21,7 @@ from deskmcp.meetings.mcp_source import McpSource
 from deskmcp.meetings.server import create_server, unavailable
 from deskmcp.meetings.service import MeetingService
 from deskmcp.meetings.settings import MeetingsSettings
-from tests.helpers.authorization_server import AuthorizationServer, Person, authorization_server, provider_missing
+from tests.helpers.authorization_server import AuthorizationServer, Person
 from tests.helpers.clock import ManualClock
 from tests.helpers.granola_api import GranolaStub, granola_api
 from tests.helpers.granola_mcp import HostedGranola, hosted_granola
@@ -32,14 +32,6 @@ from .test_api_source import NOTES, _ranked, api_settings, on_api
 pytestmark = pytest.mark.e2e
 
 SOME = NOTES[:12]
-
-
-@pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizationServer]:
-    if (reason := provider_missing()) is not None:
-        pytest.skip(reason)
-    with authorization_server(tmp_path_factory.mktemp("oidc")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ connect call without asking the person again; an answer whose `iss` names anothe
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,21 +18,11 @@ from deskmcp.connect.oauth import oauth_for
 from tests.helpers.authorization_server import (
     AuthorizationServer,
     Person,
-    authorization_server,
     protected_app,
-    provider_missing,
 )
 from tests.helpers.network import free_port, serving
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizationServer]:
-    if (reason := provider_missing()) is not None:
-        pytest.skip(reason)
-    with authorization_server(tmp_path_factory.mktemp("oidc")) as server:
-        yield server
 
 
 def browser_of(person: Person, *, iss: str | None = None):

@@ -30,8 +30,6 @@ from tests.helpers.authorization_server import (
     CLIENT_SECRET,
     INTROSPECTOR,
     AuthorizationServer,
-    authorization_server,
-    provider_missing,
 )
 from tests.helpers.network import free_port, serving
 from tests.helpers.postgres import Postgres, fresh_database
@@ -72,14 +70,6 @@ class SignIn:
     def stored(self, subject: str) -> Any:
         owner = Principal(self.issuer.issuer, subject)
         return token_store(google_settings(owner, self.users)).load()
-
-
-@pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizationServer]:
-    if (reason := provider_missing()) is not None:
-        pytest.skip(reason)
-    with authorization_server(tmp_path_factory.mktemp("oidc")) as server:
-        yield server
 
 
 def replicas(

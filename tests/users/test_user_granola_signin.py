@@ -36,8 +36,6 @@ from tests.helpers.authorization_server import (
     INTROSPECTOR,
     AuthorizationServer,
     Person,
-    authorization_server,
-    provider_missing,
 )
 from tests.helpers.granola_mcp import HostedGranola, hosted_granola
 from tests.helpers.network import free_port, serving
@@ -47,14 +45,6 @@ pytestmark = pytest.mark.e2e  # oidc-provider, the hosted stand-in, PostgreSQL
 
 SOME = NOTES[:3]
 """Few enough that a first sync keeps within the hosted server's burst: it ends before the first answer."""
-
-
-@pytest.fixture(scope="module")
-def issuer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizationServer]:
-    if (reason := provider_missing()) is not None:
-        pytest.skip(reason)
-    with authorization_server(tmp_path_factory.mktemp("oidc")) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
