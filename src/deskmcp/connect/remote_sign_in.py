@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import logging
 import os
@@ -59,6 +58,7 @@ from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalSer
 from deskmcp.core.files import PRIVATE_FOLDER, atomic_write_text, lock_exclusively
 from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal
+from deskmcp.core.sign_in import Sealer, open_state, page_html, seal_state
 
 log = logging.getLogger("deskmcp.connect.remote_sign_in")
 
@@ -74,14 +74,6 @@ def url_path(name: str) -> str:
 def callback_path(name: str) -> str:
     """Where the remote's authorization server sends the user's browser back."""
     return f"/auth/{name}/callback"
-
-
-class Sealer(Protocol):
-    """Seals and opens bytes bound to associated data (`google.sealed_tokens.SealingKeys`)."""
-
-    def seal(self, plain: bytes, associated: bytes) -> tuple[str, bytes]: ...
-
-    def open(self, key_id: str, sealed: bytes, associated: bytes) -> bytes: ...
 
 
 class Held(Protocol):
@@ -400,15 +392,6 @@ def _origin(url: str) -> str:
 # -- the routes ------------------------------------------------------------------------------
 
 
-_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>deskmcp</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:34em;margin:4em auto;line-height:1.5}}</style></head>
-<body><h1>{title}</h1><p>{text}</p></body></html>"""
-
-
-def _page(title: str, text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(_PAGE.format(title=html.escape(title), text=html.escape(text)), status_code=status)
-
-
 def _kept_registration(record: TokenRecord, metadata: OAuthMetadata, redirect_uri: str) -> dict[str, Any] | None:
     """The registration of the user's last sign-in, when it was made with the same authorization
     server for the same callback: signing in again then registers no new client."""
@@ -490,8 +473,7 @@ class PrincipalRemoteSignIn:
             "e": expires,
             "n": secrets.token_urlsafe(18),
         }
-        key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.associated)
-        state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
+        state = seal_state(self.keys, payload, self.associated)
         query = {
             "response_type": "code",
             "client_id": client_info["client_id"],
@@ -513,15 +495,7 @@ class PrincipalRemoteSignIn:
             f"{url_path(self.name)} again.",
             {},
         )
-        key_id, _, encoded = (state or "").partition(".")
-        try:
-            sealed = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            payload = json.loads(self.keys.open(key_id, sealed, self.associated))
-        except (AuthRequired, ValueError):
-            raise unknown from None
-        if not isinstance(payload, dict) or float(payload.get("e", 0)) < self.clock():
-            raise unknown
-        return payload
+        return open_state(self.keys, state, self.associated, self.clock(), unknown)
 
     def returned(self, state: str | None, caller: Principal | None, iss: str | None = None) -> Returned:
         """The state the browser brought back: opened, bound to the principal who began (a `caller`
@@ -599,8 +573,8 @@ class PrincipalRemoteSignIn:
 
 
 def authorised(service: str) -> HTMLResponse:
-    return _page("deskmcp is authorised", f"{service} is connected. You can close this window.")
+    return HTMLResponse(page_html("deskmcp is authorised", f"{service} is connected. You can close this window."))
 
 
 def not_authorised(exc: DeskError) -> HTMLResponse:
-    return _page("deskmcp was not authorised", exc.message, exc.http_status)
+    return HTMLResponse(page_html("deskmcp was not authorised", exc.message), status_code=exc.http_status)

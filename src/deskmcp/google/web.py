@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
-import json
 import secrets
 import time
 import urllib.parse
@@ -34,6 +32,7 @@ from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal
+from deskmcp.core.sign_in import open_state, page_html, seal_state
 from deskmcp.google.auth import (
     AUTH_URI,
     TOKEN_URI,
@@ -188,13 +187,8 @@ def exchange_code(
     return data
 
 
-_PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>deskmcp</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:34em;margin:4em auto;line-height:1.5}}</style></head>
-<body><h1>{title}</h1><p>{text}</p></body></html>"""
-
-
 def page(title: str, text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(_PAGE.format(title=html.escape(title), text=html.escape(text)), status_code=status)
+    return HTMLResponse(page_html(title, text), status_code=status)
 
 
 def authorised() -> HTMLResponse:
@@ -348,8 +342,7 @@ class PrincipalSignIn:
             "e": self.clock() + self.ttl,
             "n": secrets.token_urlsafe(18),
         }
-        key_id, sealed = self.keys.seal(json.dumps(payload).encode(), self.STATE_DATA)
-        state = f"{key_id}.{base64.urlsafe_b64encode(sealed).decode().rstrip('=')}"
+        state = seal_state(self.keys, payload, self.STATE_DATA)
         return consent_url(entry, redirect_uri, scopes, state, verifier), scopes
 
     def _opened(self, state: str | None) -> dict[str, Any]:
@@ -358,15 +351,7 @@ class PrincipalSignIn:
             "Open /auth/url again.",
             {},
         )
-        key_id, _, encoded = (state or "").partition(".")
-        try:
-            sealed = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-            payload = json.loads(self.keys.open(key_id, sealed, self.STATE_DATA))
-        except (AuthRequired, ValueError):
-            raise unknown from None
-        if not isinstance(payload, dict) or float(payload.get("e", 0)) < self.clock():
-            raise unknown
-        return payload
+        return open_state(self.keys, state, self.STATE_DATA, self.clock(), unknown)
 
     def returned(
         self, state: str | None, code: str | None, error: str | None, *, caller: Principal | None
