@@ -41,7 +41,7 @@ from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
 import httpx2
@@ -50,7 +50,7 @@ from mcp.client.auth.utils import (
     build_protected_resource_metadata_discovery_urls,
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.responses import HTMLResponse
 
 from deskmcp import __version__
@@ -177,6 +177,22 @@ def _json(client: httpx2.Client, url: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _first(client: httpx2.Client, addresses: list[str], model: type[_Model]) -> _Model | None:
+    """The first of the well-known `addresses` answering a valid `model`, in the order given."""
+    for address in addresses:
+        data = _json(client, address)
+        if data is None:
+            continue
+        try:
+            return model.model_validate(data)
+        except ValidationError:
+            continue
+    return None
+
+
 @dataclass(frozen=True)
 class Discovered:
     resource: str
@@ -186,36 +202,23 @@ class Discovered:
 
 def discover(client: httpx2.Client, url: str, service: str) -> Discovered:
     """The remote's protected-resource metadata and its authorization server's metadata."""
-    resource_metadata: ProtectedResourceMetadata | None = None
-    for address in build_protected_resource_metadata_discovery_urls(None, url):
-        data = _json(client, address)
-        if data is None:
-            continue
-        try:
-            resource_metadata = ProtectedResourceMetadata.model_validate(data)
-        except ValidationError:
-            continue
-        break
+    resource_metadata = _first(
+        client, build_protected_resource_metadata_discovery_urls(None, url), ProtectedResourceMetadata
+    )
     if resource_metadata is None or not resource_metadata.authorization_servers:
         raise ExternalServiceError(
             f"{service} publishes no protected-resource metadata naming its authorization server.", {}
         )
     issuer = str(resource_metadata.authorization_servers[0])
-    for address in build_oauth_authorization_server_metadata_discovery_urls(issuer, url):
-        data = _json(client, address)
-        if data is None:
-            continue
-        try:
-            metadata = OAuthMetadata.model_validate(data)
-        except ValidationError:
-            continue
-        if str(metadata.issuer).rstrip("/") != issuer.rstrip("/"):
-            raise ExternalServiceError(f"{service}'s authorization server metadata names another issuer.", {})
-        scopes = list(resource_metadata.scopes_supported or [])
-        if "offline_access" in (metadata.scopes_supported or []):
-            scopes.append("offline_access")  # a refresh token: the sync keeps going unattended
-        return Discovered(str(resource_metadata.resource or url), metadata, scopes)
-    raise ExternalServiceError(f"{service}'s authorization server publishes no metadata.", {})
+    metadata = _first(client, build_oauth_authorization_server_metadata_discovery_urls(issuer, url), OAuthMetadata)
+    if metadata is None:
+        raise ExternalServiceError(f"{service}'s authorization server publishes no metadata.", {})
+    if str(metadata.issuer).rstrip("/") != issuer.rstrip("/"):
+        raise ExternalServiceError(f"{service}'s authorization server metadata names another issuer.", {})
+    scopes = list(resource_metadata.scopes_supported or [])
+    if "offline_access" in (metadata.scopes_supported or []):
+        scopes.append("offline_access")  # a refresh token: the sync keeps going unattended
+    return Discovered(str(resource_metadata.resource or url), metadata, scopes)
 
 
 def register(
