@@ -168,21 +168,24 @@ def test_a_part_compressed_otherwise_than_by_deflate_is_inflated_and_deflated_ag
         assert stored_entry(out, zipfile.ZipFile(out).getinfo("b.xml")) == stored_entry(source, zf.getinfo("b.xml"))
 
 
+class Unseekable(io.RawIOBase):
+    """A sink that takes bytes but cannot seek, as a pipe or a socket."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        self.data += bytes(b)
+        return len(b)
+
+
 def test_a_package_written_where_it_cannot_seek_gets_its_parts_deflated_again(tmp_path: Path) -> None:
     source = tmp_path / "source.zip"
     with zipfile.ZipFile(source, "w") as zf:
         zf.writestr("a.xml", b"<a>" + b"text " * 500 + b"</a>", zipfile.ZIP_DEFLATED, 9)
-
-    class Unseekable(io.RawIOBase):
-        def __init__(self) -> None:
-            self.data = bytearray()
-
-        def writable(self) -> bool:
-            return True
-
-        def write(self, b: Any) -> int:
-            self.data += bytes(b)
-            return len(b)
 
     sink = Unseekable()
     with zipfile.ZipFile(source) as src, zipfile.ZipFile(sink, "w") as dst:
@@ -196,17 +199,6 @@ def test_a_package_written_where_it_cannot_seek_gets_its_parts_deflated_again(tm
 def test_a_part_whose_sizes_follow_its_bytes_is_copied_as_stored_with_them_in_its_header(tmp_path: Path) -> None:
     """A zip written where it could not seek gives each part's CRC and sizes after its bytes (a data
     descriptor): the copy keeps the compressed bytes and puts the CRC and sizes in the header."""
-
-    class Unseekable(io.RawIOBase):
-        def __init__(self) -> None:
-            self.data = bytearray()
-
-        def writable(self) -> bool:
-            return True
-
-        def write(self, b: Any) -> int:
-            self.data += bytes(b)
-            return len(b)
 
     text = b"<a>" + b"described " * 800 + b"</a>"
     sink = Unseekable()
