@@ -58,7 +58,7 @@ from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalSer
 from deskmcp.core.files import PRIVATE_FOLDER, atomic_write_text, lock_exclusively
 from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal
-from deskmcp.core.sign_in import Sealer, open_state, page_html, seal_state
+from deskmcp.core.sign_in import Sealer, open_state, page_html, seal_state, spend_state, state_owner
 
 log = logging.getLogger("deskmcp.connect.remote_sign_in")
 
@@ -505,12 +505,11 @@ class PrincipalRemoteSignIn:
         signed in as someone else is refused), from the authorization server the sign-in began
         with (RFC 9207 `iss`), and spent, so it finishes once."""
         payload = self._opened(state)
-        owner = Principal(str(payload["iss"]), str(payload["sub"]))
-        if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
-            raise PermissionDenied(
-                f"This sign-in to {self.service} was begun by another user; begin your own from {url_path(self.name)}.",
-                {},
-            )
+        other_user = PermissionDenied(
+            f"This sign-in to {self.service} was begun by another user; begin your own from {url_path(self.name)}.",
+            {},
+        )
+        owner = state_owner(payload, caller, other_user)
         issuer = str(payload.get("i", ""))
         if (iss is not None and iss.rstrip("/") != issuer.rstrip("/")) or (iss is None and payload.get("ri")):
             raise BadRequest(
@@ -518,13 +517,12 @@ class PrincipalRemoteSignIn:
                 f"with; begin again from {url_path(self.name)}.",
                 {},
             )
-        once = payload.get("n")
-        if not isinstance(once, str) or not self.spent.spend(f"{self.name}-state", once, float(payload["e"])):
-            raise BadRequest(
-                f"This sign-in to {self.service} was already used; each one finishes once. Open "
-                f"{url_path(self.name)} again.",
-                {},
-            )
+        used = BadRequest(
+            f"This sign-in to {self.service} was already used; each one finishes once. Open "
+            f"{url_path(self.name)} again.",
+            {},
+        )
+        spend_state(self.spent, f"{self.name}-state", payload, used)
         return Returned(owner, payload)
 
     def finish(self, returned: Returned, account: RemoteAccount, code: str | None, error: str | None) -> None:

@@ -5,6 +5,9 @@ Google's sign-in (`deskmcp.google.web`) and the users' sign-ins to remote MCP se
 - `seal_state` / `open_state`: the `state` the browser carries, a JSON payload sealed (AES-GCM
   with the deployment's keys, bound to `associated`) and written `KEY_ID.BASE64URL`; opened only
   with the same keys and associated data, and only before its expiry (the payload's `e`);
+- `state_owner` / `spend_state`: the principal who began (the payload's `iss` and `sub`), whom
+  a callback made by another signed-in principal may not finish for; and the state's one-time id
+  (`n`) spent in a ledger, so it finishes once;
 - `page_html`: the small page the browser shows at the end.
 """
 
@@ -16,6 +19,8 @@ import json
 from typing import Any, Protocol
 
 from deskmcp.core.errors import AuthRequired, DeskError
+from deskmcp.core.once import OnceLedger
+from deskmcp.core.principal import Principal
 
 
 class Sealer(Protocol):
@@ -44,6 +49,23 @@ def open_state(keys: Sealer, state: str | None, associated: bytes, now: float, u
     if not isinstance(payload, dict) or float(payload.get("e", 0)) < now:
         raise unknown
     return payload
+
+
+def state_owner(payload: dict[str, Any], caller: Principal | None, other_user: DeskError) -> Principal:
+    """The principal who began the sign-in `payload` is the state of; `other_user` raised when
+    `caller` is signed in as someone else (a caller of None is the browser coming back, which the
+    sealed state alone authorises)."""
+    owner = Principal(str(payload["iss"]), str(payload["sub"]))
+    if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
+        raise other_user
+    return owner
+
+
+def spend_state(spent: OnceLedger, kind: str, payload: dict[str, Any], used: DeskError) -> None:
+    """The state's one-time id spent in `spent` until its expiry; `used` raised when it already was."""
+    once = payload.get("n")
+    if not isinstance(once, str) or not spent.spend(kind, once, float(payload["e"])):
+        raise used
 
 
 _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>deskmcp</title>

@@ -32,7 +32,7 @@ from deskmcp.core.dates import utc_stamp
 from deskmcp.core.errors import AuthRequired, BadRequest, DeskError, ExternalServiceError, PermissionDenied
 from deskmcp.core.once import OnceLedger, ledger
 from deskmcp.core.principal import Principal
-from deskmcp.core.sign_in import open_state, page_html, seal_state
+from deskmcp.core.sign_in import open_state, page_html, seal_state, spend_state, state_owner
 from deskmcp.google.auth import (
     AUTH_URI,
     TOKEN_URI,
@@ -359,16 +359,14 @@ class PrincipalSignIn:
         """The sign-in a callback finishes, its state spent; a `DeskError` when it may not (an unknown,
         expired or spent state, another caller's, Google's refusal, no code)."""
         payload = self._opened(state)
-        owner = Principal(str(payload["iss"]), str(payload["sub"]))
-        if caller is not None and (caller.issuer, caller.subject) != (owner.issuer, owner.subject):
-            raise PermissionDenied(
-                "This Google authorisation was started by another user; start your own from /auth/url.", {}
-            )
-        once = payload.get("n")
-        if not isinstance(once, str) or not self.spent.spend("google-state", once, float(payload["e"])):
-            raise BadRequest(
-                "This Google authorisation was already used; each one finishes once. Open /auth/url again.", {}
-            )
+        other_user = PermissionDenied(
+            "This Google authorisation was started by another user; start your own from /auth/url.", {}
+        )
+        owner = state_owner(payload, caller, other_user)
+        used = BadRequest(
+            "This Google authorisation was already used; each one finishes once. Open /auth/url again.", {}
+        )
+        spend_state(self.spent, "google-state", payload, used)
         if error:
             raise AuthRequired(f"Google did not authorise deskmcp: {error}.", {})
         if not code:
